@@ -1,0 +1,41 @@
+# Research MCP. `make run` and `make test` are the README's two commands.
+PY := .venv/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+REDIS ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test test-pg lint format bench-import bench-mcp setup setup-dev
+
+setup:
+	@scripts/setup.sh runtime
+
+setup-dev:
+	@scripts/setup.sh dev
+
+## Set up and serve admin + /mcp on the embedded default (SQLite in ./knowledge-base).
+run: setup
+	$(PY) manage.py serve --transport http --host $(HOST) --port $(PORT)
+
+## Set up and run the test suite (SQLite, in-process tasks).
+test: setup-dev
+	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest
+
+## The same suite on PostgreSQL + Redis + a real Celery worker (what CI's second run does).
+test-pg: setup-dev
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest
+
+lint: setup-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy .
+
+format: setup-dev
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+bench-import: setup-dev
+	$(PY) benchmarks/bench_import.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
+
+bench-mcp: setup-dev
+	$(PY) benchmarks/bench_mcp.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz

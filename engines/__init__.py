@@ -1,0 +1,1 @@
+"""Search engines (issue 5): BaseSearchEngine, the built-in engines, plugins, rate limits."""

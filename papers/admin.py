@@ -1,0 +1,299 @@
+"""The admin for the library: built for 100k papers (no full counts, no huge filter lists,
+related rows fetched in the list query) and writing only through the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from papers.models import (
+    Author,
+    Category,
+    Citation,
+    Institution,
+    Keyword,
+    Paper,
+    PaperAuthor,
+    PaperIdentifier,
+    PaperKeyword,
+    Venue,
+)
+from papers.selectors import paper_search_admin, with_relations
+from papers.services import paper_keywords_update
+from research_site.errors import DomainError
+
+
+class TextInputFilter(admin.SimpleListFilter):
+    """A list filter with a text box instead of a list of every value (venues, keywords
+    and years number in the thousands on a real library)."""
+
+    template = "admin/text_input_filter.html"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("", "")]  # Django shows a filter only when it has lookups
+
+    def choices(self, changelist: Any) -> Any:
+        yield {
+            "selected": self.value() is not None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "parameter_name": self.parameter_name,
+            "value": self.value() or "",
+            "other_params": [
+                (k, v) for k, v in changelist.get_filters_params().items()
+                if k != self.parameter_name
+            ],
+        }  # fmt: skip
+
+
+class YearFilter(TextInputFilter):
+    title = "year (e.g. 2019 or 2018-2020)"
+    parameter_name = "year"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        value = (self.value() or "").strip()
+        if not value:
+            return queryset
+        low, _, high = value.partition("-")
+        try:
+            if high:
+                return queryset.filter(year__gte=int(low), year__lte=int(high))
+            return queryset.filter(year=int(low))
+        except ValueError:
+            messages.warning(request, f"Year filter {value!r} is not a year or a range.")
+            return queryset
+
+
+class VenueFilter(TextInputFilter):
+    title = "venue contains"
+    parameter_name = "venue"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        value = (self.value() or "").strip()
+        return queryset.filter(venue__name__icontains=value) if value else queryset
+
+
+class KeywordFilter(TextInputFilter):
+    title = "keyword"
+    parameter_name = "keyword"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        value = (self.value() or "").strip()
+        return queryset.filter(keywords__name_key=value.casefold()) if value else queryset
+
+
+class SourceFilter(admin.SimpleListFilter):
+    title = "source"
+    parameter_name = "source"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        sources = Paper.objects.order_by().values_list("source", flat=True).distinct()
+        return [(s, s) for s in sorted(sources)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        return queryset.filter(source=self.value()) if self.value() else queryset
+
+
+class ProjectFilter(admin.SimpleListFilter):
+    title = "project"
+    parameter_name = "project"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        from projects.models import Project
+
+        return list(Project.objects.order_by("name").values_list("id", "name")[:200])
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        return queryset.filter(project_links__project_id=self.value()) if self.value() else queryset
+
+
+class PaperActionForm(ActionForm):
+    project = forms.CharField(
+        required=False, help_text="Project id or name (for 'add to project')."
+    )
+    keywords = forms.CharField(
+        required=False, help_text="Comma-separated keywords (for keyword actions)."
+    )
+
+
+class PaperAuthorInline(admin.TabularInline):
+    model = PaperAuthor
+    extra = 0
+    autocomplete_fields = ["author", "affiliation"]
+    ordering = ["position"]
+
+
+class PaperKeywordInline(admin.TabularInline):
+    model = PaperKeyword
+    extra = 0
+    autocomplete_fields = ["keyword"]
+    verbose_name = "keyword"
+
+
+class PaperIdentifierInline(admin.TabularInline):
+    model = PaperIdentifier
+    extra = 0
+
+
+class CitationInline(admin.TabularInline):
+    model = Citation
+    fk_name = "citing"
+    extra = 0
+    autocomplete_fields = ["cited"]
+    verbose_name = "reference (this paper cites)"
+    verbose_name_plural = "references (this paper cites)"
+
+
+@admin.register(Paper)
+class PaperAdmin(admin.ModelAdmin):
+    list_display = ["paper_id", "human_id", "short_title", "year", "venue", "source", "citekey"]
+    list_display_links = ["paper_id", "human_id"]
+    list_select_related = ["venue"]
+    list_filter = [YearFilter, VenueFilter, KeywordFilter, SourceFilter, ProjectFilter]
+    search_fields = ["title"]  # the real search is get_search_results below
+    search_help_text = (
+        "Title or author words, a paper_id, a citekey, an id like [Smith, J. 2024] or a DOI."
+    )
+    show_full_result_count = False
+    list_per_page = 50
+    ordering = ["-paper_id"]
+    readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at"]
+    autocomplete_fields = ["venue"]
+    inlines = [PaperAuthorInline, PaperKeywordInline, PaperIdentifierInline, CitationInline]
+    action_form = PaperActionForm
+    actions = ["add_to_project", "add_keywords", "set_keywords", "export_bibtex"]
+    fieldsets = [
+        (None, {"fields": ["paper_id", "human_id", "citekey", "entry_type", "title", "abstract"]}),
+        ("Publication", {"fields": ["year", "publication_date", "venue", "volume", "number",
+                                    "pages", "publisher", "publication_info"]}),
+        ("Identifiers and links", {"fields": ["doi", "arxiv_id", "source", "source_id",
+                                              "source_url", "pdf_url", "citation_count"]}),
+        ("Source data", {"classes": ["collapse"], "fields": ["snippet", "resources", "metadata",
+                                                             "created_at", "updated_at"]}),
+    ]  # fmt: skip
+
+    @admin.display(description="title", ordering="title")
+    def short_title(self, paper: Paper) -> str:
+        return paper.title if len(paper.title) <= 90 else paper.title[:89] + "…"
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
+    ) -> tuple[QuerySet[Paper], bool]:
+        return paper_search_admin(queryset, search_term), False
+
+    def _keywords(self, request: HttpRequest) -> list[str]:
+        raw = request.POST.get("keywords", "")
+        return [k for k in (part.strip() for part in raw.split(",")) if k]
+
+    def _run(self, request: HttpRequest, label: str, call: Any) -> None:
+        try:
+            result = call()
+        except DomainError as error:
+            self.message_user(request, f"{label}: {error.message}", level=messages.ERROR)
+            return
+        self.message_user(request, f"{label}: {result}", level=messages.SUCCESS)
+
+    @admin.action(description="Add selected papers to project")
+    def add_to_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from projects.services import project_add_papers
+
+        project = request.POST.get("project", "").strip()
+        ids = list(queryset.values_list("pk", flat=True))
+        self._run(
+            request,
+            "Add to project",
+            lambda: f"{project_add_papers(project=project, paper_ids=ids)} papers added",
+        )
+
+    @admin.action(description="Add keywords to selected papers")
+    def add_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        self._keyword_action(request, queryset, "add")
+
+    @admin.action(description="Set (replace) keywords of selected papers")
+    def set_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        self._keyword_action(request, queryset, "set")
+
+    def _keyword_action(self, request: HttpRequest, queryset: QuerySet[Paper], action: str) -> None:
+        refs: list[str | int] = list(queryset.values_list("pk", flat=True))
+        keywords = self._keywords(request)
+        self._run(
+            request,
+            f"Keywords ({action})",
+            lambda: (
+                f"{len(paper_keywords_update(refs=refs, action=action, keywords=keywords))} "
+                "papers updated"
+            ),
+        )
+
+    @admin.action(description="Export selected papers as BibTeX")
+    def export_bibtex(self, request: HttpRequest, queryset: QuerySet[Paper]) -> HttpResponse:
+        from papers.exports import render_bibtex
+
+        papers = with_relations(queryset.order_by("paper_id"))
+        response = HttpResponse(render_bibtex(papers), content_type="application/x-bibtex")
+        response["Content-Disposition"] = 'attachment; filename="papers.bib"'
+        return response
+
+
+@admin.register(Author)
+class AuthorAdmin(admin.ModelAdmin):
+    list_display = ["name", "family_name", "given_name"]
+    search_fields = ["name", "family_name"]
+    show_full_result_count = False
+    ordering = ["family_name", "given_name"]
+
+
+@admin.register(Institution)
+class InstitutionAdmin(admin.ModelAdmin):
+    search_fields = ["name"]
+    show_full_result_count = False
+
+
+@admin.register(Venue)
+class VenueAdmin(admin.ModelAdmin):
+    list_display = ["name", "short_name"]
+    search_fields = ["name", "short_name"]
+    show_full_result_count = False
+
+
+class KeywordForm(forms.ModelForm):
+    class Meta:
+        model = Keyword
+        fields = ["name"]
+
+    def clean_name(self) -> str:
+        from papers.schemas import keyword_clean, keyword_key
+
+        try:
+            name = keyword_clean(self.cleaned_data["name"])
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
+        clash = Keyword.objects.filter(name_key=keyword_key(name)).exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise forms.ValidationError(f"The keyword {name!r} exists already.")
+        self.instance.name_key = keyword_key(name)
+        return name
+
+
+@admin.register(Keyword)
+class KeywordAdmin(admin.ModelAdmin):
+    form = KeywordForm
+    list_display = ["name", "paper_count"]
+    search_fields = ["name"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Keyword]:
+        return super().get_queryset(request).annotate(paper_total=Count("paper_links"))
+
+    @admin.display(description="papers", ordering="paper_total")
+    def paper_count(self, keyword: Keyword) -> int:
+        return keyword.paper_total  # type: ignore[attr-defined]
+
+
+@admin.register(Category)
+class CategoryAdmin(admin.ModelAdmin):
+    list_display = ["name", "scheme"]
+    search_fields = ["name"]

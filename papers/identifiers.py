@@ -1,0 +1,254 @@
+"""Normalising identifiers and names, and generating the human id and the citekey.
+
+Pure functions (no database): the services allocate clash suffixes on top of these bases.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# --- text folding -------------------------------------------------------------------
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+# Letters that NFKD does not split into base + accent.
+_SPECIAL_LETTERS = str.maketrans(
+    {
+        "ß": "ss",
+        "æ": "ae",
+        "Æ": "AE",
+        "ø": "o",
+        "Ø": "O",
+        "œ": "oe",
+        "Œ": "OE",
+        "ł": "l",
+        "Ł": "L",
+        "đ": "d",
+        "Đ": "D",
+        "ð": "d",
+        "þ": "th",
+        "ı": "i",
+    }
+)
+
+
+def ascii_fold(text: str) -> str:
+    """'García-Peñalvo' -> 'Garcia-Penalvo'; characters with no ASCII form are dropped."""
+    if text.isascii():
+        return text
+    text = text.translate(_SPECIAL_LETTERS)
+    decomposed = unicodedata.normalize("NFKD", text)
+    return decomposed.encode("ascii", "ignore").decode("ascii")
+
+
+def fold_key(text: str, max_length: int = 255) -> str:
+    """A case-, accent- and punctuation-insensitive key for matching names and titles."""
+    folded = _NON_ALNUM.sub(" ", ascii_fold(text).lower()).strip()
+    if not folded:
+        # Names in scripts with no ASCII form still need a stable, distinct key.
+        folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded[:max_length]
+
+
+def title_key(title: str) -> str:
+    return fold_key(title)
+
+
+# Control characters (Unicode Cc) and the invisible format characters that break matching.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+
+
+def clean_text(value: object) -> str:
+    """Collapse whitespace and drop control and invisible characters; None becomes ''."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if not text.isprintable():  # C-speed check; most values need no cleaning
+        text = _INVISIBLE.sub(" ", text)
+    return " ".join(text.split())
+
+
+# --- DOI and arXiv ------------------------------------------------------------------
+
+_DOI_PREFIXES = re.compile(
+    r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*|https?://doi\.org/)", re.IGNORECASE
+)
+_DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
+
+
+def normalize_doi(raw: object) -> str | None:
+    """'https://doi.org/10.18653/V1/D18-1057' -> '10.18653/v1/d18-1057'; None if not a DOI.
+
+    DOIs are case-insensitive by definition, so the lower-case form is the key.
+    """
+    text = clean_text(raw)
+    if not text:
+        return None
+    text = _DOI_PREFIXES.sub("", text).strip().rstrip(".").lower()
+    if not _DOI_SHAPE.match(text) or len(text) > 255:
+        return None
+    return text
+
+
+_ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
+_ARXIV_OLD = re.compile(r"^([a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?$", re.IGNORECASE)
+_ARXIV_PREFIX = re.compile(
+    r"^(?:arxiv:\s*|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)", re.IGNORECASE
+)
+
+
+def normalize_arxiv_id(raw: object) -> str | None:
+    """'arXiv:2104.12255v1' / 'https://arxiv.org/abs/2104.12255' -> '2104.12255'.
+
+    The version is dropped: every version is the same paper for de-duplication.
+    Old-style ids keep their archive ('quant-ph/0201082').
+    """
+    text = clean_text(raw)
+    if not text:
+        return None
+    text = _ARXIV_PREFIX.sub("", text).strip()
+    if text.lower().endswith(".pdf"):
+        text = text[:-4]
+    for pattern in (_ARXIV_NEW, _ARXIV_OLD):
+        match = pattern.match(text)
+        if match:
+            return match.group(1).lower() if pattern is _ARXIV_OLD else match.group(1)
+    return None
+
+
+# --- author names -------------------------------------------------------------------
+
+_PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "la", "le", "dos"}
+_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
+
+
+@dataclass(frozen=True)
+class PersonName:
+    given: str
+    family: str
+
+    @property
+    def display(self) -> str:
+        return f"{self.given} {self.family}".strip()
+
+    @property
+    def key(self) -> str:
+        return fold_key(self.display)
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_person_name(raw: str) -> PersonName:
+    """Split 'Last, First' or 'First [particles] Last' into given and family names."""
+    name = clean_text(raw).strip(" ,")
+    if not name:
+        return PersonName("", "")
+    if "," in name:
+        family, _, given = name.partition(",")
+        given = given.strip()
+        # 'Smith, Jr., John' (BibTeX's three-part form): the suffix stays with the family name.
+        if "," in given:
+            suffix, _, given = given.partition(",")
+            family = f"{family.strip()} {suffix.strip()}"
+        return PersonName(given.strip(), family.strip())
+    parts = name.split()
+    if len(parts) == 1:
+        return PersonName("", parts[0])
+    if parts[-1].lower() in _SUFFIXES and len(parts) > 2:
+        parts = [*parts[:-2], f"{parts[-2]} {parts[-1]}"]
+    family_start = len(parts) - 1
+    while family_start > 1 and parts[family_start - 1].lower() in _PARTICLES:
+        family_start -= 1
+    return PersonName(" ".join(parts[:family_start]), " ".join(parts[family_start:]))
+
+
+def initials(given: str) -> str:
+    """'Francisco José' -> 'F. J.'; 'Jean-Pierre' -> 'J.-P.'; 'F.J.' -> 'F. J.'."""
+    result = []
+    for word in given.replace(".", ". ").split():
+        letters = [part for part in word.split("-") if part and part[0].isalnum()]
+        if letters:
+            result.append(
+                "-".join(f"{ascii_fold(part[0]).upper() or part[0]}." for part in letters)
+            )
+    return " ".join(result)
+
+
+# --- the human-readable id (seed 004) -----------------------------------------------
+
+MAX_AUTHORS_IN_ID = 5
+
+
+def human_id_base(author_names: list[str], year: int | None) -> str:
+    """'Smith, J., Johnson, A. 2024' for seed 004's '[Smith, J., Johnson, A. 2024]'.
+
+    Up to five authors are listed, the last after '& ' when there are three or more (as in
+    seed 004's five-author example); longer lists end in 'et al.'. No authors gives
+    'Anonymous', no year 'n.d.'.
+    """
+    people = [parse_person_name(name) for name in author_names]
+    people = [person for person in people if person.family]
+    year_text = str(year) if year else "n.d."
+    if not people:
+        return f"Anonymous {year_text}"
+    shown = people[:MAX_AUTHORS_IN_ID]
+    parts = []
+    for person in shown:
+        family = ascii_fold(person.family) or person.family
+        given = initials(person.given)
+        parts.append(f"{family}, {given}" if given else family)
+    if len(people) > MAX_AUTHORS_IN_ID:
+        names = ", ".join(parts) + ", et al."
+    elif len(parts) >= 3:
+        names = ", ".join(parts[:-1]) + ", & " + parts[-1]
+    else:
+        names = ", ".join(parts)
+    return f"{names} {year_text}"[:590]
+
+
+def human_id_from_base(base: str, seq: int) -> str:
+    """Seq 1 is the plain id; later papers with the same base get '-2', '-3', ..."""
+    return f"[{base}]" if seq <= 1 else f"[{base}-{seq}]"
+
+
+# --- the citekey (Better BibTeX style: auth.lower + year + first title word) ----------
+
+_TITLE_STOPWORDS = {
+    "a", "an", "the", "on", "of", "in", "for", "to", "and", "with", "from", "by", "at",
+    "is", "are", "via", "towards", "toward", "using", "into", "over", "under",
+}  # fmt: skip
+
+
+def citekey_base(author_names: list[str], year: int | None, title: str) -> str:
+    """'vaswani2017attention' from (['Ashish Vaswani', ...], 2017, 'Attention Is All You Need')."""
+    family = ""
+    for name in author_names:
+        family = parse_person_name(name).family
+        if family:
+            break
+    author_part = re.sub(r"[^a-z]", "", ascii_fold(family).lower()) or "anon"
+    word_part = ""
+    for word in re.findall(r"[a-z0-9]+", ascii_fold(title).lower()):
+        if word not in _TITLE_STOPWORDS:
+            word_part = word
+            break
+    return f"{author_part}{year or ''}{word_part}"[:180]
+
+
+def citekey_suffixes() -> Iterator[str]:
+    """Better BibTeX's clash postfixes: '', 'a' ... 'z', 'aa' ... 'zz', then '-703', ..."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    yield ""
+    yield from letters
+    yield from (a + b for a in letters for b in letters)
+    yield from (f"-{n}" for n in itertools.count(len(letters) ** 2 + len(letters) + 1))
+
+
+_CITEKEY_SHAPE = re.compile(r"^[A-Za-z0-9_:\-.+/]{1,200}$")
+
+
+def is_valid_citekey(key: str) -> bool:
+    return bool(_CITEKEY_SHAPE.match(key))

@@ -1,0 +1,105 @@
+"""Import papers from JSON Lines: the ACL Anthology corpus format, or this project's own
+`export_library --format jsonl` output. Gzipped files (.gz) and '-' (stdin) are accepted.
+
+    manage.py import_jsonl ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from django.core.management.base import CommandParser
+
+from papers.imports import ImportCommand, RawItem
+from papers.schemas import PaperRecord
+
+ACL_HOST = "aclanthology.org"
+
+
+def open_text(path: str) -> IO[str]:
+    if path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_jsonl(path: str) -> Iterator[RawItem]:
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as error:
+                yield RawItem(f"line {number}", error=f"not valid JSON ({error.msg})")
+                continue
+            if not isinstance(data, dict):
+                yield RawItem(f"line {number}", error="not a JSON object")
+                continue
+            yield RawItem(f"line {number}", data=data)
+
+
+def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> PaperRecord:
+    """Map one JSON object to a PaperRecord. ACL records are recognised by their URL and
+    keep their Anthology id and bibkey as identifiers; our own exports round-trip."""
+    values = dict(data)
+    url = str(values.pop("url", "") or values.pop("source_url", "") or "")
+    is_acl = ACL_HOST in url or "bibkey" in values
+    identifiers = dict(values.pop("identifiers", None) or {})
+    if is_acl:
+        anthology_id = values.pop("id", None)
+        if anthology_id:
+            identifiers["acl"] = str(anthology_id)
+        bibkey = values.pop("bibkey", None)
+        if bibkey:
+            identifiers["citekey"] = str(bibkey)
+        venue_ids = values.pop("venue_ids", None) or []
+        values["venue_short"] = venue_ids[0] if venue_ids else ""
+        values.setdefault("source_id", str(anthology_id or ""))
+        venue = str(values.get("venue") or "")
+        values["entry_type"] = "inproceedings" if "proceedings" in venue.lower() else "article"
+        for name in ("collection", "year_source"):
+            if values.get(name) is not None:
+                values.setdefault("metadata", {})[name] = values.pop(name)
+            else:
+                values.pop(name, None)
+    else:
+        # Our own export: these are derived or local to the library they came from.
+        for name in ("paper_id", "id", "authors_detail", "projects", "created_at", "updated_at"):
+            values.pop(name, None)
+        if values.get("citekey"):
+            values["preferred_citekey"] = values.pop("citekey")
+    if isinstance(values.get("pages"), str):
+        values["pages"] = values["pages"].replace("–", "--")
+    values.pop("authors_string", None)
+    return PaperRecord.build(
+        **{k: v for k, v in values.items() if v is not None},
+        source_url=url,
+        identifiers=identifiers,
+        source=str(data.get("source") or ("acl" if is_acl else default_source)),
+    )
+
+
+class Command(ImportCommand):
+    help = "Import papers from a JSON Lines file (.jsonl or .jsonl.gz; ACL Anthology format)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--source", default="jsonl", help="Source name for records that do not say."
+        )
+
+    def read_items(self, path: str, options: dict[str, Any]) -> Iterator[RawItem]:
+        self.default_source = options["source"]
+        if path != "-":
+            open_text(path).close()  # fail early, before the progress bar, on a bad path
+        return read_jsonl(path)
+
+    def build_record(self, data: dict[str, Any]) -> PaperRecord:
+        return record_from_json(data, self.default_source)

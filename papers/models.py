@@ -1,0 +1,288 @@
+"""The paper library: papers, their authors, venues, keywords, categories and citations.
+
+Every paper has three identifiers (ARCHITECTURE.md, "Identifiers"): `paper_id` (an
+auto-increment integer), `human_id` (stored in the `id` column, e.g.
+`[Vaswani, A., Shazeer, N. 2017]`, `-2`/`-3` for clashes) and `citekey`
+(Better-BibTeX style, e.g. `vaswani2017attention`). DOI and arXiv id are normalised and
+unique, so the database itself refuses a duplicate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
+
+
+class TimeStamped(models.Model):
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Institution(TimeStamped):
+    name = models.TextField()
+    # Folded, lower-case form of the name: one row per institution however it is spelled.
+    name_key = models.CharField(max_length=255, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Author(TimeStamped):
+    name = models.TextField(help_text="Display name, e.g. 'Ashish Vaswani'.")
+    family_name = models.TextField(blank=True)
+    given_name = models.TextField(blank=True)
+    name_key = models.CharField(max_length=255, unique=True)
+    profile_link = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            # search_by_author / admin author search: prefix and equality on the family name.
+            models.Index(Lower("family_name"), name="author_family_lower_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Venue(TimeStamped):
+    name = models.TextField()
+    name_key = models.CharField(max_length=255, unique=True)
+    short_name = models.CharField(max_length=64, blank=True, help_text="e.g. 'acl', 'emnlp'.")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Keyword(TimeStamped):
+    """A user-managed keyword; names are unique regardless of case."""
+
+    name = models.CharField(max_length=100)
+    name_key = models.CharField(max_length=100, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Category(TimeStamped):
+    """A subject category assigned by a source, e.g. arXiv's `cs.CL`."""
+
+    name = models.CharField(max_length=100, unique=True)
+    scheme = models.CharField(max_length=32, blank=True, help_text="e.g. 'arxiv'.")
+    description = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name_plural = "categories"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Paper(TimeStamped):
+    paper_id = models.BigAutoField(primary_key=True)
+    # Django reserves the field name `id` for primary keys; the column keeps seed 004's name.
+    human_id = models.CharField("id", max_length=600, unique=True, db_column="id")
+    human_id_base = models.CharField(max_length=600, editable=False)
+    human_id_seq = models.PositiveIntegerField(default=1, editable=False)
+    citekey = models.CharField(max_length=200, unique=True)
+    citekey_base = models.CharField(max_length=200, editable=False)
+
+    entry_type = models.CharField(max_length=32, default="article", help_text="BibTeX type.")
+    title = models.TextField()
+    title_key = models.CharField(max_length=255, editable=False)
+    abstract = models.TextField(blank=True)
+    snippet = models.TextField(blank=True, help_text="Short text when no abstract is known.")
+    authors_string = models.TextField(blank=True)
+    publication_info = models.TextField(blank=True)
+    publication_date = models.CharField(max_length=32, blank=True, help_text="YYYY[-MM[-DD]]")
+    year = models.PositiveSmallIntegerField(null=True, blank=True)
+    venue = models.ForeignKey(
+        Venue, null=True, blank=True, on_delete=models.SET_NULL, related_name="papers"
+    )
+    volume = models.CharField(max_length=64, blank=True)
+    number = models.CharField(max_length=64, blank=True)
+    pages = models.CharField(max_length=64, blank=True)
+    publisher = models.TextField(blank=True)
+
+    source = models.CharField(max_length=64, default="local")
+    source_id = models.CharField(max_length=255, blank=True)
+    source_url = models.TextField(blank=True)
+    pdf_url = models.TextField(blank=True)
+    # NULL, not '', when absent: the unique constraints must allow many papers without one.
+    doi = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    arxiv_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+
+    citation_count = models.PositiveIntegerField(default=0)
+    # Google Scholar (SerpAPI) handles, seed 004.
+    cites_id = models.CharField(max_length=255, blank=True)
+    result_id = models.CharField(max_length=255, blank=True)
+    citation_id = models.CharField(max_length=255, blank=True)
+    bibtex_link = models.TextField(blank=True)
+    cached_page_link = models.TextField(blank=True)
+    related_pages_link = models.TextField(blank=True)
+    versions_count = models.PositiveIntegerField(default=0)
+    versions_link = models.TextField(blank=True)
+    resources = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    authors = models.ManyToManyField(
+        Author, through="PaperAuthor", related_name="papers", blank=True
+    )
+    keywords = models.ManyToManyField(
+        Keyword, through="PaperKeyword", related_name="papers", blank=True
+    )
+    categories = models.ManyToManyField(
+        Category, through="PaperCategory", related_name="papers", blank=True
+    )
+
+    class Meta:
+        ordering = ["paper_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["doi"], name="paper_doi_unique"),
+            models.UniqueConstraint(fields=["arxiv_id"], name="paper_arxiv_unique"),
+            models.CheckConstraint(
+                condition=Q(year__isnull=True) | Q(year__gte=1000, year__lte=2999),
+                name="paper_year_plausible",
+            ),
+        ]
+        indexes = [
+            # year filters and timeline trends: WHERE year BETWEEN a AND b.
+            models.Index(fields=["year"], name="paper_year_idx"),
+            # venue facet and venue filter (the FK index) sorted by year for listings.
+            models.Index(fields=["venue", "year"], name="paper_venue_year_idx"),
+            # de-duplication's last resort: same normalised title in the same year.
+            models.Index(fields=["title_key", "year"], name="paper_title_year_idx"),
+            # clash-suffix allocation: the highest suffix taken for an identifier base.
+            models.Index(fields=["human_id_base", "human_id_seq"], name="paper_hid_base_idx"),
+            # citekey allocation: which keys with this base exist.
+            models.Index(fields=["citekey_base"], name="paper_citekey_base_idx"),
+            # source filter and "papers from arxiv" listings.
+            models.Index(fields=["source"], name="paper_source_idx"),
+            # most-cited listings.
+            models.Index(fields=["-citation_count"], name="paper_citations_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.human_id} {self.title[:80]}"
+
+    @property
+    def ordered_author_names(self) -> list[str]:
+        return [link.author.name for link in self.author_links.all()]
+
+    def alternates(self) -> dict[str, Any]:
+        return dict(self.metadata.get("alternates", {}))
+
+
+class PaperAuthor(models.Model):
+    """The ordered paper–author link; `position` starts at 0."""
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="author_links")
+    author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="paper_links")
+    position = models.PositiveSmallIntegerField()
+    affiliation = models.ForeignKey(
+        Institution, null=True, blank=True, on_delete=models.SET_NULL, related_name="author_links"
+    )
+
+    class Meta:
+        ordering = ["paper", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["paper", "position"], name="paperauthor_position_unique"
+            )
+        ]
+        indexes = [
+            # papers by an author (search_by_author, author facet counts).
+            models.Index(fields=["author", "paper"], name="paperauthor_author_idx"),
+            # institution facet and filter.
+            models.Index(fields=["affiliation"], name="paperauthor_affil_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} #{self.position}: {self.author_id}"
+
+
+class PaperKeyword(models.Model):
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="keyword_links")
+    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="paper_links")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "keyword"], name="paperkeyword_unique")
+        ]
+        indexes = [
+            # search_papers_by_keyword: papers carrying a keyword.
+            models.Index(fields=["keyword", "paper"], name="paperkeyword_keyword_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id}: {self.keyword_id}"
+
+
+class PaperCategory(models.Model):
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="category_links")
+    category = models.ForeignKey(Category, on_delete=models.CASCADE, related_name="paper_links")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "category"], name="papercategory_unique")
+        ]
+        indexes = [
+            # keyword search over source categories (cs.CL) and the category facet.
+            models.Index(fields=["category", "paper"], name="papercategory_category_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id}: {self.category_id}"
+
+
+class PaperIdentifier(models.Model):
+    """Other identifiers of a paper: ACL Anthology id, citekey aliases, OpenAlex, S2, ...
+
+    Used for de-duplication (the same source id is the same paper) and for resolving a
+    reference such as an old BibTeX key to the paper it names.
+    """
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="identifiers")
+    scheme = models.CharField(max_length=32)
+    value = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scheme", "value"], name="paperidentifier_unique")
+        ]
+        indexes = [
+            # the identifiers of one paper, for its detail record.
+            models.Index(fields=["paper"], name="paperidentifier_paper_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scheme}:{self.value}"
+
+
+class Citation(models.Model):
+    """`citing` cites `cited`; both are papers in the library."""
+
+    citing = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="references")
+    cited = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="cited_by")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["citing", "cited"], name="citation_unique"),
+            models.CheckConstraint(
+                condition=~Q(citing=models.F("cited")), name="citation_not_self"
+            ),
+        ]
+        indexes = [
+            # get_citing_papers: who cites this paper (the reverse direction).
+            models.Index(fields=["cited", "citing"], name="citation_cited_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.citing_id} cites {self.cited_id}"

@@ -1,0 +1,104 @@
+"""Writes over projects: create, rename, delete, membership."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from papers.models import Paper
+from projects.models import Project, ProjectPaper
+from research_site.errors import Conflict, InvalidInput
+
+NAME_MAX_LENGTH = 200
+
+
+def _clean_name(name: str) -> str:
+    if not isinstance(name, str):
+        raise InvalidInput("Project name must be text.", field="name")
+    cleaned = " ".join(name.split())
+    if not cleaned:
+        raise InvalidInput("Project name cannot be empty.", field="name")
+    if len(cleaned) > NAME_MAX_LENGTH:
+        raise InvalidInput(f"Project name is over {NAME_MAX_LENGTH} characters.", field="name")
+    if any(unicodedata.category(ch) == "Cc" for ch in name.strip()):
+        raise InvalidInput("Project name contains control characters.", field="name")
+    return cleaned
+
+
+def _unique_slug(name: str) -> str:
+    base = slugify(name)[:90] or "project"
+    candidate, n = base, 2
+    while Project.objects.filter(id=candidate).exists():
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+@transaction.atomic
+def project_create(*, name: str, description: str = "") -> Project:
+    """A new project with a slug id made from its name. Conflict if the name is taken
+    (names are unique regardless of case)."""
+    cleaned = _clean_name(name)
+    if Project.objects.filter(name__iexact=cleaned).exists():
+        raise Conflict(f"A project named {cleaned!r} already exists.", name=cleaned)
+    return Project.objects.create(
+        id=_unique_slug(cleaned), name=cleaned, description=(description or "").strip()
+    )
+
+
+@transaction.atomic
+def project_rename(*, project: Project | str, name: str) -> Project:
+    """Rename a project; its id stays, so references keep working."""
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project)
+    cleaned = _clean_name(name)
+    if Project.objects.filter(name__iexact=cleaned).exclude(pk=target.pk).exists():
+        raise Conflict(f"A project named {cleaned!r} already exists.", name=cleaned)
+    target.name = cleaned
+    target.save(update_fields=["name", "updated_at"])
+    return target
+
+
+@transaction.atomic
+def project_delete(*, project: Project | str) -> int:
+    """Delete a project and its memberships. Papers are never deleted: a paper belongs to
+    the library, and may be in other projects. Returns the number of memberships removed."""
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project)
+    removed, _ = ProjectPaper.objects.filter(project=target).delete()
+    target.delete()
+    return removed
+
+
+@transaction.atomic
+def project_add_papers(*, project: Project | str, paper_ids: Sequence[int]) -> int:
+    """Add papers (by paper_id) to a project; already-present ones are left as they are.
+    Returns how many were added."""
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project)
+    ids = set(Paper.objects.filter(pk__in=set(paper_ids)).values_list("pk", flat=True))
+    present = set(
+        ProjectPaper.objects.filter(project=target, paper_id__in=ids).values_list(
+            "paper_id", flat=True
+        )
+    )
+    ProjectPaper.objects.bulk_create(
+        [ProjectPaper(project=target, paper_id=pid) for pid in sorted(ids - present)],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    return len(ids - present)
+
+
+@transaction.atomic
+def project_remove_papers(*, project: Project | str, paper_ids: Sequence[int]) -> int:
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project)
+    removed, _ = ProjectPaper.objects.filter(project=target, paper_id__in=paper_ids).delete()
+    return removed

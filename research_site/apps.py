@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ResearchSiteConfig(AppConfig):
+    name = "research_site"
+    verbose_name = "Research MCP"

@@ -1,0 +1,181 @@
+"""Settings for Research MCP, read from the environment (see .env.example).
+
+Defaults make clone-and-run work on the embedded default: SQLite in ./knowledge-base,
+tasks in-process, loopback-only HTTP. Scale-out is switched on by DATABASE_URL and
+REDIS_URL. Production secrets have no committed default: SECRET_KEY comes from the
+environment or from a per-install file inside the knowledge base.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import dj_database_url
+
+from research_site.env import env_bool, env_int, env_list, env_str
+from research_site.knowledge_base import ensure_layout, read_or_create_secret, resolve_directory
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# --- the knowledge base -------------------------------------------------------------
+RESEARCH_DIRECTORY = resolve_directory()
+ensure_layout(RESEARCH_DIRECTORY)
+EXPORTS_DIR = RESEARCH_DIRECTORY / "exports"
+DOWNLOADS_DIR = RESEARCH_DIRECTORY / "downloads"
+CACHE_DIR = RESEARCH_DIRECTORY / "cache"
+ASSETS_DIR = RESEARCH_DIRECTORY / "assets"
+TEMP_DIR = RESEARCH_DIRECTORY / "temp"
+ENGINES_DIR = RESEARCH_DIRECTORY / "engines"
+
+# --- core Django ----------------------------------------------------------------------
+SECRET_KEY = env_str("SECRET_KEY") or read_or_create_secret(RESEARCH_DIRECTORY, ".secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "research_site",
+    "papers",
+    "projects",
+    "engines",
+    "mcp_endpoint",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "research_site.urls"
+WSGI_APPLICATION = "research_site.wsgi.application"
+ASGI_APPLICATION = "research_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -----------------------------------------------------------------------
+# MCP_READ_ONLY opens the database read-only (seed 000's snapshot mode): SQLite through a
+# mode=ro URI, PostgreSQL with read-only transactions, so no code path can write.
+MCP_READ_ONLY = env_bool("MCP_READ_ONLY", False)
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {})
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+        if MCP_READ_ONLY:
+            DATABASES["default"]["OPTIONS"]["options"] = "-c default_transaction_read_only=on"
+else:
+    _sqlite_path = RESEARCH_DIRECTORY / "research.db"
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": f"file:{_sqlite_path}?mode=ro" if MCP_READ_ONLY else str(_sqlite_path),
+            "OPTIONS": {
+                # WAL lets readers (HTTP workers) run beside a writer (an import);
+                # busy_timeout turns a short lock wait into a wait instead of an error.
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000;"
+                    if not MCP_READ_ONLY
+                    else "PRAGMA busy_timeout=10000;"
+                ),
+                "transaction_mode": "IMMEDIATE",
+            },
+            "TEST": {"NAME": str(RESEARCH_DIRECTORY / "test-research.db")},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- background work ----------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or REDIS_URL or None
+# With no broker the same tasks run in-process: the embedded default needs no services.
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
+
+# --- MCP ----------------------------------------------------------------------------
+try:
+    _PACKAGE_VERSION = metadata.version("research-mcp")
+except metadata.PackageNotFoundError:
+    _PACKAGE_VERSION = "0.1.0"
+
+MCP_ENABLED = env_bool("MCP_ENABLED", True)
+MCP_TRANSPORT = env_str("MCP_TRANSPORT", "http")
+MCP_SERVER_NAME = env_str("MCP_SERVER_NAME", "research-mcp")
+MCP_SERVER_VERSION = env_str("MCP_SERVER_VERSION", _PACKAGE_VERSION)
+MCP_TOOLSETS = env_list("MCP_TOOLSETS", [])  # empty: every tool set
+MCP_REQUIRE_COLLECTION = env_bool("MCP_REQUIRE_COLLECTION", False)
+MCP_AUTH_TOKEN = env_str("MCP_AUTH_TOKEN")
+MCP_ALLOWED_ORIGINS = env_list(
+    "MCP_ALLOWED_ORIGINS",
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"],
+)
+MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
+
+# --- limits (seed 000, applied by every interface) ----------------------------------
+MAX_QUERY_CHARS = 500
+MAX_PAGE_SIZE = 100
+MAX_OFFSET = 10_000
+
+# --- i18n, static -------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = RESEARCH_DIRECTORY / "temp" / "static"
+WHITENOISE_USE_FINDERS = True  # serve admin assets without a collectstatic step
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# --- logging: stderr only (stdout belongs to the stdio transport) -------------------
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "stream": sys.stderr, "formatter": "plain"}
+    },
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+    },
+}

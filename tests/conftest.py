@@ -1,0 +1,35 @@
+"""Shared fixtures: factories for papers and projects built through the real services."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from papers.models import Paper
+from papers.schemas import PaperRecord
+from papers.services import paper_upsert
+from projects.models import Project
+from projects.services import project_create
+
+
+@pytest.fixture
+def make_paper(db: None) -> Callable[..., Paper]:
+    """Create (or merge into) a paper through paper_upsert, as every interface does."""
+
+    def make(title: str = "Attention Is All You Need", **values: Any) -> Paper:
+        values.setdefault("authors", ["Ashish Vaswani", "Noam Shazeer"])
+        values.setdefault("year", 2017)
+        paper, _ = paper_upsert(record=PaperRecord.build(title=title, **values))
+        return paper
+
+    return make
+
+
+@pytest.fixture
+def make_project(db: None) -> Callable[..., Project]:
+    def make(name: str = "Transformers", description: str = "") -> Project:
+        return project_create(name=name, description=description)
+
+    return make
