@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from papers.bulk import insert_objects, insert_rows
 from papers.identifiers import (
@@ -262,11 +263,14 @@ def _upsert_pass(records: list[PaperRecord]) -> tuple[UpsertOutcome, list[int]]:
     insert_objects([paper for _, paper in new_papers])
     outcome.created = len(new_papers)
     if changed:
+        now = timezone.now()
+        for paper in changed.values():
+            paper.updated_at = now  # bulk_update does not apply auto_now
         Paper.objects.bulk_update(
             list(changed.values()),
             ["title", "year", "venue", "entry_type", "authors_string", "doi", "arxiv_id",
              "citation_count", "versions_count", "resources", "metadata", "source_id",
-             *MERGED_TEXT_FIELDS],
+             "updated_at", *MERGED_TEXT_FIELDS],
             batch_size=500,
         )  # fmt: skip
 
@@ -623,7 +627,7 @@ def paper_keywords_update(
             [PaperKeyword(paper_id=pid, keyword_id=kid) for pid in paper_ids for kid in wanted],
             ignore_conflicts=True,
         )
-    Paper.objects.filter(pk__in=paper_ids).update(updated_at=_now())
+    Paper.objects.filter(pk__in=paper_ids).update(updated_at=timezone.now())
     result: dict[int, list[str]] = {pid: [] for pid in paper_ids}
     for pid, name in (
         PaperKeyword.objects.filter(paper_id__in=paper_ids)
@@ -632,12 +636,6 @@ def paper_keywords_update(
     ):
         result[pid].append(name)
     return result
-
-
-def _now() -> Any:
-    from django.utils import timezone
-
-    return timezone.now()
 
 
 @transaction.atomic

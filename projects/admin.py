@@ -51,8 +51,13 @@ class ProjectAdmin(admin.ModelAdmin):
     def paper_count(self, project: Project) -> int:
         return project.paper_total  # type: ignore[attr-defined]
 
-    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        actions = super().get_actions(request, *args, **kwargs)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
+        # Django 6.1 passes where the actions are shown; 5.2 (the 3.11 fallback) does not.
+        actions = (
+            super().get_actions(request)
+            if action_location is None
+            else super().get_actions(request, action_location)  # type: ignore[call-arg]
+        )
         actions.pop("delete_selected", None)  # replaced by the service-backed action below
         return actions
 

@@ -156,6 +156,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = RESEARCH_DIRECTORY / "temp" / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True  # serve admin assets without a collectstatic step
 WHITENOISE_AUTOREFRESH = DEBUG
 

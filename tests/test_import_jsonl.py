@@ -1,0 +1,118 @@
+"""import_jsonl: the ACL format, re-runs, and every error path."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from papers.models import Paper, PaperIdentifier
+from projects.models import Project
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = Path(__file__).parent / "fixtures" / "acl" / "acl_sample300.jsonl"
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_jsonl", *args, "--no-progress", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_acl_sample_imports_with_identifiers_and_authors() -> None:
+    out, _ = run(str(SAMPLE))
+    assert "300 records" in out
+    assert "0 failed" in out
+    paper = Paper.objects.get(identifiers__scheme="acl", identifiers__value="D18-1057")
+    assert paper.title == "Quantifying Context Overlap for Training Word Embeddings"
+    assert paper.doi == "10.18653/v1/d18-1057"
+    assert paper.ordered_author_names == ["Yimeng Zhuang", "Jinghui Xie", "Yinhe Zheng", "Xuan Zhu"]
+    assert paper.human_id == "[Zhuang, Y., Xie, J., Zheng, Y., & Zhu, X. 2018]"
+    assert paper.venue is not None and paper.venue.short_name == "emnlp"
+    assert paper.entry_type == "inproceedings"
+    assert paper.pages == "587--593"
+    # the Anthology's bibkey resolves as an alias
+    assert PaperIdentifier.objects.filter(scheme="citekey", value="zhuang-etal-2018-quantifying")
+
+
+def test_second_run_creates_nothing() -> None:
+    run(str(SAMPLE))
+    count = Paper.objects.count()
+    out, _ = run(str(SAMPLE))
+    assert Paper.objects.count() == count
+    assert "0 created, 0 updated, 300 skipped" in out
+
+
+def test_gzipped_file_imports(tmp_path: Path) -> None:
+    target = tmp_path / "sample.jsonl.gz"
+    with gzip.open(target, "wt", encoding="utf-8") as handle:
+        handle.write(SAMPLE.read_text(encoding="utf-8"))
+    out, _ = run(str(target))
+    assert "0 failed" in out
+    assert Paper.objects.count() > 250
+
+
+def test_bad_lines_are_reported_and_the_rest_imports(tmp_path: Path) -> None:
+    good = json.dumps({"title": "A good paper", "authors": ["Ada Lovelace"], "year": 1843})
+    lines = [
+        good,
+        "{not json",
+        "[1, 2, 3]",
+        json.dumps({"title": "", "authors": ["Nobody"]}),
+        json.dumps({"title": "Bad year", "year": "soon"}),
+        "",
+        json.dumps({"title": "Another good one", "year": 2020}),
+    ]
+    target = tmp_path / "mixed.jsonl"
+    target.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 1
+    assert set(Paper.objects.values_list("title", flat=True)) == {
+        "A good paper",
+        "Another good one",
+    }
+
+
+def test_failures_name_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "mixed.jsonl"
+    target.write_text('{"title": "ok"}\n{broken\n', encoding="utf-8")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_jsonl", str(target), "--no-progress", stdout=io.StringIO(), stderr=err)
+    assert "skipped line 2: not valid JSON" in err.getvalue()
+
+
+def test_missing_file_is_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as raised:
+        run(str(tmp_path / "nope.jsonl"))
+    assert raised.value.returncode == 2
+
+
+def test_empty_file_is_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "empty.jsonl"
+    target.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 2
+
+
+def test_binary_file_is_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "binary.jsonl"
+    target.write_bytes(b"\xff\xfe\x00\x01garbage")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 2
+    assert Paper.objects.count() == 0
+
+
+def test_project_option_adds_papers_to_a_new_project() -> None:
+    run(str(SAMPLE), "--project", "ACL sample")
+    project = Project.objects.get(name="ACL sample")
+    assert project.paper_links.count() == Paper.objects.count()
