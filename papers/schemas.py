@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
+
+from django.db import models
 
 from papers.identifiers import (
     clean_text,
@@ -129,6 +132,12 @@ class PaperRecord:
         }  # fmt: skip
         entry_type = clean_text(values.pop("entry_type", "")).lower() or "article"
         source = clean_text(values.pop("source", "")).lower() or "local"
+        fitted = _fit_to_columns(
+            {**text_fields, **scholar, "entry_type": entry_type, "source": source}, metadata
+        )
+        text_fields = {name: fitted[name] for name in text_fields}
+        scholar = {name: fitted[name] for name in scholar}
+        entry_type, source = fitted["entry_type"], fitted["source"]
         citation_count = _non_negative_int(values.pop("citation_count", 0), "citation_count")
         versions_count = _non_negative_int(values.pop("versions_count", 0), "versions_count")
         resources = list(values.pop("resources", None) or [])
@@ -145,14 +154,41 @@ class PaperRecord:
             categories=categories,
             identifiers=identifiers,
             scholar={k: v for k, v in scholar.items() if v},
-            entry_type=entry_type[:32],
-            source=source[:64],
+            entry_type=entry_type,
+            source=source,
             resources=resources,
             metadata=metadata,
             citation_count=citation_count,
             versions_count=versions_count,
             **text_fields,  # type: ignore[arg-type]
         )
+
+
+@cache
+def _column_limits() -> dict[str, int]:
+    from papers.models import Paper, Venue
+
+    limits = {
+        f.name: f.max_length
+        for f in Paper._meta.concrete_fields
+        if isinstance(f, models.CharField) and f.max_length
+    }
+    limits["venue_short"] = Venue._meta.get_field("short_name").max_length or 64
+    return limits
+
+
+def _fit_to_columns(values: dict[str, str], metadata: dict[str, Any]) -> dict[str, str]:
+    """Cut values that are longer than their column (PostgreSQL refuses them; SQLite does
+    not check), keeping each full value under metadata["overflow"] so nothing is lost."""
+    limits = _column_limits()
+    fitted = {}
+    for name, value in values.items():
+        limit = limits.get(name)
+        if limit and len(value) > limit:
+            metadata.setdefault("overflow", {})[name] = value
+            value = value[:limit]
+        fitted[name] = value
+    return fitted
 
 
 def _author(value: Any) -> AuthorRecord:

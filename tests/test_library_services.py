@@ -197,3 +197,13 @@ def test_absurd_year_is_refused() -> None:
                                            ("2019/7", 2019), (None, None), ("", None)])  # fmt: skip
 def test_years_are_read_from_dates(raw: object, year: int | None) -> None:
     assert PaperRecord.build(title="T", year=raw).year == year
+
+
+def test_values_longer_than_their_column_are_cut_and_kept_whole() -> None:
+    pages = "1-2, 4-5, 7-8, 10-11, 13-14, 16-17, 19-20, 22-23, 25-26, 28-29, 31-32, 34-35"
+    record = PaperRecord.build(title="Long pages", pages=pages, entry_type="x" * 40)
+    papers_upsert(records=[record])
+    paper = Paper.objects.get()
+    assert paper.pages == pages[:64]
+    assert paper.metadata["overflow"]["pages"] == pages
+    assert len(paper.entry_type) == 32
