@@ -1,0 +1,250 @@
+"""Exporting papers as BibTeX, CSV, JSON, JSON Lines or Markdown, inline or to a file.
+
+Files are written only into `settings.EXPORTS_DIR` (read at call time), under a name the
+caller may choose from a safe alphabet, and atomically: a temporary file in the same
+folder, fsync, then `os.replace`, so a reader never sees half a file and a failure leaves
+no file behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+
+from papers.bibtex import render_bibtex
+from papers.models import Paper
+from papers.selectors import paper_record
+from research_site.errors import InvalidInput
+
+EXTENSIONS = {"bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md"}
+FORMATS = tuple(EXTENSIONS)
+MAX_FILENAME_LENGTH = 100
+# Names Windows refuses whatever the extension; refused everywhere so exports can be shared.
+RESERVED_NAMES = {
+    "con", "prn", "aux", "nul",
+    *(f"com{n}" for n in range(1, 10)),
+    *(f"lpt{n}" for n in range(1, 10)),
+}  # fmt: skip
+CSV_COLUMNS = (
+    "paper_id", "id", "citekey", "title", "authors", "year", "venue", "entry_type", "volume",
+    "number", "pages", "publisher", "doi", "arxiv_id", "url", "pdf_url", "keywords",
+    "citation_count", "abstract",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    filename: str
+    count: int
+    format: str
+
+
+def export_papers(
+    *, papers: Iterable[Paper], fmt: str, filename: str | None = None
+) -> ExportResult:
+    """Write papers (relations prefetched, e.g. from `selectors.papers_filter`) to a file
+    in EXPORTS_DIR and say where.
+
+    `filename` is a name without folders, of letters, digits, '-', '_', '.' and spaces;
+    the extension of the format is added (a name that already ends in it is kept as is).
+    A file of that name is replaced atomically. Without a name, `export-<UTC time>` is used,
+    with '-2', '-3', ... so that default names never replace an earlier export.
+
+    Raises InvalidInput for an unknown format, an unsafe file name or no papers; OSError
+    if the folder cannot be written (nothing is left behind).
+    """
+    fmt = _check_format(fmt)
+    papers = list(papers)
+    content = render_export(papers, fmt)
+    folder = Path(settings.EXPORTS_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    extension = EXTENSIONS[fmt]
+    if filename is None:
+        path = _unused_default_path(folder, extension)
+    else:
+        name = safe_filename(filename)
+        if name.lower().endswith(f".{extension}"):
+            name = name[: -len(extension) - 1]
+        path = folder / f"{name}.{extension}"
+    if path.resolve().parent != folder.resolve():  # defence in depth; names have no folders
+        raise InvalidInput("The export must stay in the exports folder.", field="filename")
+    _write_atomic(path, content.encode("utf-8"))
+    return ExportResult(path=path, filename=path.name, count=len(papers), format=fmt)
+
+
+def render_export(papers: Iterable[Paper], fmt: str) -> str:
+    """The export as text, for interfaces that return it inline (MCP, REST, --stdout).
+
+    Raises InvalidInput for an unknown format or an empty selection.
+    """
+    fmt = _check_format(fmt)
+    papers = list(papers)
+    if not papers:
+        raise InvalidInput("No papers to export: the selection is empty.", field="papers")
+    return RENDERERS[fmt](papers)
+
+
+def _check_format(fmt: str) -> str:
+    name = (fmt or "").strip().lower()
+    if name not in EXTENSIONS:
+        raise InvalidInput(
+            f"Unknown export format {fmt!r}; use one of {', '.join(FORMATS)}.", field="format"
+        )
+    return name
+
+
+def safe_filename(raw: str) -> str:
+    """The name as given if it is a plain, portable file name; InvalidInput otherwise."""
+    name = unicodedata.normalize("NFC", raw or "")
+    problem = None
+    if not name.strip():
+        problem = "is empty"
+    elif len(name) > MAX_FILENAME_LENGTH:
+        problem = f"is longer than {MAX_FILENAME_LENGTH} characters"
+    elif any(unicodedata.category(c)[0] == "C" for c in name):
+        problem = "contains control characters"
+    elif "/" in name or "\\" in name or ".." in name:
+        problem = "must be a plain name, without folders or '..'"
+    elif name.startswith(".") or name.startswith(" ") or name.endswith((".", " ")):
+        problem = "cannot start with a dot or start or end with a dot or a space"
+    elif not all(c.isalnum() or c in "-_. " for c in name):
+        problem = "may only hold letters, digits, '-', '_', '.' and spaces"
+    elif name.split(".")[0].strip().lower() in RESERVED_NAMES:
+        problem = "is a name reserved by Windows"
+    if problem:
+        raise InvalidInput(f"File name {raw!r} {problem}.", field="filename")
+    return name
+
+
+def _unused_default_path(folder: Path, extension: str) -> Path:
+    stem = f"export-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    path, number = folder / f"{stem}.{extension}", 1
+    while path.exists():
+        number += 1
+        path = folder / f"{stem}-{number}.{extension}"
+    return path
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+# --- formats ----------------------------------------------------------------------------
+
+
+def _authors(paper: Paper) -> list[str]:
+    return [link.author.name for link in paper.author_links.all()]
+
+
+def _keywords(paper: Paper) -> list[str]:
+    return sorted(k.name for k in paper.keywords.all())
+
+
+def _render_json(papers: list[Paper]) -> str:
+    return json.dumps([paper_record(p) for p in papers], ensure_ascii=False, indent=2) + "\n"
+
+
+def _render_jsonl(papers: list[Paper]) -> str:
+    # One paper_record per line: `import_jsonl` reads this back (citekeys are kept).
+    return "".join(json.dumps(paper_record(p), ensure_ascii=False) + "\n" for p in papers)
+
+
+def _spreadsheet_safe(value: str) -> str:
+    # A cell starting with = + - @ is run as a formula by Excel/LibreOffice (CSV injection);
+    # titles and abstracts come from outside sources, so such cells get a leading quote.
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def _render_csv(papers: list[Paper]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for paper in papers:
+        row = {
+            "paper_id": paper.pk,
+            "id": paper.human_id,
+            "citekey": paper.citekey,
+            "title": paper.title,
+            "authors": "; ".join(_authors(paper)),
+            "year": paper.year or "",
+            "venue": paper.venue.name if paper.venue else "",
+            "entry_type": paper.entry_type,
+            "volume": paper.volume,
+            "number": paper.number,
+            "pages": paper.pages,
+            "publisher": paper.publisher,
+            "doi": paper.doi or "",
+            "arxiv_id": paper.arxiv_id or "",
+            "url": paper.source_url,
+            "pdf_url": paper.pdf_url,
+            "keywords": "; ".join(_keywords(paper)),
+            "citation_count": paper.citation_count,
+            "abstract": paper.abstract,
+        }
+        writer.writerow([_spreadsheet_safe(v) if isinstance(v, str) else v for v in row.values()])
+    return buffer.getvalue()
+
+
+_MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#"})
+
+
+def _md(text: str) -> str:
+    return text.translate(_MARKDOWN_SPECIAL)
+
+
+def _render_markdown(papers: list[Paper]) -> str:
+    lines = [f"# Papers ({len(papers)})", ""]
+    for number, paper in enumerate(papers, start=1):
+        authors = _authors(paper)
+        if len(authors) > 10:
+            authors = [*authors[:10], "et al."]
+        line = f"{number}. **{_md(paper.title)}**"
+        if authors:
+            line += f"  \n   {_md(', '.join(authors))}"
+        details = [str(paper.year) if paper.year else "", paper.venue.name if paper.venue else ""]
+        details = [_md(d) for d in details if d]
+        if details:
+            line += f" ({', '.join(details)})" if authors else f"  \n   {', '.join(details)}"
+        links = [f"`{paper.citekey}`"]
+        if paper.doi:
+            links.append(f"[doi:{_md(paper.doi)}](https://doi.org/{quote(paper.doi, safe='/:;.')})")
+        if paper.arxiv_id:
+            links.append(f"[arXiv:{paper.arxiv_id}](https://arxiv.org/abs/{paper.arxiv_id})")
+        elif paper.source_url and not any(c in paper.source_url for c in " <>"):
+            links.append(f"<{paper.source_url}>")
+        keywords = _keywords(paper)
+        if keywords:
+            links.append("keywords: " + _md(", ".join(keywords)))
+        line += "  \n   " + " · ".join(links)
+        lines.extend([line, ""])
+    return "\n".join(lines)
+
+
+RENDERERS: dict[str, Callable[[list[Paper]], str]] = {
+    "bibtex": render_bibtex,
+    "csv": _render_csv,
+    "json": _render_json,
+    "jsonl": _render_jsonl,
+    "markdown": _render_markdown,
+}

@@ -1,0 +1,81 @@
+"""Export the library, a project or chosen papers to a file in the exports folder.
+
+    manage.py export_library --format bibtex --project thesis --output thesis-refs
+    manage.py export_library --format csv --ids 12,vaswani2017attention
+    manage.py export_library --format jsonl --stdout > library.jsonl
+
+Exit codes: 0 written, 2 bad arguments (format, project, ids, file name, empty selection).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from papers.exports import FORMATS, export_papers, render_export
+from papers.selectors import papers_filter
+from research_site.errors import DomainError
+
+EXIT_BAD_INPUT = 2
+
+
+def split_refs(raw: str) -> list[str]:
+    """'1, smith2020, [Smith, J. 2024]' -> ['1', 'smith2020', '[Smith, J. 2024]']: commas
+    inside a bracketed human id do not separate."""
+    refs: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in raw:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(depth - 1, 0)
+        if char == "," and depth == 0:
+            refs.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    refs.append("".join(current).strip())
+    return [ref for ref in refs if ref]
+
+
+class Command(BaseCommand):
+    help = "Export papers as BibTeX, CSV, JSON, JSON Lines or Markdown into the exports folder."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--format", required=True, help=f"One of {', '.join(FORMATS)}.")
+        parser.add_argument("--project", help="Only this project's papers (id or name).")
+        parser.add_argument(
+            "--ids", help="Only these papers: paper_ids, citekeys or ids, comma-separated."
+        )
+        parser.add_argument(
+            "--output", help="File name without folder; the extension is added. "
+            "Default: export-<UTC time>."
+        )  # fmt: skip
+        parser.add_argument(
+            "--stdout",
+            action="store_true",
+            # not `stdout`: BaseCommand.execute takes that option as the output stream
+            dest="print_content",
+            help="Print the export instead of writing a file.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        refs = split_refs(options["ids"]) if options.get("ids") else None
+        if options.get("ids") is not None and not refs:
+            raise CommandError("--ids names no papers.", returncode=EXIT_BAD_INPUT)
+        try:
+            papers = papers_filter(refs=refs, project=options.get("project"))
+            if options["print_content"]:
+                self.stdout.write(render_export(papers, options["format"]), ending="")
+                return
+            result = export_papers(
+                papers=papers, fmt=options["format"], filename=options.get("output")
+            )
+        except DomainError as error:
+            raise CommandError(error.message, returncode=EXIT_BAD_INPUT) from None
+        except OSError as error:
+            raise CommandError(f"Cannot write the export: {error}") from None
+        noun = "paper" if result.count == 1 else "papers"
+        self.stdout.write(f"Exported {result.count} {noun} as {result.format} to {result.path}")

@@ -1,0 +1,306 @@
+"""export_papers / render_export in every format, safe file names, atomic writes, and the
+export_library command."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import bibtexparser
+import pytest
+from django.core.management import CommandError, call_command
+
+from papers.exports import FORMATS, export_papers, render_export
+from papers.management.commands.export_library import Command as ExportLibrary
+from papers.models import Paper
+from papers.selectors import papers_filter
+from papers.services import paper_keywords_update
+from projects.models import Project
+from projects.services import project_add_papers
+from research_site.errors import InvalidInput
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    # The streams go to the instance: call_command(stdout=...) would set the --stdout flag.
+    command = ExportLibrary(stdout=out, stderr=err)
+    try:
+        call_command(command, *args)
+    except CommandError as error:
+        return error.returncode, out.getvalue(), str(error)
+    return 0, out.getvalue(), err.getvalue()
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def exports_dir(settings: object, tmp_path: Path) -> Path:
+    folder = tmp_path / "exports"
+    settings.EXPORTS_DIR = folder  # type: ignore[attr-defined]
+    return folder
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper], make_project: Callable[..., Project]) -> list[Paper]:
+    attention = make_paper(
+        "Attention Is All You Need",
+        authors=["Ashish Vaswani", "Noam Shazeer"],
+        year=2017,
+        venue="Advances in Neural Information Processing Systems",
+        entry_type="inproceedings",
+        arxiv_id="1706.03762",
+        abstract='Transformers, "attention", and more;\nsecond line.',
+    )
+    formula = make_paper(
+        '=HYPERLINK("http://evil.example") and other spreadsheet tricks',
+        authors=["José García-Peñalvo"],
+        year=2021,
+        venue="Journal of R&D",
+        doi="10.1000/xyz_1",
+        pages="1--10",
+    )
+    bert = make_paper(
+        "BERT: Pre-training of Deep Bidirectional Transformers",
+        authors=["Jacob Devlin", "Ming-Wei Chang"],
+        year=2019,
+        doi="10.18653/v1/N19-1423",
+    )
+    paper_keywords_update(refs=[attention.pk, bert.pk], action="add", keywords=["transformers"])
+    project = make_project("Transformers")
+    project_add_papers(project=project.id, paper_ids=[attention.pk, bert.pk])
+    return [attention, formula, bert]
+
+
+def everything() -> list[Paper]:
+    return list(papers_filter())
+
+
+# --- formats ----------------------------------------------------------------------------
+
+
+def test_csv_export_has_one_row_per_paper_with_authors_joined(library: list[Paper]) -> None:
+    rows = list(csv.DictReader(io.StringIO(render_export(everything(), "csv"))))
+    assert [row["citekey"] for row in rows] == [p.citekey for p in library]
+    attention, formula, bert = rows
+    assert attention["authors"] == "Ashish Vaswani; Noam Shazeer"
+    assert attention["venue"] == "Advances in Neural Information Processing Systems"
+    assert attention["arxiv_id"] == "1706.03762"
+    assert attention["keywords"] == "transformers"
+    assert attention["abstract"] == 'Transformers, "attention", and more; second line.'
+    assert (attention["year"], attention["id"]) == ("2017", library[0].human_id)
+    assert formula["doi"] == "10.1000/xyz_1"
+    # A title Excel would run as a formula is neutralised with a leading quote.
+    assert formula["title"].startswith("'=HYPERLINK(")
+    assert bert["title"] == "BERT: Pre-training of Deep Bidirectional Transformers"
+
+
+def test_json_export_is_the_full_record_of_each_paper(library: list[Paper]) -> None:
+    records = json.loads(render_export(everything(), "json"))
+    assert [r["paper_id"] for r in records] == [p.pk for p in library]
+    assert records[0]["authors"] == ["Ashish Vaswani", "Noam Shazeer"]
+    assert records[0]["projects"] == [Project.objects.get(name="Transformers").id]
+    assert records[1]["authors_detail"][0]["family_name"] == "García-Peñalvo"
+    assert records[2]["doi"] == "10.18653/v1/n19-1423"
+
+
+def test_jsonl_export_is_one_record_per_line(library: list[Paper]) -> None:
+    lines = render_export(everything(), "jsonl").splitlines()
+    assert len(lines) == 3
+    assert [json.loads(line)["citekey"] for line in lines] == [p.citekey for p in library]
+    assert "García-Peñalvo" in lines[1]  # UTF-8, not \\u escapes
+
+
+def test_markdown_export_lists_papers_readably(library: list[Paper]) -> None:
+    text = render_export(everything(), "markdown")
+    assert text.startswith("# Papers (3)\n")
+    assert "1. **Attention Is All You Need**" in text
+    assert "Ashish Vaswani, Noam Shazeer (2017, Advances in Neural Information" in text
+    assert "[arXiv:1706.03762](https://arxiv.org/abs/1706.03762)" in text
+    assert "[doi:10.1000/xyz\\_1](https://doi.org/10.1000/xyz_1)" in text
+    assert f"`{library[2].citekey}`" in text
+
+
+def test_bibtex_export_parses_back(library: list[Paper]) -> None:
+    parsed = bibtexparser.parse_string(render_export(everything(), "bibtex"))
+    assert not parsed.failed_blocks
+    entries = {e.key: e for e in parsed.entries}
+    attention = entries[library[0].citekey]
+    assert attention.entry_type == "inproceedings"
+    assert attention["title"] == "{Attention} {Is} {All} {You} {Need}"  # case kept in any style
+    assert attention["booktitle"] == "Advances in Neural Information Processing Systems"
+    assert attention["author"] == "Vaswani, Ashish and Shazeer, Noam"
+    assert (attention["eprint"], attention["archiveprefix"]) == ("1706.03762", "arXiv")
+    assert entries[library[1].citekey]["journal"] == "Journal of R\\&D"
+    assert entries[library[1].citekey]["pages"] == "1--10"
+
+
+def test_render_export_refuses_unknown_formats_and_empty_selections(library: list[Paper]) -> None:
+    with pytest.raises(InvalidInput, match="bibtex, csv, json, jsonl, markdown"):
+        render_export(everything(), "docx")
+    with pytest.raises(InvalidInput, match="empty"):
+        render_export([], "csv")
+
+
+# --- files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_papers_writes_into_the_exports_folder(
+    library: list[Paper], exports_dir: Path, fmt: str
+) -> None:
+    result = export_papers(papers=everything(), fmt=fmt, filename="my refs_2024.v2")
+    extension = {"bibtex": "bib", "markdown": "md"}.get(fmt, fmt)
+    assert result.path == exports_dir / f"my refs_2024.v2.{extension}"
+    assert (result.filename, result.count, result.format) == (result.path.name, 3, fmt)
+    assert result.path.read_bytes().decode("utf-8") == render_export(everything(), fmt)
+    assert files_under(exports_dir) == {result.path}
+
+
+def test_a_name_with_the_extension_is_not_doubled(library: list[Paper], exports_dir: Path) -> None:
+    assert export_papers(papers=everything(), fmt="bibtex", filename="refs.bib").filename == (
+        "refs.bib"
+    )
+
+
+def test_default_names_never_replace_an_earlier_export(
+    library: list[Paper], exports_dir: Path
+) -> None:
+    first = export_papers(papers=everything(), fmt="csv")
+    second = export_papers(papers=everything(), fmt="csv")
+    assert first.filename.startswith("export-") and first.filename.endswith(".csv")
+    assert first.path != second.path
+    assert files_under(exports_dir) == {first.path, second.path}
+
+
+def test_a_chosen_name_is_replaced(library: list[Paper], exports_dir: Path) -> None:
+    export_papers(papers=everything(), fmt="json", filename="refs")
+    result = export_papers(papers=everything()[:1], fmt="json", filename="refs")
+    assert len(json.loads(result.path.read_text(encoding="utf-8"))) == 1
+    assert files_under(exports_dir) == {result.path}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../x", "/etc/passwd", "a/b", "a\\b", ".hidden", "x\x00y", "tab\there", "..", "x" * 101,
+     "", "   ", "con", "NUL.txt", "trailing.", "semi;colon", "star*", "q?", "new\nline"],
+)  # fmt: skip
+def test_unsafe_file_names_are_refused(
+    library: list[Paper], exports_dir: Path, tmp_path: Path, name: str
+) -> None:
+    before = files_under(tmp_path)
+    with pytest.raises(InvalidInput) as error:
+        export_papers(papers=everything(), fmt="csv", filename=name)
+    assert error.value.details == {"field": "filename"}
+    assert files_under(tmp_path) == before
+    assert not Path("/etc/passwd.csv").exists()
+
+
+def test_a_failed_write_leaves_no_file_behind(
+    library: list[Paper], exports_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = export_papers(papers=everything(), fmt="bibtex", filename="refs")
+    old_content = kept.path.read_bytes()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        export_papers(papers=everything()[:1], fmt="bibtex", filename="refs")
+    with pytest.raises(OSError, match="No space"):
+        export_papers(papers=everything(), fmt="csv", filename="new")
+    assert files_under(exports_dir) == {kept.path}  # no temp files, no half 'new.csv'
+    assert kept.path.read_bytes() == old_content
+
+
+def test_export_papers_reads_the_exports_folder_at_call_time(
+    library: list[Paper], settings: object, tmp_path: Path
+) -> None:
+    for name in ("one", "two"):
+        settings.EXPORTS_DIR = tmp_path / name  # type: ignore[attr-defined]
+        assert export_papers(papers=everything(), fmt="csv").path.parent == tmp_path / name
+
+
+# --- export_library ---------------------------------------------------------------------
+
+
+def test_export_library_writes_a_file_and_says_where(
+    library: list[Paper], exports_dir: Path
+) -> None:
+    code, out, _ = run("--format", "bibtex", "--output", "all")
+    assert code == 0
+    assert out.strip() == f"Exported 3 papers as bibtex to {exports_dir / 'all.bib'}"
+    assert len(bibtexparser.parse_file(str(exports_dir / "all.bib")).entries) == 3
+
+
+def test_export_library_selects_by_project_and_ids(library: list[Paper], exports_dir: Path) -> None:
+    attention, formula, bert = library
+    code, out, _ = run("--format", "jsonl", "--project", "transformers", "--stdout")
+    assert code == 0
+    assert [json.loads(line)["paper_id"] for line in out.splitlines()] == [attention.pk, bert.pk]
+    # ids mix paper_ids, citekeys and human ids (whose commas do not split them)
+    code, out, _ = run(
+        "--format",
+        "jsonl",
+        "--stdout",
+        "--ids",
+        f"{bert.pk}, {formula.citekey},{attention.human_id}",
+    )
+    assert code == 0
+    assert sorted(json.loads(line)["paper_id"] for line in out.splitlines()) == sorted(
+        p.pk for p in library
+    )
+    assert not exports_dir.exists() or not files_under(exports_dir)  # --stdout writes no file
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--format", "docx"], "Unknown export format 'docx'"),
+        (["--format", "csv", "--project", "nope"], "No project 'nope'"),
+        (["--format", "csv", "--ids", "{first},missing2020key"], "No paper 'missing2020key'"),
+        (["--format", "csv", "--ids", " , "], "--ids names no papers"),
+        (["--format", "csv", "--output", "../escape"], "without folders"),
+    ],
+)
+def test_export_library_bad_arguments_are_exit_2(
+    library: list[Paper], exports_dir: Path, args: list[str], message: str
+) -> None:
+    code, _, err = run(*(arg.format(first=library[0].pk) for arg in args))
+    assert code == 2
+    assert message in err
+    assert not exports_dir.exists() or not files_under(exports_dir)
+
+
+def test_export_library_of_an_empty_library_is_exit_2(exports_dir: Path, db: None) -> None:
+    code, _, err = run("--format", "csv")
+    assert code == 2
+    assert "selection is empty" in err
+
+
+def test_jsonl_export_of_an_acl_paper_imports_back(
+    make_paper: Callable[..., Paper], tmp_path: Path
+) -> None:
+    paper = make_paper(
+        "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
+        authors=["Jacob Devlin"],
+        year=2019,
+        source_url="https://aclanthology.org/N19-1423/",
+        identifiers={"acl": "N19-1423"},
+        preferred_citekey="devlin-etal-2019-bert",
+    )
+    path = tmp_path / "acl.jsonl"
+    path.write_text(render_export(papers_filter(), "jsonl"), encoding="utf-8")
+    Paper.objects.all().delete()
+    call_command("import_jsonl", str(path), "--no-progress", stdout=io.StringIO())
+    again = Paper.objects.get()
+    assert again.citekey == paper.citekey
+    assert dict(again.identifiers.values_list("scheme", "value")) == {"acl": "N19-1423"}
