@@ -110,7 +110,12 @@ def _flush(
         report.add(papers_upsert(records=[r for _, r in batch], project_ids=project_ids))
         return
     except (DatabaseError, DomainError, ValueError) as error:
-        logger.warning("A batch failed (%s); retrying its records one at a time", error)
+        logger.warning(
+            "The batch %s to %s failed (%s); retrying its records one at a time",
+            batch[0][0],
+            batch[-1][0],
+            error,
+        )
     for location, record in batch:
         try:
             with transaction.atomic():

@@ -50,7 +50,9 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
     keep their Anthology id and bibkey as identifiers; our own exports round-trip."""
     values = dict(data)
     url = str(values.pop("url", "") or values.pop("source_url", "") or "")
-    is_acl = ACL_HOST in url or "bibkey" in values
+    # Our own exports carry paper_id; an ACL paper exported from the library is ours too.
+    is_acl = ("bibkey" in values or ACL_HOST in url) and "paper_id" not in values
+    source = str(values.pop("source", None) or ("acl" if is_acl else default_source))
     identifiers = dict(values.pop("identifiers", None) or {})
     if is_acl:
         anthology_id = values.pop("id", None)
@@ -82,7 +84,7 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
         **{k: v for k, v in values.items() if v is not None},
         source_url=url,
         identifiers=identifiers,
-        source=str(data.get("source") or ("acl" if is_acl else default_source)),
+        source=source,
     )
 
 
