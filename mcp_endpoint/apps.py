@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class McpEndpointConfig(AppConfig):
+    name = "mcp_endpoint"

@@ -1,0 +1,124 @@
+"""The pure-ASGI front of the site: /mcp without Django's request handler in the way.
+
+`McpRouter` sends /mcp and /mcp/ to `mcp_endpoint.http` (the same rules as the Django
+view), /sse and /messages/ to the legacy SSE transport when it is switched on, answers
+the ASGI lifespan protocol itself (Django's handler does not speak it), and hands
+everything else (the admin, static files) to Django's ASGI application.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from mcp_endpoint import http
+
+logger = logging.getLogger(__name__)
+
+ASGIApp = Any
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def read_body(receive: Any, limit: int) -> tuple[bytes, bool]:
+    """The request body, or (b"", True) as soon as it passes `limit` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", True
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def to_http_request(scope: dict[str, Any], body: bytes, oversized: bool) -> http.HttpRequest:
+    client = scope.get("client")
+    return http.HttpRequest(
+        method=scope["method"],
+        headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]],
+        query_string=scope.get("query_string", b"").decode("latin-1"),
+        body=body,
+        client_host=client[0] if client else None,
+        oversized=oversized,
+    )
+
+
+async def send_response(send: Any, response: http.HttpResponse) -> None:
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
+    headers.append((b"content-length", str(len(response.body)).encode()))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+class McpAsgiApp:
+    """/mcp as a bare ASGI application over `mcp_endpoint.http.McpEndpoint`."""
+
+    def __init__(self, endpoint: http.McpEndpoint | None = None) -> None:
+        self.endpoint = endpoint or http.McpEndpoint()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        oversized = False
+        declared = _content_length(scope)
+        if declared is not None and declared > settings.MCP_MAX_BODY_BYTES:
+            body, oversized = b"", True
+        else:
+            try:
+                body, oversized = await read_body(receive, settings.MCP_MAX_BODY_BYTES)
+            except _Disconnected:
+                return
+        response = await self.endpoint.handle(to_http_request(scope, body, oversized))
+        await send_response(send, response)
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class McpRouter:
+    """Routes by path; see the module docstring."""
+
+    def __init__(self, django_app: ASGIApp, *, sse_app: ASGIApp | None = None) -> None:
+        self.django_app = django_app
+        self.mcp_app = McpAsgiApp()
+        self.sse_app = sse_app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind == "http" and settings.MCP_ENABLED:
+            path = scope["path"]
+            if path in MCP_PATHS:
+                await self.mcp_app(scope, receive, send)
+                return
+            if self.sse_app is not None and (path == "/sse" or path.startswith("/messages/")):
+                await self.sse_app(scope, receive, send)
+                return
+        await self.django_app(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return

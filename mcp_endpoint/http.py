@@ -1,0 +1,431 @@
+"""The rules of the `/mcp` endpoint, free of any web framework (seed 000).
+
+`McpEndpoint.handle()` takes what an HTTP server knows about a request (method, raw
+headers, query string, body, client address) and returns status, headers and body. The
+Django view (`mcp_endpoint.views`, WSGI and the Django test client) and the pure-ASGI
+path (`research_site.asgi`, what uvicorn serves) are thin adapters over it, so both obey
+exactly the same rules:
+
+1. Host must match ALLOWED_HOSTS (Django's matching rules) -> else 421.
+2. Origin, when sent, must match MCP_ALLOWED_ORIGINS -> else 403. An entry with a port
+   matches that port only; an entry without a port matches any port of that scheme+host.
+3. With MCP_AUTH_TOKEN set, `Authorization: Bearer <token>` is required -> else 401 with
+   `WWW-Authenticate: Bearer`. Without a token only loopback clients are served -> else
+   403, so binding 0.0.0.0 never exposes an open library.
+4. POST only -> else 405 with `Allow: POST`.
+5. `MCP-Protocol-Version`: absent means 2025-03-26; handshake versions and 2026-07-28 are
+   served; anything else -> 400 with a JSON-RPC error naming the supported versions.
+6. Body over MCP_MAX_BODY_BYTES -> 413; not JSON -> 400/-32700; a batch array -> 400/-32600.
+7. A notification (no id) -> 202 with no body (stateless: there is nothing to act on).
+8. One request -> the SDK's dispatch kernel (`serve_one`), answered as `application/json`,
+   never SSE, never with an `Mcp-Session-Id`.
+
+Every rejection carries a JSON-RPC error body with `id: null` so MCP clients can show it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.connection import Connection
+from mcp.server.mcpserver import MCPServer
+from mcp.server.runner import serve_one
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.transport_context import TransportContext
+from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JSONRPCRequest,
+    RequestId,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from mcp_endpoint.registry import get_server, lowlevel
+from mcp_endpoint.scope import COLLECTIONS_HEADER, InvalidScope, client_scope, parse_collections
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = (
+    *HANDSHAKE_PROTOCOL_VERSIONS,
+    *MODERN_PROTOCOL_VERSIONS,
+)
+PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
+JSON_HEADERS: tuple[tuple[str, str], ...] = (
+    ("content-type", "application/json"),
+    ("cache-control", "no-store"),
+)
+HOST_REJECTED_STATUS = 421  # Misdirected Request: this server does not answer for that host
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    headers: Sequence[tuple[str, str]]  # raw pairs as received; names in any case
+    query_string: str = ""
+    body: bytes = b""
+    client_host: str | None = None
+    # The adapter stopped reading past MCP_MAX_BODY_BYTES; answered 413 after the
+    # access and method rules, so an unauthenticated client learns nothing more.
+    oversized: bool = False
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+def jsonrpc_error(
+    status: int,
+    code: int,
+    message: str,
+    *,
+    data: Any = None,
+    request_id: RequestId | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+) -> HttpResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return HttpResponse(status, [*JSON_HEADERS, *headers], _dump(body))
+
+
+def _dump(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# --- the transport-security rules (shared with the legacy SSE transport) -------------
+
+
+def _origin_parts(origin: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port
+
+
+def origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
+    """Exact scheme://host[:port] matching; an entry without a port allows any port."""
+    candidate = _origin_parts(origin)
+    if candidate is None:
+        return False
+    scheme, host, port = candidate
+    default_port = 443 if scheme == "https" else 80
+    for entry in allowed:
+        wanted = _origin_parts(entry)
+        if wanted is None or wanted[:2] != (scheme, host):
+            continue
+        if wanted[2] is None or wanted[2] == (port or default_port):
+            return True
+    return False
+
+
+def host_allowed(host: str | None, allowed_hosts: Sequence[str]) -> bool:
+    if not host:
+        return False
+    domain, _port = split_domain_port(host)
+    if not domain:
+        return False
+    if settings.DEBUG and not allowed_hosts:
+        allowed_hosts = [".localhost", "127.0.0.1", "[::1]"]  # as Django does
+    return validate_host(domain, list(allowed_hosts))
+
+
+def is_loopback(client_host: str | None) -> bool:
+    if not client_host:
+        return False
+    try:
+        address = ipaddress.ip_address(client_host.strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def check_access(request: HttpRequest) -> HttpResponse | None:
+    """Host, Origin and credentials; None when the request may proceed."""
+    if not host_allowed(request.header("host"), settings.ALLOWED_HOSTS):
+        return jsonrpc_error(
+            HOST_REJECTED_STATUS,
+            INVALID_REQUEST,
+            "Host not allowed: add it to ALLOWED_HOSTS to serve MCP under that name",
+        )
+    origin = request.header("origin")
+    if origin is not None and not origin_allowed(origin, settings.MCP_ALLOWED_ORIGINS):
+        return jsonrpc_error(
+            403,
+            INVALID_REQUEST,
+            "Origin not allowed: add it to MCP_ALLOWED_ORIGINS (scheme://host[:port])",
+        )
+    token = settings.MCP_AUTH_TOKEN
+    if token:
+        supplied = _bearer_token(request.header("authorization"))
+        if supplied is None or not hmac.compare_digest(
+            supplied.encode("utf-8"), token.encode("utf-8")
+        ):
+            challenge = 'Bearer realm="mcp"'
+            if supplied is not None:
+                challenge += ', error="invalid_token"'
+            return jsonrpc_error(
+                401,
+                INVALID_REQUEST,
+                "Unauthorized: send the header 'Authorization: Bearer <MCP_AUTH_TOKEN>'",
+                headers=[("www-authenticate", challenge)],
+            )
+    elif not is_loopback(request.client_host):
+        return jsonrpc_error(
+            403,
+            INVALID_REQUEST,
+            "Forbidden: this server has no MCP_AUTH_TOKEN, so it only answers clients on "
+            "this machine (loopback). Set MCP_AUTH_TOKEN to serve other machines.",
+        )
+    return None
+
+
+def _bearer_token(value: str | None) -> str | None:
+    if not value:
+        return None
+    scheme, _, credentials = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        return None
+    return credentials.strip()
+
+
+def requested_scope(request: HttpRequest) -> tuple[str, ...] | None:
+    """`?collections=a,b`, `?collection=a` or `X-MCP-Collections: a,b` (raises InvalidScope)."""
+    query = parse_qs(request.query_string, keep_blank_values=False)
+    values = [*query.get("collections", []), *query.get("collection", [])]
+    header = request.header(COLLECTIONS_HEADER)
+    if header:
+        values.append(header)
+    return parse_collections(values) if values else None
+
+
+# --- dispatch ---------------------------------------------------------------------
+
+
+@dataclass
+class _SingleExchange:
+    """The `DispatchContext` of one POST: JSON answers only, so no back-channel at all."""
+
+    transport: TransportContext
+    request_id: RequestId | None
+    message_metadata: Any = None
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+    can_send_request: bool = False
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> None:
+        logger.debug("dropped %s: JSON responses carry no notifications", method)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+
+class McpEndpoint:
+    """Answers one HTTP request to /mcp. Stateless: any process can answer any request."""
+
+    def __init__(self, server: MCPServer | None = None) -> None:
+        self._server = server
+
+    @property
+    def server(self) -> MCPServer:
+        return self._server if self._server is not None else get_server()
+
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        if (denied := check_access(request)) is not None:
+            return denied
+        if request.method.upper() != "POST":
+            return jsonrpc_error(
+                405,
+                INVALID_REQUEST,
+                "Method not allowed: /mcp is stateless Streamable HTTP; POST one JSON-RPC "
+                "message (no SSE stream is offered)",
+                headers=[("allow", "POST")],
+            )
+        version = request.header(PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+            return jsonrpc_error(
+                400,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"Unsupported MCP-Protocol-Version {version[:40]!r}; supported: "
+                f"{', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
+                data={"supported": list(SUPPORTED_PROTOCOL_VERSIONS), "requested": version[:40]},
+            )
+        if request.oversized or len(request.body) > settings.MCP_MAX_BODY_BYTES:
+            return body_too_large()
+        try:
+            scope = requested_scope(request)
+        except InvalidScope as exc:
+            return jsonrpc_error(400, INVALID_REQUEST, f"Invalid collections: {exc}")
+
+        try:
+            decoded = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return jsonrpc_error(400, PARSE_ERROR, "Parse error: the body is not valid JSON")
+        if isinstance(decoded, list):
+            return jsonrpc_error(
+                400,
+                INVALID_REQUEST,
+                "JSON-RPC batches are not supported (MCP removed batching in 2025-06-18): "
+                "POST one message per request",
+            )
+        if not isinstance(decoded, dict):
+            return jsonrpc_error(400, INVALID_REQUEST, "The body must be one JSON-RPC object")
+        if "id" not in decoded:
+            if isinstance(decoded.get("method"), str) and decoded.get("jsonrpc") == "2.0":
+                return HttpResponse(202)  # a notification: accepted, nothing to do when stateless
+            return jsonrpc_error(400, INVALID_REQUEST, "Not a JSON-RPC request or notification")
+        try:
+            message = JSONRPCRequest.model_validate(decoded)
+        except ValidationError:
+            return jsonrpc_error(
+                400,
+                INVALID_REQUEST,
+                "Not a JSON-RPC request: expected jsonrpc '2.0', an id and a method",
+                request_id=_plain_id(decoded.get("id")),
+            )
+
+        with client_scope(scope):
+            if version in MODERN_PROTOCOL_VERSIONS:
+                return await self._dispatch_modern(request, decoded, message)
+            connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
+            return await self._dispatch(request, message, connection, modern=False)
+
+    async def _dispatch_modern(
+        self, request: HttpRequest, decoded: dict[str, Any], message: JSONRPCRequest
+    ) -> HttpResponse:
+        duplicated = find_duplicated_routing_header(request.headers)
+        lowered = {name.lower(): value for name, value in request.headers}
+        if duplicated is not None:
+            verdict: Any = InboundLadderRejection(
+                code=HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
+            )
+        else:
+            verdict = classify_inbound_request(decoded, headers=lowered)
+        if isinstance(verdict, InboundLadderRejection):
+            return jsonrpc_error(
+                ERROR_CODE_HTTP_STATUS.get(verdict.code, 400),
+                verdict.code,
+                verdict.message,
+                data=verdict.data,
+                request_id=message.id,
+            )
+        connection = Connection.from_envelope(
+            verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+        )
+        return await self._dispatch(request, message, connection, modern=True)
+
+    async def _dispatch(
+        self,
+        request: HttpRequest,
+        message: JSONRPCRequest,
+        connection: Connection,
+        *,
+        modern: bool,
+    ) -> HttpResponse:
+        context = _SingleExchange(
+            transport=TransportContext(
+                kind="streamable-http",
+                can_send_request=False,
+                headers={name.lower(): value for name, value in request.headers},
+            ),
+            request_id=message.id,
+        )
+        try:
+            result = await serve_one(
+                lowlevel(self.server),
+                context,
+                message.method,
+                message.params,
+                connection=connection,
+                lifespan_state={},
+            )
+        except Exception as exc:
+            error = handler_exception_to_error_data(exc)
+            if error is None:
+                incident = uuid.uuid4().hex[:12]
+                logger.exception(
+                    "MCP %s failed (JSON-RPC request id %r, incident %s)",
+                    message.method,
+                    message.id,
+                    incident,
+                )
+                code, text, data = INTERNAL_ERROR, f"Internal error (incident {incident})", None
+            else:
+                code, text, data = error.code, error.message, error.data
+            # Handshake-era clients expect JSON-RPC errors on 200; the 2026-07-28
+            # transport maps codes to statuses (400 bad params, 404 unknown method).
+            status = ERROR_CODE_HTTP_STATUS.get(code, 200) if modern else 200
+            return jsonrpc_error(status, code, text, data=data, request_id=message.id)
+        body = {"jsonrpc": "2.0", "id": message.id, "result": result}
+        return HttpResponse(200, list(JSON_HEADERS), _dump(body))
+
+
+def body_too_large() -> HttpResponse:
+    return jsonrpc_error(
+        413,
+        INVALID_REQUEST,
+        f"Request body too large (limit {settings.MCP_MAX_BODY_BYTES} bytes, MCP_MAX_BODY_BYTES)",
+    )
+
+
+def not_found() -> HttpResponse:
+    return jsonrpc_error(404, INVALID_REQUEST, "Not found: MCP is disabled (MCP_ENABLED=false)")
+
+
+def _plain_id(value: Any) -> RequestId | None:
+    if isinstance(value, bool):
+        return None
+    return value if isinstance(value, str | int) else None

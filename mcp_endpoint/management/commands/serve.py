@@ -1,0 +1,180 @@
+"""`serve`: run Research MCP on one of the three transports (seed 004's command line).
+
+    manage.py serve                                   # http on 0.0.0.0:8000 (MCP_TRANSPORT)
+    manage.py serve --transport stdio --collections llm-eval
+    manage.py serve --transport sse --port 9000 --directory ./kb --verbose
+
+`http` serves the whole site with uvicorn (admin, /mcp); `sse` adds the legacy HTTP+SSE
+transport at /sse and /messages/; `stdio` speaks MCP on stdin/stdout, with every log line on
+stderr. Binding 0.0.0.0 is safe by default: without MCP_AUTH_TOKEN, /mcp answers loopback
+clients only. Migrations run before serving. SIGTERM/SIGINT finish in-flight HTTP requests
+and exit 0 (uvicorn's graceful shutdown); on stdio, end of input ends the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from mcp_endpoint.scope import InvalidScope, parse_collections, set_process_default
+from research_site.knowledge_base import DEFAULT_DIRECTORY
+
+TRANSPORTS = ("stdio", "http", "sse")
+logger = logging.getLogger(__name__)
+
+
+def _exit_cleanly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def add_serve_arguments(parser: Any) -> None:
+    """The command line shared by `manage.py serve` and the `research-mcp` script."""
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default=None,
+        help="stdio, http (default: MCP_TRANSPORT, else http) or sse.",
+    )
+    # Seed 004's default. Safe: without MCP_AUTH_TOKEN /mcp answers loopback clients only.
+    parser.add_argument(
+        "--host",
+        default="0.0.0.0",  # noqa: S104
+        help="Address to bind for http/sse (default 0.0.0.0).",
+    )
+    parser.add_argument("--port", type=int, default=8000, help="Port for http/sse (default 8000).")
+    parser.add_argument(
+        "--directory",
+        default=None,
+        help=f"Knowledge-base directory (env RESEARCH_DIRECTORY, default {DEFAULT_DIRECTORY}).",
+    )
+    parser.add_argument("--verbose", action="store_true", help="Debug logging on stderr.")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--collection", default=None, help="Serve only this project.")
+    scope.add_argument(
+        "--collections", default=None, help="Serve only these projects (comma-separated)."
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="uvicorn worker processes for http/sse."
+    )
+
+
+class Command(BaseCommand):
+    help = "Serve Research MCP over stdio, Streamable HTTP (/mcp) or legacy SSE."
+    # Migrations run inside handle(); the stdio transport must not print check output.
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_serve_arguments(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        transport = options["transport"] or (settings.MCP_TRANSPORT or "http").lower()
+        if transport not in TRANSPORTS:
+            raise CommandError(f"MCP_TRANSPORT must be one of {', '.join(TRANSPORTS)}")
+        self._ensure_directory(options["directory"])
+        if options["verbose"]:
+            logging.getLogger().setLevel(logging.DEBUG)
+        try:
+            scope = parse_collections(options["collections"] or options["collection"])
+        except InvalidScope as exc:
+            raise CommandError(f"--collections: {exc}") from exc
+        if transport == "stdio" and not settings.MCP_ENABLED:
+            raise CommandError(
+                "MCP is disabled (MCP_ENABLED=false): the stdio transport has nothing to "
+                "serve. Set MCP_ENABLED=true, or use --transport http for the admin site alone."
+            )
+        if options["workers"] < 1:
+            raise CommandError("--workers must be at least 1")
+        if transport == "sse" and options["workers"] > 1:
+            # An SSE session lives in the process that opened it; its POSTs must reach it.
+            raise CommandError("--transport sse keeps sessions in memory: use --workers 1")
+
+        from research_site.bootstrap import prepare_knowledge_base
+
+        # Nothing but protocol may reach stdout on stdio, so anything printed while
+        # preparing goes to stderr (on every transport, for the same log stream).
+        with contextlib.redirect_stdout(sys.stderr):
+            prepare_knowledge_base()
+        set_process_default(scope)
+        if scope:
+            # For http/sse worker processes, which import the app afresh.
+            os.environ["MCP_DEFAULT_COLLECTIONS"] = ",".join(scope)
+
+        if transport == "stdio":
+            self._serve_stdio()
+        else:
+            self._serve_http(transport, options)
+
+    def _ensure_directory(self, directory: str | None) -> None:
+        """--directory has to be known before settings load (they derive every path from it).
+
+        The `research-mcp` script sets RESEARCH_DIRECTORY before Django starts. Under
+        manage.py the settings are already loaded, so the command starts itself again with
+        RESEARCH_DIRECTORY set (the same arguments, stdin and stdout: safe for stdio too).
+        """
+        if directory is None:
+            return
+        wanted = Path(directory).expanduser().resolve()
+        if wanted == Path(settings.RESEARCH_DIRECTORY):
+            return
+        if os.environ.get("RESEARCH_MCP_REEXEC") == "1" or "serve" not in sys.argv[1:2]:
+            raise CommandError(
+                "--directory must be known before Django loads its settings: set "
+                f"RESEARCH_DIRECTORY={wanted} or use the research-mcp script."
+            )
+        os.environ["RESEARCH_DIRECTORY"] = str(wanted)
+        os.environ["RESEARCH_MCP_REEXEC"] = "1"
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, *sys.argv])  # noqa: S606 - our own argv
+
+    def _serve_stdio(self) -> None:
+        from mcp_endpoint.stdio import run_stdio
+
+        logger.info("Serving MCP on stdio (knowledge base %s)", settings.RESEARCH_DIRECTORY)
+        run_stdio()
+
+    def _serve_http(self, transport: str, options: dict[str, Any]) -> None:
+        import uvicorn
+
+        app = (
+            "research_site.asgi:sse_application"
+            if transport == "sse"
+            else ("research_site.asgi:application")
+        )
+        host, port = options["host"], options["port"]
+        if not settings.MCP_AUTH_TOKEN and host not in ("127.0.0.1", "localhost", "::1"):
+            logger.warning(
+                "No MCP_AUTH_TOKEN: /mcp answers loopback clients only, even on %s. "
+                "Set MCP_AUTH_TOKEN to serve other machines.",
+                host,
+            )
+        logger.info(
+            "Serving %s on http://%s:%s/ (knowledge base %s)",
+            "/mcp and /sse" if transport == "sse" else "/mcp and the admin",
+            host,
+            port,
+            settings.RESEARCH_DIRECTORY,
+        )
+        # uvicorn finishes in-flight requests on SIGTERM/SIGINT, then re-raises the signal
+        # with the handlers that were installed before it started: make that a clean exit.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, _exit_cleanly)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            workers=options["workers"],
+            log_level="debug" if options["verbose"] else "info",
+            # Logs stay on stderr with Django's format; uvicorn's access log is noise here.
+            log_config=None,
+            access_log=options["verbose"],
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+        )

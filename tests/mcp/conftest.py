@@ -1,0 +1,264 @@
+"""Fixtures for the MCP tests: a seeded knowledge base and real server processes.
+
+The servers are real `manage.py serve` processes (uvicorn, the ASGI app, migrations on
+start), started once per test module. They need a database they can see from outside
+the pytest process:
+
+- SQLite (default): a temporary RESEARCH_DIRECTORY holding research.db;
+- PostgreSQL (DATABASE_URL set, as in CI): a database `test_mcp_<pid>` created here and
+  dropped at the end, next to pytest-django's own test database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import mcp
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+SEED_SCRIPT = Path(__file__).with_name("seed_library.py")
+STARTUP_TIMEOUT = 40.0
+
+# Variables of the developer's/CI environment that would change what the servers do.
+_SCRUBBED = (
+    "MCP_ENABLED",
+    "MCP_TRANSPORT",
+    "MCP_TOOLSETS",
+    "MCP_READ_ONLY",
+    "MCP_REQUIRE_COLLECTION",
+    "MCP_AUTH_TOKEN",
+    "MCP_ALLOWED_ORIGINS",
+    "MCP_MAX_BODY_BYTES",
+    "MCP_DEFAULT_COLLECTIONS",
+    "ALLOWED_HOSTS",
+    "RESEARCH_DIRECTORY",
+    "RESEARCH_MCP_REEXEC",
+    "DJANGO_SETTINGS_MODULE",
+)
+
+
+@dataclass
+class KnowledgeBase:
+    directory: Path
+    env: dict[str, str]
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def paper(self, name: str) -> dict[str, Any]:
+        return self.data["papers"][name]
+
+    def project(self, name: str) -> str:
+        return self.data["projects"][name]
+
+
+def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["RESEARCH_DIRECTORY"] = str(directory)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = str(ROOT)
+    env["LOG_LEVEL"] = "INFO"
+    env.pop("DATABASE_URL", None)
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    return env
+
+
+@contextlib.contextmanager
+def _server_database() -> Iterator[str | None]:
+    """A PostgreSQL database of its own for the server processes, or None for SQLite."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        yield None
+        return
+    import psycopg
+
+    parts = urlsplit(url)
+    name = f"test_mcp_{os.getpid()}"
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """A knowledge base with two projects and four papers (see seed_library.py)."""
+    directory = tmp_path_factory.mktemp("knowledge-base")
+    with _server_database() as database_url:
+        env = base_env(directory, database_url)
+        seeded = subprocess.run(
+            [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+
+def start_server(
+    kb: KnowledgeBase,
+    *,
+    transport: str = "http",
+    host: str = "127.0.0.1",
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+) -> LiveServer:
+    port = free_port()
+    log_path = kb.directory / f"server-{port}.log"
+    command = [PYTHON, "manage.py", "serve", "--transport", transport]
+    command += ["--host", host, "--port", str(port), *args]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env={**kb.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT
+        )
+    server = LiveServer(process, port, log_path)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return server
+        time.sleep(0.1)
+    server.stop(signal.SIGKILL)
+    raise RuntimeError(f"server did not start in {STARTUP_TIMEOUT}s:\n{server.log()}")
+
+
+@contextlib.contextmanager
+def running_server(kb: KnowledgeBase, **options: Any) -> Iterator[LiveServer]:
+    server = start_server(kb, **options)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def post(
+    url: str,
+    body: Any = None,
+    *,
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    method: str = "POST",
+) -> httpx2.Response:
+    """One raw HTTP request; `body` is sent as JSON, `content` as bytes."""
+    if content is None and body is not None:
+        content = json.dumps(body).encode()
+    all_headers = {"content-type": "application/json", "accept": "application/json"}
+    all_headers.update(headers or {})
+    with httpx2.Client(timeout=20) as client:
+        return client.request(method, url, content=content, headers=all_headers)
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def call_tool_raw(
+    url: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
+) -> httpx2.Response:
+    return post(
+        url,
+        rpc("tools/call", {"name": name, "arguments": arguments}),
+        headers={"mcp-protocol-version": "2025-06-18", **(headers or {})},
+    )
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(
+    url: str, *, mode: str = "legacy", headers: dict[str, str] | None = None
+) -> AsyncIterator[mcp.Client]:
+    """The SDK's own client over Streamable HTTP, optionally with extra headers."""
+    async with httpx2.AsyncClient(headers=headers or {}, timeout=30) as http_client:
+        transport = streamable_http_client(url, http_client=http_client)
+        async with mcp.Client(transport, mode=mode) as client:
+            yield client
+
+
+def tool_error(result: Any) -> dict[str, Any]:
+    """The JSON body of an isError tool result."""
+    assert result.is_error, result
+    assert result.structured_content is None
+    return json.loads(result.content[0].text)["error"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+MAX_BODY_BYTES = 16384
+
+
+@pytest.fixture(scope="session")
+def library_server(knowledge_base: KnowledgeBase) -> Iterator[LiveServer]:
+    """The default server (no token, so loopback only), bound to every interface."""
+    everywhere = "0.0.0.0"  # noqa: S104 - the non-loopback test connects from outside
+    env = {"MCP_MAX_BODY_BYTES": str(MAX_BODY_BYTES)}
+    with running_server(knowledge_base, host=everywhere, env=env) as server:
+        yield server
+
+
+def non_loopback_address() -> str | None:
+    """An address of this machine that is not loopback, if it has one."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("192.0.2.254", 9))  # no packet is sent for a UDP connect
+        address = str(sock.getsockname()[0])
+        if not address.startswith("127."):
+            return address
+    return None
