@@ -367,8 +367,10 @@ def _merge_into(
             paper.venue_id, changed = venue_id, True
         elif venue_id != paper.venue_id:
             changed |= _note_alternate(paper, "venue", record.venue, source)
-    if record.entry_type != paper.entry_type:
-        if paper.entry_type in GENERIC_ENTRY_TYPES and record.entry_type not in GENERIC_ENTRY_TYPES:
+    # 'article'/'misc' are what a source says when it does not know the type: a specific
+    # type replaces them, and they are never worth keeping as an alternate.
+    if record.entry_type != paper.entry_type and record.entry_type not in GENERIC_ENTRY_TYPES:
+        if paper.entry_type in GENERIC_ENTRY_TYPES:
             paper.entry_type, changed = record.entry_type, True
         else:
             changed |= _note_alternate(paper, "entry_type", record.entry_type, source)

@@ -207,3 +207,16 @@ def test_values_longer_than_their_column_are_cut_and_kept_whole() -> None:
     assert paper.pages == pages[:64]
     assert paper.metadata["overflow"]["pages"] == pages
     assert len(paper.entry_type) == 32
+
+
+def test_a_generic_type_never_undoes_or_shadows_a_specific_one() -> None:
+    """The same paper listed as 'article' by one source and 'inproceedings' by another:
+    importing both twice, in either order, settles after the first run."""
+    first = PaperRecord.build(title="Same", doi="10.1000/same", entry_type="article")
+    second = PaperRecord.build(title="Same", doi="10.1000/same", entry_type="inproceedings")
+    papers_upsert(records=[first])
+    papers_upsert(records=[second])
+    assert Paper.objects.get().entry_type == "inproceedings"
+    again = papers_upsert(records=[first])
+    assert (again.updated, again.unchanged) == (0, 1)
+    assert "entry_type" not in Paper.objects.get().metadata.get("alternates", {})
