@@ -9,7 +9,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 # --- text folding -------------------------------------------------------------------
@@ -182,15 +182,18 @@ def initials(given: str) -> str:
 MAX_AUTHORS_IN_ID = 5
 
 
-def human_id_base(author_names: list[str], year: int | None) -> str:
+def _people(authors: Sequence[str | PersonName]) -> list[PersonName]:
+    return [a if isinstance(a, PersonName) else parse_person_name(a) for a in authors]
+
+
+def human_id_base(author_names: Sequence[str | PersonName], year: int | None) -> str:
     """'Smith, J., Johnson, A. 2024' for seed 004's '[Smith, J., Johnson, A. 2024]'.
 
     Up to five authors are listed, the last after '& ' when there are three or more (as in
     seed 004's five-author example); longer lists end in 'et al.'. No authors gives
     'Anonymous', no year 'n.d.'.
     """
-    people = [parse_person_name(name) for name in author_names]
-    people = [person for person in people if person.family]
+    people = [person for person in _people(author_names) if person.family]
     year_text = str(year) if year else "n.d."
     if not people:
         return f"Anonymous {year_text}"
@@ -222,13 +225,9 @@ _TITLE_STOPWORDS = {
 }  # fmt: skip
 
 
-def citekey_base(author_names: list[str], year: int | None, title: str) -> str:
+def citekey_base(author_names: Sequence[str | PersonName], year: int | None, title: str) -> str:
     """'vaswani2017attention' from (['Ashish Vaswani', ...], 2017, 'Attention Is All You Need')."""
-    family = ""
-    for name in author_names:
-        family = parse_person_name(name).family
-        if family:
-            break
+    family = next((person.family for person in _people(author_names) if person.family), "")
     author_part = re.sub(r"[^a-z]", "", ascii_fold(family).lower()) or "anon"
     word_part = ""
     for word in re.findall(r"[a-z0-9]+", ascii_fold(title).lower()):

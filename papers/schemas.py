@@ -11,6 +11,7 @@ from typing import Any
 from django.db import models
 
 from papers.identifiers import (
+    PersonName,
     clean_text,
     fold_key,
     normalize_arxiv_id,
@@ -38,13 +39,24 @@ SCHOLAR_FIELDS = (
 
 @dataclass
 class AuthorRecord:
+    """An author as a source gives it. `family`/`given` are set when the source splits the
+    name itself (BibTeX: 'Ramón y Cajal, Santiago'); otherwise the name is parsed."""
+
     name: str
     affiliation: str = ""
     profile_link: str = ""
+    family: str = ""
+    given: str = ""
+
+    @property
+    def person(self) -> PersonName:
+        if self.family:
+            return PersonName(self.given, self.family)
+        return parse_person_name(self.name)
 
     @property
     def key(self) -> str:
-        return parse_person_name(self.name).key
+        return self.person.key
 
 
 @dataclass
@@ -91,7 +103,7 @@ class PaperRecord:
     def __post_init__(self) -> None:
         self.title_key = title_key(self.title)
         for author in self.authors:
-            family = parse_person_name(author.name).family
+            family = author.person.family
             if family:
                 self.first_author_family = fold_key(family)
                 break
@@ -199,6 +211,8 @@ def _author(value: Any) -> AuthorRecord:
             name=clean_text(value.get("name")),
             affiliation=clean_text(value.get("affiliation")),
             profile_link=clean_text(value.get("profile_link") or value.get("link")),
+            family=clean_text(value.get("family")),
+            given=clean_text(value.get("given")),
         )
     return AuthorRecord(name=clean_text(value))
 

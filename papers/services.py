@@ -25,7 +25,6 @@ from papers.identifiers import (
     human_id_base,
     human_id_from_base,
     is_valid_citekey,
-    parse_person_name,
 )
 from papers.models import (
     Author,
@@ -419,9 +418,9 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
         return
     bases = []
     for paper, record in zip(papers, records, strict=True):
-        names = [a.name for a in record.authors]
-        paper.human_id_base = human_id_base(names, record.year)
-        paper.citekey_base = citekey_base(names, record.year, record.title)
+        people = [a.person for a in record.authors]
+        paper.human_id_base = human_id_base(people, record.year)
+        paper.citekey_base = citekey_base(people, record.year, record.title)
         bases.append(paper.human_id_base)
     next_seq = {
         row["human_id_base"]: row["top"] + 1
@@ -511,7 +510,7 @@ def _write_authors(items: list[tuple[int, PaperRecord]]) -> None:
     institution_rows: dict[str, dict[str, Any]] = {}
     for _, record in items:
         for author in record.authors:
-            person = parse_person_name(author.name)
+            person = author.person
             author_rows.setdefault(
                 person.key[:255],
                 {
@@ -533,7 +532,7 @@ def _write_authors(items: list[tuple[int, PaperRecord]]) -> None:
         (
             (
                 paper_id,
-                author_ids[parse_person_name(author.name).key[:255]],
+                author_ids[author.key[:255]],
                 position,
                 institution_ids.get(fold_key(author.affiliation)) if author.affiliation else None,
             )

@@ -398,3 +398,14 @@ def test_d2l_round_trips_through_jsonl(d2l: str, tmp_path: Path) -> None:
     # What BibTeX import kept on the side survives too.
     assert paper_get(ref="VapChe64") == paper_get(ref="Vapnik.Chervonenkis.1964")
     assert paper_get(ref="Abadi.Barham.Chen.ea.2016").metadata["authors_truncated"] is True
+
+
+def test_bibtex_family_names_shape_ids_and_round_trip(d2l: str) -> None:
+    """'Ramón y Cajal, Santiago' keeps its whole family name: in the author row, the human
+    id, the citekey and the BibTeX written back."""
+    paper = Paper.objects.get(citekey="Cajal.Azoulay.1894")
+    first = paper.author_links.select_related("author").get(position=0).author
+    assert (first.family_name, first.given_name) == ("Ramón y Cajal", "Santiago")
+    assert paper.human_id == "[Ramon y Cajal, S., Azoulay, L. 1894]"
+    text = render_export(with_relations(Paper.objects.filter(pk=paper.pk)), "bibtex")
+    assert "Ramón y Cajal, Santiago and Azoulay, L." in text

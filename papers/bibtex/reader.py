@@ -315,9 +315,11 @@ def _verbatim(value: str) -> str:
     return clean_text(value.replace("{", "").replace("}", ""))
 
 
-def _author_names(raw: str) -> tuple[list[str], bool]:
-    """Display names ('Martín Abadi') in order, and whether the list ended in 'others'."""
-    names: list[str] = []
+def _author_names(raw: str) -> tuple[list[dict[str, str]], bool]:
+    """Authors in order as {name ('Martín Abadi'), family, given}, with BibTeX's own split
+    of the name (so 'Ramón y Cajal, Santiago' keeps its family name), and whether the list
+    ended in 'others'."""
+    names: list[dict[str, str]] = []
     truncated = False
     if not raw.strip():
         return names, truncated
@@ -337,7 +339,9 @@ def _author_names(raw: str) -> tuple[list[str], bool]:
         words = [*parts.first, *parts.von, *parts.last, *parts.jr]
         name = latex_to_text(" ".join(words))
         if name:
-            names.append(name)
+            family = latex_to_text(" ".join([*parts.von, *parts.last, *parts.jr]))
+            given = latex_to_text(" ".join(parts.first))
+            names.append({"name": name, "family": family, "given": given})
     return names, truncated
 
 
