@@ -38,7 +38,7 @@ from papers.models import (
     PaperKeyword,
     Venue,
 )
-from papers.schemas import PaperRecord, keyword_key, keywords_clean
+from papers.schemas import SCHOLAR_FIELDS, PaperRecord, keyword_key, keywords_clean
 from research_site.errors import InvalidInput
 
 # Paper fields filled from a record when empty, and recorded as alternates when different.
@@ -53,13 +53,7 @@ MERGED_TEXT_FIELDS = (
     "publisher",
     "source_url",
     "pdf_url",
-    "cites_id",
-    "result_id",
-    "citation_id",
-    "bibtex_link",
-    "cached_page_link",
-    "related_pages_link",
-    "versions_link",
+    *SCHOLAR_FIELDS,
 )
 GENERIC_ENTRY_TYPES = {"article", "misc"}
 # Citekey aliases name a paper for lookups but never identify it across sources: two
