@@ -43,7 +43,7 @@ digest=$(cat requirements.txt "$requirements" pyproject.toml | sha256sum | cut -
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . \
-    || .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+  # The project itself, editable, for the `research-mcp` console script.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
   echo "$digest" > "$stamp"
 fi
