@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mcp_endpoint import http
 
@@ -94,10 +95,20 @@ def _content_length(scope: dict[str, Any]) -> int | None:
 class McpRouter:
     """Routes by path; see the module docstring."""
 
-    def __init__(self, django_app: ASGIApp, *, sse_app: ASGIApp | None = None) -> None:
+    def __init__(
+        self,
+        django_app: ASGIApp,
+        *,
+        sse_app: ASGIApp | None = None,
+        static_app: ASGIApp | None = None,
+    ) -> None:
         self.django_app = django_app
         self.mcp_app = McpAsgiApp()
         self.sse_app = sse_app
+        # Static files (admin CSS/JS) served asynchronously; Django's ASGI handler would
+        # have to drain WhiteNoise's synchronous file iterators on a thread.
+        self.static_app = static_app
+        self.static_prefix = "/" + settings.STATIC_URL.strip("/") + "/"
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -112,7 +123,25 @@ class McpRouter:
             if self.sse_app is not None and (path == "/sse" or path.startswith("/messages/")):
                 await self.sse_app(scope, receive, send)
                 return
+        if kind == "http" and self.static_app is not None:
+            if scope["path"].startswith(self.static_prefix):
+                await self._static(scope, receive, send)
+                return
         await self.django_app(scope, receive, send)
+
+    async def _static(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert self.static_app is not None
+        prefix = self.static_prefix.rstrip("/")
+        try:
+            await self.static_app({**scope, "root_path": prefix}, receive, send)
+        except StarletteHTTPException as error:  # StaticFiles raises 404/405 for Starlette
+            body = (error.detail or "").encode()
+            await send_response(
+                send,
+                http.HttpResponse(
+                    error.status_code, [("content-type", "text/plain; charset=utf-8")], body
+                ),
+            )
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
