@@ -58,6 +58,8 @@ logger = logging.getLogger(__name__)
 # search, assets, pdf, zotero and review here.
 TOOLSET_MODULES: dict[str, str] = {
     "library": "mcp_endpoint.tools.library",
+    "search": "mcp_endpoint.tools.search",
+    "assets": "mcp_endpoint.tools.assets",
 }
 
 INSTRUCTIONS = (

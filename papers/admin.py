@@ -23,6 +23,7 @@ from papers.models import (
     PaperKeyword,
     Venue,
 )
+from papers.search.index import papers_changed
 from papers.selectors import paper_search_admin, with_relations
 from papers.services import paper_keywords_update
 from research_site.errors import DomainError
@@ -175,6 +176,11 @@ class PaperAdmin(admin.ModelAdmin):
         ("Source data", {"classes": ["collapse"], "fields": ["snippet", "resources", "metadata",
                                                              "created_at", "updated_at"]}),
     ]  # fmt: skip
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        # Inline edits (authors, keywords) change the paper's search text too.
+        super().save_related(request, form, formsets, change)
+        papers_changed([form.instance.pk])
 
     @admin.display(description="title", ordering="title")
     def short_title(self, paper: Paper) -> str:

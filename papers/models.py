@@ -129,6 +129,8 @@ class Paper(TimeStamped):
     versions_link = models.TextField(blank=True)
     resources = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # Which summary template get_paper_summary returns when none is named (seed 000).
+    preferred_summary_template = models.CharField(max_length=100, blank=True)
 
     authors = models.ManyToManyField(
         Author, through="PaperAuthor", related_name="papers", blank=True
@@ -286,3 +288,69 @@ class Citation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.citing_id} cites {self.cited_id}"
+
+
+class PaperAsset(TimeStamped):
+    """A text asset of a paper: a summary by template, its source markdown, a translation.
+
+    The content lives in the knowledge base (`assets/<paper_id>/...`) or behind the internal
+    ASSET_BASE_URL; this row says that it exists and describes it. Locations are never shown
+    to clients.
+    """
+
+    class Kind(models.TextChoices):
+        SUMMARY = "summary"
+        SOURCE = "source"
+        TRANSLATION = "translation"
+
+    class Storage(models.TextChoices):
+        LOCAL = "local"
+        REMOTE = "remote"
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="assets")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The template name of a summary ('brief', 'deep_read'), the language code of a
+    # translation ('zh', 'pt-BR'), '' for the source.
+    name = models.CharField(max_length=100, blank=True)
+    storage = models.CharField(max_length=16, choices=Storage.choices, default=Storage.LOCAL)
+    content_type = models.CharField(max_length=64, default="text/markdown")
+    size = models.PositiveIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["paper", "kind", "name"], name="paperasset_unique"),
+        ]
+        indexes = [
+            # available_summary_templates / translations of a paper.
+            models.Index(fields=["paper", "kind"], name="paperasset_paper_kind_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} {self.kind} {self.name}".strip()
+
+
+class PaperEmbedding(models.Model):
+    """A paper's embedding for semantic search: float32 values, little-endian, in `vector`.
+
+    `text_hash` is the hash of the text that was embedded, so re-indexing skips papers whose
+    title and abstract did not change; `model` names the model that made it.
+    """
+
+    paper = models.OneToOneField(
+        Paper, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    model = models.CharField(max_length=100)
+    dimensions = models.PositiveSmallIntegerField()
+    vector = models.BinaryField()
+    text_hash = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            # loading the index: every vector of the current model.
+            models.Index(fields=["model"], name="paperembedding_model_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} ({self.model})"

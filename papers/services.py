@@ -39,6 +39,7 @@ from papers.models import (
     Venue,
 )
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord, keyword_key, keywords_clean
+from papers.search.index import papers_changed
 from research_site.errors import InvalidInput
 
 # Paper fields filled from a record when empty, and recorded as alternates when different.
@@ -282,6 +283,11 @@ def _upsert_pass(records: list[PaperRecord]) -> tuple[UpsertOutcome, list[int]]:
     ]
     _write_authors(needs_authors)
     _write_links(records, paper_ids)
+    # New papers, merged ones whose fields changed, and ones that gained keywords.
+    touched = [paper_ids[i] for i, match in enumerate(matches) if match is None]
+    touched += list(changed)
+    touched += [paper_ids[i] for i, r in enumerate(records) if matches[i] and r.keywords]
+    papers_changed(touched)
     return outcome, paper_ids
 
 
@@ -623,6 +629,7 @@ def paper_keywords_update(
             ignore_conflicts=True,
         )
     Paper.objects.filter(pk__in=paper_ids).update(updated_at=timezone.now())
+    papers_changed(paper_ids)
     result: dict[int, list[str]] = {pid: [] for pid in paper_ids}
     for pid, name in (
         PaperKeyword.objects.filter(paper_id__in=paper_ids)

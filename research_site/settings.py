@@ -144,6 +144,22 @@ MCP_ALLOWED_ORIGINS = env_list(
 )
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 
+# --- search (issue 4) ---------------------------------------------------------------
+# Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
+SEARCH_RERANK = env_bool("SEARCH_RERANK", False)
+# Compute embeddings for semantic search when papers are added or changed.
+EMBEDDINGS_ENABLED = env_bool("EMBEDDINGS_ENABLED", True)
+
+# --- paper assets: summaries, sources, translations (issue 8) ------------------------
+# Internal base URL that serves assets as <base>/<paper_id>/...; empty: local files only.
+# Never shown to clients.
+ASSET_BASE_URL = env_str("ASSET_BASE_URL")
+ASSET_FETCH_TIMEOUT = env_int("ASSET_FETCH_TIMEOUT", 5, minimum=1)
+# Largest asset accepted from ASSET_BASE_URL or save_paper_summary, in bytes.
+ASSET_MAX_BYTES = env_int("ASSET_MAX_BYTES", 5_242_880, minimum=1024)
+# Characters a resource read returns before it truncates (tools take max_chars).
+RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minimum=100)
+
 # --- limits (seed 000, applied by every interface) ----------------------------------
 MAX_QUERY_CHARS = 500
 MAX_PAGE_SIZE = 100
