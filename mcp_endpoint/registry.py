@@ -37,7 +37,6 @@ from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import (
     INTERNAL_ERROR,
@@ -139,9 +138,12 @@ def _guard_resource(fn: FnT, uri_template: str) -> FnT:
         try:
             return fn(*args, **kwargs)
         except (NotFound, InvalidInput) as exc:
-            raise ResourceNotFoundError(exc.message) from exc
+            # Not found / bad reference is -32602 (SEP-2164); the structured body rides in
+            # `data` so clients get the same fields as from the tools' isError results.
+            raise MCPError(INVALID_PARAMS, exc.message, exc.as_dict()) from exc
         except DomainError as exc:
-            raise ResourceError(exc.message) from exc
+            # The resource exists but could not be produced now (e.g. asset_fetch_failed).
+            raise MCPError(INTERNAL_ERROR, exc.message, exc.as_dict()) from exc
         except MCPError:
             raise
         except Exception:

@@ -18,6 +18,7 @@ from papers.models import (
     Institution,
     Keyword,
     Paper,
+    PaperAsset,
     PaperAuthor,
     PaperIdentifier,
     PaperKeyword,
@@ -149,6 +150,23 @@ class CitationInline(admin.TabularInline):
     verbose_name_plural = "references (this paper cites)"
 
 
+class PaperAssetInline(admin.TabularInline):
+    """What summaries, source and translations a paper has; the content is managed with
+    `manage.py import_assets` or the save_paper_summary tool, so the admin only shows it."""
+
+    model = PaperAsset
+    extra = 0
+    can_delete = False
+    fields = ["kind", "name", "storage", "size", "updated_at"]
+    readonly_fields = ["kind", "name", "storage", "size", "updated_at"]
+    ordering = ["kind", "name"]
+    verbose_name = "asset (summary, source, translation)"
+    verbose_name_plural = "assets (summaries, source, translations)"
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(Paper)
 class PaperAdmin(admin.ModelAdmin):
     list_display = ["paper_id", "human_id", "short_title", "year", "venue", "source", "citekey"]
@@ -164,7 +182,13 @@ class PaperAdmin(admin.ModelAdmin):
     ordering = ["-paper_id"]
     readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at"]
     autocomplete_fields = ["venue"]
-    inlines = [PaperAuthorInline, PaperKeywordInline, PaperIdentifierInline, CitationInline]
+    inlines = [
+        PaperAuthorInline,
+        PaperKeywordInline,
+        PaperIdentifierInline,
+        CitationInline,
+        PaperAssetInline,
+    ]
     action_form = PaperActionForm
     actions = ["add_to_project", "add_keywords", "set_keywords", "export_bibtex"]
     fieldsets = [
@@ -173,6 +197,7 @@ class PaperAdmin(admin.ModelAdmin):
                                     "pages", "publisher", "publication_info"]}),
         ("Identifiers and links", {"fields": ["doi", "arxiv_id", "source", "source_id",
                                               "source_url", "pdf_url", "citation_count"]}),
+        ("Summaries", {"fields": ["preferred_summary_template"]}),
         ("Source data", {"classes": ["collapse"], "fields": ["snippet", "resources", "metadata",
                                                              "created_at", "updated_at"]}),
     ]  # fmt: skip

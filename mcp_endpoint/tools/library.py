@@ -19,6 +19,7 @@ from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
+from papers.assets import summary_templates_info
 from papers.bibtex import render_bibtex
 from papers.exports import export_papers
 from projects import selectors as project_selectors
@@ -78,6 +79,19 @@ class PaperRecord(BaseModel):
     authors: list[str] = Field(default_factory=list)
 
 
+class PaperMetadata(PaperRecord):
+    """The compact record plus what get_paper_summary needs to know (seed 000)."""
+
+    preferred_summary_template: str | None = Field(
+        default=None,
+        description="The template get_paper_summary returns when none is named; null if unset.",
+    )
+    available_summary_templates: list[str] = Field(
+        default_factory=list,
+        description="Templates this paper has a summary for (pass one to get_paper_summary).",
+    )
+
+
 class ProjectPapersPage(BaseModel):
     project_id: str
     project_name: str
@@ -124,6 +138,13 @@ def _metadata_record(data: dict[str, Any]) -> dict[str, Any]:
     """The compact, structured part of a full record: no abstract or free-form blobs."""
     bulky = {"abstract", "snippet", "metadata", "resources", "authors_detail"}
     return {key: value for key, value in data.items() if key not in bulky}
+
+
+def _paper_metadata(ref: str | int) -> dict[str, Any]:
+    """get_paper_metadata and paper://{paper_id}/metadata: the compact record and the
+    paper's summary templates."""
+    detail = paper_selectors.paper_detail(ref=ref, scope=current_scope())
+    return {**_metadata_record(detail), **summary_templates_info(paper_id=detail["paper_id"])}
 
 
 def _project_papers_markdown(project_ref: str) -> str:
@@ -176,14 +197,14 @@ def register(registry: Registry) -> None:
         description=(
             "Return the structured bibliographic record of one paper (identifiers, title, "
             "authors, year, venue, DOI, keywords, categories, projects, counts) without the "
-            "abstract or large free-text fields. Cheaper than get_paper_details; call it first "
-            "when you only need to identify or cite a paper."
+            "abstract or large free-text fields, plus preferred_summary_template and "
+            "available_summary_templates (call it before get_paper_summary). Cheaper than "
+            "get_paper_details; call it first when you only need to identify or cite a paper."
         ),
         annotations=READ_ONLY,
     )
-    def get_paper_metadata(paper_id: PaperRef) -> PaperRecord:
-        detail = paper_selectors.paper_detail(ref=paper_id, scope=current_scope())
-        return _record(_metadata_record(detail))
+    def get_paper_metadata(paper_id: PaperRef) -> PaperMetadata:
+        return PaperMetadata.model_validate(_paper_metadata(paper_id))
 
     @registry.tool(
         name="list_project_papers",
@@ -373,5 +394,4 @@ def register(registry: Registry) -> None:
         mime_type="application/json",
     )
     def paper_metadata_resource(paper_id: str) -> str:
-        detail = paper_selectors.paper_detail(ref=paper_id, scope=current_scope())
-        return json.dumps(_metadata_record(detail), ensure_ascii=False, default=str)
+        return json.dumps(_paper_metadata(paper_id), ensure_ascii=False, default=str)
