@@ -441,17 +441,24 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
         )
     )
     taken |= set(Paper.objects.filter(citekey__in=wanted).values_list("citekey", flat=True))
-    for paper, record in zip(papers, records, strict=True):
-        preferred = record.preferred_citekey
-        if preferred and is_valid_citekey(preferred) and preferred not in taken:
-            paper.citekey = preferred
-        else:
-            paper.citekey = next(
-                paper.citekey_base + suffix
-                for suffix in citekey_suffixes()
-                if paper.citekey_base + suffix not in taken
-            )
-        taken.add(paper.citekey)
+    pending = list(zip(papers, records, strict=True))
+    while pending:
+        for paper, record in pending:
+            preferred = record.preferred_citekey
+            if preferred and is_valid_citekey(preferred) and preferred not in taken:
+                paper.citekey = preferred
+            else:
+                paper.citekey = next(
+                    paper.citekey_base + suffix
+                    for suffix in citekey_suffixes()
+                    if paper.citekey_base + suffix not in taken
+                )
+            taken.add(paper.citekey)
+        # A suffixed key can be another base's plain key ('anonrole' + 's' = 'anonroles'),
+        # so the chosen keys are checked as such; clashing papers pick again.
+        chosen = {paper.citekey: (paper, record) for paper, record in pending}
+        clashes = set(Paper.objects.filter(citekey__in=chosen).values_list("citekey", flat=True))
+        pending = [chosen[key] for key in clashes]
 
 
 # --- related rows: venues, authors, keywords, categories, identifiers -----------------

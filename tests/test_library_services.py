@@ -220,3 +220,15 @@ def test_a_generic_type_never_undoes_or_shadows_a_specific_one() -> None:
     again = papers_upsert(records=[first])
     assert (again.updated, again.unchanged) == (0, 1)
     assert "entry_type" not in Paper.objects.get().metadata.get("alternates", {})
+
+
+def test_a_suffixed_citekey_never_takes_another_papers_key(
+    make_paper: Callable[..., Paper],
+) -> None:
+    """'anonrole' + suffix 's' is the plain key of a paper titled 'Roles ...'."""
+    roles = make_paper("Roles of things", authors=[], year=None)
+    assert roles.citekey == "anonroles"
+    records = [PaperRecord.build(title=f"Role number {i}") for i in range(20)]
+    papers_upsert(records=records)
+    keys = list(Paper.objects.values_list("citekey", flat=True))
+    assert len(keys) == len(set(keys)) == 21
