@@ -39,3 +39,9 @@ class Conflict(DomainError):
 
 class ReadOnlyMode(DomainError):
     code = "read_only"
+
+
+class EngineUnavailable(DomainError):
+    """A search engine that cannot be searched: unknown, not configured, or down."""
+
+    code = "engine_unavailable"

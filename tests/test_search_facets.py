@@ -1,0 +1,188 @@
+"""Facet counts: every category, ordering, scope, filters, query result sets and caching."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from papers.models import Author, Paper, PaperAuthor
+from papers.search import facets
+from papers.search.facets import facet_counts, top_facets
+from papers.search.types import SearchFilters
+from papers.services import paper_keywords_update
+from projects.services import project_add_papers
+from research_site.errors import InvalidInput
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    # Rolled-back tests reuse ids, so two tests can share a library version.
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper], make_project: Callable[..., Any]) -> dict[str, Any]:
+    acl = "Proceedings of ACL"
+    papers = {
+        "a": make_paper(
+            "Attention for Parsing",
+            authors=[{"name": "Bo Li", "affiliation": "MIT"}, "Ana Ruiz"],
+            year=2023, venue=acl, keywords=["parsing", "attention"], categories=["cs.CL"],
+        ),
+        "b": make_paper(
+            "Parsing Morphology",
+            authors=[
+                {"name": "Bo Li", "affiliation": "MIT"}, {"name": "Cy Wu", "affiliation": "CMU"},
+            ],
+            year=2023, venue=acl, keywords=["parsing"], categories=["cs.CL"],
+        ),
+        "c": make_paper(
+            "Vision Attention",
+            authors=["Cy Wu", "Ana Ruiz"],
+            year=2021, venue="CVPR", keywords=["vision"], categories=["cs.CV"],
+        ),
+        "d": make_paper("Old Parsing Notes", authors=["Dee Park"], year=1999),
+    }  # fmt: skip
+    nlp = make_project("NLP Reading")
+    vision = make_project("Vision")
+    project_add_papers(project=nlp, paper_ids=[papers["a"].pk, papers["b"].pk])
+    project_add_papers(project=vision, paper_ids=[papers["b"].pk, papers["c"].pk])
+    return {"papers": papers, "nlp": nlp, "vision": vision}
+
+
+def counts(category: str, **options: Any) -> list[tuple[str, int]]:
+    return [(v["name"], v["paper_count"]) for v in top_facets(category=category, **options)]
+
+
+def test_each_category_counts_papers_most_first_then_by_name(library: dict[str, Any]) -> None:
+    assert counts("author") == [("Ana Ruiz", 2), ("Bo Li", 2), ("Cy Wu", 2), ("Dee Park", 1)]
+    assert counts("venue") == [("Proceedings of ACL", 2), ("CVPR", 1)]
+    assert counts("keyword") == [("parsing", 2), ("attention", 1), ("vision", 1)]
+    assert counts("institution") == [("MIT", 2), ("CMU", 1)]
+    assert counts("tag") == [("NLP Reading", 2), ("Vision", 2)]
+    assert counts("category") == [("cs.CL", 2), ("cs.CV", 1)]
+    assert counts("year") == [("2023", 2), ("1999", 1), ("2021", 1)]
+
+
+def test_limit_cuts_after_ordering(library: dict[str, Any]) -> None:
+    assert counts("author", limit=2) == [("Ana Ruiz", 2), ("Bo Li", 2)]
+    assert counts("year", limit=1) == [("2023", 2)]
+
+
+def test_values_carry_a_filter_that_selects_their_papers(library: dict[str, Any]) -> None:
+    from papers.search.filters import filters_from_payload, paper_search_by_payload
+
+    for category in ("author", "venue", "keyword", "institution", "tag", "category", "year"):
+        for value in top_facets(category=category):
+            page = paper_search_by_payload(filters=filters_from_payload(value["filter"]))
+            assert page.total == value["paper_count"], (category, value)
+    tag = top_facets(category="tag")[0]
+    assert tag["project_id"] == library["nlp"].id
+
+
+def test_a_paper_listing_an_author_twice_counts_once(
+    library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paper = library["papers"]["d"]
+    PaperAuthor.objects.create(paper=paper, author=Author.objects.get(name="Dee Park"), position=5)
+    PaperAuthor.objects.create(paper=paper, author=Author.objects.get(name="Dee Park"), position=6)
+    assert counts("author")[-1] == ("Dee Park", 1)
+    # the ranking shortcut (COUNT(*) candidates, exact counts for them) on a small margin,
+    # both when it can answer and when a tie forces the exact aggregate
+    monkeypatch.setattr(facets, "_TIE_MARGIN", 1)
+    cache.clear()
+    assert counts("author", limit=1) == [("Ana Ruiz", 2)]
+    cache.clear()
+    assert counts("author", limit=3) == [("Ana Ruiz", 2), ("Bo Li", 2), ("Cy Wu", 2)]
+
+
+def test_scope_limits_counts_and_hides_other_projects(library: dict[str, Any]) -> None:
+    scope = [library["nlp"].id]
+    assert counts("author", scope=scope) == [("Bo Li", 2), ("Ana Ruiz", 1), ("Cy Wu", 1)]
+    # paper b is also in Vision, which this client cannot see
+    assert counts("tag", scope=scope) == [("NLP Reading", 2)]
+    assert counts("venue", scope=["Vision"]) == [("CVPR", 1), ("Proceedings of ACL", 1)]
+    assert counts("year", scope=["no such project"]) == []
+    result = facet_counts(category="year", scope=scope)
+    assert result.notes == ["Counts are over the papers in your collections."]
+
+
+def test_filters_narrow_the_counted_papers(library: dict[str, Any]) -> None:
+    only_2023 = SearchFilters(year=2023)
+    assert counts("author", filters=only_2023) == [("Bo Li", 2), ("Ana Ruiz", 1), ("Cy Wu", 1)]
+    assert counts("keyword", filters=SearchFilters(venue="CVPR")) == [("vision", 1)]
+    assert counts("venue", filters=SearchFilters(year_to=2000)) == []
+
+
+def test_facets_over_a_query_count_its_hits(
+    library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = facet_counts(category="year", query="parsing")
+    assert [(v["name"], v["paper_count"]) for v in result.values] == [("2023", 2), ("1999", 1)]
+    assert result.papers_considered == 3
+    assert result.notes == ["Counts are over the 3 papers matching the query."]
+    assert counts("author", query="parsing", scope=[library["vision"].id]) == [
+        ("Bo Li", 1), ("Cy Wu", 1),
+    ]  # fmt: skip
+    assert counts("venue", query="nothingmatchesthis") == []
+    monkeypatch.setattr(facets, "QUERY_FACET_CAP", 1)
+    capped = facet_counts(category="year", query="parsing")
+    assert capped.papers_considered == 1
+    assert "more than 1 papers" in capped.notes[0]
+
+
+def test_cached_counts_follow_library_changes(
+    library: dict[str, Any], django_assert_max_num_queries: Any
+) -> None:
+    assert counts("keyword")[0] == ("parsing", 2)
+    with django_assert_max_num_queries(1):  # the library version only
+        assert counts("keyword")[0] == ("parsing", 2)
+    paper_keywords_update(
+        refs=[library["papers"]["c"].pk], action="add", keywords=["Parsing"], scope=None
+    )
+    assert counts("keyword")[0] == ("parsing", 3)
+    paper_keywords_update(
+        refs=[library["papers"]["a"].pk], action="remove", keywords=["parsing"], scope=None
+    )
+    assert counts("keyword")[0] == ("parsing", 2)
+
+
+def test_a_query_is_searched_once_for_several_categories(
+    library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from papers.search import fulltext
+
+    calls: list[str] = []
+    real = fulltext.paper_search_ids
+
+    def counting(**options: Any) -> list[int]:
+        calls.append(options["query"])
+        return real(**options)
+
+    monkeypatch.setattr(fulltext, "paper_search_ids", counting)
+    assert counts("year", query="parsing") == [("2023", 2), ("1999", 1)]
+    assert counts("venue", query="parsing") == [("Proceedings of ACL", 2)]
+    assert calls == ["parsing"]
+    assert counts("venue", query="vision") == [("CVPR", 1)]
+    assert calls == ["parsing", "vision"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"category": "authors"},
+        {"category": "author", "limit": 0},
+        {"category": "author", "limit": 101},
+        {"category": "author", "query": "x" * 501},
+    ],
+)
+def test_bad_requests_are_invalid_input(db: None, options: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        top_facets(**options)

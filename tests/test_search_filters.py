@@ -1,0 +1,321 @@
+"""Payload filters (glob patterns, link tables, scope) and keyword search, on the real database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from papers.models import Paper
+from papers.search.filters import (
+    apply_filters,
+    filters_from_payload,
+    glob_to_like,
+    paper_search_by_author,
+    paper_search_by_keyword,
+    paper_search_by_payload,
+)
+from papers.search.types import SearchFilters
+from papers.selectors import papers_in_scope
+from projects.services import project_add_papers
+from research_site.errors import InvalidInput
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper], make_project: Callable[..., Any]) -> dict[str, Any]:
+    papers = {
+        "findings": make_paper(
+            "Prompting in the Wild",
+            authors=[
+                {"name": "Ana García", "affiliation": "University of Edinburgh"},
+                {"name": "Bo Li", "affiliation": "Tsinghua University"},
+            ],
+            year=2023,
+            venue="Findings of the Association for Computational Linguistics: ACL 2023",
+            source="acl",
+            source_url="https://aclanthology.org/2023.findings-acl.1",
+            pdf_url="https://aclanthology.org/2023.findings-acl.1.pdf",
+            doi="10.18653/v1/2023.findings-acl.1",
+            keywords=["Prompting", "LLM evaluation"],
+        ),
+        "main": make_paper(
+            "Parsing With 50% Less Data_v2",
+            authors=["Bo Li", "Carla Rossi"],
+            year=2023,
+            venue="Proceedings of ACL 2023",
+            source="acl",
+            source_url="https://aclanthology.org/2023.acl-long.7",
+            keywords=["parsing"],
+            categories=["cs.CL"],
+        ),
+        "arxiv": make_paper(
+            "Vision Transformers at Scale",
+            authors=["Dana Smith"],
+            year=2021,
+            venue="arXiv",
+            source="arxiv",
+            source_url="https://arxiv.org/abs/2101.00001",
+            pdf_url="https://arxiv.org/pdf/2101.00001",
+            categories=["cs.CV", "cs.LG"],
+            keywords=["transformer"],
+        ),
+        "old": make_paper(
+            "Statistical Machine Translation",
+            authors=["Eve Stone"],
+            year=2003,
+            keywords=["Transformers history"],
+        ),
+    }
+    nlp = make_project("NLP Reading")
+    vision = make_project("Vision")
+    project_add_papers(project=nlp, paper_ids=[papers["findings"].pk, papers["main"].pk])
+    project_add_papers(project=vision, paper_ids=[papers["arxiv"].pk])
+    return {"papers": papers, "nlp": nlp, "vision": vision}
+
+
+def matching(payload: dict[str, Any], scope: list[str] | None = None) -> set[str]:
+    filters = filters_from_payload(payload)
+    queryset = apply_filters(papers_in_scope(scope), filters, scope=scope)
+    return set(queryset.values_list("title", flat=True))
+
+
+# --- glob translation -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("glob", "like"),
+    [
+        ("Findings*", "Findings%"),
+        ("?LP", "_LP"),
+        ("50%_off", "50\\%\\_off"),
+        ("a\\b*", "a\\\\b%"),
+        ("literal\\*star", "literal*star"),
+    ],
+)
+def test_glob_becomes_an_escaped_like_pattern(glob: str, like: str) -> None:
+    assert glob_to_like(glob) == like
+
+
+# --- payload parsing --------------------------------------------------------------
+
+
+def test_unknown_filter_key_lists_the_allowed_keys() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        filters_from_payload({"venue": "ACL", "journal": "x"})
+    assert "journal" in caught.value.message
+    assert "venue" in caught.value.message and "has_pdf" in caught.value.message
+    assert caught.value.details["unknown"] == ["journal"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"year": "twenty"},
+        {"year": 999},
+        {"year": True},
+        {"year_from": 2022, "year_to": 2020},
+        {"year": "2023-2021"},
+        {"year": [2020]},
+        {"has_pdf": "yes"},
+        {"venue": ""},
+        {"venue": ["ACL", "EMNLP"]},
+        {"author": "x" * 501},
+    ],
+)
+def test_bad_filter_values_are_invalid_input(payload: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        filters_from_payload(payload)
+
+
+def test_year_forms_and_doi_normalisation() -> None:
+    assert filters_from_payload({"year": 2020}) == SearchFilters(year=2020)
+    assert filters_from_payload({"year": "2019-2021"}) == SearchFilters(
+        year_from=2019, year_to=2021
+    )
+    assert filters_from_payload({"year": [2019, None]}) == SearchFilters(year_from=2019)
+    assert filters_from_payload({"year": {"to": 2001}}) == SearchFilters(year_to=2001)
+    assert filters_from_payload({"doi": "https://doi.org/10.18653/V1/X"}).doi == "10.18653/v1/x"
+    assert filters_from_payload({"has_pdf": "true", "source": None}) == SearchFilters(has_pdf=True)
+
+
+# --- applying filters --------------------------------------------------------------
+
+
+def test_venue_glob_and_exact_match_case_insensitively(library: dict[str, Any]) -> None:
+    assert matching({"venue": "Findings*"}) == {"Prompting in the Wild"}
+    assert matching({"venue": "findings*"}) == {"Prompting in the Wild"}
+    assert matching({"venue": "proceedings of acl 2023"}) == {"Parsing With 50% Less Data_v2"}
+    # without a wildcard the match is exact, not a substring
+    assert matching({"venue": "ACL 2023"}) == set()
+    assert matching({"venue": "*of acl 202?"}) == {"Parsing With 50% Less Data_v2"}
+
+
+def test_url_matches_source_or_pdf_url(library: dict[str, Any]) -> None:
+    assert matching({"url": "*2023.acl*"}) == {"Parsing With 50% Less Data_v2"}
+    assert matching({"url": "*.pdf"}) == {"Prompting in the Wild"}
+    assert matching({"url": "https://arxiv.org/pdf/2101.00001"}) == {"Vision Transformers at Scale"}
+
+
+def test_like_metacharacters_in_values_are_literal(library: dict[str, Any]) -> None:
+    # '%' and '_' in a pattern must not act as LIKE wildcards
+    queryset = apply_filters(Paper.objects.all(), SearchFilters(url="*acl_long*"))
+    assert not queryset.exists()
+    titles = set(
+        Paper.objects.filter(
+            pk__in=apply_filters(Paper.objects.all(), SearchFilters(url="*acl-long*"))
+        ).values_list("title", flat=True)
+    )
+    assert titles == {"Parsing With 50% Less Data_v2"}
+    assert matching({"source": "a%"}) == set()
+    assert matching({"source": "a*"}) == {
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2", "Vision Transformers at Scale",
+    }  # fmt: skip
+
+
+def test_author_and_institution_filters_do_not_duplicate_rows(library: dict[str, Any]) -> None:
+    # Bo Li wrote two papers; a paper with two matching authors is one row
+    queryset = apply_filters(Paper.objects.all(), SearchFilters(author="*"))
+    assert queryset.count() == 4
+    assert matching({"author": "Bo Li"}) == {
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2",
+    }  # fmt: skip
+    assert matching({"author": "ana garcia"}) == {"Prompting in the Wild"}  # accents folded
+    assert matching({"author": "Rossi"}) == {"Parsing With 50% Less Data_v2"}  # family name
+    assert matching({"institution": "*Edinburgh"}) == {"Prompting in the Wild"}
+    assert matching({"institution": "tsinghua university"}) == {"Prompting in the Wild"}
+
+
+def test_keyword_category_project_source_doi_year_and_pdf(library: dict[str, Any]) -> None:
+    assert matching({"keyword": "prompting"}) == {"Prompting in the Wild"}
+    assert matching({"keyword": "transformer*"}) == {
+        "Vision Transformers at Scale", "Statistical Machine Translation",
+    }  # fmt: skip
+    assert matching({"category": "cs.?V"}) == {"Vision Transformers at Scale"}
+    assert matching({"project": "nlp reading"}) == {
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2",
+    }  # fmt: skip
+    assert matching({"project": library["vision"].id}) == {"Vision Transformers at Scale"}
+    assert matching({"source": "ARXIV"}) == {"Vision Transformers at Scale"}
+    assert matching({"doi": "10.18653/V1/2023.FINDINGS-ACL.1"}) == {"Prompting in the Wild"}
+    assert matching({"doi": "10.18653/*"}) == {"Prompting in the Wild"}
+    assert matching({"year": "2020-"}) == {
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2", "Vision Transformers at Scale",
+    }  # fmt: skip
+    assert matching({"year": 2003}) == {"Statistical Machine Translation"}
+    assert matching({"has_pdf": True}) == {"Prompting in the Wild", "Vision Transformers at Scale"}
+    assert matching({"has_pdf": False, "year_to": 2022}) == {"Statistical Machine Translation"}
+    assert matching({"venue": "Findings*", "year": 2021}) == set()
+
+
+def test_scope_limits_results_and_the_project_filter(library: dict[str, Any]) -> None:
+    scope = [library["nlp"].id]
+    assert matching({"source": "*"}, scope=scope) == {
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2",
+    }  # fmt: skip
+    # a project outside the client's scope matches nothing, even for papers in scope
+    assert matching({"project": "Vision"}, scope=scope) == set()
+    assert matching({"project": "Vision"}, scope=["Vision"]) == {"Vision Transformers at Scale"}
+
+
+# --- payload search ----------------------------------------------------------------
+
+
+def test_payload_search_pages_deterministically(library: dict[str, Any]) -> None:
+    filters = filters_from_payload({"year": "2000-2030"})
+    first = paper_search_by_payload(filters=filters, limit=2, offset=0)
+    second = paper_search_by_payload(filters=filters, limit=2, offset=2)
+    assert first.mode == "payload" and first.total == 4 and first.has_more
+    assert not second.has_more
+    years = [hit.record["year"] for hit in first.hits + second.hits]
+    assert years == [2023, 2023, 2021, 2003]
+    ids = [hit.record["paper_id"] for hit in first.hits]
+    assert ids == sorted(ids)
+    assert first.hits[0].record["venue"]
+    beyond = paper_search_by_payload(filters=filters, limit=2, offset=10)
+    assert beyond.hits == [] and beyond.total == 4
+
+
+def test_payload_search_respects_scope(library: dict[str, Any]) -> None:
+    page = paper_search_by_payload(filters=SearchFilters(year_from=2000), scope=["Vision"])
+    assert [hit.record["title"] for hit in page.hits] == ["Vision Transformers at Scale"]
+    assert paper_search_by_payload(filters=SearchFilters(year_from=2000), scope=["nope"]).total == 0
+
+
+@pytest.mark.parametrize(("limit", "offset"), [(0, 0), (101, 0), (10, -1), (10, 10_001)])
+def test_payload_search_rejects_out_of_bounds_pages(limit: int, offset: int) -> None:
+    with pytest.raises(InvalidInput):
+        paper_search_by_payload(filters=SearchFilters(year=2020), limit=limit, offset=offset)
+
+
+def test_payload_search_needs_a_filter(db: None) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        paper_search_by_payload(filters=SearchFilters())
+    assert "venue" in caught.value.message
+
+
+# --- keyword search ----------------------------------------------------------------
+
+
+def test_keyword_search_exact_is_case_insensitive_and_covers_categories(
+    library: dict[str, Any],
+) -> None:
+    page = paper_search_by_keyword(keyword="TRANSFORMER")
+    assert [hit.record["title"] for hit in page.hits] == ["Vision Transformers at Scale"]
+    assert page.mode == "keyword"
+    assert "**transformer**" in page.hits[0].snippet_markdown
+    by_category = paper_search_by_keyword(keyword="cs.cl")
+    assert [hit.record["title"] for hit in by_category.hits] == ["Parsing With 50% Less Data_v2"]
+    assert "**cs.CL**" in by_category.hits[0].snippet_markdown
+
+
+def test_keyword_search_prefix(library: dict[str, Any]) -> None:
+    page = paper_search_by_keyword(keyword="transformer", match="prefix")
+    assert [hit.record["title"] for hit in page.hits] == [
+        "Vision Transformers at Scale", "Statistical Machine Translation",
+    ]  # fmt: skip
+    cs = paper_search_by_keyword(keyword="cs.", match="prefix", limit=1)
+    assert cs.total == 2 and cs.has_more and len(cs.hits) == 1
+    # '_' and '%' are literal in a prefix
+    assert paper_search_by_keyword(keyword="cs_", match="prefix").total == 0
+
+
+def test_keyword_search_respects_scope(library: dict[str, Any]) -> None:
+    scoped = paper_search_by_keyword(keyword="transformer", match="prefix", scope=["NLP Reading"])
+    assert scoped.total == 0
+    assert paper_search_by_keyword(keyword="parsing", scope=["NLP Reading"]).total == 1
+
+
+@pytest.mark.parametrize(
+    "arguments", [{"keyword": " "}, {"keyword": "x" * 101}, {"keyword": "a", "match": "fuzzy"}]
+)
+def test_keyword_search_rejects_bad_arguments(db: None, arguments: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        paper_search_by_keyword(**arguments)
+
+
+# --- author search -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["Bo Li", "bo li", "Li, Bo", "B. Li", "Li", "B* Li", "*o L?"])
+def test_author_search_accepts_the_usual_name_forms(library: dict[str, Any], name: str) -> None:
+    page = paper_search_by_author(name=name)
+    # same year: paper_id order, and "findings" was created first
+    assert [hit.record["title"] for hit in page.hits] == [
+        "Prompting in the Wild", "Parsing With 50% Less Data_v2",
+    ]  # fmt: skip
+    assert page.notes == ["Matched author name(s) on this page: Bo Li."]
+
+
+def test_author_search_with_years_scope_and_misses(library: dict[str, Any]) -> None:
+    assert paper_search_by_author(name="Dana Smith", year_to=2020).total == 0
+    assert paper_search_by_author(name="Dana Smith", year_from=2021).total == 1
+    assert paper_search_by_author(name="Garcia, Ana").total == 1
+    assert paper_search_by_author(name="C. Li").total == 0
+    assert paper_search_by_author(name="Dana Smith", scope=["NLP Reading"]).total == 0
+    with pytest.raises(InvalidInput):
+        paper_search_by_author(name="Dana Smith", year_from=2022, year_to=2021)
+    with pytest.raises(InvalidInput):
+        paper_search_by_author(name="  ")
