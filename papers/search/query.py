@@ -1,0 +1,352 @@
+"""The full-text query language: parse what a user types, render it for each engine.
+
+    neural "machine translation" AND (bleu OR meteor) NOT speech transl*
+
+- words match anywhere (title, abstract, authors, keywords, venue); several words must
+  all match (an implicit AND);
+- `"exact phrases"`;
+- `AND`, `OR`, `NOT` (upper case; lower-case `and`/`or`/`not` are ordinary words),
+  parentheses for grouping; `NOT` excludes (`transformer NOT vision`), so it needs a term
+  before it; `AND NOT` reads the same;
+- `prefix*` (at least three characters before the star).
+
+Input is parsed into a small AST and rendered from it, never passed through: every word
+becomes a quoted FTS5 string (so `{title}:`, `NEAR`, `^` or a stray quote in user input
+are plain text), and a PostgreSQL tsquery is composed from `plainto_tsquery` /
+`phraseto_tsquery` calls whose text goes in as bound parameters. A malformed query
+raises InvalidInput with a hint.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from research_site.errors import InvalidInput
+
+OPERATORS = ("AND", "OR", "NOT")
+# Shorter prefixes expand to thousands of words: slow, and rarely what anyone means.
+MIN_PREFIX_CHARS = 3
+# A word is made of letters and digits; everything else separates words.
+WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+# --- AST -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str
+    prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Phrase:
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    include: Node
+    exclude: Node
+
+
+Node = Term | Phrase | And | Or | Not
+
+
+def _invalid(message: str, hint: str) -> InvalidInput:
+    return InvalidInput(message, field="query", hint=hint)
+
+
+# --- tokens ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # word | phrase | op | lparen | rparen
+    value: str
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char.isspace():
+            i += 1
+        elif char == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise _invalid(
+                    "The query has an opening quote without a closing one.",
+                    'close the quote: "machine translation"',
+                )
+            tokens.append(_Token("phrase", text[i + 1 : end]))
+            i = end + 1
+        elif char == "(":
+            tokens.append(_Token("lparen", char))
+            i += 1
+        elif char == ")":
+            tokens.append(_Token("rparen", char))
+            i += 1
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in '"()':
+                j += 1
+            word = text[i:j]
+            tokens.append(_Token("op" if word in OPERATORS else "word", word))
+            i = j
+    return tokens
+
+
+# --- parser ----------------------------------------------------------------------------
+
+
+class _Parser:
+    """Recursive descent; precedence NOT > AND (also implicit) > OR, as in FTS5."""
+
+    def __init__(self, tokens: list[_Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+
+    def peek(self) -> _Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> _Token:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        return token
+
+    def parse(self) -> Node | None:
+        if not self.tokens:
+            return None
+        node = self.or_expr()
+        token = self.peek()
+        if token is not None:  # only a stray ')' can stop the expression early
+            raise _invalid(
+                "The query closes a parenthesis it never opened.",
+                "remove the extra ')' or add the matching '('",
+            )
+        return node
+
+    def or_expr(self) -> Node | None:
+        children = [self.and_expr()]
+        while (token := self.peek()) is not None and token.kind == "op" and token.value == "OR":
+            self.take()
+            if self._at_end_of_group():
+                raise _invalid("OR needs a term after it.", "write 'bleu OR meteor'")
+            children.append(self.and_expr())
+        return _combine(Or, children)
+
+    def and_expr(self) -> Node | None:
+        if (token := self.peek()) is not None and token.kind == "op" and token.value != "NOT":
+            raise _invalid(
+                f"{token.value} needs a term before it.", f"write 'bleu {token.value} meteor'"
+            )
+        children = [self.not_expr()]
+        while (token := self.peek()) is not None and token.kind != "rparen":
+            if token.kind == "op" and token.value == "OR":
+                break
+            if token.kind == "op" and token.value == "AND":
+                self.take()
+                nxt = self.peek()
+                if nxt is not None and nxt.kind == "op" and nxt.value == "NOT":
+                    # 'a AND NOT b' reads as 'a NOT b'.
+                    self.take()
+                    children[-1] = self._exclude(children[-1])
+                    continue
+                if self._at_end_of_group() or (nxt is not None and nxt.kind == "op"):
+                    raise _invalid("AND needs a term after it.", "write 'bleu AND meteor'")
+            children.append(self.not_expr())
+        return _combine(And, children)
+
+    def not_expr(self) -> Node | None:
+        token = self.peek()
+        if token is not None and token.kind == "op" and token.value == "NOT":
+            raise _invalid(
+                "NOT needs a term before it: it excludes papers from what the terms before "
+                "it match.",
+                "write 'transformer NOT vision'",
+            )
+        node = self.unary()
+        while (token := self.peek()) is not None and token.kind == "op" and token.value == "NOT":
+            self.take()
+            node = self._exclude(node)
+        return node
+
+    def _exclude(self, node: Node | None) -> Node | None:
+        """After a NOT: the node without what the next term matches."""
+        nxt = self.peek()
+        if nxt is None or nxt.kind in ("rparen", "op"):
+            raise _invalid("NOT needs a term after it.", "write 'transformer NOT vision'")
+        excluded = self.unary()
+        if node is None:
+            raise _invalid("NOT needs a term before it.", "write 'transformer NOT vision'")
+        return node if excluded is None else Not(node, excluded)
+
+    def unary(self) -> Node | None:
+        token = self.take()
+        if token.kind == "lparen":
+            if self._at_end_of_group():
+                raise _invalid("The query has empty parentheses.", "put terms inside '( )'")
+            node = self.or_expr()
+            closing = self.peek()
+            if closing is None or closing.kind != "rparen":
+                raise _invalid(
+                    "The query opens a parenthesis without closing it.",
+                    "close the parenthesis: (bleu OR meteor)",
+                )
+            self.take()
+            return node
+        if token.kind == "phrase":
+            words = tuple(WORD_RE.findall(token.value))
+            if not words:
+                return None
+            return Phrase(words) if len(words) > 1 else Term(words[0])
+        return _word(token.value)
+
+    def _at_end_of_group(self) -> bool:
+        token = self.peek()
+        return token is None or token.kind == "rparen"
+
+
+def _word(raw: str) -> Node | None:
+    """A bare word; `c++`, `state-of-the-art` and `o'brien` split at punctuation into a
+    phrase of their parts, as the index tokenizes them."""
+    prefix = raw.endswith("*")
+    words = WORD_RE.findall(raw.rstrip("*"))
+    if prefix:
+        if not words or len(words[-1]) < MIN_PREFIX_CHARS or raw.rstrip("*").endswith(tuple("-'.")):
+            raise _invalid(
+                f"'{raw}': a prefix search needs at least {MIN_PREFIX_CHARS} letters before *.",
+                "write 'transl*'",
+            )
+    if not words:
+        return None  # punctuation only: nothing to search for
+    if len(words) == 1:
+        return Term(words[0], prefix=prefix)
+    if prefix:
+        head = Phrase(tuple(words[:-1])) if len(words) > 2 else Term(words[0])
+        return And((head, Term(words[-1], prefix=True)))
+    return Phrase(tuple(words))
+
+
+def _combine(kind: type[And] | type[Or], children: list[Node | None]) -> Node | None:
+    present = [child for child in children if child is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    return kind(tuple(present))
+
+
+def parse_query(text: str) -> Node:
+    """The AST of a user query. Raises InvalidInput (with a hint) if it is malformed or
+    has nothing to search for."""
+    node = _Parser(_tokenize(text)).parse()
+    if node is None:
+        raise _invalid("The query has no words to search for.", "type at least one word")
+    return node
+
+
+# --- walking ---------------------------------------------------------------------------
+
+
+def positive_words(node: Node) -> list[str]:
+    """The words a matching paper contains (not those after NOT), in query order."""
+    if isinstance(node, Term):
+        return [node.text]
+    if isinstance(node, Phrase):
+        return list(node.words)
+    if isinstance(node, And | Or):
+        return [word for child in node.children for word in positive_words(child)]
+    return positive_words(node.include)
+
+
+def positive_terms(node: Node) -> list[Term]:
+    """positive_words as terms, keeping the prefix flag (`transl*`)."""
+    if isinstance(node, Term):
+        return [node]
+    if isinstance(node, Phrase):
+        return [Term(word) for word in node.words]
+    if isinstance(node, And | Or):
+        return [term for child in node.children for term in positive_terms(child)]
+    return positive_terms(node.include)
+
+
+def excluded_parts(node: Node) -> list[Node]:
+    """Every part of the query that comes after a NOT."""
+    if isinstance(node, Not):
+        return [*excluded_parts(node.include), node.exclude]
+    if isinstance(node, And | Or):
+        return [part for child in node.children for part in excluded_parts(child)]
+    return []
+
+
+def positive_only(node: Node) -> Node:
+    """The query without its NOT parts (what fuzzy matching and title pre-filters use)."""
+    if isinstance(node, Not):
+        return positive_only(node.include)
+    if isinstance(node, And):
+        return And(tuple(positive_only(child) for child in node.children))
+    if isinstance(node, Or):
+        return Or(tuple(positive_only(child) for child in node.children))
+    return node
+
+
+# --- SQLite FTS5 -----------------------------------------------------------------------
+
+
+def _fts5_string(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def to_fts5(node: Node) -> str:
+    """An FTS5 MATCH expression; every word is a quoted string."""
+    if isinstance(node, Term):
+        return _fts5_string(node.text) + (" *" if node.prefix else "")
+    if isinstance(node, Phrase):
+        return _fts5_string(" ".join(node.words))
+    if isinstance(node, And):
+        return "(" + " AND ".join(to_fts5(child) for child in node.children) + ")"
+    if isinstance(node, Or):
+        return "(" + " OR ".join(to_fts5(child) for child in node.children) + ")"
+    return f"({to_fts5(node.include)} NOT {to_fts5(node.exclude)})"
+
+
+# --- PostgreSQL tsquery ----------------------------------------------------------------
+
+
+def to_tsquery_sql(node: Node, config: str = "english") -> tuple[str, list[str]]:
+    """A SQL expression of type tsquery and its parameters.
+
+    `config` is a trusted constant (a text search configuration name), never user input.
+    Stop words ('the', 'of') become empty tsqueries, which PostgreSQL drops from && and ||.
+    """
+    if isinstance(node, Term):
+        if node.prefix:
+            # \\w+ holds no quote or backslash, so the quoted lexeme cannot break out.
+            return f"to_tsquery('{config}', %s)", [f"'{node.text.lower()}':*"]
+        return f"plainto_tsquery('{config}', %s)", [node.text]
+    if isinstance(node, Phrase):
+        return f"phraseto_tsquery('{config}', %s)", [" ".join(node.words)]
+    if isinstance(node, And | Or):
+        parts = [to_tsquery_sql(child, config) for child in node.children]
+        joiner = " && " if isinstance(node, And) else " || "
+        return (
+            "(" + joiner.join(sql for sql, _ in parts) + ")",
+            [param for _, params in parts for param in params],
+        )
+    include_sql, include_params = to_tsquery_sql(node.include, config)
+    exclude_sql, exclude_params = to_tsquery_sql(node.exclude, config)
+    return f"({include_sql} && !!{exclude_sql})", [*include_params, *exclude_params]
