@@ -149,6 +149,8 @@ MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 SEARCH_RERANK = env_bool("SEARCH_RERANK", False)
 # Compute embeddings for semantic search when papers are added or changed.
 EMBEDDINGS_ENABLED = env_bool("EMBEDDINGS_ENABLED", True)
+# The embedding model (papers/search/embedding.py lists them; docs/SEARCH.md compares them).
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
 
 # --- paper assets: summaries, sources, translations (issue 8) ------------------------
 # Internal base URL that serves assets as <base>/<paper_id>/...; empty: local files only.

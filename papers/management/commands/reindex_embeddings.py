@@ -1,0 +1,80 @@
+"""Compute the embeddings semantic search needs: `manage.py reindex_embeddings [--all]`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
+from tqdm import tqdm
+
+from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
+from papers.models import Paper
+from papers.search import semantic
+from papers.search.embedding import load_model
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed papers for semantic search. By default only papers with no vector from the "
+        "current model (--missing-only); --all also re-checks every paper's text and "
+        "re-embeds what changed; --force recomputes every vector."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--missing-only", action="store_true", default=True)
+        which.add_argument("--all", action="store_true", help="Check every paper.")
+        parser.add_argument(
+            "--force", action="store_true", help="With --all: re-embed unchanged text too."
+        )
+        parser.add_argument("--batch-size", type=int, default=semantic.EMBED_CHUNK)
+        parser.add_argument(
+            "--no-progress", action="store_true", help="Do not draw a progress bar."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        batch_size = options["batch_size"]
+        if not 1 <= batch_size <= 50_000:
+            raise CommandError(
+                "--batch-size must be between 1 and 50000", returncode=EXIT_BAD_INPUT
+            )
+        if options["force"] and not options["all"]:
+            raise CommandError("--force needs --all", returncode=EXIT_BAD_INPUT)
+        try:
+            model = load_model()
+        except (ImportError, ValueError) as error:
+            raise CommandError(
+                f"Cannot load the embedding model: {error}", returncode=EXIT_BAD_INPUT
+            ) from None
+        if options["all"]:
+            ids = list(Paper.objects.order_by("pk").values_list("pk", flat=True))
+        else:
+            ids = semantic.papers_missing_embeddings()
+        outcome = semantic.EmbedOutcome()
+        failed = 0
+        with tqdm(
+            total=len(ids),
+            desc="Embedding",
+            unit=" papers",
+            file=sys.stderr,
+            disable=options["no_progress"] or None,
+            mininterval=0.5,
+        ) as bar:
+            for start in range(0, len(ids), batch_size):
+                chunk = ids[start : start + batch_size]
+                try:
+                    outcome.add(semantic.embed_papers(chunk, force=options["force"]))
+                except DatabaseError as error:
+                    failed += len(chunk)
+                    self.stderr.write(f"batch from paper {chunk[0]} failed: {error}")
+                bar.update(len(chunk))
+        rate = outcome.embedded / outcome.seconds if outcome.seconds else 0.0
+        self.stdout.write(
+            f"{len(ids)} papers: {outcome.embedded} embedded, {outcome.unchanged} unchanged, "
+            f"{outcome.missing} gone, {failed} failed ({model.name}, "
+            f"{outcome.seconds:.1f} s, {rate:.0f} papers/s)"
+        )
+        if failed:
+            raise CommandError(f"{failed} of {len(ids)} papers failed", returncode=EXIT_SOME_FAILED)

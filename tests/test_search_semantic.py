@@ -1,0 +1,320 @@
+"""Semantic search with the real embedding model on a small library, on either backend.
+
+CI also runs this file on PostgreSQL with a real Celery worker (tasks not eager): tests
+that need vectors call `embed_papers` directly, never rely on a task having run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from papers.models import Paper, PaperEmbedding
+from papers.search import semantic
+from papers.search.embedding import load_model, paper_text, text_hash
+from papers.search.types import SearchFilters
+from papers.tasks import embed_papers_task
+from projects.services import project_add_papers, project_create
+from research_site.errors import InvalidInput
+
+PROTEIN = (
+    "Predicting protein folding with deep learning",
+    "We predict the three-dimensional structure of proteins from their amino acid "
+    "sequence; folded conformations of enzymes agree with crystallography.",
+)
+TRANSLATION = (
+    "Neural machine translation with attention",
+    "An encoder-decoder network translates English sentences into German and French "
+    "and improves BLEU scores over phrase-based systems.",
+)
+GALAXIES = (
+    "Galaxy formation in the early universe",
+    "Telescope observations of distant galaxies show how stars and dark matter "
+    "clustered after the big bang.",
+)
+BREAD = (
+    "Sourdough fermentation and bread texture",
+    "Yeast and lactic acid bacteria in sourdough change the crumb, flavour and rise "
+    "of baked bread.",
+)
+
+
+@pytest.fixture(autouse=True)
+def fresh_index() -> Iterator[None]:
+    """The index lives in the process; each test's database is rolled back after it."""
+    semantic.vector_index().reset()
+    semantic._lazy_checked_at = -math.inf
+    yield
+    semantic.vector_index().reset()
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper]) -> dict[str, Paper]:
+    papers = {
+        "protein": make_paper(PROTEIN[0], abstract=PROTEIN[1], year=2019),
+        "translation": make_paper(TRANSLATION[0], abstract=TRANSLATION[1], year=2017),
+        "galaxies": make_paper(GALAXIES[0], abstract=GALAXIES[1], year=2020),
+        "bread": make_paper(BREAD[0], abstract=BREAD[1], year=2021),
+    }
+    semantic.embed_papers([p.pk for p in papers.values()])
+    return papers
+
+
+def titles(page: object) -> list[str]:
+    return [hit.record["title"] for hit in page.hits]  # type: ignore[attr-defined]
+
+
+def test_protein_folding_query_ranks_the_protein_paper_first(library: dict[str, Paper]) -> None:
+    page = semantic.semantic_search(query="how do proteins fold into 3D structures", top_k=4)
+    assert page.mode == "semantic"
+    assert titles(page)[0] == PROTEIN[0]
+    scores = [hit.score for hit in page.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(-1.0 <= s <= 1.0 for s in scores)
+    assert page.hits[0].snippet_markdown.startswith("We predict")
+
+
+def test_each_topic_finds_its_own_paper(library: dict[str, Paper]) -> None:
+    expected = {
+        "translating text between languages": TRANSLATION[0],
+        "stars and cosmology": GALAXIES[0],
+        "baking with yeast": BREAD[0],
+    }
+    for query, title in expected.items():
+        assert titles(semantic.semantic_search(query=query, top_k=1)) == [title], query
+
+
+def test_prompt_refines_the_query(library: dict[str, Paper]) -> None:
+    about_space = semantic.semantic_search(query="formation", prompt="galaxies and stars", top_k=1)
+    about_food = semantic.semantic_search(query="formation", prompt="bread and yeast", top_k=1)
+    assert titles(about_space) == [GALAXIES[0]]
+    assert titles(about_food) == [BREAD[0]]
+
+
+@pytest.mark.parametrize(
+    "probe", [(200, 20), (1, 0)], ids=["probe-covers-all", "selective-fallback"]
+)
+def test_filters_restrict_the_candidates(
+    library: dict[str, Paper], probe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (1, 0): only the best-scored paper (protein, 2019) is probed and fails the filter,
+    # so every allowed paper is read and scored.
+    monkeypatch.setattr(semantic, "PROBE_MIN", probe[0])
+    monkeypatch.setattr(semantic, "PROBE_FACTOR", probe[1])
+    page = semantic.semantic_search(
+        query="protein folding", top_k=10, filters=SearchFilters(year_from=2020)
+    )
+    assert set(titles(page)) == {GALAXIES[0], BREAD[0]}
+
+
+def test_scope_limits_results_to_the_clients_projects(library: dict[str, Paper]) -> None:
+    project = project_create(name="Space")
+    project_add_papers(project=project, paper_ids=[library["galaxies"].pk])
+    page = semantic.semantic_search(query="protein folding", top_k=10, scope=[project.id])
+    assert titles(page) == [GALAXIES[0]]
+
+
+def test_embeddings_record_model_dimensions_and_text_hash(library: dict[str, Paper]) -> None:
+    model = load_model()
+    row = PaperEmbedding.objects.get(paper=library["protein"])
+    assert row.model == model.name
+    assert row.dimensions == model.dimensions
+    vector = np.frombuffer(bytes(row.vector), dtype="<f4")
+    assert vector.shape == (model.dimensions,)
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+    assert row.text_hash == text_hash(paper_text(*PROTEIN))
+
+
+def test_embed_papers_skips_unchanged_text_and_redoes_changed(library: dict[str, Paper]) -> None:
+    ids = [p.pk for p in library.values()]
+    again = semantic.embed_papers(ids)
+    assert (again.embedded, again.unchanged) == (0, 4)
+    Paper.objects.filter(pk=library["bread"].pk).update(abstract="Rye bread without yeast.")
+    changed = semantic.embed_papers([*ids, 999_999])
+    assert (changed.embedded, changed.unchanged, changed.missing) == (1, 3, 1)
+
+
+def test_index_sees_papers_embedded_after_it_was_loaded(
+    library: dict[str, Paper], make_paper: Callable[..., Paper]
+) -> None:
+    assert titles(semantic.semantic_search(query="volcano eruptions", top_k=1)) != ["Volcanoes"]
+    volcano = make_paper("Volcanoes", abstract="Lava, magma and volcanic eruptions on Iceland.")
+    semantic.embed_papers([volcano.pk])
+    assert titles(semantic.semantic_search(query="volcano eruptions", top_k=1)) == ["Volcanoes"]
+
+
+def test_index_refreshes_on_another_writers_changes_and_deletions(
+    library: dict[str, Paper], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    semantic.semantic_search(query="bread", top_k=1)  # loads the index
+    monkeypatch.setattr(semantic, "REFRESH_SECONDS", 0.0)
+    # Another process re-embeds the bread paper with the protein paper's vector.
+    protein = PaperEmbedding.objects.get(paper=library["protein"])
+    PaperEmbedding.objects.filter(paper=library["bread"]).update(
+        vector=protein.vector, updated_at=protein.updated_at.replace(year=2100)
+    )
+    found = semantic.semantic_search(query="protein folding", top_k=2)
+    assert set(titles(found)) == {PROTEIN[0], BREAD[0]}
+    # ... and deletes a paper: it leaves the index.
+    library["protein"].delete()
+    assert PROTEIN[0] not in titles(semantic.semantic_search(query="protein folding", top_k=4))
+    assert len(semantic.vector_index().snapshot(load_model()).ids) == 3
+
+
+def test_hybrid_fuses_fulltext_and_semantic_rankings(
+    library: dict[str, Paper], make_paper: Callable[..., Paper]
+) -> None:
+    # Only full text finds the code name; only meaning finds the protein paper.
+    coded = make_paper("Project ZX81 status report", abstract="Budget and staffing tables.")
+    semantic.embed_papers([coded.pk])
+    page = semantic.hybrid_search(query="ZX81 protein folding", limit=10)
+    assert page.mode == "hybrid"
+    found = titles(page)
+    assert coded.title in found and PROTEIN[0] in found
+    assert found.index(PROTEIN[0]) < found.index(BREAD[0])
+    assert all(0 < hit.score <= 1.5 / 6 + 1 / 6 + 1e-6 for hit in page.hits)
+    assert page.total == len(found)
+
+
+def test_hybrid_respects_filters_and_paging(library: dict[str, Paper]) -> None:
+    page = semantic.hybrid_search(
+        query="protein folding", filters=SearchFilters(year_from=2020), limit=1
+    )
+    assert page.total == 2 and len(page.hits) == 1 and page.has_more
+    second = semantic.hybrid_search(
+        query="protein folding", filters=SearchFilters(year_from=2020), limit=1, offset=1
+    )
+    assert {*titles(page), *titles(second)} == {GALAXIES[0], BREAD[0]}
+
+
+def test_reciprocal_rank_fusion_scores_and_ties() -> None:
+    fused = semantic.reciprocal_rank_fusion([[1, 2, 3], [3, 1]], k=60)
+    assert [pk for pk, _ in fused] == [1, 3, 2]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[2][1] == pytest.approx(1 / 62)
+    weighted = semantic.reciprocal_rank_fusion([[1, 2], [2, 1]], [1.5, 1.0], k=5)
+    assert [pk for pk, _ in weighted] == [1, 2]  # equal ranks: the heavier ranking wins
+    assert weighted[0][1] == pytest.approx(1.5 / 6 + 1 / 7)
+    tied = semantic.reciprocal_rank_fusion([[1, 2], [2, 1]])
+    assert [pk for pk, _ in tied] == [1, 2]  # a tie keeps the first ranking's order
+
+
+def test_plain_queries_match_any_word_on_the_fulltext_side() -> None:
+    assert semantic.any_words_query("The role of protein folding") == "role OR protein OR folding"
+    assert semantic.any_words_query('"protein folding" NOT yeast') == '"protein folding" NOT yeast'
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 2001])
+def test_bad_queries_are_invalid_input(query: str) -> None:
+    with pytest.raises(InvalidInput):
+        semantic.semantic_search(query=query)
+
+
+def test_top_k_out_of_range_is_invalid_input(db: None) -> None:
+    with pytest.raises(InvalidInput):
+        semantic.semantic_search(query="protein", top_k=0)
+
+
+def test_rerank_setting_and_request(settings: object) -> None:
+    settings.SEARCH_RERANK = True  # type: ignore[attr-defined]
+    assert semantic.rerank_enabled(None) is True
+    assert semantic.rerank_enabled(False) is False
+
+
+# --- when embedding happens -----------------------------------------------------------------
+
+
+def test_a_change_schedules_one_embedding_after_commit(
+    make_paper: Callable[..., Paper], django_capture_on_commit_callbacks: Callable[..., object]
+) -> None:
+    paper = make_paper(PROTEIN[0], abstract=PROTEIN[1])
+    with django_capture_on_commit_callbacks() as callbacks:  # type: ignore[attr-defined]
+        semantic.schedule_embedding([paper.pk, paper.pk])
+    assert len(callbacks) == 1
+    assert not PaperEmbedding.objects.exists()  # nothing inside the transaction
+
+
+def test_nothing_is_scheduled_when_embeddings_are_disabled(
+    settings: object, django_capture_on_commit_callbacks: Callable[..., object]
+) -> None:
+    settings.EMBEDDINGS_ENABLED = False  # type: ignore[attr-defined]
+    with django_capture_on_commit_callbacks() as callbacks:  # type: ignore[attr-defined]
+        semantic.schedule_embedding([1, 2, 3])
+    assert callbacks == []
+
+
+def test_in_process_bulk_changes_are_left_to_the_lazy_pass(
+    make_paper: Callable[..., Paper],
+    settings: object,
+    django_capture_on_commit_callbacks: Callable[..., object],
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # type: ignore[attr-defined]
+    papers = [make_paper(f"Paper {i} on protein folding", abstract=PROTEIN[1]) for i in range(3)]
+    bread = make_paper(BREAD[0], abstract=BREAD[1])
+    semantic.embed_papers([bread.pk])
+    Paper.objects.filter(pk=bread.pk).update(abstract="Rye bread without yeast.")
+    ids = (
+        [p.pk for p in papers]
+        + [bread.pk]
+        + list(range(10_000, 10_000 + semantic.EAGER_INLINE_MAX))
+    )
+    with django_capture_on_commit_callbacks(execute=True):  # type: ignore[attr-defined]
+        semantic.schedule_embedding(ids)
+    # Nothing embedded after the "import"; the stale vector of the changed paper is gone.
+    assert not PaperEmbedding.objects.exists()
+    page = semantic.semantic_search(query="protein folding", top_k=5)
+    assert page.notes == []
+    assert PaperEmbedding.objects.count() == 4
+    assert titles(page)[0].startswith("Paper ")
+
+
+def test_the_task_embeds_and_returns_json_counts(make_paper: Callable[..., Paper]) -> None:
+    paper = make_paper(PROTEIN[0], abstract=PROTEIN[1])
+    result = embed_papers_task.apply(args=[[paper.pk]]).get()
+    assert result["embedded"] == 1 and result["unchanged"] == 0
+    json.dumps(result)
+    assert embed_papers_task.name == "papers.embed_papers"
+    assert PaperEmbedding.objects.filter(paper=paper).exists()
+
+
+# --- reindex_embeddings --------------------------------------------------------------------------
+
+
+def reindex(*args: str) -> str:
+    out = io.StringIO()
+    call_command("reindex_embeddings", "--no-progress", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_reindex_embeds_missing_papers_then_nothing(make_paper: Callable[..., Paper]) -> None:
+    make_paper(PROTEIN[0], abstract=PROTEIN[1])
+    make_paper(BREAD[0], abstract=BREAD[1])
+    assert reindex().startswith("2 papers: 2 embedded, 0 unchanged")
+    assert reindex().startswith("0 papers: 0 embedded")
+    assert reindex("--all").startswith("2 papers: 0 embedded, 2 unchanged")
+    assert reindex("--all", "--force").startswith("2 papers: 2 embedded, 0 unchanged")
+    assert PaperEmbedding.objects.count() == 2
+
+
+def test_reindex_rejects_force_without_all(db: None) -> None:
+    with pytest.raises(CommandError) as raised:
+        reindex("--force")
+    assert raised.value.returncode == 2
+
+
+def test_in_process_small_change_is_embedded_after_commit(
+    make_paper: Callable[..., Paper], django_capture_on_commit_callbacks: Callable[..., object]
+) -> None:
+    from research_site.celery import app
+
+    if not app.conf.task_always_eager:
+        pytest.skip("tasks go to a Celery worker here")
+    with django_capture_on_commit_callbacks(execute=True):  # type: ignore[attr-defined]
+        paper = make_paper(PROTEIN[0], abstract=PROTEIN[1])
+    assert PaperEmbedding.objects.filter(paper=paper).exists()
