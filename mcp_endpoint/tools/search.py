@@ -1,9 +1,477 @@
-"""Tool set `search` (being written; see ARCHITECTURE.md's tool catalogue)."""
+"""Tool set `search`: searching the local library (issue 4; seed 000 "Search tools" and
+"Facet discovery tool", seed 001's semantic / full-text / payload search, seed 004 tools 2
+and 9 with the engine `local`).
+
+Every tool is read-only, takes the client's collection scope, and returns paper records
+whose `paper_id` works with get_paper_details and every other paper tool. Limits come from
+the schema (query <= 500 characters, page size <= 100, offset <= 10000), so the registry
+answers a violation with -32602; `InvalidInput` from the selectors (a bad filter value)
+is -32602 too.
+
+`search_papers` is seed 004's multi-engine search. External engines come with a later
+issue: until then `engines` accepts only "local", and any other engine id is an
+`engine_unavailable` error result. The answer already has the multi-engine shape
+(`engines: {"local": {"status", "count", ...}}`), so adding engines keeps it.
+
+`project_id` on `search_papers`: seed 004 tags the local results with the project. Here it
+is a filter instead (only papers of that project are returned) and nothing is written,
+so the tool stays read-only and safe in read-only mode; use add-to-project tools to tag.
+"""
 
 from __future__ import annotations
 
-from mcp_endpoint.registry import Registry
+from typing import Annotated, Any, Literal
+
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.scope import current_scope
+from papers.search import facets as search_facets
+from papers.search import filters as search_filters
+from papers.search import fulltext, semantic
+from papers.search.types import SearchFilters, SearchPage
+from projects import selectors as project_selectors
+from research_site.errors import EngineUnavailable, InvalidInput
+
+LOCAL_ENGINE = "local"
+MAX_ENGINES = 20
+
+
+# --- input types -----------------------------------------------------------------------
+
+Query = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=settings.MAX_QUERY_CHARS,
+        description=(
+            "Words to search for in titles, abstracts, authors, keywords and venues. "
+            'Supports "exact phrases", OR, -excluded words and prefix* matching; '
+            "at most 500 characters."
+        ),
+    ),
+]
+PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results, 1-100.")]
+Offset = Annotated[
+    int,
+    Field(ge=0, le=settings.MAX_OFFSET, description="Results to skip for paging, 0-10000."),
+]
+DateBound = Annotated[
+    str | None,
+    Field(
+        pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$",
+        description="YYYY-MM-DD (or YYYY-MM, YYYY); applied to the publication year.",
+    ),
+]
+EngineId = Annotated[str, Field(min_length=1, max_length=64)]
+Engines = Annotated[
+    EngineId | list[EngineId] | None,
+    Field(
+        description=(
+            'Engine id or list of ids. Only "local" (the papers already in the library) is '
+            "available for now; null or omitted means all available engines."
+        )
+    ),
+]
+FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CHARS)]
+
+
+class PayloadFilters(BaseModel):
+    """Metadata filters; all optional and combined with AND. Text values match
+    case-insensitively and exactly, or as glob patterns with `*` (any characters) and `?`
+    (one character), e.g. {"venue": "Findings*"}, {"url": "*2023.acl*"}."""
+
+    # Unknown keys reach filters_from_payload, whose error lists the allowed keys.
+    model_config = ConfigDict(extra="allow")
+
+    year: int | str | list[int | None] | None = Field(
+        default=None,
+        description="A year (2021) or a range: '2019-2021', '2019-' or [2019, 2021].",
+    )
+    year_from: int | None = Field(default=None, description="Earliest publication year.")
+    year_to: int | None = Field(default=None, description="Latest publication year.")
+    venue: FilterText = Field(default=None, description="Venue name or short name.")
+    author: FilterText = Field(
+        default=None, description="Author: full name, family name or pattern, e.g. 'Vaswani'."
+    )
+    institution: FilterText = Field(default=None, description="An author's affiliation.")
+    source: FilterText = Field(
+        default=None, description="Where the record came from, e.g. 'acl', 'arxiv'."
+    )
+    keyword: FilterText = Field(default=None, description="A user-assigned keyword.")
+    category: FilterText = Field(
+        default=None, description="A source subject category, e.g. 'cs.CL' or 'cs.*'."
+    )
+    project: FilterText = Field(default=None, description="Project id or name.")
+    doi: FilterText = Field(default=None, description="DOI, e.g. '10.18653/v1/2023.acl-long.1'.")
+    has_pdf: bool | None = Field(default=None, description="Only papers with (or without) a PDF.")
+    url: FilterText = Field(
+        default=None, description="The paper's page or PDF URL, e.g. '*aclanthology.org/2023*'."
+    )
+
+
+# --- output types -------------------------------------------------------------------------
+
+
+class SearchResult(BaseModel):
+    """A paper found; the brief record plus scoring (extra record fields allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    paper_id: int = Field(description="Use with get_paper_details and other paper tools.")
+    id: str = Field(description="Human-readable id, e.g. '[Vaswani, A., Shazeer, N. 2017]'.")
+    citekey: str
+    title: str
+    year: int | None = None
+    venue: str | None = None
+    authors: list[str] = Field(default_factory=list)
+    score: float = Field(description="Relevance, higher is better; comparable within one search.")
+    snippet_markdown: str = Field(description="Why it matched: a passage, matches in **bold**.")
+    engine: str = Field(default=LOCAL_ENGINE, description="The engine that found it.")
+
+
+class EngineStatus(BaseModel):
+    status: Literal["ok", "error", "unavailable"]
+    count: int = Field(description="Results from this engine on this page.")
+    total: int | None = Field(default=None, description="Matches this engine reports.")
+    mode: str | None = Field(
+        default=None, description="How the local engine searched: fulltext, fuzzy, hybrid, ..."
+    )
+    message: str | None = None
+
+
+class ResultsPage(BaseModel):
+    total: int = Field(description="How many papers match in all.")
+    limit: int
+    offset: int
+    has_more: bool
+    next_offset: int | None = Field(
+        description="Pass as offset to get the next page; null on the last page."
+    )
+    mode: str = Field(description="fulltext, fuzzy, hybrid, semantic, keyword or payload.")
+    notes: list[str] = Field(default_factory=list, description="Remarks about the search.")
+    results: list[SearchResult]
+
+
+class SearchPapersPage(ResultsPage):
+    query: str
+    engines: dict[str, EngineStatus] = Field(description="Status of each engine searched.")
+    filters: dict[str, Any] = Field(default_factory=dict, description="Filters applied.")
+
+
+class FacetValue(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    paper_count: int
+    filter: dict[str, Any] = Field(
+        description="Pass as payload to search_papers_by_payload to list these papers."
+    )
+
+
+class FacetsPage(BaseModel):
+    category: str
+    values: list[FacetValue] = Field(description="Most papers first, then by name.")
+    papers_considered: int | None = Field(
+        default=None, description="Papers the counts are over, when counted over a query."
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
+    following = page.offset + len(page.hits)
+    return {
+        "total": page.total,
+        "limit": page.limit,
+        "offset": page.offset,
+        "has_more": page.has_more,
+        "next_offset": following if page.has_more else None,
+        "mode": page.mode,
+        "notes": list(page.notes),
+        "results": [
+            SearchResult.model_validate({**hit.as_dict(), "engine": LOCAL_ENGINE})
+            for hit in page.hits
+        ],
+        **extra,
+    }
+
+
+def _engines(engines: str | list[str] | None) -> list[str]:
+    """The engines to search; EngineUnavailable names any that cannot be searched yet."""
+    requested = [engines] if isinstance(engines, str) else list(engines or [LOCAL_ENGINE])
+    if len(requested) > MAX_ENGINES:
+        raise InvalidInput(f"At most {MAX_ENGINES} engines.", field="engines")
+    names = list(dict.fromkeys(name.strip().lower() for name in requested))
+    unavailable = [name for name in names if name != LOCAL_ENGINE]
+    if unavailable or not names:
+        raise EngineUnavailable(
+            f"Engine(s) {', '.join(unavailable) or '(none)'} not available yet: only "
+            f"'{LOCAL_ENGINE}' (the papers already in the library) can be searched for now.",
+            engines=unavailable,
+            available=[LOCAL_ENGINE],
+        )
+    return names
+
+
+def _year(date: str | None) -> int | None:
+    return int(date[:4]) if date else None
+
+
+def _filters(
+    payload: PayloadFilters | dict[str, Any] | None,
+    *,
+    project_id: str | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+) -> SearchFilters:
+    raw = payload.model_dump(exclude_none=True) if isinstance(payload, BaseModel) else payload
+    filters = search_filters.filters_from_payload(raw or {})
+    project = None
+    if project_id:
+        project = project_selectors.project_get(ref=project_id, scope=current_scope()).id
+    return search_filters.filters_merge(
+        filters, project=project, year_from=_year(date_from), year_to=_year(date_to)
+    )
 
 
 def register(registry: Registry) -> None:
-    """Registers nothing yet."""
+    @registry.tool(
+        name="search_papers",
+        title="Search papers",
+        description=(
+            "Search the paper library by words, ranked by relevance (engine 'local'; external "
+            "engines are not available yet). Each result has paper_id, title, year, venue, "
+            "authors, score and snippet_markdown (the matching passage). Narrow with "
+            "date_from/date_to, project_id (only that project's papers) or filters (venue, "
+            "author, keyword, year, has_pdf, url, ... with * and ? patterns). Page with "
+            "max_results and offset. Use search_papers_by_payload to filter without words, "
+            "search_papers_semantic to search by meaning, and get_paper_details for a result's "
+            "full record."
+        ),
+        annotations=READ_ONLY,
+    )
+    def search_papers(
+        query: Query,
+        engines: Engines = None,
+        max_results: Annotated[
+            int,
+            Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100."),
+        ] = 10,
+        offset: Offset = 0,
+        project_id: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description=(
+                    "Only return papers of this project (id or name). Results are not tagged "
+                    "with the project: nothing is written."
+                ),
+            ),
+        ] = None,
+        date_from: DateBound = None,
+        date_to: DateBound = None,
+        filters: Annotated[
+            PayloadFilters | None, Field(description="Metadata filters, as for payload search.")
+        ] = None,
+        rerank: Annotated[
+            bool | None,
+            Field(
+                description=(
+                    "Fuse full-text with semantic ranking (slower, better for natural-language "
+                    "questions). Default: the server's setting."
+                )
+            ),
+        ] = None,
+    ) -> SearchPapersPage:
+        _engines(engines)
+        scope = current_scope()
+        applied = _filters(filters, project_id=project_id, date_from=date_from, date_to=date_to)
+        page = _local_search(query, applied, max_results, offset, scope, rerank)
+        status = EngineStatus(status="ok", count=len(page.hits), total=page.total, mode=page.mode)
+        return SearchPapersPage(
+            **_results_page(page),
+            query=query,
+            engines={LOCAL_ENGINE: status},
+            filters=search_filters.filters_as_dict(applied),
+        )
+
+    @registry.tool(
+        name="search_papers_by_keyword",
+        title="Search papers by keyword",
+        description=(
+            "Find papers tagged with a keyword: the keywords users assigned (see "
+            "manage_paper_keywords) and the subject categories sources give (e.g. arXiv "
+            "'cs.CL'). Case-insensitive; match 'exact' (default) or 'prefix' ('transform' "
+            "finds 'transformer', 'transformers'). Newest first; snippet_markdown names the "
+            "matching keywords. For words in titles or abstracts use search_papers."
+        ),
+        annotations=READ_ONLY,
+    )
+    def search_papers_by_keyword(
+        keyword: Annotated[
+            str, Field(min_length=1, max_length=100, description="The keyword or category.")
+        ],
+        match: Annotated[
+            Literal["exact", "prefix"], Field(description="'exact' or 'prefix' matching.")
+        ] = "exact",
+        limit: PageSize = 10,
+        offset: Offset = 0,
+    ) -> ResultsPage:
+        page = search_filters.paper_search_by_keyword(
+            keyword=keyword, match=match, limit=limit, offset=offset, scope=current_scope()
+        )
+        return ResultsPage(**_results_page(page))
+
+    @registry.tool(
+        name="search_papers_by_payload",
+        title="Search papers by metadata",
+        description=(
+            "List papers matching metadata filters only, no search words: year or year range, "
+            "venue, author, institution, source, keyword, category, project, doi, has_pdf, "
+            "url. Text values match case-insensitively, exactly, or as glob patterns with * "
+            'and ?, e.g. {"venue": "Findings*", "year": "2022-2023"} or '
+            '{"url": "*2023.acl*"}. All filters must hold. Newest first, stable paging. '
+            "list_top_facets shows which values exist and returns ready-made filters."
+        ),
+        annotations=READ_ONLY,
+    )
+    def search_papers_by_payload(
+        payload: Annotated[PayloadFilters, Field(description="The filters; at least one.")],
+        limit: PageSize = 10,
+        offset: Offset = 0,
+    ) -> ResultsPage:
+        page = search_filters.paper_search_by_payload(
+            filters=_filters(payload), limit=limit, offset=offset, scope=current_scope()
+        )
+        return ResultsPage(**_results_page(page))
+
+    @registry.tool(
+        name="search_papers_semantic",
+        title="Search papers by meaning",
+        description=(
+            "Find papers whose title and abstract are closest in meaning to a natural-language "
+            "description, even without shared words (embeddings). Use for questions and "
+            "concepts ('methods that reduce hallucination in summarisation'); use "
+            "search_papers for names, exact terms and phrases. prompt optionally says what the "
+            "search is for, to refine the query. Returns the top_k papers with score."
+        ),
+        annotations=READ_ONLY,
+    )
+    def search_papers_semantic(
+        query: Query,
+        prompt: Annotated[
+            str | None,
+            Field(max_length=2000, description="Context to refine the query (optional)."),
+        ] = None,
+        top_k: PageSize = 10,
+        filters: Annotated[
+            PayloadFilters | None, Field(description="Metadata filters, as for payload search.")
+        ] = None,
+    ) -> ResultsPage:
+        page = semantic.semantic_search(
+            query=query, prompt=prompt, top_k=top_k, filters=_filters(filters),
+            scope=current_scope(),
+        )  # fmt: skip
+        return ResultsPage(**_results_page(page))
+
+    @registry.tool(
+        name="list_top_facets",
+        title="List top facet values",
+        description=(
+            "Show which authors, venues, keywords, institutions, tags (projects), categories "
+            "or years hold the most papers, with paper_count, most first. Optionally over the "
+            "results of a search query (its best 10,000 hits) or over filtered papers. Each "
+            "value comes with a filter to pass to search_papers_by_payload. Use it to get an "
+            "overview of the library or of a topic before searching further."
+        ),
+        annotations=READ_ONLY,
+    )
+    def list_top_facets(
+        category: Annotated[
+            search_facets.FacetCategory,
+            Field(description="author, venue, keyword, institution, tag, category or year."),
+        ],
+        limit: Annotated[
+            int,
+            Field(ge=1, le=search_facets.MAX_FACET_LIMIT, description="Values, 1-100."),
+        ] = 20,
+        query: Annotated[
+            str | None,
+            Field(
+                max_length=settings.MAX_QUERY_CHARS,
+                description="Count only over the papers this full-text query finds.",
+            ),
+        ] = None,
+        filters: Annotated[
+            PayloadFilters | None, Field(description="Count only over papers matching these.")
+        ] = None,
+    ) -> FacetsPage:
+        result = search_facets.facet_counts(
+            category=category, limit=limit, query=query, filters=_filters(filters),
+            scope=current_scope(),
+        )  # fmt: skip
+        return FacetsPage(
+            category=result.category,
+            values=[FacetValue.model_validate(value) for value in result.values],
+            papers_considered=result.papers_considered,
+            notes=result.notes,
+        )
+
+    @registry.tool(
+        name="search_by_author",
+        title="Search papers by author",
+        description=(
+            "List an author's papers in the library, newest first. author_name can be the "
+            "full name ('Ashish Vaswani' or 'Vaswani, Ashish'), the family name, an initial "
+            "and family name ('A. Vaswani') or a pattern with *; case and accents are "
+            "ignored. Notes name the authors that matched. Engine 'local' only for now."
+        ),
+        annotations=READ_ONLY,
+    )
+    def search_by_author(
+        author_name: Annotated[
+            str, Field(min_length=1, max_length=200, description="The author's name.")
+        ],
+        engines: Engines = None,
+        max_results: Annotated[
+            int,
+            Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100."),
+        ] = 10,
+        offset: Offset = 0,
+        date_from: DateBound = None,
+        date_to: DateBound = None,
+    ) -> SearchPapersPage:
+        _engines(engines)
+        page = search_filters.paper_search_by_author(
+            name=author_name, year_from=_year(date_from), year_to=_year(date_to),
+            limit=max_results, offset=offset, scope=current_scope(),
+        )  # fmt: skip
+        status = EngineStatus(status="ok", count=len(page.hits), total=page.total, mode=page.mode)
+        return SearchPapersPage(
+            **_results_page(page),
+            query=author_name,
+            engines={LOCAL_ENGINE: status},
+            filters={"author": author_name},
+        )
+
+
+def _local_search(
+    query: str,
+    filters: SearchFilters,
+    limit: int,
+    offset: int,
+    scope: list[str] | None,
+    rerank: bool | None,
+) -> SearchPage:
+    """Full-text search, or hybrid (full-text fused with semantic) when reranking."""
+    if semantic.rerank_enabled(rerank):
+        return semantic.hybrid_search(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        )
+    return fulltext.paper_search(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope
+    )

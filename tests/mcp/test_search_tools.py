@@ -1,0 +1,281 @@
+"""The `search` tools over /mcp with the SDK's own client, against a real server process:
+full-text, keyword, payload (glob) and author search, facets, limits and collection scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import MCPError
+
+from tests.mcp.conftest import KnowledgeBase, LiveServer, call_tool_raw, mcp_client, tool_error
+
+pytestmark = [pytest.mark.server, pytest.mark.anyio]
+
+SEARCH_TOOLS = {
+    "search_papers", "search_papers_by_keyword", "search_papers_by_payload",
+    "search_papers_semantic", "list_top_facets", "search_by_author",
+}  # fmt: skip
+
+
+async def call(url: str, tool: str, arguments: dict[str, Any], mode: str = "legacy") -> Any:
+    async with mcp_client(url, mode=mode) as client:
+        return await client.call_tool(tool, arguments)
+
+
+def titles(result: Any) -> list[str]:
+    assert not result.is_error, result
+    return [item["title"] for item in result.structured_content["results"]]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_search_tools_are_listed_read_only_with_bounded_inputs(
+    library_server: LiveServer, mode: str
+) -> None:
+    async with mcp_client(library_server.mcp_url, mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) >= SEARCH_TOOLS
+    for name in SEARCH_TOOLS:
+        tool = tools[name]
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True, name
+        assert tool.output_schema, name
+        assert tool.title and tool.description and len(tool.description) > 100, name
+    search = tools["search_papers"].input_schema["properties"]
+    assert search["query"]["maxLength"] == 500
+    assert search["max_results"]["maximum"] == 100
+    assert search["offset"]["maximum"] == 10_000
+    assert "get_paper_details" in (tools["search_papers"].description or "")
+    payload = tools["search_papers_by_payload"].input_schema
+    assert "venue" in str(payload) and "has_pdf" in str(payload)
+    facet = tools["list_top_facets"].input_schema["properties"]["category"]
+    assert "author" in str(facet) and "tag" in str(facet)
+
+
+async def test_search_papers_ranks_local_hits_with_snippets_and_engine_status(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    result = await call(library_server.mcp_url, "search_papers", {"query": "residual image"})
+    page = result.structured_content
+    assert titles(result)[0] == "Deep Residual Learning for Image Recognition"
+    hit = page["results"][0]
+    assert hit["paper_id"] == knowledge_base.paper("resnet")["paper_id"]
+    assert hit["year"] == 2016 and hit["venue"] == "CVPR" and hit["engine"] == "local"
+    assert "**" in hit["snippet_markdown"] and hit["score"] > 0
+    assert page["engines"] == {
+        "local": {
+            "status": "ok", "count": len(page["results"]), "total": page["total"],
+            "mode": page["mode"], "message": None,
+        }
+    }  # fmt: skip
+    assert page["has_more"] is False and page["next_offset"] is None
+
+
+@pytest.mark.parametrize("engines", [None, "local", ["local"], ["LOCAL", "local"]])
+async def test_local_engine_can_be_named_in_every_form(
+    library_server: LiveServer, engines: Any
+) -> None:
+    arguments = {"query": "attention", "engines": engines}
+    result = await call(library_server.mcp_url, "search_papers", arguments)
+    assert "Attention Is All You Need" in titles(result)
+
+
+@pytest.mark.parametrize("engines", ["google_scholar", ["local", "arxiv"]])
+async def test_other_engines_are_not_available_yet(
+    library_server: LiveServer, engines: Any
+) -> None:
+    result = await call(
+        library_server.mcp_url, "search_papers", {"query": "attention", "engines": engines}
+    )
+    error = tool_error(result)
+    assert error["code"] == "engine_unavailable"
+    assert "not available yet" in error["message"] and error["available"] == ["local"]
+    by_author = await call(
+        library_server.mcp_url, "search_by_author", {"author_name": "Vaswani", "engines": engines}
+    )
+    assert tool_error(by_author)["code"] == "engine_unavailable"
+
+
+async def test_search_papers_combines_text_with_filters_dates_and_project(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    url = library_server.mcp_url
+    # "deep" is in the ResNet title and the BERT title ("Deep Bidirectional")
+    both = await call(url, "search_papers", {"query": "deep"})
+    assert set(titles(both)) >= {
+        "Deep Residual Learning for Image Recognition",
+        "BERT: Pre-training of Deep Bidirectional Transformers",
+    }
+    venue = await call(url, "search_papers", {"query": "deep", "filters": {"venue": "N*"}})
+    assert titles(venue) == ["BERT: Pre-training of Deep Bidirectional Transformers"]
+    assert venue.structured_content["filters"] == {"venue": "N*"}
+    dated = await call(url, "search_papers", {"query": "deep", "date_to": "2016-12-31"})
+    assert titles(dated) == ["Deep Residual Learning for Image Recognition"]
+    project = await call(url, "search_papers", {"query": "deep", "project_id": "NLP Reading"})
+    assert titles(project) == ["BERT: Pre-training of Deep Bidirectional Transformers"]
+    assert project.structured_content["filters"]["project"] == knowledge_base.project("nlp")
+    unknown = await call(url, "search_papers", {"query": "deep", "project_id": "no-such"})
+    assert tool_error(unknown)["code"] == "not_found"
+
+
+async def test_keyword_search_is_case_insensitive_exact_or_prefix(
+    library_server: LiveServer,
+) -> None:
+    url = library_server.mcp_url
+    exact = await call(url, "search_papers_by_keyword", {"keyword": "TRANSFORMER"})
+    assert titles(exact) == ["Attention Is All You Need"]
+    hit = exact.structured_content["results"][0]
+    assert "**transformer**" in hit["snippet_markdown"] and hit["venue"] == "NeurIPS"
+    assert exact.structured_content["mode"] == "keyword"
+    prefix = await call(url, "search_papers_by_keyword", {"keyword": "trans", "match": "prefix"})
+    assert titles(prefix) == ["Attention Is All You Need"]
+    none = await call(url, "search_papers_by_keyword", {"keyword": "trans"})
+    assert none.structured_content["total"] == 0 and titles(none) == []
+
+
+async def test_payload_search_with_glob_patterns_and_pages(library_server: LiveServer) -> None:
+    url = library_server.mcp_url
+    venues = await call(url, "search_papers_by_payload", {"payload": {"venue": "n*"}})
+    assert titles(venues) == [
+        "BERT: Pre-training of Deep Bidirectional Transformers", "Attention Is All You Need",
+    ]  # fmt: skip
+    doi = await call(url, "search_papers_by_payload", {"payload": {"doi": "10.5555/*"}})
+    assert titles(doi) == ["Attention Is All You Need"]
+    first = await call(
+        url, "search_papers_by_payload", {"payload": {"year": "1800-2020"}, "limit": 1}
+    )
+    page = first.structured_content
+    assert page["total"] >= 4 and page["has_more"] and page["next_offset"] == 1
+    assert page["mode"] == "payload"
+    second = await call(
+        url,
+        "search_papers_by_payload",
+        {"payload": {"year": [1800, 2020]}, "limit": 1, "offset": 1},
+    )
+    assert titles(second) != titles(first)
+
+
+async def test_payload_with_unknown_key_is_32602_listing_the_allowed_keys(
+    library_server: LiveServer,
+) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("search_papers_by_payload", {"payload": {"journal": "x"}})
+        with pytest.raises(MCPError) as empty:
+            await client.call_tool("search_papers_by_payload", {"payload": {}})
+        with pytest.raises(MCPError) as bad_year:
+            await client.call_tool("search_papers_by_payload", {"payload": {"year": "soon"}})
+    assert unknown.value.error.code == -32602
+    assert "journal" in unknown.value.error.message and "venue" in unknown.value.error.message
+    assert empty.value.error.code == -32602 and bad_year.value.error.code == -32602
+
+
+async def test_top_author_facets_sorted_by_paper_count(library_server: LiveServer) -> None:
+    url = library_server.mcp_url
+    result = await call(url, "list_top_facets", {"category": "author", "limit": 20})
+    page = result.structured_content
+    assert page["category"] == "author"
+    counts = [value["paper_count"] for value in page["values"]]
+    assert counts == sorted(counts, reverse=True) and len(counts) >= 7
+    names = {value["name"] for value in page["values"]}
+    assert {"Ashish Vaswani", "Kaiming He", "Ada Lovelace"} <= names
+    venues = await call(url, "list_top_facets", {"category": "venue", "limit": 2})
+    assert len(venues.structured_content["values"]) == 2
+    tags = await call(url, "list_top_facets", {"category": "tag"})
+    assert {(v["name"], v["paper_count"]) for v in tags.structured_content["values"]} >= {
+        ("NLP Reading", 2), ("Vision", 1),
+    }  # fmt: skip
+    over_query = await call(url, "list_top_facets", {"category": "year", "query": "deep"})
+    assert {v["name"] for v in over_query.structured_content["values"]} == {"2016", "2019"}
+    assert over_query.structured_content["papers_considered"] == 2
+
+
+async def test_search_by_author_accepts_name_forms_and_dates(library_server: LiveServer) -> None:
+    url = library_server.mcp_url
+    for name in ("Ashish Vaswani", "vaswani", "A. Vaswani", "Vaswani, Ashish"):
+        result = await call(url, "search_by_author", {"author_name": name})
+        assert titles(result) == ["Attention Is All You Need"], name
+    assert result.structured_content["engines"]["local"]["status"] == "ok"
+    before = await call(url, "search_by_author", {"author_name": "Vaswani", "date_to": "2016"})
+    assert before.structured_content["total"] == 0
+
+
+async def test_semantic_search_and_reranked_search_papers(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    url = library_server.mcp_url
+    semantic = await call(
+        url,
+        "search_papers_semantic",
+        {"query": "image recognition with residual networks", "top_k": 2},
+    )
+    page = semantic.structured_content
+    assert page["mode"] == "semantic" and 1 <= len(page["results"]) <= 2
+    assert all(hit["engine"] == "local" and "score" in hit for hit in page["results"])
+    scoped = await call(
+        f"{url}?collections={knowledge_base.project('vision')}",
+        "search_papers_semantic",
+        {"query": "language model pre-training"},
+    )
+    assert titles(scoped) == ["Deep Residual Learning for Image Recognition"]
+    hybrid = await call(url, "search_papers", {"query": "residual image", "rerank": True})
+    assert hybrid.structured_content["mode"] == "hybrid"
+    assert hybrid.structured_content["engines"]["local"]["mode"] == "hybrid"
+    assert titles(hybrid)[0] == "Deep Residual Learning for Image Recognition"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("search_papers", {"query": "x" * 501}, "query"),
+        ("search_papers", {"query": "deep", "max_results": 101}, "max_results"),
+        ("search_papers", {"query": "deep", "offset": 10_001}, "offset"),
+        ("search_papers", {"query": "deep", "date_from": "last year"}, "date_from"),
+        ("search_papers", {}, "query"),
+        ("search_papers_by_keyword", {"keyword": "a", "limit": 0}, "limit"),
+        ("search_papers_by_keyword", {"keyword": "a", "match": "fuzzy"}, "match"),
+        ("search_papers_by_payload", {"payload": {"venue": "a"}, "limit": 101}, "limit"),
+        ("search_papers_semantic", {"query": "a", "top_k": 101}, "top_k"),
+        ("list_top_facets", {"category": "colour"}, "category"),
+        ("list_top_facets", {"category": "author", "limit": 101}, "limit"),
+        ("list_top_facets", {"category": "author", "query": "x" * 501}, "query"),
+        ("search_by_author", {"author_name": "x", "max_results": 500}, "max_results"),
+    ],
+)
+async def test_limits_are_32602(
+    library_server: LiveServer, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool(tool, arguments)
+    assert raised.value.error.code == -32602
+    assert any(e["field"].startswith(field) for e in raised.value.error.data["errors"])
+
+
+def test_limit_errors_on_the_wire_are_jsonrpc_errors(library_server: LiveServer) -> None:
+    response = call_tool_raw(library_server.mcp_url, "search_papers", {"query": "q" * 501})
+    assert response.json()["error"]["code"] == -32602
+
+
+async def test_a_scoped_client_searches_only_its_collections(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    url = f"{library_server.mcp_url}?collections={knowledge_base.project('vision')}"
+    async with mcp_client(url) as client:
+        text = await client.call_tool("search_papers", {"query": "deep"})
+        keyword = await client.call_tool("search_papers_by_keyword", {"keyword": "transformer"})
+        payload = await client.call_tool("search_papers_by_payload", {"payload": {"year": "1000-"}})
+        authors = await client.call_tool("list_top_facets", {"category": "author"})
+        tags = await client.call_tool("list_top_facets", {"category": "tag"})
+        by_author = await client.call_tool("search_by_author", {"author_name": "Vaswani"})
+        other_project = await client.call_tool(
+            "search_papers", {"query": "deep", "project_id": "NLP Reading"}
+        )
+    resnet = ["Deep Residual Learning for Image Recognition"]
+    assert titles(text) == resnet and titles(payload) == resnet
+    assert keyword.structured_content["total"] == 0
+    assert {v["name"] for v in authors.structured_content["values"]} == {
+        "Kaiming He", "Xiangyu Zhang",
+    }  # fmt: skip
+    assert [v["name"] for v in tags.structured_content["values"]] == ["Vision"]
+    assert by_author.structured_content["total"] == 0
+    assert tool_error(other_project)["code"] == "not_found"
