@@ -318,3 +318,27 @@ def test_in_process_small_change_is_embedded_after_commit(
     with django_capture_on_commit_callbacks(execute=True):  # type: ignore[attr-defined]
         paper = make_paper(PROTEIN[0], abstract=PROTEIN[1])
     assert PaperEmbedding.objects.filter(paper=paper).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_new_papers_are_embedded_after_commit_in_process_or_by_the_worker() -> None:
+    """The same write path on both setups: in-process tasks embed right after the commit;
+    with a broker a real Celery worker (CI's second run) does it, on the same database."""
+    import os
+    import time
+
+    from django.conf import settings
+
+    from papers.schemas import PaperRecord
+    from papers.services import paper_upsert
+
+    if not settings.CELERY_TASK_ALWAYS_EAGER and not os.environ.get("CELERY_WORKER_RUNNING"):
+        pytest.skip("a broker is configured but no worker was started (use make test-pg)")
+    paper, _ = paper_upsert(record=PaperRecord.build(title=PROTEIN[0], abstract=PROTEIN[1]))
+    deadline = time.monotonic() + 60
+    while not PaperEmbedding.objects.filter(paper=paper).exists():
+        assert time.monotonic() < deadline, "the paper was never embedded"
+        time.sleep(0.2)
+    embedding = PaperEmbedding.objects.get(paper=paper)
+    assert embedding.dimensions > 0
+    assert len(embedding.vector) == embedding.dimensions * 4  # float32
