@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 
 from papers.models import Paper, PaperEmbedding
 from papers.search import semantic
+from papers.search import vector_index as vector_index_module
 from papers.search.embedding import load_model, paper_text, text_hash
 from papers.search.types import SearchFilters
 from papers.tasks import embed_papers_task
@@ -153,7 +154,7 @@ def test_index_refreshes_on_another_writers_changes_and_deletions(
     library: dict[str, Paper], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     semantic.semantic_search(query="bread", top_k=1)  # loads the index
-    monkeypatch.setattr(semantic, "REFRESH_SECONDS", 0.0)
+    monkeypatch.setattr(vector_index_module, "REFRESH_SECONDS", 0.0)
     # Another process re-embeds the bread paper with the protein paper's vector.
     protein = PaperEmbedding.objects.get(paper=library["protein"])
     PaperEmbedding.objects.filter(paper=library["bread"]).update(

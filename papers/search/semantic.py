@@ -6,7 +6,7 @@ name, the hash of the embedded text), the same table on SQLite and PostgreSQL.
 Index: every vector of the current model in one float32 numpy matrix in this process
 (95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k,
 PERF-NOTES). It is loaded on the first search and kept fresh cheaply: at most once per
-REFRESH_SECONDS it compares the row count and max(updated_at) of the model's vectors
+vector_index.REFRESH_SECONDS it compares the row count and max(updated_at) of the model's vectors
 with what it holds, reads only the rows changed since, and reloads in full when rows
 were deleted. Writes made by this process (embed_papers) are seen at once. Filters and
 scope restrict the candidate rows; they never change the stored vectors.
@@ -28,20 +28,20 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import QuerySet
 
 from papers.models import Paper, PaperEmbedding
 from papers.search.embedding import EmbeddingModel, load_model, paper_text, text_hash
 from papers.search.types import SearchFilters, SearchHit, SearchPage
+from papers.search.vector_index import REFRESH_SECONDS, Snapshot, vector_index
 from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
@@ -50,9 +50,6 @@ EAGER_INLINE_MAX = 50
 TASK_BATCH = 2_000
 EMBED_CHUNK = 1_000
 LAZY_EMBED_SECONDS = 3.0
-REFRESH_SECONDS = 1.0
-# Rows committed slightly out of timestamp order are still caught by the incremental read.
-REFRESH_SLACK = timedelta(seconds=2)
 MAX_QUERY_CHARS = 2_000
 # Reciprocal rank fusion: score(paper) = sum over rankings of weight / (RRF_K + rank), rank
 # from 1. Cormack, Clarke & Buettcher (SIGIR 2009) use K = 60; on SciFact's *train* claims
@@ -122,7 +119,7 @@ def drop_stale_embeddings(paper_ids: Sequence[int]) -> int:
     ]
     if stale:
         PaperEmbedding.objects.filter(paper_id__in=stale).delete()
-        _index.invalidate()
+        vector_index().invalidate()
     return len(stale)
 
 
@@ -164,7 +161,7 @@ def embed_papers(paper_ids: Iterable[int], *, force: bool = False) -> EmbedOutco
         outcome.add(_embed_chunk(model, ids[start : start + EMBED_CHUNK], force=force))
     outcome.seconds = time.perf_counter() - started
     if outcome.embedded:
-        _index.invalidate()
+        vector_index().invalidate()
     return outcome
 
 
@@ -252,119 +249,6 @@ def _missing_count() -> int:
     return max(0, Paper.objects.count() - PaperEmbedding.objects.filter(model=name).count())
 
 
-# --- the in-process vector index -------------------------------------------------------------
-
-
-@dataclass
-class _Snapshot:
-    model: str
-    ids: np.ndarray  # int64 paper ids, one per row
-    matrix: np.ndarray  # float32 (rows, dimensions), normalised
-    rows: dict[int, int] = field(default_factory=dict)
-    count: int = 0
-    latest: datetime | None = None
-    _order: np.ndarray | None = None  # argsort of ids, built on first use
-
-    def rows_of(self, paper_ids: np.ndarray) -> np.ndarray:
-        """Row numbers of those of these paper ids that have a vector."""
-        if self._order is None:
-            self._order = np.argsort(self.ids, kind="stable")
-        ordered = self.ids[self._order]
-        at = np.searchsorted(ordered, paper_ids)
-        at[at >= len(ordered)] = 0
-        found = ordered[at] == paper_ids if len(ordered) else np.zeros(len(paper_ids), bool)
-        return self._order[at[found]]
-
-
-class VectorIndex:
-    """All current-model vectors of the library in one matrix; see the module docstring."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._snapshot: _Snapshot | None = None
-        self._checked_at = -math.inf
-
-    def invalidate(self) -> None:
-        """Check the table on the next search (after a write by this process)."""
-        self._checked_at = -math.inf
-
-    def reset(self) -> None:
-        with self._lock:
-            self._snapshot = None
-            self._checked_at = -math.inf
-
-    def snapshot(self, model: EmbeddingModel) -> _Snapshot:
-        now = time.monotonic()
-        current = self._snapshot
-        if (
-            current is not None
-            and current.model == model.name
-            and now - self._checked_at < REFRESH_SECONDS
-        ):
-            return current
-        with self._lock:
-            self._snapshot = self._refreshed(self._snapshot, model)
-            self._checked_at = time.monotonic()
-            return self._snapshot
-
-    def _refreshed(self, current: _Snapshot | None, model: EmbeddingModel) -> _Snapshot:
-        table = PaperEmbedding.objects.filter(model=model.name)
-        state = table.aggregate(count=Count("pk"), latest=Max("updated_at"))
-        count, latest = state["count"], state["latest"]
-        if current is None or current.model != model.name:
-            return self._load(table, model, count, latest)
-        if count == current.count and latest == current.latest:
-            return current
-        if latest is not None and current.latest is not None and latest >= current.latest:
-            changed = table.filter(updated_at__gte=current.latest - REFRESH_SLACK)
-            updated = self._apply(current, changed, model)
-            if updated.count == count:
-                updated.latest = latest
-                return updated
-        return self._load(table, model, count, latest)
-
-    @staticmethod
-    def _rows(queryset: object, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
-        ids: list[int] = []
-        chunks: list[bytes] = []
-        for pk, vector, dims in queryset.values_list("paper_id", "vector", "dimensions").iterator(  # type: ignore[attr-defined]
-            chunk_size=5_000
-        ):
-            if dims != dimensions:
-                continue
-            ids.append(pk)
-            chunks.append(bytes(vector))
-        matrix = np.frombuffer(b"".join(chunks), dtype="<f4").reshape(len(ids), dimensions)
-        return np.asarray(ids, dtype=np.int64), matrix.astype(np.float32, copy=False)
-
-    def _load(
-        self, table: object, model: EmbeddingModel, count: int, latest: datetime | None
-    ) -> _Snapshot:
-        ids, matrix = self._rows(table, model.dimensions)
-        rows = {int(pk): row for row, pk in enumerate(ids.tolist())}
-        return _Snapshot(model.name, ids, matrix, rows, len(ids), latest)
-
-    def _apply(self, current: _Snapshot, changed: object, model: EmbeddingModel) -> _Snapshot:
-        ids, matrix = self._rows(changed, model.dimensions)
-        new_ids = [pk for pk in ids.tolist() if pk not in current.rows]
-        new_matrix = np.empty((len(current.ids) + len(new_ids), model.dimensions), np.float32)
-        new_matrix[: len(current.ids)] = current.matrix
-        rows = dict(current.rows)
-        for pk in new_ids:
-            rows[pk] = len(rows)
-        for pk, vector in zip(ids.tolist(), matrix, strict=True):
-            new_matrix[rows[pk]] = vector
-        all_ids = np.concatenate([current.ids, np.asarray(new_ids, dtype=np.int64)])
-        return _Snapshot(current.model, all_ids, new_matrix, rows, len(all_ids), current.latest)
-
-
-_index = VectorIndex()
-
-
-def vector_index() -> VectorIndex:
-    return _index
-
-
 def _allowed(filters: SearchFilters | None, scope: Sequence[str] | None) -> QuerySet[Paper] | None:
     """The papers that pass filters and scope, or None when nothing restricts them."""
     from papers.search.filters import apply_filters, filters_empty
@@ -385,7 +269,7 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _rank(
-    snapshot: _Snapshot,
+    snapshot: Snapshot,
     query: np.ndarray,
     depth: int,
     filters: SearchFilters | None = None,
@@ -428,7 +312,7 @@ def _check_query(query: str, name: str = "query") -> str:
     return query.strip()
 
 
-def _prepare(notes: list[str]) -> tuple[EmbeddingModel, _Snapshot]:
+def _prepare(notes: list[str]) -> tuple[EmbeddingModel, Snapshot]:
     """The model and a fresh index; with tasks in-process, first embeds missing papers for
     a bounded time (a bulk import leaves them to this pass or to reindex_embeddings)."""
     model = load_model()
@@ -439,7 +323,7 @@ def _prepare(notes: list[str]) -> tuple[EmbeddingModel, _Snapshot]:
                 f"{still_missing} papers are not embedded yet and are missing from these "
                 "results; `manage.py reindex_embeddings` embeds them all."
             )
-    return model, _index.snapshot(model)
+    return model, vector_index().snapshot(model)
 
 
 _lazy_checked_at = -math.inf
