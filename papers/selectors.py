@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -163,18 +164,27 @@ def papers_filter(
     return with_relations(queryset.order_by("paper_id"))
 
 
+ADMIN_SEARCH_MAX_HITS = 10_000
+
+
 def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
-    """Admin search until full-text search lands: identifiers exact, title/authors contain."""
+    """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
+    exactly, and words go through the full-text index (stems, abstracts, keywords; the
+    query language works too). Text that is not a valid query (an unclosed quote, say)
+    falls back to a plain title/author match, so the box never errors."""
+    from papers.search.fulltext import paper_search_ids
+
     term = term.strip()
     if not term:
         return queryset
-    condition = (
-        Q(title__icontains=term)
-        | Q(citekey=term)
-        | Q(human_id=term)
-        | Q(doi=term.lower())
-        | Q(authors_string__icontains=term)
-    )
+    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
     if term.isdigit():
         condition |= Q(pk=int(term))
+    try:
+        ids = paper_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS, ranked=False)
+    except InvalidInput:
+        plain = " ".join(re.sub(r'["()*]', " ", term).split())
+        condition |= Q(title__icontains=plain) | Q(authors_string__icontains=plain)
+    else:
+        condition |= Q(pk__in=ids)
     return queryset.filter(condition)

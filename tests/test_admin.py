@@ -133,3 +133,19 @@ def test_project_admin_creates_slug_and_deletes_without_papers(
     )
     assert not Project.objects.exists()
     assert Paper.objects.count() == 3
+
+
+def test_search_uses_the_full_text_index(admin_client: Client, library: list[Paper]) -> None:
+    # stemmed ('attentions' finds 'Attention'), and the query language works
+    response = admin_client.get(reverse(CHANGELIST), {"q": "attentions"})
+    assert titles(response) == {"Attention Is All You Need"}
+    response = admin_client.get(reverse(CHANGELIST), {"q": "BERT OR GPT*"})
+    assert titles(response) == {"BERT", "GPT-3"}
+
+
+def test_search_box_never_errors_on_bad_query_syntax(
+    admin_client: Client, library: list[Paper]
+) -> None:
+    response = admin_client.get(reverse(CHANGELIST), {"q": '"Attention Is'})
+    assert response.status_code == 200
+    assert titles(response) == {"Attention Is All You Need"}
