@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from django.conf import settings
 from papers.bibtex import render_bibtex
 from papers.models import Paper
 from papers.selectors import paper_record
+from research_site.atomic import write_atomic
 from research_site.errors import InvalidInput
 
 EXTENSIONS = {"bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md"}
@@ -80,7 +79,7 @@ def export_papers(
         path = folder / f"{name}.{extension}"
     if path.resolve().parent != folder.resolve():  # defence in depth; names have no folders
         raise InvalidInput("The export must stay in the exports folder.", field="filename")
-    _write_atomic(path, content.encode("utf-8"))
+    write_atomic(path, content.encode("utf-8"))
     return ExportResult(path=path, filename=path.name, count=len(papers), format=fmt)
 
 
@@ -135,19 +134,6 @@ def _unused_default_path(folder: Path, extension: str) -> Path:
         number += 1
         path = folder / f"{stem}-{number}.{extension}"
     return path
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 # --- formats ----------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from papers.assets.errors import Kind, TemplateNotAvailable
 from papers.assets.names import asset_relative_path, name_clean, template_name_clean
 from papers.assets.remote import fetch_remote
 from papers.assets.selectors import available_summary_templates
-from papers.assets.storage import check_summary_json, decode_text, local_path, write_atomic
+from papers.assets.storage import check_summary_json, decode_text, local_path
 from papers.models import Paper, PaperAsset
+from research_site.atomic import write_atomic
 from research_site.errors import InvalidInput
 
 Storage = PaperAsset.Storage

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -74,19 +72,3 @@ def check_summary_json(text: str, *, paper_id: int, template: str) -> None:
             reason=f"invalid JSON: {error.msg} at {where}",
             **asset_details(paper_id, Kind.SUMMARY, template),
         ) from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace the file in one step (temporary file, fsync, rename): a reader sees the old
-    content or the new, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -35,6 +35,7 @@ from django.db.models import QuerySet
 
 from papers.models import Keyword, Paper, PaperAuthor, PaperKeyword, Venue
 from papers.search import query as q
+from papers.search.filters import check_page
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vocabulary import FUZZY_MIN_CHARS, get_vocabulary
 from papers.selectors import papers_in_scope
@@ -204,18 +205,7 @@ def _check_request(query: str, limit: int, offset: int) -> q.Node:
         )
     if not query.strip():
         raise InvalidInput("query cannot be empty.", field="query", hint="type at least one word")
-    if (
-        isinstance(limit, bool)
-        or not isinstance(limit, int)
-        or not 1 <= limit <= settings.MAX_PAGE_SIZE
-    ):
-        raise InvalidInput(f"limit must be between 1 and {settings.MAX_PAGE_SIZE}.", field="limit")
-    if (
-        isinstance(offset, bool)
-        or not isinstance(offset, int)
-        or not 0 <= offset <= settings.MAX_OFFSET
-    ):
-        raise InvalidInput(f"offset must be between 0 and {settings.MAX_OFFSET}.", field="offset")
+    check_page(limit, offset)
     return q.parse_query(query)
 
 
