@@ -179,7 +179,8 @@ def test_hybrid_fuses_fulltext_and_semantic_rankings(
     found = titles(page)
     assert coded.title in found and PROTEIN[0] in found
     assert found.index(PROTEIN[0]) < found.index(BREAD[0])
-    assert all(0 < hit.score <= 1.5 / 6 + 1 / 6 + 1e-6 for hit in page.hits)
+    best = semantic.LEXICAL_WEIGHT / (semantic.RRF_K + 1) + 1 / (semantic.RRF_K + 1)
+    assert all(0 < hit.score <= best + 1e-6 for hit in page.hits)
     assert page.total == len(found)
 
 
@@ -343,3 +344,18 @@ def test_new_papers_are_embedded_after_commit_in_process_or_by_the_worker() -> N
     embedding = PaperEmbedding.objects.get(paper=paper)
     assert embedding.dimensions > 0
     assert len(embedding.vector) == embedding.dimensions * 4  # float32
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Basophils counteract lupus (SLE).", "basophils OR counteract OR lupus OR sle"),
+        ("the role of IL-6", "role OR il OR 6"),
+        ('"exact phrase" here', '"exact phrase" here'),
+        ("transl* models", "transl* models"),
+        ("bert NOT vision", "bert NOT vision"),
+    ],
+)
+def test_sentences_match_any_word_but_the_query_language_is_kept(query: str, expected: str) -> None:
+    """Parentheses alone are prose: only quotes, prefix* and operators mean the language."""
+    assert semantic.any_words_query(query) == expected
