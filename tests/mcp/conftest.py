@@ -79,8 +79,9 @@ def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _server_database() -> Iterator[str | None]:
-    """A PostgreSQL database of its own for the server processes, or None for SQLite."""
+def server_database(label: str = "mcp") -> Iterator[str | None]:
+    """A PostgreSQL database of its own (`test_<label>_<pid>`) for server processes,
+    dropped afterwards; None for SQLite."""
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         yield None
@@ -88,7 +89,7 @@ def _server_database() -> Iterator[str | None]:
     import psycopg
 
     parts = urlsplit(url)
-    name = f"test_mcp_{os.getpid()}"
+    name = f"test_{label}_{os.getpid()}"
     admin_url = urlunsplit(parts._replace(path="/postgres"))
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -104,7 +105,7 @@ def _server_database() -> Iterator[str | None]:
 def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     """A knowledge base with two projects and four papers (see seed_library.py)."""
     directory = tmp_path_factory.mktemp("knowledge-base")
-    with _server_database() as database_url:
+    with server_database() as database_url:
         env = base_env(directory, database_url)
         seeded = subprocess.run(
             [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,

@@ -10,15 +10,12 @@ where summaries are saved.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from mcp import MCPError
@@ -33,6 +30,7 @@ from tests.mcp.conftest import (
     call_tool_raw,
     mcp_client,
     running_server,
+    server_database,
     tool_error,
 )
 from tests.test_assets import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
@@ -64,28 +62,6 @@ class AssetsSetup:
         return int(self.kb.paper(name)["paper_id"])
 
 
-@contextlib.contextmanager
-def own_database() -> Iterator[str | None]:
-    """A PostgreSQL database for this module's server, or None for SQLite."""
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        yield None
-        return
-    import psycopg
-
-    parts = urlsplit(url)
-    name = f"test_mcp_assets_{os.getpid()}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def run(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
         [PYTHON, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -99,7 +75,7 @@ def run(env: dict[str, str], *args: str) -> str:
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AssetsSetup]:
     directory = tmp_path_factory.mktemp("assets-kb")
     with (
-        own_database() as database_url,
+        server_database("mcp_assets") as database_url,
         AssetServer(directory / "served") as remote,
         AssetServer(directory / "elsewhere") as elsewhere,
     ):
