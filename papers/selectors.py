@@ -146,6 +146,21 @@ def paper_detail(*, ref: str | int, scope: Sequence[str] | None = None) -> dict[
     return paper_record(with_relations(Paper.objects.filter(pk=paper.pk)).get())
 
 
+# Large free-text parts of a record that the compact metadata record leaves out.
+BULKY_RECORD_FIELDS = frozenset({"abstract", "snippet", "metadata", "resources", "authors_detail"})
+
+
+def paper_metadata(*, ref: str | int, scope: Sequence[str] | None = None) -> dict[str, Any]:
+    """The compact structured record (get_paper_metadata, paper://{id}/metadata): the full
+    record without abstract and free-form blobs, plus the paper's summary templates
+    (`preferred_summary_template`, `available_summary_templates`)."""
+    from papers.assets import summary_templates_info
+
+    detail = paper_detail(ref=ref, scope=scope)
+    compact = {k: v for k, v in detail.items() if k not in BULKY_RECORD_FIELDS}
+    return {**compact, **summary_templates_info(paper_id=detail["paper_id"])}
+
+
 def papers_filter(
     *,
     refs: Sequence[str | int] | None = None,

@@ -19,7 +19,6 @@ from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
-from papers.assets import summary_templates_info
 from papers.bibtex import render_bibtex
 from papers.exports import export_papers
 from projects import selectors as project_selectors
@@ -134,17 +133,8 @@ def _record(data: dict[str, Any]) -> PaperRecord:
     return PaperRecord.model_validate(data)
 
 
-def _metadata_record(data: dict[str, Any]) -> dict[str, Any]:
-    """The compact, structured part of a full record: no abstract or free-form blobs."""
-    bulky = {"abstract", "snippet", "metadata", "resources", "authors_detail"}
-    return {key: value for key, value in data.items() if key not in bulky}
-
-
 def _paper_metadata(ref: str | int) -> dict[str, Any]:
-    """get_paper_metadata and paper://{paper_id}/metadata: the compact record and the
-    paper's summary templates."""
-    detail = paper_selectors.paper_detail(ref=ref, scope=current_scope())
-    return {**_metadata_record(detail), **summary_templates_info(paper_id=detail["paper_id"])}
+    return paper_selectors.paper_metadata(ref=ref, scope=current_scope())
 
 
 def _project_papers_markdown(project_ref: str) -> str:
