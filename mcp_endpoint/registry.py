@@ -55,10 +55,13 @@ logger = logging.getLogger(__name__)
 
 # Tool set name -> module with a `register(registry)` function. Later issues add
 # search, assets, pdf, zotero and review here.
+# A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
-    "library": "mcp_endpoint.tools.library",
-    "search": "mcp_endpoint.tools.search",
+    "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library",
+    "search": "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search",
     "assets": "mcp_endpoint.tools.assets",
+    "pdf": "mcp_endpoint.tools.pdf",
+    "zotero": "mcp_endpoint.tools.zotero",
 }
 
 INSTRUCTIONS = (
@@ -304,7 +307,8 @@ def build_server(
     registry = Registry(read_only=read_only)
     for set_name in selected_toolsets(settings.MCP_TOOLSETS if toolsets is None else toolsets):
         registry._current_set = set_name
-        importlib.import_module(TOOLSET_MODULES[set_name]).register(registry)
+        for module_name in TOOLSET_MODULES[set_name].split(","):
+            importlib.import_module(module_name).register(registry)
 
     server: MCPServer = MCPServer(
         settings.MCP_SERVER_NAME,

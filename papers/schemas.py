@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
@@ -174,6 +174,16 @@ class PaperRecord:
             versions_count=versions_count,
             **text_fields,  # type: ignore[arg-type]
         )
+
+
+def record_as_dict(record: PaperRecord) -> dict[str, Any]:
+    """The record as JSON-safe build arguments (for Celery and caches):
+    `PaperRecord.build(**record_as_dict(record))` gives the same record back."""
+    values = asdict(record)
+    values.pop("title_key")
+    values.pop("first_author_family")
+    values.update(values.pop("scholar"))
+    return values
 
 
 @cache

@@ -48,3 +48,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_map(name: str) -> dict[str, str]:
+    """'arxiv=1/3 seconds,openalex=10/second' -> {'arxiv': '1/3 seconds', ...}."""
+    raw = os.environ.get(name, "")
+    mapping = {}
+    for item in raw.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ImproperlyConfigured(f"{name} must look like 'name=value,name=value', not {raw!r}")
+        mapping[key.strip()] = value.strip()
+    return mapping

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from research_site.env import env_bool, env_int, env_list, env_str
+from research_site.env import env_bool, env_int, env_list, env_map, env_str
 from research_site.knowledge_base import ensure_layout, read_or_create_secret, resolve_directory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -124,6 +124,9 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
+# External calls run on their own queue so a burst of searches never delays other work.
+CELERY_TASK_ROUTES = {"engines.*": {"queue": "engines"}}
+CELERY_RESULT_EXPIRES = 3600
 
 # --- MCP ----------------------------------------------------------------------------
 try:
@@ -161,6 +164,50 @@ ASSET_FETCH_TIMEOUT = env_int("ASSET_FETCH_TIMEOUT", 5, minimum=1)
 ASSET_MAX_BYTES = env_int("ASSET_MAX_BYTES", 5_242_880, minimum=1024)
 # Characters a resource read returns before it truncates (tools take max_chars).
 RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minimum=100)
+
+# --- external search engines (issue 5) ----------------------------------------------
+# Engines to offer (ids); empty: every built-in and plugin engine.
+ENGINES_ENABLED = env_list("ENGINES_ENABLED", [])
+# A multi-engine search waits this long, then answers with what has arrived.
+ENGINE_DEADLINE_SECONDS = env_int("ENGINE_DEADLINE_SECONDS", 25, minimum=1)
+# Retries of one call on 429 / 5xx / timeouts, with exponential backoff and jitter.
+ENGINE_MAX_RETRIES = env_int("ENGINE_MAX_RETRIES", 3, minimum=0)
+# Per-engine overrides of the rate limit ("arxiv=1/3 seconds,openalex=10/second") and of
+# the cache lifetime in seconds ("arxiv=3600"); 0 turns an engine's cache off.
+ENGINE_RATE_LIMITS = env_map("ENGINE_RATE_LIMITS")
+ENGINE_CACHE_TTLS = {name: int(ttl) for name, ttl in env_map("ENGINE_CACHE_TTLS").items()}
+# Keys and contact addresses; keys are never logged or returned by any tool.
+SERP_API_KEY = env_str("SERP_API_KEY")
+SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")
+# Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s).
+CONTACT_EMAIL = env_str("CONTACT_EMAIL")
+# Base URLs, for mirrors and for tests that replay recorded answers locally.
+ARXIV_API_URL = env_str("ARXIV_API_URL", "https://export.arxiv.org/api/query")
+SERPAPI_URL = env_str("SERPAPI_URL", "https://serpapi.com")
+OPENALEX_API_URL = env_str("OPENALEX_API_URL", "https://api.openalex.org")
+CROSSREF_API_URL = env_str("CROSSREF_API_URL", "https://api.crossref.org")
+SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.semanticscholar.org")
+
+# Engine answers are cached in Redis when there is one (shared by all workers), else in
+# files under <directory>/cache/. The default cache stays per process (facet counts).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "engines": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "research-mcp",
+            "TIMEOUT": 24 * 3600,
+        }
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(CACHE_DIR / "engines"),
+            "TIMEOUT": 24 * 3600,
+            "OPTIONS": {"MAX_ENTRIES": 20_000},
+        }
+    ),
+}
 
 # --- limits (seed 000, applied by every interface) ----------------------------------
 MAX_QUERY_CHARS = 500

@@ -1,0 +1,195 @@
+"""The search-engine interface (seed 004 "Search Engine Interface") and its errors.
+
+An engine is a small client of one external source. It turns the source's answers into
+`PaperRecord`s (papers/schemas.py, the record every importer produces, so results merge
+into the library through the same de-duplication) and the source's failures into the
+errors below. It does no caching, rate limiting, retrying or database work: the runner
+(engines/runner.py) does those the same way for every engine.
+
+Writing a plugin engine: put a module in `<directory>/engines/`, subclass
+`BaseSearchEngine`, set `id`, `name` and `description`, implement `search` and whichever
+optional operations the source supports (listing them in `operations`). See
+docs/ENGINES.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from papers.schemas import PaperRecord
+
+# Operations an engine may support; `search` is required.
+SEARCH = "search"
+AUTHOR = "search_by_author"
+DETAILS = "get_paper_details"
+CITING = "get_citing_papers"
+CATEGORIES = "categories"
+BIBTEX = "get_bibtex"
+OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX)
+
+
+# --- errors ----------------------------------------------------------------------------
+# Engines raise these (and only these) for the source's failures; the runner turns them
+# into a per-engine status. Messages must never contain API keys.
+
+
+class EngineError(Exception):
+    """A permanent failure of one call (bad request, unparseable answer): not retried."""
+
+    status = "error"
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.http_status = http_status
+
+
+class TransientEngineError(EngineError):
+    """A failure worth retrying: 429, 5xx, timeouts, dropped connections.
+
+    `retry_after` (seconds) is the source's Retry-After when it sent one.
+    """
+
+    def __init__(
+        self, message: str, *, http_status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, http_status=http_status)
+        self.retry_after = retry_after
+
+
+class EngineNotAvailable(EngineError):
+    """The engine cannot be used at all right now: no API key, account out of credit."""
+
+    status = "unavailable"
+
+
+class UnsupportedOperation(EngineError):
+    """The source has no such operation (e.g. arXiv has no citation data)."""
+
+    status = "unsupported"
+
+
+class PaperNotFoundAtSource(EngineError):
+    """get_paper_details / get_citing_papers: the source does not know this paper."""
+
+    status = "not_found"
+
+
+# --- what engines are given -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search as the engine sees it. Dates are 'YYYY-MM-DD' (or 'YYYY'); None = open."""
+
+    query: str
+    max_results: int = 10
+    offset: int = 0
+    date_from: str | None = None
+    date_to: str | None = None
+    categories: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "categories": list(self.categories)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> SearchRequest:
+        return cls(**{**values, "categories": tuple(values.get("categories") or ())})
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    """A paper handed to an engine: whatever handles the library knows for it.
+
+    Each engine takes the handle it understands (arXiv: arxiv_id; OpenAlex: doi or an
+    `openalex` identifier; Scholar: scholar["cites_id"]) and raises UnsupportedOperation /
+    PaperNotFoundAtSource when it has none.
+    """
+
+    title: str = ""
+    doi: str | None = None
+    arxiv_id: str | None = None
+    identifiers: dict[str, str] = field(default_factory=dict)
+    scholar: dict[str, str] = field(default_factory=dict)
+    year: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> PaperRef:
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Category:
+    """A subject category an engine can filter by (arXiv 'cs.CL')."""
+
+    id: str
+    name: str
+    group: str = ""
+
+
+# --- the interface ------------------------------------------------------------------------
+
+
+class BaseSearchEngine:
+    """One external source of papers. Subclasses set the class attributes and implement
+    `search` plus the operations they list in `operations`.
+
+    Instances are created once per process and must be safe to share between threads.
+    """
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    type: ClassVar[str] = "external"
+    operations: ClassVar[frozenset[str]] = frozenset({SEARCH})
+    # Default rate limit in the `limits` notation ("1/3 seconds", "10/second"); the
+    # setting ENGINE_RATE_LIMITS overrides it per engine.
+    rate_limit: ClassVar[str] = "1/second"
+    # Seconds a cached answer stays fresh; ENGINE_CACHE_TTLS overrides it per engine.
+    cache_ttl: ClassVar[int] = 24 * 3600
+    # Seconds one HTTP request may take.
+    timeout: ClassVar[float] = 20.0
+
+    def unavailable_reason(self) -> str:
+        """Why the engine cannot be used (missing key, ...); empty when it can. No network."""
+        return ""
+
+    def is_available(self) -> bool:
+        return not self.unavailable_reason()
+
+    def search(self, request: SearchRequest) -> list[PaperRecord]:
+        """Papers matching `request.query`, best first, at most `request.max_results`."""
+        raise NotImplementedError
+
+    def search_by_author(self, author: str, request: SearchRequest) -> list[PaperRecord]:
+        """Papers by `author` (request.query is the author too), newest or best first."""
+        raise UnsupportedOperation(f"{self.name} cannot search by author.")
+
+    def get_paper_details(self, paper_id: str) -> PaperRecord:
+        """The full record for the source's own id (arXiv id, DOI, OpenAlex W-id, ...)."""
+        raise UnsupportedOperation(f"{self.name} cannot look up a single paper.")
+
+    def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Papers that cite `paper`, at most `max_results`."""
+        raise UnsupportedOperation(f"{self.name} has no citation data.")
+
+    def categories(self) -> list[Category]:
+        """The subject categories `SearchRequest.categories` accepts."""
+        raise UnsupportedOperation(f"{self.name} has no subject categories.")
+
+    def get_bibtex(self, paper: PaperRef) -> str:
+        """The source's own BibTeX for `paper`."""
+        raise UnsupportedOperation(f"{self.name} does not provide BibTeX.")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "operations": sorted(self.operations),
+        }
