@@ -209,6 +209,26 @@ CACHES = {
     ),
 }
 
+# --- PDFs (issue 7) ---------------------------------------------------------------------
+# Largest PDF accepted by upload, attach or download, in bytes.
+PDF_MAX_BYTES = env_int("PDF_MAX_BYTES", 104_857_600, minimum=1024)
+# Seconds a PDF download may take (connect + read), and how many redirects it may follow.
+PDF_DOWNLOAD_TIMEOUT = env_int("PDF_DOWNLOAD_TIMEOUT", 60, minimum=1)
+PDF_MAX_REDIRECTS = env_int("PDF_MAX_REDIRECTS", 5, minimum=0)
+# Allow downloads from loopback/private addresses (off: user-supplied URLs must not reach
+# the server's own network). Tests and closed intranets turn it on.
+PDF_ALLOW_PRIVATE_URLS = env_bool("PDF_ALLOW_PRIVATE_URLS", False)
+
+# --- Zotero (issue 7) --------------------------------------------------------------------
+# The mcp-zotero-api plugin's REST routes inside a running Zotero (loopback only).
+ZOTERO_URL = env_str("ZOTERO_URL", "http://localhost:23119/mcp")
+# Better BibTeX's JSON-RPC endpoint, for import_zotero.
+ZOTERO_BBT_URL = env_str("ZOTERO_BBT_URL", "http://localhost:23119/better-bibtex/json-rpc")
+ZOTERO_TIMEOUT = env_int("ZOTERO_TIMEOUT", 10, minimum=1)
+
+# --- REST API (issue 9) ------------------------------------------------------------------
+API_ENABLED = env_bool("API_ENABLED", True)
+
 # --- limits (seed 000, applied by every interface) ----------------------------------
 MAX_QUERY_CHARS = 500
 MAX_PAGE_SIZE = 100
