@@ -58,6 +58,18 @@ class TransientEngineError(EngineError):
         self.retry_after = retry_after
 
 
+class EngineTimeout(TransientEngineError):
+    """The source did not answer in time (an HTTP timeout)."""
+
+    status = "timeout"
+
+
+class RateLimited(TransientEngineError):
+    """The source answered 429, or no rate-limit slot came free before the deadline."""
+
+    status = "rate_limited"
+
+
 class EngineNotAvailable(EngineError):
     """The engine cannot be used at all right now: no API key, account out of credit."""
 

@@ -58,11 +58,19 @@ class EngineRegistry:
         self._errors: list[LoadError] = []
 
     def engines(self) -> dict[str, BaseSearchEngine]:
-        """Engine id -> engine, built-ins first, honouring ENGINES_ENABLED."""
+        """Engine id -> engine, built-ins first, honouring ENGINES_ENABLED (read on every
+        call, so a changed setting needs no reload; 'local' alone turns every external
+        engine off)."""
         with self._lock:
             if self._engines is None:
                 self._engines, self._errors = _discover()
-            return dict(self._engines)
+            found = dict(self._engines)
+        enabled = settings.ENGINES_ENABLED
+        if enabled:
+            found = {
+                engine_id: engine for engine_id, engine in found.items() if engine_id in enabled
+            }
+        return found
 
     def load_errors(self) -> list[LoadError]:
         self.engines()
@@ -82,7 +90,7 @@ class EngineRegistry:
         if engine is None:
             known = [LOCAL_ENGINE, *self.engines()]
             raise EngineUnavailable(
-                f"Unknown search engine {engine_id!r}; known engines: {', '.join(known)}.",
+                f"Unknown or disabled search engine {engine_id!r}; engines: {', '.join(known)}.",
                 engine=engine_id,
                 available=known,
             )
@@ -113,9 +121,6 @@ def _discover() -> tuple[dict[str, BaseSearchEngine], list[LoadError]]:
                 )
             else:
                 found[engine.id] = engine
-    enabled = settings.ENGINES_ENABLED
-    if enabled:
-        found = {engine_id: found[engine_id] for engine_id in found if engine_id in enabled}
     return found, errors
 
 

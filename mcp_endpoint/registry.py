@@ -87,6 +87,10 @@ FnT = TypeVar("FnT", bound=Callable[..., Any])
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# Tools that ask external engines and add what they find to the library (never deleting).
+EXTERNAL_SEARCH = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
 
 
 def domain_error_result(exc: DomainError) -> CallToolResult:
@@ -181,13 +185,16 @@ class Registry:
         title: str,
         description: str,
         annotations: ToolAnnotations,
+        saves_results: bool = False,
     ) -> Callable[[FnT], FnT]:
-        """Register a sync tool. Write tools (read_only_hint False) vanish in read-only mode."""
+        """Register a sync tool. Write tools (read_only_hint False) vanish in read-only mode,
+        except `saves_results` tools: searches that keep what they find in the library when
+        they may, and only return it in read-only mode (check `registry.read_only`)."""
         if annotations.read_only_hint is None:
             raise ImproperlyConfigured(f"tool {name}: annotations must say read_only_hint")
 
         def decorator(fn: FnT) -> FnT:
-            if self.read_only and not annotations.read_only_hint:
+            if self.read_only and not annotations.read_only_hint and not saves_results:
                 return fn
             if name in self.tools:
                 raise ImproperlyConfigured(f"tool {name} is registered twice")

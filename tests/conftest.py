@@ -14,6 +14,12 @@ from projects.models import Project
 from projects.services import project_create
 
 
+@pytest.fixture(autouse=True)
+def _no_external_engines(settings: Any) -> None:
+    """Only the local engine unless a test enables others (tests never reach the internet)."""
+    settings.ENGINES_ENABLED = ["local"]
+
+
 @pytest.fixture
 def make_paper(db: None) -> Callable[..., Paper]:
     """Create (or merge into) a paper through paper_upsert, as every interface does."""

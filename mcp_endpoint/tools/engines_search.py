@@ -1,9 +1,311 @@
-"""Tool set placeholder: filled in by the issue that builds it."""
+"""Tool set `search`, part 2: the multi-engine tools of seed 004 (issue 5).
+
+`search_papers` and `search_by_author` ask the local library and external engines in
+parallel (engines/services.py); one slow or failing engine never stops the others, and each
+engine's status comes back in `engines`. External results are added to the library (one
+paper per real paper, however many engines found it) so their `paper_id` works with every
+other tool; in read-only mode they are returned without being saved.
+
+`project_id` tags every result with the project (seed 004); to search only within a
+project, use `filters: {"project": ...}`. A client scoped to collections that names no
+project gets its external results tagged with its first collection, so it can see them.
+"""
 
 from __future__ import annotations
 
-from mcp_endpoint.registry import Registry
+from typing import Annotated, Any
+
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from engines import selectors as engine_selectors
+from engines.base import AUTHOR, CATEGORIES, SEARCH, SearchRequest
+from engines.registry import LOCAL_ENGINE
+from engines.runner import EngineCall
+from engines.services import EngineSearchResult, engine_ids_resolve, engines_search
+from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
+from mcp_endpoint.scope import current_scope
+from mcp_endpoint.tools.search import (
+    DateBound,
+    EngineStatus,
+    Offset,
+    PayloadFilters,
+    Query,
+    date_year,
+    filters_build,
+    local_search,
+)
+from papers.search import filters as search_filters
+from papers.search.types import SearchPage
+from projects import selectors as project_selectors
+
+MaxResults = Annotated[
+    int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100.")
+]
+Engines = Annotated[
+    str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
+    Field(
+        description=(
+            "An engine id or a list of ids (see list_search_engines): 'local' (papers already "
+            "in the library), 'arxiv', 'google_scholar', 'openalex', 'crossref', "
+            "'semantic_scholar'. Omitted: the library and every available engine."
+        ),
+        max_length=64,
+    ),
+]
+ProjectTag = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description=(
+            "Add every result to this project (id or name). To search only inside a project "
+            "use filters={'project': ...} instead."
+        ),
+    ),
+]
+
+
+class EngineResult(BaseModel):
+    """A paper found. External results saved to the library have a paper_id like any other."""
+
+    model_config = ConfigDict(extra="allow")
+
+    paper_id: int | None = Field(description="null only in read-only mode (not saved).")
+    id: str | None = None
+    title: str
+    year: int | None = None
+    venue: str | None = None
+    authors: list[str] = Field(default_factory=list)
+    engine: str = Field(description="The first engine that found it.")
+    engines: list[str] = Field(description="Every engine that found it.")
+
+
+class MultiEnginePage(BaseModel):
+    query: str
+    engines: dict[str, EngineStatus] = Field(description="Status of each engine asked.")
+    results: list[EngineResult] = Field(
+        description="One entry per paper: library matches first, then engines' results by rank."
+    )
+    total: int = Field(description="Local matches in all plus external results returned.")
+    limit: int = Field(description="max_results: results per engine.")
+    offset: int = Field(description="Offset into the local matches.")
+    mode: str | None = Field(
+        default=None, description="How the library was searched: fulltext, fuzzy, hybrid, ..."
+    )
+    has_more: bool = Field(description="More local matches: call again with a larger offset.")
+    next_offset: int | None = None
+    saved: int = Field(description="Papers new to the library from this search.")
+    project_id: str | None = Field(default=None, description="The project results were added to.")
+    filters: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+class EngineListing(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    engines: list[dict[str, Any]] = Field(
+        description="Each engine: id, name, type, is_available (and why not), operations, "
+        "rate_limit state and cache hit rate."
+    )
+    load_errors: list[dict[str, str]] = Field(description="Plugin engines that failed to load.")
+
+
+class CategoryListing(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    engines: dict[str, dict[str, Any]] = Field(
+        description="Per engine: status and categories grouped by subject area."
+    )
+
+
+def tag_projects(project_id: str | None, has_external: bool) -> tuple[list[str], list[str]]:
+    """Projects to add results to, and a note when the scope chose it."""
+    scope = current_scope()
+    if project_id:
+        return [project_selectors.project_get(ref=project_id, scope=scope).id], []
+    if scope and has_external:
+        note = f"External results were added to your collection {scope[0]!r} so you can see them."
+        return [scope[0]], [note]
+    return [], []
+
+
+def _page(
+    query: str,
+    limit: int,
+    offset: int,
+    result: EngineSearchResult,
+    project_ids: list[str],
+    notes: list[str],
+    filters: dict[str, Any],
+) -> MultiEnginePage:
+    local = result.local_page
+    local_more = bool(local and local.has_more)
+    external = sum(1 for entry in result.results if entry["engine"] != LOCAL_ENGINE)
+    return MultiEnginePage(
+        query=query,
+        engines={name: EngineStatus.model_validate(s) for name, s in result.engines.items()},
+        results=[EngineResult.model_validate(entry) for entry in result.results],
+        total=(local.total if local else 0) + external,
+        limit=limit,
+        offset=offset,
+        mode=local.mode if local else None,
+        has_more=local_more,
+        next_offset=(local.offset + len(local.hits)) if local and local_more else None,
+        saved=result.saved,
+        project_id=project_ids[0] if project_ids else None,
+        filters=filters,
+        notes=[*(local.notes if local else []), *notes, *result.notes],
+    )
 
 
 def register(registry: Registry) -> None:
-    """No tools yet."""
+    save = not registry.read_only
+
+    @registry.tool(
+        name="search_papers",
+        title="Search papers (library and engines)",
+        description=(
+            "Search the library and external engines (arXiv, Google Scholar, OpenAlex, "
+            "Crossref, Semantic Scholar) at once; engines run in parallel and a slow or "
+            "failing one never blocks the others (see `engines` for each one's status). "
+            "External results are added to the library, merged with papers already there, so "
+            "every result has a paper_id for get_paper_details. engines='local' searches only "
+            "the library (fast, no network), ranked by relevance with snippet_markdown. "
+            "External engines cost seconds and rate-limited API calls: ask for few results. "
+            "project_id adds the results to a project. filters/rerank/offset apply to the "
+            "library; date_from/date_to and categories (arXiv, e.g. 'cs.CL') to all engines."
+        ),
+        annotations=EXTERNAL_SEARCH,
+        saves_results=True,
+    )
+    def search_papers(
+        query: Query,
+        engines: Engines = None,
+        max_results: MaxResults = 10,
+        offset: Offset = 0,
+        project_id: ProjectTag = None,
+        date_from: DateBound = None,
+        date_to: DateBound = None,
+        categories: Annotated[
+            list[Annotated[str, Field(max_length=64)]] | None,
+            Field(max_length=20, description="Subject categories, e.g. ['cs.CL'] (arXiv)."),
+        ] = None,
+        filters: Annotated[
+            PayloadFilters | None, Field(description="Library metadata filters (engine local).")
+        ] = None,
+        rerank: Annotated[
+            bool | None,
+            Field(description="Fuse full-text and semantic ranking for the library search."),
+        ] = None,
+    ) -> MultiEnginePage:
+        engine_ids = engine_ids_resolve(engines, operation=SEARCH)
+        scope = current_scope()
+        applied = filters_build(filters, date_from=date_from, date_to=date_to)
+        request = SearchRequest(
+            query=query, max_results=max_results, date_from=date_from, date_to=date_to,
+            categories=tuple(categories or ()),
+        )  # fmt: skip
+        calls = [EngineCall.search(e, request) for e in engine_ids if e != LOCAL_ENGINE]
+        project_ids, notes = tag_projects(project_id, bool(calls))
+
+        def local() -> SearchPage:
+            return local_search(query, applied, max_results, offset, scope, rerank)
+
+        result = engines_search(
+            calls=calls,
+            local=local if LOCAL_ENGINE in engine_ids else None,
+            project_ids=project_ids,
+            save=save,
+        )
+        applied_filters = search_filters.filters_as_dict(applied)
+        return _page(query, max_results, offset, result, project_ids, notes, applied_filters)
+
+    @registry.tool(
+        name="search_by_author",
+        title="Search papers by author (library and engines)",
+        description=(
+            "Papers by an author, from the library and the engines that support author search "
+            "(arXiv, Google Scholar, OpenAlex, Crossref, Semantic Scholar), newest first in "
+            "the library. author_name: 'Ashish Vaswani', 'Vaswani, Ashish', 'A. Vaswani', the "
+            "family name or a pattern with * (library). An engine without author search says "
+            "so in `engines`. External results are added to the library like search_papers."
+        ),
+        annotations=EXTERNAL_SEARCH,
+        saves_results=True,
+    )
+    def search_by_author(
+        author_name: Annotated[
+            str, Field(min_length=1, max_length=200, description="The author's name.")
+        ],
+        engines: Engines = None,
+        max_results: MaxResults = 10,
+        offset: Offset = 0,
+        date_from: DateBound = None,
+        date_to: DateBound = None,
+        project_id: ProjectTag = None,
+    ) -> MultiEnginePage:
+        engine_ids = engine_ids_resolve(engines, operation=AUTHOR)
+        scope = current_scope()
+        request = SearchRequest(
+            query=author_name, max_results=max_results, date_from=date_from, date_to=date_to
+        )
+        calls = [
+            EngineCall.author(e, author_name, request) for e in engine_ids if e != LOCAL_ENGINE
+        ]
+        project_ids, notes = tag_projects(project_id, bool(calls))
+
+        def local() -> SearchPage:
+            return search_filters.paper_search_by_author(
+                name=author_name, year_from=date_year(date_from), year_to=date_year(date_to),
+                limit=max_results, offset=offset, scope=scope,
+            )  # fmt: skip
+
+        result = engines_search(
+            calls=calls,
+            local=local if LOCAL_ENGINE in engine_ids else None,
+            project_ids=project_ids,
+            save=save,
+        )
+        filters = {"author": author_name}
+        return _page(author_name, max_results, offset, result, project_ids, notes, filters)
+
+    @registry.tool(
+        name="list_search_engines",
+        title="List search engines",
+        description=(
+            "The search engines: id, name, whether each is available now (and why not, e.g. "
+            "SERP_API_KEY not set), which operations it supports (search, search_by_author, "
+            "get_citing_papers, categories, ...), its rate-limit state and cache hit rate. "
+            "No network calls. refresh=true re-scans plugin engines. Call this first to know "
+            "which engines to pass to search_papers."
+        ),
+        annotations=READ_ONLY,
+    )
+    def list_search_engines(
+        refresh: Annotated[bool, Field(description="Re-discover plugin engines.")] = False,
+    ) -> EngineListing:
+        return EngineListing.model_validate(engine_selectors.engines_list(refresh=refresh))
+
+    @registry.tool(
+        name="get_search_engine_categories",
+        title="Subject categories of the engines",
+        description=(
+            "Subject categories each engine can filter by (e.g. arXiv's cs.CL 'Computation and "
+            "Language'), grouped by subject area; pass ids as search_papers(categories=[...]). "
+            "Engines without categories say so. Cached; usually no network call."
+        ),
+        annotations=READ_ONLY,
+    )
+    def get_search_engine_categories(engines: Engines = None) -> CategoryListing:
+        engine_ids = engine_ids_resolve(engines, operation=CATEGORIES)
+        return CategoryListing(engines=engine_selectors.engines_categories(engine_ids=engine_ids))
+
+    @registry.resource(
+        "engines://list",
+        name="engines",
+        title="Search engines",
+        description="Markdown table of the search engines, their availability and limits.",
+        mime_type="text/markdown",
+    )
+    def engines_resource() -> str:
+        return engine_selectors.engines_markdown()

@@ -1,21 +1,12 @@
-"""Tool set `search`: searching the local library (issue 4; seed 000 "Search tools" and
-"Facet discovery tool", seed 001's semantic / full-text / payload search, seed 004 tools 2
-and 9 with the engine `local`).
+"""Tool set `search`, part 1: searching the local library (issue 4; seed 000 "Search tools"
+and "Facet discovery tool", seed 001's semantic / full-text / payload search).
 
-Every tool is read-only, takes the client's collection scope, and returns paper records
-whose `paper_id` works with get_paper_details and every other paper tool. Limits come from
-the schema (query <= 500 characters, page size <= 100, offset <= 10000), so the registry
-answers a violation with -32602; `InvalidInput` from the selectors (a bad filter value)
-is -32602 too.
-
-`search_papers` is seed 004's multi-engine search. External engines come with a later
-issue: until then `engines` accepts only "local", and any other engine id is an
-`engine_unavailable` error result. The answer already has the multi-engine shape
-(`engines: {"local": {"status", "count", ...}}`), so adding engines keeps it.
-
-`project_id` on `search_papers`: seed 004 tags the local results with the project. Here it
-is a filter instead (only papers of that project are returned) and nothing is written,
-so the tool stays read-only and safe in read-only mode; use add-to-project tools to tag.
+Every tool here is read-only, takes the client's collection scope, and returns paper
+records whose `paper_id` works with get_paper_details and every other paper tool. Limits
+come from the schema (query <= 500 characters, page size <= 100, offset <= 10000), so the
+registry answers a violation with -32602; `InvalidInput` from the selectors (a bad filter
+value) is -32602 too. The multi-engine tools (`search_papers`, `search_by_author`,
+`list_search_engines`, ...) are in engines_search.py and reuse the types defined here.
 """
 
 from __future__ import annotations
@@ -32,7 +23,6 @@ from papers.search import filters as search_filters
 from papers.search import fulltext, semantic
 from papers.search.types import SearchFilters, SearchPage
 from projects import selectors as project_selectors
-from research_site.errors import EngineUnavailable, InvalidInput
 
 LOCAL_ENGINE = "local"
 MAX_ENGINES = 20
@@ -132,7 +122,11 @@ class SearchResult(BaseModel):
 
 
 class EngineStatus(BaseModel):
-    status: Literal["ok", "error", "unavailable"]
+    model_config = ConfigDict(extra="allow")
+
+    status: Literal[
+        "ok", "error", "timeout", "unavailable", "unsupported", "not_found", "rate_limited"
+    ] = Field(description="ok, or why this engine gave nothing (the others still answer).")
     count: int = Field(description="Results from this engine on this page.")
     total: int | None = Field(default=None, description="Matches this engine reports.")
     mode: str | None = Field(
@@ -200,28 +194,11 @@ def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _engines(engines: str | list[str] | None) -> list[str]:
-    """The engines to search; EngineUnavailable names any that cannot be searched yet."""
-    requested = [engines] if isinstance(engines, str) else list(engines or [LOCAL_ENGINE])
-    if len(requested) > MAX_ENGINES:
-        raise InvalidInput(f"At most {MAX_ENGINES} engines.", field="engines")
-    names = list(dict.fromkeys(name.strip().lower() for name in requested))
-    unavailable = [name for name in names if name != LOCAL_ENGINE]
-    if unavailable or not names:
-        raise EngineUnavailable(
-            f"Engine(s) {', '.join(unavailable) or '(none)'} not available yet: only "
-            f"'{LOCAL_ENGINE}' (the papers already in the library) can be searched for now.",
-            engines=unavailable,
-            available=[LOCAL_ENGINE],
-        )
-    return names
-
-
-def _year(date: str | None) -> int | None:
+def date_year(date: str | None) -> int | None:
     return int(date[:4]) if date else None
 
 
-def _filters(
+def filters_build(
     payload: PayloadFilters | dict[str, Any] | None,
     *,
     project_id: str | None = None,
@@ -234,71 +211,11 @@ def _filters(
     if project_id:
         project = project_selectors.project_get(ref=project_id, scope=current_scope()).id
     return search_filters.filters_merge(
-        filters, project=project, year_from=_year(date_from), year_to=_year(date_to)
+        filters, project=project, year_from=date_year(date_from), year_to=date_year(date_to)
     )
 
 
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="search_papers",
-        title="Search papers",
-        description=(
-            "Search the paper library by words, ranked by relevance (engine 'local'; external "
-            "engines are not available yet). Each result has paper_id, title, year, venue, "
-            "authors, score and snippet_markdown (the matching passage). Narrow with "
-            "date_from/date_to, project_id (only that project's papers) or filters (venue, "
-            "author, keyword, year, has_pdf, url, ... with * and ? patterns). Page with "
-            "max_results and offset. Use search_papers_by_payload to filter without words, "
-            "search_papers_semantic to search by meaning, and get_paper_details for a result's "
-            "full record."
-        ),
-        annotations=READ_ONLY,
-    )
-    def search_papers(
-        query: Query,
-        engines: Engines = None,
-        max_results: Annotated[
-            int,
-            Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100."),
-        ] = 10,
-        offset: Offset = 0,
-        project_id: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description=(
-                    "Only return papers of this project (id or name). Results are not tagged "
-                    "with the project: nothing is written."
-                ),
-            ),
-        ] = None,
-        date_from: DateBound = None,
-        date_to: DateBound = None,
-        filters: Annotated[
-            PayloadFilters | None, Field(description="Metadata filters, as for payload search.")
-        ] = None,
-        rerank: Annotated[
-            bool | None,
-            Field(
-                description=(
-                    "Fuse full-text with semantic ranking (slower, better for natural-language "
-                    "questions). Default: the server's setting."
-                )
-            ),
-        ] = None,
-    ) -> SearchPapersPage:
-        _engines(engines)
-        scope = current_scope()
-        applied = _filters(filters, project_id=project_id, date_from=date_from, date_to=date_to)
-        page = _local_search(query, applied, max_results, offset, scope, rerank)
-        status = EngineStatus(status="ok", count=len(page.hits), total=page.total, mode=page.mode)
-        return SearchPapersPage(
-            **_results_page(page),
-            query=query,
-            engines={LOCAL_ENGINE: status},
-            filters=search_filters.filters_as_dict(applied),
-        )
-
     @registry.tool(
         name="search_papers_by_keyword",
         title="Search papers by keyword",
@@ -345,7 +262,7 @@ def register(registry: Registry) -> None:
         offset: Offset = 0,
     ) -> ResultsPage:
         page = search_filters.paper_search_by_payload(
-            filters=_filters(payload), limit=limit, offset=offset, scope=current_scope()
+            filters=filters_build(payload), limit=limit, offset=offset, scope=current_scope()
         )
         return ResultsPage(**_results_page(page))
 
@@ -373,7 +290,7 @@ def register(registry: Registry) -> None:
         ] = None,
     ) -> ResultsPage:
         page = semantic.semantic_search(
-            query=query, prompt=prompt, top_k=top_k, filters=_filters(filters),
+            query=query, prompt=prompt, top_k=top_k, filters=filters_build(filters),
             scope=current_scope(),
         )  # fmt: skip
         return ResultsPage(**_results_page(page))
@@ -411,7 +328,7 @@ def register(registry: Registry) -> None:
         ] = None,
     ) -> FacetsPage:
         result = search_facets.facet_counts(
-            category=category, limit=limit, query=query, filters=_filters(filters),
+            category=category, limit=limit, query=query, filters=filters_build(filters),
             scope=current_scope(),
         )  # fmt: skip
         return FacetsPage(
@@ -421,45 +338,8 @@ def register(registry: Registry) -> None:
             notes=result.notes,
         )
 
-    @registry.tool(
-        name="search_by_author",
-        title="Search papers by author",
-        description=(
-            "List an author's papers in the library, newest first. author_name can be the "
-            "full name ('Ashish Vaswani' or 'Vaswani, Ashish'), the family name, an initial "
-            "and family name ('A. Vaswani') or a pattern with *; case and accents are "
-            "ignored. Notes name the authors that matched. Engine 'local' only for now."
-        ),
-        annotations=READ_ONLY,
-    )
-    def search_by_author(
-        author_name: Annotated[
-            str, Field(min_length=1, max_length=200, description="The author's name.")
-        ],
-        engines: Engines = None,
-        max_results: Annotated[
-            int,
-            Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100."),
-        ] = 10,
-        offset: Offset = 0,
-        date_from: DateBound = None,
-        date_to: DateBound = None,
-    ) -> SearchPapersPage:
-        _engines(engines)
-        page = search_filters.paper_search_by_author(
-            name=author_name, year_from=_year(date_from), year_to=_year(date_to),
-            limit=max_results, offset=offset, scope=current_scope(),
-        )  # fmt: skip
-        status = EngineStatus(status="ok", count=len(page.hits), total=page.total, mode=page.mode)
-        return SearchPapersPage(
-            **_results_page(page),
-            query=author_name,
-            engines={LOCAL_ENGINE: status},
-            filters={"author": author_name},
-        )
 
-
-def _local_search(
+def local_search(
     query: str,
     filters: SearchFilters,
     limit: int,

@@ -72,6 +72,8 @@ def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = str(ROOT)
     env["LOG_LEVEL"] = "INFO"
+    # No external engines unless a test asks for them: tests never reach the internet.
+    env["ENGINES_ENABLED"] = "local"
     env.pop("DATABASE_URL", None)
     if database_url:
         env["DATABASE_URL"] = database_url

@@ -1,0 +1,291 @@
+"""Calling engines: one call with cache, rate limit and retries; many calls in parallel.
+
+`call_engine` is what runs for one engine (in a Celery worker on the `engines` queue, or in
+a thread of this process on the embedded default): availability check, cache, rate-limit
+slot, the call, retries on transient failures only (exponential backoff with jitter, or the
+source's Retry-After), and the answer turned into JSON-safe data. Whatever happens, it
+returns an `EngineOutcome`; it never raises.
+
+`start_calls` fans several calls out at once and returns a `PendingCalls`; `wait()` gathers
+them with one deadline, so a slow or failing engine never holds up the others: what has
+not arrived by then is reported as `timeout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from celery import current_task
+from celery.exceptions import TimeoutError as CeleryTimeout
+from celery.result import AsyncResult
+from django.conf import settings
+
+from engines import cache, ratelimit
+from engines.base import (
+    AUTHOR,
+    BIBTEX,
+    CATEGORIES,
+    CITING,
+    DETAILS,
+    SEARCH,
+    BaseSearchEngine,
+    EngineError,
+    PaperRef,
+    SearchRequest,
+    TransientEngineError,
+)
+from engines.registry import registry
+from papers.schemas import PaperRecord, record_as_dict
+from research_site.errors import EngineUnavailable
+
+logger = logging.getLogger(__name__)
+
+# Backoff between retries: BASE * 2^attempt seconds, capped, times a random factor.
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 8.0
+# A call's own deadline ends this much before the gathering deadline, so it can report
+# why it gave up (rate limited, retries exhausted) before the gatherer calls it a timeout.
+CALL_MARGIN_SECONDS = 0.5
+
+
+@dataclass
+class EngineOutcome:
+    """One engine's answer to one call.
+
+    status: ok | error | timeout | unavailable | unsupported | not_found | rate_limited
+    """
+
+    engine: str
+    status: str
+    message: str = ""
+    result: Any = None
+    cached: bool = False
+    attempts: int = 0
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def records(self) -> list[PaperRecord]:
+        """The result as PaperRecords (for operations that return papers)."""
+        return [PaperRecord.build(**values) for values in self.result or []]
+
+    def summary(self) -> dict[str, Any]:
+        """The per-engine status shown to clients (without the result itself)."""
+        data = {
+            "status": self.status,
+            "cached": self.cached,
+            "attempts": self.attempts,
+            "elapsed_ms": round(self.elapsed_ms, 1),
+        }
+        if self.message:
+            data["message"] = self.message
+        return data
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EngineCall:
+    """One operation on one engine, with JSON-safe arguments (see `_invoke`)."""
+
+    engine: str
+    operation: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def search(cls, engine: str, request: SearchRequest) -> EngineCall:
+        return cls(engine, SEARCH, {"request": request.as_dict()})
+
+    @classmethod
+    def author(cls, engine: str, author: str, request: SearchRequest) -> EngineCall:
+        return cls(engine, AUTHOR, {"author": author, "request": request.as_dict()})
+
+    @classmethod
+    def details(cls, engine: str, paper_id: str) -> EngineCall:
+        return cls(engine, DETAILS, {"paper_id": paper_id})
+
+    @classmethod
+    def citing(cls, engine: str, paper: PaperRef, max_results: int) -> EngineCall:
+        return cls(engine, CITING, {"paper": paper.as_dict(), "max_results": max_results})
+
+    @classmethod
+    def categories(cls, engine: str) -> EngineCall:
+        return cls(engine, CATEGORIES, {})
+
+    @classmethod
+    def bibtex(cls, engine: str, paper: PaperRef) -> EngineCall:
+        return cls(engine, BIBTEX, {"paper": paper.as_dict()})
+
+
+def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any]) -> Any:
+    """Run the operation and make its answer JSON-safe."""
+    if operation == SEARCH:
+        records = engine.search(SearchRequest.from_dict(arguments["request"]))
+    elif operation == AUTHOR:
+        request = SearchRequest.from_dict(arguments["request"])
+        records = engine.search_by_author(arguments["author"], request)
+    elif operation == DETAILS:
+        records = [engine.get_paper_details(arguments["paper_id"])]
+    elif operation == CITING:
+        paper = PaperRef.from_dict(arguments["paper"])
+        records = engine.get_citing_papers(paper, int(arguments["max_results"]))
+    elif operation == CATEGORIES:
+        return [asdict(category) for category in engine.categories()]
+    elif operation == BIBTEX:
+        return engine.get_bibtex(PaperRef.from_dict(arguments["paper"]))
+    else:
+        raise EngineError(f"Unknown operation {operation!r}.")
+    return [record_as_dict(record) for record in records]
+
+
+def _backoff(attempt: int, error: TransientEngineError) -> float:
+    if error.retry_after is not None:
+        return max(0.0, error.retry_after)
+    return min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt) * random.uniform(0.5, 1.5)
+
+
+def call_engine(
+    engine_id: str, operation: str, arguments: dict[str, Any], *, timeout_seconds: float
+) -> EngineOutcome:
+    """One engine operation with cache, rate limit and retries; never raises."""
+    started = time.monotonic()
+    deadline = started + timeout_seconds
+
+    def outcome(status: str, message: str = "", **values: Any) -> EngineOutcome:
+        elapsed = (time.monotonic() - started) * 1000
+        return EngineOutcome(engine_id, status, message, elapsed_ms=elapsed, **values)
+
+    try:
+        engine = registry.get(engine_id)
+    except EngineUnavailable as exc:
+        return outcome("unavailable", exc.message)
+    if operation not in engine.operations:
+        return outcome("unsupported", f"{engine.name} does not support {operation}.")
+    reason = engine.unavailable_reason()
+    if reason:
+        return outcome("unavailable", reason)
+    cached = cache.lookup(engine, operation, arguments)
+    if cached is not cache.MISSING:
+        return outcome("ok", result=cached, cached=True)
+
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            ratelimit.acquire(engine, deadline=deadline)
+            result = _invoke(engine, operation, arguments)
+        except TransientEngineError as exc:
+            if exc.retry_after:
+                ratelimit.pause(engine.id, exc.retry_after)
+            delay = _backoff(attempt - 1, exc)
+            retries_left = attempt <= settings.ENGINE_MAX_RETRIES
+            if not retries_left or time.monotonic() + delay >= deadline:
+                status = "rate_limited" if exc.http_status == 429 else exc.status
+                return outcome(status, exc.message, attempts=attempt)
+            logger.info(
+                "%s %s failed (%s), retry %d in %.2fs", engine_id, operation, exc.message,
+                attempt, delay,
+            )  # fmt: skip
+            time.sleep(delay)
+            continue
+        except EngineError as exc:
+            return outcome(exc.status, exc.message, attempts=attempt)
+        except Exception as exc:  # a bug in an engine (a plugin): report, never crash
+            logger.exception("Engine %s failed on %s", engine_id, operation)
+            message = f"{type(exc).__name__} in {engine.name}: {exc}"
+            return outcome("error", message, attempts=attempt)
+        cache.store(engine, operation, arguments, result)
+        return outcome("ok", result=result, attempts=attempt)
+
+
+# --- fan-out -----------------------------------------------------------------------------
+
+
+class PendingCalls:
+    """Calls under way; `wait()` gathers them by one deadline."""
+
+    def __init__(self, calls: list[EngineCall], deadline_seconds: float) -> None:
+        self.calls = calls
+        self.deadline = time.monotonic() + deadline_seconds
+        timeout_seconds = max(0.1, deadline_seconds - CALL_MARGIN_SECONDS)
+        self._futures: list[Future[EngineOutcome] | AsyncResult] = []
+        self._executor: ThreadPoolExecutor | None = None
+        if _use_threads():
+            self._executor = ThreadPoolExecutor(
+                max_workers=max(1, len(calls)), thread_name_prefix="engine"
+            )
+            for call in calls:
+                self._futures.append(
+                    self._executor.submit(
+                        call_engine, call.engine, call.operation, call.arguments,
+                        timeout_seconds=timeout_seconds,
+                    )
+                )  # fmt: skip
+        else:
+            from engines.tasks import engine_call_task
+
+            for call in calls:
+                self._futures.append(
+                    engine_call_task.apply_async(
+                        args=(call.engine, call.operation, call.arguments, timeout_seconds),
+                        expires=deadline_seconds,
+                    )
+                )
+
+    def wait(self) -> list[EngineOutcome]:
+        """Each call's outcome, in call order; `timeout` for those not back in time."""
+        outcomes = []
+        for call, future in zip(self.calls, self._futures, strict=True):
+            remaining = max(0.0, self.deadline - time.monotonic())
+            outcomes.append(_gather(call, future, remaining))
+        if self._executor is not None:
+            # Threads still running finish on their own (bounded by their HTTP timeouts).
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        return outcomes
+
+
+def _gather(
+    call: EngineCall, future: Future[EngineOutcome] | AsyncResult, remaining: float
+) -> EngineOutcome:
+    waited = f"no answer within the search deadline ({settings.ENGINE_DEADLINE_SECONDS} s)"
+    try:
+        if isinstance(future, Future):
+            return future.result(timeout=remaining)
+        data = future.get(timeout=remaining, propagate=True, disable_sync_subtasks=False)
+        return EngineOutcome(**data)
+    except (FutureTimeout, CeleryTimeout):
+        if isinstance(future, AsyncResult):
+            future.revoke()
+        return EngineOutcome(call.engine, "timeout", waited, elapsed_ms=remaining * 1000)
+    except Exception as exc:  # the worker died, the broker dropped the task, ...
+        logger.exception("Engine call %s/%s was lost", call.engine, call.operation)
+        return EngineOutcome(call.engine, "error", f"The engine call failed: {type(exc).__name__}")
+
+
+def _use_threads() -> bool:
+    """Threads in this process on the embedded default, and inside a worker (waiting on
+    other tasks from a task could starve the pool)."""
+    in_worker = bool(current_task) and current_task.request.id is not None
+    return bool(settings.CELERY_TASK_ALWAYS_EAGER) or in_worker
+
+
+def start_calls(calls: list[EngineCall], *, deadline_seconds: float | None = None) -> PendingCalls:
+    """Start every call now (in parallel); gather with `.wait()`."""
+    if deadline_seconds is None:
+        deadline_seconds = settings.ENGINE_DEADLINE_SECONDS
+    return PendingCalls(calls, float(deadline_seconds))
+
+
+def run_calls(
+    calls: list[EngineCall], *, deadline_seconds: float | None = None
+) -> list[EngineOutcome]:
+    return start_calls(calls, deadline_seconds=deadline_seconds).wait()

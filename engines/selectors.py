@@ -1,0 +1,92 @@
+"""What the engines are and how they are doing (seed 004 `list_search_engines`,
+`engines://list`, `get_search_engine_categories`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engines import cache, ratelimit
+from engines.registry import LOCAL_ENGINE, registry
+from engines.runner import EngineCall, run_calls
+
+LOCAL_DESCRIPTION = {
+    "id": LOCAL_ENGINE,
+    "name": "Local library",
+    "description": (
+        "The papers already in this library: ranked full text over titles, abstracts, "
+        "authors, keywords and venues, with filters; no API key, always available."
+    ),
+    "type": "local",
+    "is_available": True,
+    "operations": ["get_citing_papers", "search", "search_by_author"],
+}
+
+
+def engines_list(*, refresh: bool = False) -> dict[str, Any]:
+    """Every engine with availability (and why not), operations, rate-limit state and cache
+    hit rate; plus plugin load errors. No network calls."""
+    if refresh:
+        registry.refresh()
+    engines = [dict(LOCAL_DESCRIPTION)]
+    for engine in registry.engines().values():
+        reason = engine.unavailable_reason()
+        engines.append(
+            {
+                **engine.describe(),
+                "is_available": not reason,
+                **({"unavailable_reason": reason} if reason else {}),
+                "rate_limit": ratelimit.state(engine).as_dict(),
+                "cache": {"ttl_seconds": cache.ttl_for(engine), **cache.stats(engine.id)},
+            }
+        )
+    return {
+        "engines": engines,
+        "load_errors": [error.as_dict() for error in registry.load_errors()],
+    }
+
+
+def engines_markdown() -> str:
+    """`engines://list`: the same as a markdown table."""
+    listing = engines_list()
+    lines = [
+        "| id | name | type | available | operations | rate limit | cache hit rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for engine in listing["engines"]:
+        available = "yes" if engine["is_available"] else f"no: {engine['unavailable_reason']}"
+        rate = engine.get("rate_limit", {}).get("limit", "-")
+        hit_rate = engine.get("cache", {}).get("hit_rate")
+        lines.append(
+            f"| {engine['id']} | {engine['name']} | {engine['type']} | {available} | "
+            f"{', '.join(engine['operations'])} | {rate} | "
+            f"{'-' if hit_rate is None else f'{hit_rate:.0%}'} |"
+        )
+    for error in listing["load_errors"]:
+        lines.append(f"\nPlugin not loaded: {error['source']}: {error['message']}")
+    return "# Search engines\n\n" + "\n".join(lines) + "\n"
+
+
+def engines_categories(*, engine_ids: list[str]) -> dict[str, Any]:
+    """Categories per engine (cached like any engine answer); engines without categories
+    say so in their status."""
+    external = [engine_id for engine_id in engine_ids if engine_id != LOCAL_ENGINE]
+    outcomes = run_calls([EngineCall.categories(engine_id) for engine_id in external])
+    result: dict[str, Any] = {}
+    if LOCAL_ENGINE in engine_ids:
+        result[LOCAL_ENGINE] = {
+            "status": "ok",
+            "note": "The library's own categories: list_top_facets(category='category').",
+            "categories": [],
+        }
+    for outcome in outcomes:
+        entry: dict[str, Any] = outcome.summary()
+        categories = outcome.result if outcome.ok else []
+        groups: dict[str, list[dict[str, str]]] = {}
+        for category in categories or []:
+            groups.setdefault(category.get("group") or "", []).append(
+                {"id": category["id"], "name": category["name"]}
+            )
+        entry["categories"] = groups
+        entry["count"] = len(categories or [])
+        result[outcome.engine] = entry
+    return result

@@ -1,0 +1,398 @@
+"""Searching several engines at once and keeping what they find (seed 004 tools 2 and 9).
+
+`engines_search` fans the external engines out in parallel (engines/runner.py), runs the
+local search meanwhile, and merges every external record into the library through the same
+de-duplication as the importers (`papers_upsert`): the same paper found by arXiv, Scholar
+and OpenAlex becomes one paper with all their identifiers, and appears once in the results
+with every engine that found it. No network call happens inside a transaction: the upsert
+starts after the engines have answered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Q
+
+from engines.base import PaperRef
+from engines.registry import LOCAL_ENGINE, registry
+from engines.runner import EngineCall, EngineOutcome, start_calls
+from papers.identifiers import normalize_arxiv_id, normalize_doi
+from papers.models import Paper
+from papers.schemas import SCHOLAR_FIELDS, PaperRecord
+from papers.search.types import SearchHit, SearchPage
+from papers.selectors import paper_brief, papers_in_scope, with_relations
+from papers.services import citations_add, papers_upsert
+from research_site.errors import EngineUnavailable, InvalidInput, NotFound
+
+MAX_ENGINES = 20
+
+
+@dataclass
+class EngineSearchResult:
+    """The merged answer: one entry per paper, and each engine's status."""
+
+    results: list[dict[str, Any]]
+    engines: dict[str, dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    saved: int = 0
+    local_page: SearchPage | None = None
+
+
+def engine_ids_resolve(engines: str | Sequence[str] | None, *, operation: str) -> list[str]:
+    """The engines to ask, in order: `None` means local plus every available engine that
+    supports `operation`. Unknown ids stay in the list: they are reported per engine."""
+    if engines is None:
+        available = [
+            engine.id
+            for engine in registry.engines().values()
+            if operation in engine.operations and engine.is_available()
+        ]
+        return [LOCAL_ENGINE, *available]
+    requested = [engines] if isinstance(engines, str) else list(engines)
+    if len(requested) > MAX_ENGINES:
+        raise InvalidInput(f"At most {MAX_ENGINES} engines.", field="engines")
+    names = list(dict.fromkeys(name.strip().lower() for name in requested if name.strip()))
+    if not names:
+        raise InvalidInput("engines is empty: give engine ids or omit it.", field="engines")
+    return names
+
+
+def engines_search(
+    *,
+    calls: list[EngineCall],
+    local: Callable[[], SearchPage] | None,
+    project_ids: Sequence[str] = (),
+    save: bool = True,
+) -> EngineSearchResult:
+    """Run `calls` (external engines) in parallel and `local` meanwhile; merge.
+
+    With `save`, every external record is upserted into the library (and added to
+    `project_ids`, as are the local hits); without it (read-only mode) external results
+    are returned as they came, with no paper_id.
+    """
+    pending = start_calls(calls) if calls else None
+    local_page = local() if local is not None else None
+    outcomes = pending.wait() if pending is not None else []
+
+    statuses: dict[str, dict[str, Any]] = {}
+    if local_page is not None:
+        statuses[LOCAL_ENGINE] = {
+            "status": "ok",
+            "count": len(local_page.hits),
+            "total": local_page.total,
+            "mode": local_page.mode,
+        }
+    for outcome in outcomes:
+        statuses[outcome.engine] = {
+            **outcome.summary(),
+            "count": len(outcome.result or []) if outcome.ok else 0,
+        }
+
+    ranked: list[tuple[int, int, str, PaperRecord]] = []
+    engine_order = {outcome.engine: index for index, outcome in enumerate(outcomes, start=1)}
+    for outcome in outcomes:
+        if outcome.ok:
+            for rank, record in enumerate(outcome.records()):
+                ranked.append((rank, engine_order[outcome.engine], outcome.engine, record))
+    notes: list[str] = []
+    if save:
+        entries, saved = _save_and_merge(local_page, ranked, project_ids)
+    else:
+        entries, saved = _merge_unsaved(local_page, ranked), 0
+        if ranked:
+            notes.append(
+                "Read-only mode: external results were not added to the library "
+                "(they have no paper_id)."
+            )
+        if project_ids:
+            notes.append("Read-only mode: results were not added to the project.")
+    failed = [
+        f"{engine}: {status['status']}" + (f" ({status['message']})" if "message" in status else "")
+        for engine, status in statuses.items()
+        if status["status"] != "ok"
+    ]
+    if failed:
+        notes.append("Some engines gave no results: " + "; ".join(failed))
+    return EngineSearchResult(entries, statuses, notes, saved, local_page)
+
+
+def _save_and_merge(
+    local_page: SearchPage | None,
+    ranked: list[tuple[int, int, str, PaperRecord]],
+    project_ids: Sequence[str],
+) -> tuple[list[dict[str, Any]], int]:
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    records = [record for _, _, _, record in ranked]
+    outcome = papers_upsert(records=records, project_ids=project_ids) if records else None
+    saved_ids = outcome.paper_ids if outcome else []
+
+    local_hits = local_page.hits if local_page else []
+    if project_ids and local_hits:
+        from projects.services import project_add_papers
+
+        for project_id in project_ids:
+            ids = [hit.record["paper_id"] for hit in local_hits]
+            project_add_papers(project=project_id, paper_ids=ids)
+
+    # One entry per paper, in rank order: local hits first at their rank, then external.
+    order: list[int] = []
+    found_by: dict[int, list[str]] = {}
+    local_entry: dict[int, dict[str, Any]] = {}
+    for hit in local_hits:
+        paper_id = hit.record["paper_id"]
+        local_entry[paper_id] = hit.as_dict()
+        found_by.setdefault(paper_id, []).append(LOCAL_ENGINE)
+        order.append(paper_id)
+    external_rank: dict[int, tuple[int, str, PaperRecord]] = {}
+    for (rank, _, engine, record), paper_id in zip(ranked, saved_ids, strict=True):
+        engines = found_by.setdefault(paper_id, [])
+        if engine not in engines:
+            engines.append(engine)
+        if paper_id not in local_entry and paper_id not in external_rank:
+            external_rank[paper_id] = (rank, engine, record)
+            order.append(paper_id)
+
+    papers = {paper.pk: paper for paper in with_relations(Paper.objects.filter(pk__in=set(order)))}
+    entries = []
+    for paper_id in order:
+        paper = papers.get(paper_id)
+        if paper is None:
+            continue
+        entry = local_entry.get(paper_id) or _brief_with_links(paper)
+        entry["engine"] = found_by[paper_id][0]
+        entry["engines"] = found_by[paper_id]
+        if paper_id in external_rank:
+            entry["rank"] = external_rank[paper_id][0] + 1
+        entries.append(entry)
+    created = outcome.created if outcome else 0
+    return entries, created
+
+
+def _brief_with_links(paper: Paper) -> dict[str, Any]:
+    brief = paper_brief(paper)
+    brief.update(
+        publication=paper.publication_info or brief["venue"],
+        url=paper.source_url or None,
+        pdf_url=paper.pdf_url or None,
+        arxiv_id=paper.arxiv_id,
+        citation_count=paper.citation_count,
+    )
+    return brief
+
+
+def _merge_unsaved(
+    local_page: SearchPage | None, ranked: list[tuple[int, int, str, PaperRecord]]
+) -> list[dict[str, Any]]:
+    entries = [
+        {**hit.as_dict(), "engine": LOCAL_ENGINE} for hit in (local_page.hits if local_page else [])
+    ]
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    for rank, _, engine, record in ranked:
+        entries.append(unsaved_entry(record, engine=engine, rank=rank + 1))
+    return entries
+
+
+def unsaved_entry(record: PaperRecord, *, engine: str, rank: int | None = None) -> dict[str, Any]:
+    """An external record shown as it came, when it is not (yet) in the library."""
+    entry: dict[str, Any] = {
+        "paper_id": None,
+        "id": None,
+        "title": record.title,
+        "year": record.year,
+        "venue": record.venue or None,
+        "publication": record.publication_info or record.venue or None,
+        "authors": [author.name for author in record.authors],
+        "keywords": record.keywords,
+        "source": record.source,
+        "doi": record.doi,
+        "arxiv_id": record.arxiv_id,
+        "url": record.source_url or None,
+        "pdf_url": record.pdf_url or None,
+        "citation_count": record.citation_count,
+        "engine": engine,
+        "engines": [engine],
+    }
+    if rank is not None:
+        entry["rank"] = rank
+    return entry
+
+
+def outcomes_by_engine(outcomes: list[EngineOutcome]) -> dict[str, EngineOutcome]:
+    return {outcome.engine: outcome for outcome in outcomes}
+
+
+# --- one paper by identifier (add_paper) -----------------------------------------------------
+
+_OPENALEX_ID = re.compile(r"(?:openalex\.org/)?\b(W\d{4,})\b", re.IGNORECASE)
+_S2_ID = re.compile(r"semanticscholar\.org/paper/(?:[^/]+/)?([0-9a-f]{40})\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ParsedIdentifier:
+    """What `add_paper` was given: kind is doi | arxiv | openalex | s2."""
+
+    kind: str
+    value: str
+
+    def lookups(self) -> list[EngineCall]:
+        """Which engines can describe the paper, asked together and merged."""
+        if self.kind == "arxiv":
+            return [
+                EngineCall.details("arxiv", self.value),
+                EngineCall.details("semantic_scholar", f"ARXIV:{self.value}"),
+            ]
+        if self.kind == "doi":
+            return [
+                EngineCall.details("crossref", self.value),
+                EngineCall.details("openalex", f"doi:{self.value}"),
+                EngineCall.details("semantic_scholar", f"DOI:{self.value}"),
+            ]
+        if self.kind == "openalex":
+            return [EngineCall.details("openalex", self.value)]
+        return [EngineCall.details("semantic_scholar", self.value)]
+
+
+def identifier_parse(identifier: str) -> ParsedIdentifier:
+    """A DOI, arXiv id, OpenAlex work id or a URL holding one of them (doi.org, arxiv.org,
+    openalex.org, semanticscholar.org). InvalidInput says what is accepted."""
+    text = identifier.strip()
+    if not text:
+        raise InvalidInput("identifier is empty.", field="identifier")
+    doi = normalize_doi(text)
+    if doi:
+        return ParsedIdentifier("doi", doi)
+    arxiv_id = normalize_arxiv_id(text)
+    if arxiv_id:
+        return ParsedIdentifier("arxiv", arxiv_id)
+    if match := _OPENALEX_ID.search(text):
+        return ParsedIdentifier("openalex", match.group(1).upper())
+    if match := _S2_ID.search(text):
+        return ParsedIdentifier("s2", match.group(1).lower())
+    raise InvalidInput(
+        f"Cannot tell which paper {identifier!r} is: give a DOI (10.xxxx/...), an arXiv id "
+        "(2106.01234 or hep-th/9901001), an OpenAlex work id (W...), or a doi.org, arxiv.org, "
+        "openalex.org or semanticscholar.org URL.",
+        field="identifier",
+    )
+
+
+def _library_match(parsed: ParsedIdentifier) -> Paper | None:
+    if parsed.kind == "doi":
+        query = Q(doi=parsed.value) | Q(identifiers__scheme="doi", identifiers__value=parsed.value)
+    elif parsed.kind == "arxiv":
+        query = Q(arxiv_id=parsed.value) | Q(
+            identifiers__scheme="arxiv", identifiers__value=parsed.value
+        )
+    else:
+        query = Q(identifiers__scheme=parsed.kind, identifiers__value=parsed.value)
+    return Paper.objects.filter(query).order_by("pk").first()
+
+
+@dataclass
+class AddedPaper:
+    paper: Paper
+    created: bool
+    engines: dict[str, dict[str, Any]]
+    notes: list[str]
+
+
+def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
+    """Add the paper an identifier names, with metadata from every engine that knows it
+    (merged into one paper by the usual de-duplication). A paper already in the library is
+    returned as it is (and added to the projects); no duplicate is ever created.
+
+    Raises InvalidInput (unrecognised identifier), NotFound (no engine knows the paper) or
+    EngineUnavailable (every engine that could tell failed).
+    """
+    parsed = identifier_parse(identifier)
+    existing = _library_match(parsed)
+    if existing is not None:
+        if project_ids:
+            from projects.services import project_add_papers
+
+            for project_id in project_ids:
+                project_add_papers(project=project_id, paper_ids=[existing.pk])
+        return AddedPaper(existing, False, {}, ["Already in the library; nothing fetched."])
+    outcomes = start_calls(parsed.lookups()).wait()
+    statuses = {outcome.engine: outcome.summary() for outcome in outcomes}
+    records = [record for outcome in outcomes if outcome.ok for record in outcome.records()]
+    if not records:
+        if all(outcome.status in ("not_found", "ok") for outcome in outcomes):
+            raise NotFound(
+                f"No engine knows {identifier!r}.", identifier=identifier, engines=statuses
+            )
+        raise EngineUnavailable(
+            f"Could not look up {identifier!r}: the engines that could tell failed.",
+            identifier=identifier,
+            engines=statuses,
+        )
+    outcome = papers_upsert(records=records, project_ids=project_ids)
+    paper_ids = list(dict.fromkeys(outcome.paper_ids))
+    notes = []
+    if len(paper_ids) > 1:
+        notes.append(
+            "The engines described this identifier as different papers (conflicting "
+            f"identifiers); kept as paper_ids {paper_ids}."
+        )
+    paper = Paper.objects.get(pk=paper_ids[0])
+    return AddedPaper(paper, outcome.created > 0, statuses, notes)
+
+
+# --- citing papers --------------------------------------------------------------------------
+
+
+def paper_ref(paper: Paper) -> PaperRef:
+    """The handles engines may use to find `paper`."""
+    identifiers = dict(paper.identifiers.values_list("scheme", "value"))
+    scholar = {name: getattr(paper, name) for name in SCHOLAR_FIELDS if getattr(paper, name, "")}
+    return PaperRef(
+        title=paper.title,
+        doi=paper.doi,
+        arxiv_id=paper.arxiv_id,
+        identifiers=identifiers,
+        scholar=scholar,
+        year=paper.year,
+    )
+
+
+def citing_papers(
+    *,
+    paper: Paper,
+    engine_ids: list[str],
+    max_results: int,
+    scope: Sequence[str] | None,
+    project_ids: Sequence[str] = (),
+    save: bool = True,
+) -> EngineSearchResult:
+    """Papers citing `paper`: those in the library (engine `local`) and those the external
+    engines know. External ones are added to the library with the citation recorded."""
+    local: Callable[[], SearchPage] | None = None
+    if LOCAL_ENGINE in engine_ids:
+
+        def local() -> SearchPage:
+            citing = papers_in_scope(scope).filter(references__cited=paper).order_by("-year", "pk")
+            total = citing.count()
+            hits = [
+                SearchHit(paper_brief(item), 1.0) for item in with_relations(citing)[:max_results]
+            ]
+            return SearchPage(hits, total, max_results, 0, mode="citations")
+
+    ref = paper_ref(paper)
+    calls = [
+        EngineCall.citing(engine_id, ref, max_results)
+        for engine_id in engine_ids
+        if engine_id != LOCAL_ENGINE
+    ]
+    result = engines_search(calls=calls, local=local, project_ids=project_ids, save=save)
+    if save:
+        pairs = [
+            (entry["paper_id"], paper.pk)
+            for entry in result.results
+            if entry.get("paper_id") and entry["paper_id"] != paper.pk
+        ]
+        citations_add(pairs=pairs)
+    return result
