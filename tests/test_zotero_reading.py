@@ -215,7 +215,7 @@ def test_read_several_sections_each_with_its_header(fake: FakeZotero) -> None:
     ]
     assert fake.posted("readpdf") == [{"key": "SHENPDF2", "pages": "1-3"}]
     intro = reading.content.index("=== Section: 1 Introduction (pages 1-2 of 4) ===")
-    conclusion = reading.content.index("=== Section: 4 Conclusion (page")
+    conclusion = reading.content.index("=== Section: 4 Conclusion (page 3 of 4) ===")
     assert intro < conclusion
     assert "--- Page 3 of 4 ---" in reading.content[conclusion:]
 

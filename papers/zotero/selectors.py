@@ -138,8 +138,8 @@ def zotero_pdf_read(
     missing = [page for page in wanted if page not in by_page]
     if sections:
         blocks = [
-            f"=== Section: {s.title} (pages {_span(s.first_page, s.last_page)} of {total}) ===\n\n"
-            + _pages_text(text, s.pages, total)
+            f"=== Section: {s.title} ({_pages_label(s.first_page, s.last_page)} of {total}) "
+            "===\n\n" + _pages_text(text, s.pages, total)
             for s in sections
         ]
         body = "\n\n".join(blocks)
@@ -181,6 +181,10 @@ def page_spec_compact(pages: list[int]) -> str:
 
 def _span(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
+
+
+def _pages_label(first: int, last: int) -> str:
+    return f"page {first}" if first == last else f"pages {first}-{last}"
 
 
 def _pages_text(text: PdfText, pages: list[int], total: int) -> str:
