@@ -354,3 +354,80 @@ class PaperEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.paper_id} ({self.model})"
+
+
+class PaperPdf(TimeStamped):
+    """The PDF of a paper: a file under DOWNLOADS_DIR, its sha256 and page count.
+
+    One PDF per paper; attaching another file replaces it (annotations stay and are redrawn
+    on the new file). `annotated_file_name` is the copy carrying the paper's annotations as
+    real PDF annotations; the original file is never modified.
+    """
+
+    class Origin(models.TextChoices):
+        ATTACHED = "attached"  # a local file: attach_pdf, the Zotero import
+        UPLOADED = "uploaded"  # the admin's upload
+        DOWNLOADED = "downloaded"  # the paper's pdf_url
+
+    paper = models.OneToOneField(Paper, on_delete=models.CASCADE, related_name="pdf")
+    # Relative to DOWNLOADS_DIR; made by the service from the paper's id and citekey only.
+    file_name = models.CharField(max_length=255, unique=True)
+    annotated_file_name = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    page_count = models.PositiveIntegerField()
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    original_name = models.CharField(max_length=255, blank=True, help_text="As uploaded.")
+    source_url = models.TextField(blank=True, help_text="Where a downloaded file came from.")
+
+    class Meta:
+        verbose_name = "paper PDF"
+        constraints = [
+            models.CheckConstraint(condition=Q(page_count__gte=1), name="paperpdf_has_pages"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id}: {self.file_name} ({self.page_count} pp.)"
+
+
+class Annotation(TimeStamped):
+    """A highlight or an area annotation on a page of a paper's PDF.
+
+    `rects` are `[x1, y1, x2, y2]` boxes in PDF points with the origin at the bottom-left of
+    the page's MediaBox, one per text line for highlights: Zotero's `position.rects`
+    (docs/ZOTERO.md), so annotations move between the two unchanged.
+    """
+
+    class Kind(models.TextChoices):
+        HIGHLIGHT = "highlight"
+        AREA = "area"
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="annotations")
+    page = models.PositiveIntegerField(help_text="1-based page number.")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    rects = models.JSONField(default=list)
+    text = models.TextField(blank=True, help_text="The highlighted text, as on the page.")
+    color = models.CharField(max_length=7, help_text="#rrggbb")
+    comment = models.TextField(blank=True)
+    # The file the annotation was made on: after the PDF is replaced, it may not fit.
+    pdf_sha256 = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["paper", "page", "pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(page__gte=1), name="annotation_page_positive"),
+            models.CheckConstraint(
+                condition=Q(kind__in=["highlight", "area"]), name="annotation_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(color__regex=r"^#[0-9a-f]{6}$"), name="annotation_color_hex"
+            ),
+        ]
+        indexes = [
+            # list_annotations(paper, page?) and the annotated copy: a paper's annotations
+            # in page order.
+            models.Index(fields=["paper", "page"], name="annotation_paper_page_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} p.{self.page} {self.kind} {self.color}"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
 from django.db import DatabaseError
 
 from papers.search import semantic
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -24,3 +27,67 @@ from papers.search import semantic
 def embed_papers_task(paper_ids: list[int]) -> dict[str, Any]:
     """Embed these papers (skipping unchanged text); returns the counts as JSON."""
     return semantic.embed_papers(paper_ids).as_dict()
+
+
+class TransientDownloadError(Exception):
+    """A download that may work later (timeout, refused connection, HTTP 5xx/429)."""
+
+
+@shared_task(
+    name="papers.download_pdf",
+    autoretry_for=(TransientDownloadError,),
+    retry_backoff=30,
+    retry_jitter=True,
+    max_retries=3,
+    # PDF_DOWNLOAD_TIMEOUT (60 s by default) for the transfer, then checks and the write.
+    soft_time_limit=180,
+    time_limit=240,
+    serializer="json",
+    bind=True,
+)
+def download_pdf_task(self: Any, paper_id: int, url: str | None = None) -> dict[str, Any]:
+    """Download the paper's pdf_url (or `url`) and attach it. Permanent failures (refused
+    address, 404, not a PDF, too large) are reported in the result, not retried; nor is
+    anything in-process, where a retry would block the caller."""
+    from papers.pdf.errors import DownloadFailed
+    from papers.pdf.services import pdf_download
+    from research_site.errors import DomainError
+
+    try:
+        record = pdf_download(paper_id=paper_id, url=url)
+    except DownloadFailed as error:
+        if error.retryable and not self.request.is_eager:
+            raise TransientDownloadError(error.message) from error
+        logger.warning("paper %s: PDF download failed: %s", paper_id, error.message)
+        return {"paper_id": paper_id, "status": "failed", "error": error.as_dict()}
+    except DomainError as error:
+        logger.warning("paper %s: PDF download failed: %s", paper_id, error.message)
+        return {"paper_id": paper_id, "status": "failed", "error": error.as_dict()}
+    return {
+        "paper_id": paper_id,
+        "status": "attached",
+        "sha256": record.sha256,
+        "page_count": record.page_count,
+    }
+
+
+@shared_task(
+    name="papers.pdf_source_markdown",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    retry_jitter=True,
+    max_retries=3,
+    # About 10 ms a page; a 500-page book takes a few seconds.
+    soft_time_limit=120,
+    time_limit=150,
+    serializer="json",
+)
+def pdf_source_markdown_task(paper_id: int, replace: bool = False) -> dict[str, Any]:
+    """Make the paper's source markdown from its PDF (keeping a hand-imported source unless
+    `replace`)."""
+    from papers.pdf.services import pdf_source_markdown_save
+
+    asset = pdf_source_markdown_save(paper_id=paper_id, replace=replace)
+    if asset is None:
+        return {"paper_id": paper_id, "status": "kept"}
+    return {"paper_id": paper_id, "status": "converted", "size": asset.size}

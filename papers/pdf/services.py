@@ -1,0 +1,408 @@
+"""Writes: attaching and downloading PDFs, annotations and the annotated copy, the source
+markdown made from a PDF.
+
+Files are checked in a staging copy and renamed into place in one step (papers.pdf.files);
+the network is used outside any transaction; the markdown conversion runs after commit, as
+a task (in-process without a broker).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from django.conf import settings
+from django.db import transaction
+
+from papers import assets
+from papers.models import Annotation, Paper, PaperAsset, PaperPdf
+from papers.pdf import download
+from papers.pdf.annotate import page_to_pdf, write_annotated_copy
+from papers.pdf.errors import TextNotFound
+from papers.pdf.files import (
+    annotated_file_name,
+    inspect,
+    place,
+    read_chunks,
+    safe_file_name,
+    staging_file,
+    stored_path,
+    write_chunks,
+)
+from papers.pdf.locate import find_passage, text_key
+from papers.pdf.markdown import document_markdown
+from papers.pdf.selectors import paper_pdf_get, pdf_open
+from papers.pdf.spec import color_resolve
+from research_site.errors import InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
+
+Origin = PaperPdf.Origin
+MAX_QUOTE_CHARS = 4000
+MAX_COMMENT_CHARS = 10_000
+# The first line of a source made from the PDF: the only kind of source that attaching a
+# new PDF may replace (a source imported by hand is better than a conversion).
+CONVERTED_MARKER = "<!-- converted from the paper's PDF"
+
+
+# --- attaching --------------------------------------------------------------------------
+
+
+def pdf_attach_file(
+    *, paper_id: int, path: Path, origin: str = Origin.ATTACHED, source_url: str = ""
+) -> PaperPdf:
+    """Copy a local PDF into DOWNLOADS_DIR as the paper's PDF and record its sha256, size
+    and page count; the source markdown is made from it after commit.
+
+    Attaching the file the paper already has changes nothing; another file replaces the
+    old one (annotations are kept and redrawn on it). Raises NotFound (paper),
+    InvalidInput (no such file), NotAPdf (too large, not a PDF, damaged, encrypted).
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise InvalidInput(f"There is no file {str(path)!r} to attach.", field="path")
+    with staging_file() as staged:
+        write_chunks(staged, read_chunks(source))
+        return _attach_staged(
+            paper_id=paper_id,
+            staged=staged,
+            origin=origin,
+            original_name=source.name,
+            source_url=source_url,
+        )
+
+
+def pdf_attach_upload(*, paper_id: int, chunks: Iterable[bytes], name: str) -> PaperPdf:
+    """pdf_attach_file for an upload (the admin): the same checks, from chunks."""
+    with staging_file() as staged:
+        write_chunks(staged, chunks)
+        return _attach_staged(
+            paper_id=paper_id, staged=staged, origin=Origin.UPLOADED, original_name=name
+        )
+
+
+def pdf_download(*, paper_id: int, url: str | None = None) -> PaperPdf:
+    """Download `url` (default: the paper's pdf_url) and attach it as the paper's PDF.
+
+    Only http(s); no loopback, private or link-local address at any hop unless
+    PDF_ALLOW_PRIVATE_URLS; at most PDF_MAX_REDIRECTS redirects, PDF_MAX_BYTES bytes and
+    PDF_DOWNLOAD_TIMEOUT seconds. Raises NotFound, InvalidInput (no URL), DownloadFailed
+    (with `reason` and `retryable`), NotAPdf.
+    """
+    paper = Paper.objects.filter(pk=paper_id).only("pk", "pdf_url").first()
+    if paper is None:
+        raise NotFound(f"No paper {paper_id!r} in the library.", paper_id=str(paper_id))
+    target = (url or paper.pdf_url or "").strip()
+    if not target:
+        raise InvalidInput(f"Paper {paper_id} has no pdf_url to download.", field="url")
+    with staging_file("download") as staged:
+        download.fetch_pdf(target, staged)  # the network, outside any transaction
+        name = Path(unquote(urlsplit(target).path)).name[:255]
+        return _attach_staged(
+            paper_id=paper_id,
+            staged=staged,
+            origin=Origin.DOWNLOADED,
+            original_name=name,
+            source_url=target,
+        )
+
+
+def _attach_staged(
+    *, paper_id: int, staged: Path, origin: str, original_name: str, source_url: str = ""
+) -> PaperPdf:
+    facts = inspect(staged)
+    with transaction.atomic():
+        paper = Paper.objects.select_for_update().filter(pk=paper_id).first()
+        if paper is None:
+            raise NotFound(f"No paper {paper_id!r} in the library.", paper_id=str(paper_id))
+        current = PaperPdf.objects.filter(paper=paper).first()
+        if current and current.sha256 == facts.sha256 and stored_path(current.file_name).is_file():
+            return current
+        file_name = (
+            current.file_name
+            if current
+            else safe_file_name(paper_id=paper.pk, citekey=paper.citekey)
+        )
+        record, _ = PaperPdf.objects.update_or_create(
+            paper=paper,
+            defaults={
+                "file_name": file_name,
+                "sha256": facts.sha256,
+                "size": facts.size,
+                "page_count": facts.page_count,
+                "origin": origin,
+                "original_name": original_name[:255],
+                "source_url": source_url,
+            },
+        )
+        place(staged, file_name)
+        _annotated_rebuild(record)
+        paper_pk = paper.pk
+        transaction.on_commit(lambda: schedule_source_markdown(paper_pk), robust=True)
+    logger.info("paper %s: PDF attached (%s, %s pages)", paper_pk, origin, facts.page_count)
+    return record
+
+
+# --- annotations ------------------------------------------------------------------------
+
+
+def annotation_highlight_create(
+    *, paper: Paper, page: int, text: str, color: str | None = None, comment: str = ""
+) -> Annotation:
+    """Highlight `text` on `page` (1-based): find it tolerant of line breaks, hyphenation,
+    ligatures, quotes and case; store the Annotation (one rect per line, PDF points, origin
+    bottom-left) and draw it, colour and comment included, into the annotated copy.
+
+    Raises PdfNotAvailable, PdfFileMissing, InvalidInput (page out of range with the page
+    count, empty or ambiguous text, bad colour), TextNotFound (with a hint, and the pages
+    it is on when it is elsewhere).
+    """
+    hex_color = color_resolve(color)
+    quote = " ".join((text or "").split())
+    if not text_key(quote):
+        raise InvalidInput("text must contain letters or digits to find.", field="text")
+    if len(quote) > MAX_QUOTE_CHARS:
+        raise InvalidInput(
+            f"text is longer than {MAX_QUOTE_CHARS} characters; highlight a shorter passage.",
+            field="text",
+        )
+    _check_comment(comment)
+    record = paper_pdf_get(paper=paper)
+    with pdf_open(record) as document:
+        _check_page(page, document.page_count)
+        pdf_page = document[page - 1]
+        found = find_passage(pdf_page, quote)
+        if found is None:
+            elsewhere = [
+                number
+                for number in range(1, document.page_count + 1)
+                if number != page and find_passage(document[number - 1], quote) is not None
+            ]
+            hint = (
+                f" It is on page {', '.join(map(str, elsewhere))}."
+                if elsewhere
+                else " Quote it as read_pdf_pages shows it (one sentence or phrase, "
+                "copied exactly); line breaks, hyphens and case do not matter."
+            )
+            raise TextNotFound(
+                f"Text not found on page {page}.{hint}",
+                paper_id=paper.pk,
+                page=page,
+                found_on_pages=elsewhere,
+            )
+        if found.occurrences > 1:
+            raise InvalidInput(
+                f"The text occurs {found.occurrences} times on page {page}; quote more of "
+                "the sentence so that it is unique.",
+                field="text",
+                occurrences=found.occurrences,
+            )
+        rects = [page_to_pdf(pdf_page, rect) for rect in found.rects]
+    return _annotation_add(
+        record,
+        page=page,
+        kind=Annotation.Kind.HIGHLIGHT,
+        rects=rects,
+        text=found.text,
+        color=hex_color,
+        comment=comment,
+    )
+
+
+def annotation_area_create(
+    *,
+    paper: Paper,
+    page: int,
+    rect: Sequence[float],
+    color: str | None = None,
+    comment: str = "",
+) -> Annotation:
+    """Mark an area (a figure, a table, an equation) on `page`: `rect` is [x1, y1, x2, y2]
+    in PDF points with the origin at the bottom-left of the page (Zotero's convention). The
+    text inside the area is stored with it. Drawn as a square annotation in the annotated
+    copy.
+
+    Raises PdfNotAvailable, PdfFileMissing, InvalidInput (page out of range, a rect that is
+    malformed or not inside the page, with the page's box; bad colour).
+    """
+    hex_color = color_resolve(color)
+    _check_comment(comment)
+    values = [float(value) for value in rect] if isinstance(rect, list | tuple) else []
+    if len(values) != 4 or not all(math.isfinite(value) for value in values):
+        raise InvalidInput("rect must be four numbers [x1, y1, x2, y2].", field="rect")
+    x1, y1, x2, y2 = values
+    if not (x1 < x2 and y1 < y2):
+        raise InvalidInput("rect must have x1 < x2 and y1 < y2.", field="rect")
+    record = paper_pdf_get(paper=paper)
+    with pdf_open(record) as document:
+        _check_page(page, document.page_count)
+        pdf_page = document[page - 1]
+        box = pdf_page.mediabox
+        if not (box.x0 <= x1 and x2 <= box.x1 and box.y0 <= y1 and y2 <= box.y1):
+            page_box = [round(v, 2) for v in (box.x0, box.y0, box.x1, box.y1)]
+            raise InvalidInput(
+                f"rect {values} is not inside page {page}, whose box is {page_box} "
+                "(PDF points, origin bottom-left).",
+                field="rect",
+                page_box=page_box,
+            )
+        from papers.pdf.annotate import pdf_to_page
+
+        inside = pdf_page.get_textbox(pdf_to_page(pdf_page, values))
+    return _annotation_add(
+        record,
+        page=page,
+        kind=Annotation.Kind.AREA,
+        rects=[[round(v, 2) for v in values]],
+        text=" ".join(inside.split())[:MAX_QUOTE_CHARS],
+        color=hex_color,
+        comment=comment,
+    )
+
+
+def annotation_delete(*, annotation_id: int) -> None:
+    """Delete an annotation and redraw the annotated copy without it. Raises NotFound."""
+    with transaction.atomic():
+        annotation = Annotation.objects.filter(pk=annotation_id).first()
+        if annotation is None:
+            raise NotFound(f"No annotation {annotation_id}.", annotation_id=annotation_id)
+        record = PaperPdf.objects.select_for_update().filter(paper_id=annotation.paper_id).first()
+        annotation.delete()
+        if record is not None:
+            _annotated_rebuild(record)
+
+
+def annotated_pdf_path(*, paper: Paper) -> Path:
+    """The annotated copy of the paper's PDF, (re)drawn first when it is missing; the
+    original when the paper has no annotations. Raises PdfNotAvailable, PdfFileMissing."""
+    record = paper_pdf_get(paper=paper)
+    with pdf_open(record):
+        pass  # PdfFileMissing before anything else
+    with transaction.atomic():
+        locked = PaperPdf.objects.select_for_update().get(pk=record.pk)
+        if not locked.annotated_file_name or not stored_path(locked.annotated_file_name).is_file():
+            _annotated_rebuild(locked)
+    return stored_path(locked.annotated_file_name or locked.file_name)
+
+
+def _check_page(page: int, total: int) -> None:
+    if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= total:
+        raise InvalidInput(
+            f"Page {page} is out of range: the PDF has {total} page(s) (1-{total}).",
+            field="page",
+            total_pages=total,
+        )
+
+
+def _check_comment(comment: str) -> None:
+    if len(comment or "") > MAX_COMMENT_CHARS:
+        raise InvalidInput(
+            f"comment is longer than {MAX_COMMENT_CHARS} characters.", field="comment"
+        )
+
+
+def _annotation_add(record: PaperPdf, **values: object) -> Annotation:
+    with transaction.atomic():
+        # One writer per paper at a time, so no two writers redraw the copy from the same
+        # base (PostgreSQL: this row lock; SQLite: the insert takes the database lock).
+        locked = PaperPdf.objects.select_for_update().get(pk=record.pk)
+        annotation = Annotation.objects.create(
+            paper_id=locked.paper_id, pdf_sha256=locked.sha256, **values
+        )
+        annotated = locked.annotated_file_name
+        if annotated and stored_path(annotated).is_file():
+            write_annotated_copy(
+                base=stored_path(annotated), target=stored_path(annotated), annotations=[annotation]
+            )
+        else:
+            _annotated_rebuild(locked)
+    return annotation
+
+
+def _annotated_rebuild(record: PaperPdf) -> None:
+    """Redraw the annotated copy from the original and every annotation of the paper (or
+    remove it when there are none). Call with the record locked."""
+    annotations = list(Annotation.objects.filter(paper_id=record.paper_id).order_by("page", "pk"))
+    name = annotated_file_name(record.file_name)
+    if not annotations:
+        stored_path(name).unlink(missing_ok=True)
+        if record.annotated_file_name:
+            PaperPdf.objects.filter(pk=record.pk).update(annotated_file_name="")
+            record.annotated_file_name = ""
+        return
+    write_annotated_copy(
+        base=stored_path(record.file_name), target=stored_path(name), annotations=annotations
+    )
+    if record.annotated_file_name != name:
+        PaperPdf.objects.filter(pk=record.pk).update(annotated_file_name=name)
+        record.annotated_file_name = name
+
+
+# --- the source markdown ----------------------------------------------------------------
+
+
+def pdf_source_markdown_save(*, paper_id: int, replace: bool = True) -> PaperAsset | None:
+    """Convert the paper's PDF to markdown (papers.pdf.markdown) and store it as the paper's
+    source asset, which get_paper_source returns.
+
+    With replace False (after an attach), a source that did not come from a conversion (one
+    imported by hand) is kept and None is returned. Raises PdfNotAvailable,
+    PdfFileMissing, InvalidInput (markdown larger than ASSET_MAX_BYTES).
+    """
+    paper = Paper.objects.filter(pk=paper_id).first()
+    if paper is None:
+        raise NotFound(f"No paper {paper_id!r} in the library.", paper_id=str(paper_id))
+    record = paper_pdf_get(paper=paper)
+    if not replace and _has_curated_source(paper):
+        logger.info("paper %s: keeping its imported source markdown", paper_id)
+        return None
+    with pdf_open(record) as document:
+        body = document_markdown(document)
+    header = f"{CONVERTED_MARKER} (sha256 {record.sha256[:12]}, {record.page_count} pages) -->\n\n"
+    return assets.asset_save(paper=paper, kind=assets.Kind.SOURCE, content=header + body)
+
+
+def _has_curated_source(paper: Paper) -> bool:
+    if not paper.assets.filter(kind=assets.Kind.SOURCE).exists():
+        return False
+    try:
+        text = assets.source_get(paper=paper).text
+    except Exception:  # an unreadable source is replaced by a readable one
+        return False
+    return not text.startswith(CONVERTED_MARKER)
+
+
+def schedule_source_markdown(paper_id: int) -> None:
+    """Run the conversion task: in-process on the embedded default, else on a worker."""
+    from papers.tasks import pdf_source_markdown_task
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        pdf_source_markdown_task.apply(args=[paper_id], kwargs={"replace": False})
+    else:
+        pdf_source_markdown_task.delay(paper_id, replace=False)
+
+
+def pdf_download_schedule(*, paper_ids: Iterable[int]) -> int:
+    """Download these papers' pdf_url after the current transaction commits: in-process on
+    the embedded default (results are logged), on a worker otherwise. Returns how many
+    papers have a pdf_url and were scheduled."""
+    from papers.tasks import download_pdf_task
+
+    ids = list(
+        Paper.objects.filter(pk__in=list(paper_ids))
+        .exclude(pdf_url="")
+        .values_list("pk", flat=True)
+    )
+
+    def run() -> None:
+        for paper_id in ids:
+            if settings.CELERY_TASK_ALWAYS_EAGER:
+                download_pdf_task.apply(args=[paper_id])
+            else:
+                download_pdf_task.delay(paper_id)
+
+    transaction.on_commit(run, robust=True)
+    return len(ids)
