@@ -127,6 +127,9 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
 # External calls run on their own queue so a burst of searches never delays other work.
 CELERY_TASK_ROUTES = {"engines.*": {"queue": "engines"}}
 CELERY_RESULT_EXPIRES = 3600
+# A worker takes one task at a time per slot, so a slow engine call never holds a queue of
+# other calls behind it.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # --- MCP ----------------------------------------------------------------------------
 try:
