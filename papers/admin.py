@@ -6,12 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from papers.models import (
+    Annotation,
     Author,
     Category,
     Citation,
@@ -22,6 +27,7 @@ from papers.models import (
     PaperAuthor,
     PaperIdentifier,
     PaperKeyword,
+    PaperPdf,
     Venue,
 )
 from papers.search.index import papers_changed
@@ -167,6 +173,108 @@ class PaperAssetInline(admin.TabularInline):
         return False
 
 
+# --- PDFs and annotations (issue 7) -------------------------------------------------------
+
+
+class PaperPdfForm(forms.ModelForm):
+    """Upload a PDF for a paper; the service checks it, copies it into downloads/ and
+    records its hash and page count (the other fields are the service's)."""
+
+    upload = forms.FileField(
+        required=True, help_text="The PDF file (replaces the paper's current PDF)."
+    )
+
+    class Meta:
+        model = PaperPdf
+        fields = ["paper"]
+
+    def clean_upload(self) -> Any:
+        upload = self.cleaned_data["upload"]
+        if upload.size > settings.PDF_MAX_BYTES:
+            raise forms.ValidationError(f"The file is larger than {settings.PDF_MAX_BYTES} bytes.")
+        return upload
+
+    def clean(self) -> dict[str, Any]:
+        from papers.pdf.services import pdf_attach_upload
+
+        cleaned = super().clean() or {}
+        paper, upload = cleaned.get("paper") or self.instance_paper(), cleaned.get("upload")
+        if paper is None or upload is None or self.errors:
+            return cleaned
+        try:
+            # The service does the write; the form only shows what it refused.
+            self.attached = pdf_attach_upload(
+                paper_id=paper.pk, chunks=upload.chunks(), name=upload.name or ""
+            )
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
+        return cleaned
+
+    def instance_paper(self) -> Paper | None:
+        return self.instance.paper if self.instance.pk else None
+
+    def validate_unique(self) -> None:
+        """Uploading for a paper that has a PDF replaces it (the service's rule)."""
+
+
+def _annotations_links(record: PaperPdf) -> str:
+    if not record.pk:
+        return "-"
+    links = [
+        format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:papers_paperpdf_export", args=[record.pk, fmt]),
+            label,
+        )
+        for fmt, label in (("markdown", "markdown"), ("json", "JSON"), ("pdf", "annotated PDF"))
+    ]
+    count = Annotation.objects.filter(paper_id=record.paper_id).count()
+    return format_html(
+        "{} annotations: {}", count, format_html_join(" · ", "{}", ((link,) for link in links))
+    )
+
+
+def _converted(asset: PaperAsset | None) -> str:
+    return f"source markdown made ({asset.size} bytes)" if asset else "imported source kept"
+
+
+class PaperPdfInline(admin.StackedInline):
+    """The paper's PDF, read-only: uploads go through the PDF's own admin page."""
+
+    model = PaperPdf
+    extra = 0
+    can_delete = False
+    fields = ["file_name", "page_count", "size", "sha256", "origin", "updated_at", "exports"]
+    readonly_fields = ["file_name", "page_count", "size", "sha256", "origin", "updated_at",
+                       "exports"]  # fmt: skip
+    verbose_name = "PDF"
+    verbose_name_plural = "PDF (upload or replace it under Papers › Paper PDFs)"
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="annotations")
+    def exports(self, record: PaperPdf) -> str:
+        return _annotations_links(record)
+
+
+class AnnotationInline(admin.TabularInline):
+    """Annotations are made by create_highlight / create_area_annotation (they need the
+    PDF's text and geometry); each one's own page recolours, comments or deletes it, so the
+    annotated copy is redrawn."""
+
+    model = Annotation
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ["page", "kind", "text", "color", "comment", "updated_at"]
+    readonly_fields = ["page", "kind", "text", "color", "comment", "updated_at"]
+    ordering = ["page", "pk"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(Paper)
 class PaperAdmin(admin.ModelAdmin):
     list_display = ["paper_id", "human_id", "short_title", "year", "venue", "source", "citekey"]
@@ -188,9 +296,14 @@ class PaperAdmin(admin.ModelAdmin):
         PaperIdentifierInline,
         CitationInline,
         PaperAssetInline,
+        PaperPdfInline,
+        AnnotationInline,
     ]
     action_form = PaperActionForm
-    actions = ["add_to_project", "add_keywords", "set_keywords", "export_bibtex"]
+    actions = [
+        "add_to_project", "add_keywords", "set_keywords", "export_bibtex",
+        "download_pdfs", "convert_pdfs",
+    ]  # fmt: skip
     fieldsets = [
         (None, {"fields": ["paper_id", "human_id", "citekey", "entry_type", "title", "abstract"]}),
         ("Publication", {"fields": ["year", "publication_date", "venue", "volume", "number",
@@ -269,6 +382,35 @@ class PaperAdmin(admin.ModelAdmin):
         response["Content-Disposition"] = 'attachment; filename="papers.bib"'
         return response
 
+    @admin.action(description="Download PDFs from their pdf_url (in the background)")
+    def download_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from papers.pdf.services import pdf_download_schedule
+
+        ids = list(queryset.values_list("pk", flat=True))
+        self._run(
+            request,
+            "Download PDFs",
+            lambda: (
+                f"{pdf_download_schedule(paper_ids=ids)} of {len(ids)} papers have a pdf_url "
+                "and are being downloaded; see their PDF section (failures are logged)"
+            ),
+        )
+
+    @admin.action(description="Convert PDFs to source markdown")
+    def convert_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from papers.pdf.services import pdf_source_markdown_save
+
+        converted = 0
+        for paper_id in queryset.filter(pdf__isnull=False).values_list("pk", flat=True):
+            self._run(
+                request,
+                f"Paper {paper_id}",
+                lambda paper_id=paper_id: _converted(pdf_source_markdown_save(paper_id=paper_id)),
+            )
+            converted += 1
+        if not converted:
+            self.message_user(request, "None of the selected papers has a PDF.", messages.WARNING)
+
 
 @admin.register(Author)
 class AuthorAdmin(admin.ModelAdmin):
@@ -328,3 +470,141 @@ class KeywordAdmin(admin.ModelAdmin):
 class CategoryAdmin(admin.ModelAdmin):
     list_display = ["name", "scheme"]
     search_fields = ["name"]
+
+
+@admin.register(PaperPdf)
+class PaperPdfAdmin(admin.ModelAdmin):
+    form = PaperPdfForm
+    list_display = ["paper", "page_count", "size", "origin", "updated_at"]
+    list_select_related = ["paper"]
+    list_filter = ["origin"]
+    search_fields = ["paper__title", "paper__citekey", "file_name"]
+    show_full_result_count = False
+    autocomplete_fields = ["paper"]
+    readonly_fields = [
+        "file_name", "annotated_file_name", "sha256", "size", "page_count", "origin",
+        "original_name", "source_url", "created_at", "updated_at", "exports",
+    ]  # fmt: skip
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ["paper", "upload", *(self.readonly_fields if obj else [])]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*self.readonly_fields, "paper"] if obj else list(self.readonly_fields)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {"paper": request.GET.get("paper")}
+
+    def save_model(self, request: HttpRequest, obj: PaperPdf, form: Any, change: bool) -> None:
+        # The form's clean() attached the file through the service; show its record.
+        obj.pk = form.attached.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request: HttpRequest, obj: PaperPdf) -> None:
+        from papers.pdf.files import stored_path
+
+        for name in (obj.annotated_file_name, obj.file_name):
+            if name:
+                stored_path(name).unlink(missing_ok=True)
+        obj.delete()
+
+    def get_urls(self) -> list[Any]:
+        from django.urls import path
+
+        export = self.admin_site.admin_view(self.export_view)
+        return [
+            path("<int:pk>/export/<str:fmt>/", export, name="papers_paperpdf_export"),
+            *super().get_urls(),
+        ]
+
+    def export_view(self, request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+        from papers.pdf.selectors import annotations_export_text
+        from papers.pdf.services import annotated_pdf_path
+
+        record = PaperPdf.objects.select_related("paper").filter(pk=pk).first()
+        if record is None or fmt not in ("markdown", "json", "pdf"):
+            raise Http404("No such PDF or format.")
+        stem = record.file_name.removesuffix(".pdf")
+        try:
+            if fmt == "pdf":
+                data: bytes | str = annotated_pdf_path(paper=record.paper).read_bytes()
+                response = HttpResponse(data, content_type="application/pdf")
+                name = f"{stem}.annotated.pdf"
+            else:
+                data = annotations_export_text(paper=record.paper, format=fmt)
+                content_type = "application/json" if fmt == "json" else "text/markdown"
+                response = HttpResponse(data, content_type=f"{content_type}; charset=utf-8")
+                name = f"{stem}.annotations.{'json' if fmt == 'json' else 'md'}"
+        except DomainError as error:
+            self.message_user(request, error.message, level=messages.ERROR)
+            return redirect("admin:papers_paperpdf_change", pk)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    @admin.display(description="annotations")
+    def exports(self, record: PaperPdf) -> str:
+        return _annotations_links(record)
+
+
+class AnnotationForm(forms.ModelForm):
+    class Meta:
+        model = Annotation
+        fields = ["color", "comment"]
+
+    def clean_color(self) -> str:
+        from papers.pdf.spec import color_resolve
+
+        try:
+            return color_resolve(self.cleaned_data["color"])
+        except DomainError as error:
+            raise forms.ValidationError(error.message) from None
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    form = AnnotationForm
+    list_display = ["pk", "paper", "page", "kind", "swatch", "short_text", "comment", "created_at"]
+    list_display_links = ["pk"]
+    list_select_related = ["paper"]
+    list_filter = ["kind", "color"]
+    search_fields = ["text", "comment", "paper__title", "paper__citekey"]
+    show_full_result_count = False
+    ordering = ["-pk"]
+    fields = ["paper", "page", "kind", "text", "rects", "color", "comment", "pdf_sha256",
+              "created_at", "updated_at"]  # fmt: skip
+    readonly_fields = ["paper", "page", "kind", "text", "rects", "pdf_sha256", "created_at",
+                       "updated_at"]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="colour", ordering="color")
+    def swatch(self, annotation: Annotation) -> str:
+        return format_html(
+            '<span style="display:inline-block;width:1em;height:1em;background:{}"></span> {}',
+            annotation.color,
+            annotation.color,
+        )
+
+    @admin.display(description="text")
+    def short_text(self, annotation: Annotation) -> str:
+        return annotation.text if len(annotation.text) <= 80 else annotation.text[:79] + "…"
+
+    def save_model(self, request: HttpRequest, obj: Annotation, form: Any, change: bool) -> None:
+        from papers.pdf.services import annotation_update
+
+        try:
+            annotation_update(annotation_id=obj.pk, color=obj.color, comment=obj.comment)
+        except DomainError as error:
+            self.message_user(request, error.message, level=messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: Annotation) -> None:
+        from papers.pdf.services import annotation_delete
+
+        annotation_delete(annotation_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Annotation]) -> None:
+        from papers.pdf.services import annotation_delete
+
+        for pk in list(queryset.values_list("pk", flat=True)):
+            annotation_delete(annotation_id=pk)

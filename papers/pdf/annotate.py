@@ -31,14 +31,28 @@ def annotation_pdf_name(annotation_id: int) -> str:
     return f"research-mcp-{annotation_id}"
 
 
+def page_frame(page: pymupdf.Page) -> pymupdf.Matrix:
+    """PDF space -> the space PyMuPDF extracts text and places annotations in: unrotated,
+    origin at the top-left of the CropBox, y downwards, whatever the page's /Rotate.
+    (`page.transformation_matrix` drops the box offsets on rotated pages in PyMuPDF 2.0.)
+    `page.cropbox` has its y flipped against the MediaBox, hence `mediabox.y1 - crop.y0`."""
+    crop, media = page.cropbox, page.mediabox
+    return pymupdf.Matrix(1, 0, 0, -1, -crop.x0, media.y1 - crop.y0)
+
+
+def page_box(page: pymupdf.Page) -> list[float]:
+    """The visible page (its CropBox) as [x1, y1, x2, y2] in PDF space."""
+    return page_to_pdf(page, pymupdf.Rect(0, 0, page.cropbox.width, page.cropbox.height))
+
+
 def pdf_to_page(page: pymupdf.Page, rect: Sequence[float]) -> pymupdf.Rect:
     """A PDF-space [x1, y1, x2, y2] as a PyMuPDF rect on `page`."""
-    return pymupdf.Rect(rect) * page.transformation_matrix
+    return pymupdf.Rect(rect) * page_frame(page)
 
 
 def page_to_pdf(page: pymupdf.Page, rect: pymupdf.Rect) -> list[float]:
     """A PyMuPDF rect on `page` as a PDF-space [x1, y1, x2, y2], rounded to 0.01 pt."""
-    box = rect * ~page.transformation_matrix
+    box = rect * ~page_frame(page)
     return [round(value, 2) for value in (box.x0, box.y0, box.x1, box.y1)]
 
 

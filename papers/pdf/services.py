@@ -20,7 +20,7 @@ from django.db import transaction
 from papers import assets
 from papers.models import Annotation, Paper, PaperAsset, PaperPdf
 from papers.pdf import download
-from papers.pdf.annotate import page_to_pdf, write_annotated_copy
+from papers.pdf.annotate import page_box, page_to_pdf, pdf_to_page, write_annotated_copy
 from papers.pdf.errors import TextNotFound
 from papers.pdf.files import (
     annotated_file_name,
@@ -34,8 +34,9 @@ from papers.pdf.files import (
 )
 from papers.pdf.locate import find_passage, text_key
 from papers.pdf.markdown import document_markdown
-from papers.pdf.selectors import paper_pdf_get, pdf_open
+from papers.pdf.selectors import annotations_export_text, paper_pdf_get, pdf_open
 from papers.pdf.spec import color_resolve
+from research_site.atomic import write_atomic
 from research_site.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -240,17 +241,20 @@ def annotation_area_create(
     with pdf_open(record) as document:
         _check_page(page, document.page_count)
         pdf_page = document[page - 1]
-        box = pdf_page.mediabox
-        if not (box.x0 <= x1 and x2 <= box.x1 and box.y0 <= y1 and y2 <= box.y1):
-            page_box = [round(v, 2) for v in (box.x0, box.y0, box.x1, box.y1)]
+        visible = page_box(pdf_page)
+        tolerance = 0.01  # the box is rounded to 0.01 pt
+        if not (
+            visible[0] - tolerance <= x1
+            and x2 <= visible[2] + tolerance
+            and visible[1] - tolerance <= y1
+            and y2 <= visible[3] + tolerance
+        ):
             raise InvalidInput(
-                f"rect {values} is not inside page {page}, whose box is {page_box} "
+                f"rect {values} is not inside page {page}, whose box is {visible} "
                 "(PDF points, origin bottom-left).",
                 field="rect",
-                page_box=page_box,
+                page_box=visible,
             )
-        from papers.pdf.annotate import pdf_to_page
-
         inside = pdf_page.get_textbox(pdf_to_page(pdf_page, values))
     return _annotation_add(
         record,
@@ -273,6 +277,28 @@ def annotation_delete(*, annotation_id: int) -> None:
         annotation.delete()
         if record is not None:
             _annotated_rebuild(record)
+
+
+def annotation_update(
+    *, annotation_id: int, color: str | None = None, comment: str | None = None
+) -> Annotation:
+    """Change an annotation's colour or comment and redraw the annotated copy. Its place
+    and text stay (delete it and create another to move it). Raises NotFound,
+    InvalidInput."""
+    if comment is not None:
+        _check_comment(comment)
+    hex_color = color_resolve(color) if color is not None else None
+    with transaction.atomic():
+        annotation = Annotation.objects.filter(pk=annotation_id).first()
+        if annotation is None:
+            raise NotFound(f"No annotation {annotation_id}.", annotation_id=annotation_id)
+        record = PaperPdf.objects.select_for_update().filter(paper_id=annotation.paper_id).first()
+        annotation.color = hex_color or annotation.color
+        annotation.comment = annotation.comment if comment is None else comment
+        annotation.save(update_fields=["color", "comment", "updated_at"])
+        if record is not None:
+            _annotated_rebuild(record)
+    return annotation
 
 
 def annotated_pdf_path(*, paper: Paper) -> Path:
@@ -406,3 +432,21 @@ def pdf_download_schedule(*, paper_ids: Iterable[int]) -> int:
 
     transaction.on_commit(run, robust=True)
     return len(ids)
+
+
+def annotations_export(*, paper: Paper, format: str, output: Path | None = None) -> Path:
+    """Write the paper's annotations as 'json', 'markdown' or 'pdf' (the annotated copy) to
+    `output` (default: EXPORTS_DIR/<pdf file name>.annotations.<ext>), in one step.
+    Raises InvalidInput (format), PdfNotAvailable and PdfFileMissing (pdf)."""
+    extensions = {"json": "json", "markdown": "md", "pdf": "pdf"}
+    if format not in extensions:
+        raise InvalidInput("format must be 'json', 'markdown' or 'pdf'.", field="format")
+    if format == "pdf":
+        data = annotated_pdf_path(paper=paper).read_bytes()
+    else:
+        data = annotations_export_text(paper=paper, format=format).encode("utf-8")
+    if output is None:
+        stem = safe_file_name(paper_id=paper.pk, citekey=paper.citekey).removesuffix(".pdf")
+        output = Path(settings.EXPORTS_DIR) / f"{stem}.annotations.{extensions[format]}"
+    write_atomic(output, data)
+    return output
