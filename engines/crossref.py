@@ -1,0 +1,295 @@
+"""Crossref (https://www.crossref.org): the registry behind most DOIs, no key needed.
+
+API: https://api.crossref.org/swagger-ui/index.html. With CONTACT_EMAIL set, calls carry
+`mailto` and join the "polite pool". Crossref has DOI metadata and publisher-deposited
+abstracts, BibTeX for any DOI, but no subject filter and no open list of citing works.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+
+from engines import http
+from engines.base import (
+    AUTHOR,
+    BIBTEX,
+    DETAILS,
+    SEARCH,
+    BaseSearchEngine,
+    EngineError,
+    PaperNotFoundAtSource,
+    PaperRef,
+    SearchRequest,
+    UnsupportedOperation,
+)
+from papers.identifiers import normalize_doi
+from papers.schemas import PaperRecord
+from research_site.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+MAX_ROWS = 1000
+MAX_OFFSET = 10_000
+# Only what records are built from: deposited reference lists can be hundreds of entries.
+WORK_FIELDS = ",".join(
+    (
+        "DOI", "URL", "title", "subtitle", "author", "issued", "published-print",
+        "published-online", "container-title", "short-container-title", "volume", "issue",
+        "page", "publisher", "type", "is-referenced-by-count", "abstract", "link", "subject",
+        "ISSN", "ISBN", "language",
+    )
+)  # fmt: skip
+
+# Crossref work type -> BibTeX entry type.
+ENTRY_TYPES = {
+    "journal-article": "article",
+    "proceedings-article": "inproceedings",
+    "book-chapter": "incollection",
+    "book-part": "incollection",
+    "book-section": "incollection",
+    "book": "book",
+    "monograph": "book",
+    "edited-book": "book",
+    "reference-book": "book",
+    "dissertation": "phdthesis",
+    "report": "techreport",
+    "posted-content": "misc",
+    "dataset": "misc",
+}
+_JATS_TITLE = re.compile(r"<(jats:)?title\b[^>]*>.*?</(jats:)?title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+
+
+class CrossrefEngine(BaseSearchEngine):
+    id = "crossref"
+    name = "Crossref"
+    description = (
+        "Crossref: metadata of ~180M DOIs straight from publishers (journals, proceedings, "
+        "books), with citation counts and BibTeX. No key needed."
+    )
+    operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX})
+    # The polite pool (requests with `mailto`) allows about 10 requests a second.
+    rate_limit = "10/second"
+
+    def search(self, request: SearchRequest) -> list[PaperRecord]:
+        """Works matching `request.query` (Crossref relevance), filtered by publication date.
+
+        Raises UnsupportedOperation when categories are asked for (Crossref has no subject
+        filter), and the errors of engines.http.
+        """
+        return self._works(request, {"query": request.query})
+
+    def search_by_author(self, author: str, request: SearchRequest) -> list[PaperRecord]:
+        """Works whose author list matches `author` (Crossref's `query.author`)."""
+        return self._works(request, {"query.author": author})
+
+    def get_paper_details(self, paper_id: str) -> PaperRecord:
+        """The work with this DOI. Raises PaperNotFoundAtSource when Crossref does not
+        know it, EngineError when `paper_id` is not a DOI."""
+        doi = _doi(paper_id)
+        data = self._get(
+            f"/works/{_path(doi)}", {}, not_found=f"Crossref has no work with DOI {doi}."
+        )
+        message = data.get("message")
+        if data.get("message-type") != "work" or not isinstance(message, dict):
+            raise EngineError(f"Crossref's answer for DOI {doi} is not a work.")
+        record = _record(message)
+        if record is None:
+            raise EngineError(f"Crossref's record for DOI {doi} has no title.")
+        return record
+
+    def get_bibtex(self, paper: PaperRef) -> str:
+        """Crossref's own BibTeX for the paper's DOI. Raises PaperNotFoundAtSource when the
+        paper has no DOI or Crossref does not know it."""
+        doi = normalize_doi(paper.doi)
+        if not doi:
+            raise PaperNotFoundAtSource("Crossref gives BibTeX by DOI; this paper has none.")
+        text = http.get_text(
+            f"{_base()}/works/{_path(doi)}/transform/application/x-bibtex",
+            accept="application/x-bibtex",
+            params=http.contact_params(),
+            engine_name=self.name,
+            timeout=self.timeout,
+            not_found=f"Crossref has no work with DOI {doi}.",
+        ).strip()
+        if not text.startswith("@"):
+            raise EngineError(f"Crossref's BibTeX for DOI {doi} is not BibTeX.")
+        return text
+
+    def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        raise UnsupportedOperation(
+            "Crossref does not publish who cites a paper (its cited-by lists are for member "
+            "publishers only); use openalex or semantic_scholar for citing papers."
+        )
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def _works(self, request: SearchRequest, params: dict[str, str | int]) -> list[PaperRecord]:
+        if request.categories:
+            raise UnsupportedOperation("Crossref cannot filter by subject category.")
+        if request.offset >= MAX_OFFSET:
+            raise EngineError(f"Crossref pages through at most {MAX_OFFSET:,} results of a search.")
+        filters = []
+        if request.date_from:
+            filters.append(f"from-pub-date:{request.date_from}")
+        if request.date_to:
+            filters.append(f"until-pub-date:{request.date_to}")
+        query: dict[str, str | int] = {
+            **params,
+            "rows": max(1, min(request.max_results, MAX_ROWS)),
+            "offset": max(0, request.offset),
+            "select": WORK_FIELDS,
+        }
+        if filters:
+            query["filter"] = ",".join(filters)
+        data = self._get("/works", query)
+        items = (data.get("message") or {}).get("items")
+        if data.get("message-type") != "work-list" or not isinstance(items, list):
+            raise EngineError("Crossref answered without a list of works.")
+        return _records(items)[: request.max_results]
+
+    def _get(self, path: str, params: dict[str, Any], *, not_found: str = "") -> dict[str, Any]:
+        data = http.get_json(
+            _base() + path,
+            params={**params, **http.contact_params()},
+            engine_name=self.name,
+            timeout=self.timeout,
+            not_found=not_found,
+        )
+        if not isinstance(data, dict):
+            raise EngineError("Crossref answered with JSON that is not an object.")
+        return data
+
+
+def _base() -> str:
+    return settings.CROSSREF_API_URL.rstrip("/")
+
+
+def _doi(paper_id: str) -> str:
+    doi = normalize_doi(paper_id)
+    if not doi:
+        raise EngineError(f"Crossref looks papers up by DOI; {paper_id!r} is not a DOI.")
+    return doi
+
+
+def _path(doi: str) -> str:
+    # DOIs keep their slashes in Crossref paths; anything URL-special is escaped.
+    return quote(doi, safe="/:;()")
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def _records(items: list[Any]) -> list[PaperRecord]:
+    """Records of a result list; one unusable work is logged and skipped, not fatal."""
+    records = []
+    for item in items:
+        try:
+            record = _record(item) if isinstance(item, dict) else None
+        except EngineError as exc:
+            logger.warning("Skipping a Crossref result: %s", exc.message)
+            continue
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def _record(item: dict[str, Any]) -> PaperRecord | None:
+    """A PaperRecord from a Crossref work; None when it has no title."""
+    title = _first(item.get("title"))
+    if not title:
+        return None
+    subtitle = _first(item.get("subtitle"))
+    if subtitle and subtitle.lower() not in title.lower():
+        title = f"{title}: {subtitle}"
+    year, date = _issued(item)
+    doi = item.get("DOI") or ""
+    metadata = {
+        "crossref_type": item.get("type") or "",
+        "language": item.get("language") or "",
+        "issn": item.get("ISSN") or [],
+        "isbn": item.get("ISBN") or [],
+    }
+    try:
+        return PaperRecord.build(
+            title=title,
+            authors=[_author(a) for a in item.get("author") or [] if isinstance(a, dict)],
+            year=year,
+            publication_date=date,
+            abstract=jats_to_text(item.get("abstract")),
+            venue=_first(item.get("container-title")),
+            venue_short=_first(item.get("short-container-title")),
+            volume=item.get("volume") or "",
+            number=item.get("issue") or "",
+            pages=item.get("page") or "",
+            publisher=item.get("publisher") or "",
+            entry_type=ENTRY_TYPES.get(str(item.get("type") or ""), "misc"),
+            doi=doi,
+            source="crossref",
+            source_id=doi,
+            source_url=f"https://doi.org/{doi}" if doi else item.get("URL") or "",
+            pdf_url=_pdf_url(item.get("link")),
+            citation_count=item.get("is-referenced-by-count") or 0,
+            categories=[s for s in item.get("subject") or [] if isinstance(s, str)],
+            metadata={k: v for k, v in metadata.items() if v},
+        )
+    except InvalidInput as exc:
+        raise EngineError(
+            f"Crossref's record {doi or title!r} is unusable: {exc.message}"
+        ) from None
+
+
+def jats_to_text(value: object) -> str:
+    """Plain text from a JATS abstract: section titles ('Abstract') and tags dropped,
+    entities decoded (twice: some publishers escape HTML inside the JATS)."""
+    if not isinstance(value, str):
+        return ""
+    text = _JATS_TITLE.sub(" ", value)
+    for _ in range(2):
+        text = html.unescape(_TAG.sub(" ", text))
+    text = _TAG.sub(" ", text)
+    text = " ".join(text.split())
+    # Tags replaced by spaces leave "word ," and "( word": close them up again.
+    return re.sub(r"\s+([,.;:)])", r"\1", re.sub(r"\(\s+", "(", text))
+
+
+def _author(author: dict[str, Any]) -> dict[str, str]:
+    given, family = author.get("given") or "", author.get("family") or ""
+    affiliations = [a.get("name") for a in author.get("affiliation") or [] if isinstance(a, dict)]
+    return {
+        "name": " ".join(p for p in (given, family) if p) or author.get("name") or "",
+        "given": given,
+        "family": family,
+        "affiliation": "; ".join(a for a in affiliations if a),
+        "profile_link": author.get("ORCID") or "",
+    }
+
+
+def _issued(item: dict[str, Any]) -> tuple[int | None, str]:
+    """(year, 'YYYY[-MM[-DD]]') from the first usable of issued / published dates."""
+    for key in ("issued", "published-print", "published-online"):
+        parts = ((item.get(key) or {}).get("date-parts") or [[]])[0] or []
+        numbers = [p for p in parts if isinstance(p, int)]
+        if numbers:
+            date = "-".join(f"{n:02d}" if i else f"{n:04d}" for i, n in enumerate(numbers[:3]))
+            return numbers[0], date
+    return None, ""
+
+
+def _pdf_url(links: object) -> str:
+    for link in links if isinstance(links, list) else []:
+        if isinstance(link, dict) and link.get("content-type") == "application/pdf":
+            return str(link.get("URL") or "")
+    return ""
+
+
+def _first(values: object) -> str:
+    if isinstance(values, list):
+        return next((str(v) for v in values if v), "")
+    return str(values or "")
