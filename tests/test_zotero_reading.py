@@ -202,7 +202,7 @@ def test_read_one_section_by_name(fake: FakeZotero) -> None:
     assert (section.title, section.first_page, section.last_page) == ("I Introduction", 1, 2)
     assert reading.pages == [1, 2]
     assert reading.content.startswith(
-        "=== Section: I Introduction (pages 1-2 of 8) ===\n\n--- Page 1 of 8 ---\n"
+        "=== Section: I Introduction (pages 1-2) ===\n\n--- Page 1 of 8 ---\n"
     )
     assert "--- Page 2 of 8 ---" in reading.content
 
@@ -214,8 +214,8 @@ def test_read_several_sections_each_with_its_header(fake: FakeZotero) -> None:
         ("4 Conclusion", 3, 3),
     ]
     assert fake.posted("readpdf") == [{"key": "SHENPDF2", "pages": "1-3"}]
-    intro = reading.content.index("=== Section: 1 Introduction (pages 1-2 of 4) ===")
-    conclusion = reading.content.index("=== Section: 4 Conclusion (page 3 of 4) ===")
+    intro = reading.content.index("=== Section: 1 Introduction (pages 1-2) ===")
+    conclusion = reading.content.index("=== Section: 4 Conclusion (page 3) ===")
     assert intro < conclusion
     assert "--- Page 3 of 4 ---" in reading.content[conclusion:]
 

@@ -190,7 +190,7 @@ def register(registry: Registry) -> None:
             "'1-5', '1,3,5-7' or 'all'; 1-based) or by section title from the outline "
             "('Introduction' or 'Introduction,Methods'; case and numbering ignored). Give pages "
             "or section, not both. Each page starts with '--- Page N of M ---' and each section "
-            "with '=== Section: <title> (pages a-b of M) ==='. Text can be large (a whole paper "
+            "with '=== Section: <title> (pages a-b) ==='. Text can be large (a whole paper "
             "is 30,000-100,000 characters): read a few pages or sections at a time, or pass "
             "max_chars; cut text ends with a [TRUNCATED: ...] marker. A page past the end is an "
             "error giving the page count; an unknown section is an error listing the sections; a "

@@ -138,8 +138,8 @@ def zotero_pdf_read(
     missing = [page for page in wanted if page not in by_page]
     if sections:
         blocks = [
-            f"=== Section: {s.title} ({_pages_label(s.first_page, s.last_page)} of {total}) "
-            "===\n\n" + _pages_text(text, s.pages, total)
+            f"=== Section: {s.title} ({_pages_label(s.first_page, s.last_page)}) ===\n\n"
+            + _pages_text(text, s.pages, total)
             for s in sections
         ]
         body = "\n\n".join(blocks)
@@ -194,7 +194,8 @@ def _pages_text(text: PdfText, pages: list[int], total: int) -> str:
         read = by_page.get(page)
         if read is None:
             continue
-        part = f"--- Page {page} of {total} ---\n{read.text.strip()}"
+        # Same delimiters as the library's own read_pdf_pages (papers.pdf.selectors).
+        part = f"--- Page {page} of {total} ---\n{read.text.strip() or '[no text on this page]'}"
         if read.truncated:
             part += "\n[Zotero cut the text of this page short.]"
         parts.append(part)

@@ -237,8 +237,8 @@ async def test_read_sections_have_section_headers(setup: ZoteroSetup) -> None:
         {"key": "SHEN2023", "section": "Introduction,Conclusion"},
     )
     text = result.content[0].text
-    assert text.startswith("=== Section: 1 Introduction (pages 1-2 of 4) ===")
-    assert "\n\n=== Section: 4 Conclusion (page 3 of 4) ===\n\n--- Page 3 of 4 ---\n" in text
+    assert text.startswith("=== Section: 1 Introduction (pages 1-2) ===")
+    assert "\n\n=== Section: 4 Conclusion (page 3) ===\n\n--- Page 3 of 4 ---\n" in text
     sections = result.structured_content["sections"]
     assert [(s["requested"], s["title"]) for s in sections] == [
         ("Introduction", "1 Introduction"),
