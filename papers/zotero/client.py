@@ -1,5 +1,5 @@
 """Client for the mcp-zotero-api plugin: REST routes inside a running Zotero (ZOTERO_URL,
-default http://localhost:23119/mcp). Routes, bodies and status codes: docs/ZOTERO-TOOLS.md.
+default http://localhost:23119/mcp); routes and errors are listed in docs/ZOTERO-TOOLS.md.
 
 Every failure becomes a domain error with Zotero's own message:
 
