@@ -121,12 +121,12 @@ class ZoteroClient:
 
     def ping(self) -> None:
         """Check that Zotero and the plugin answer. Raises the errors listed above."""
-        self._call("GET", "ping", None, expect=200)
+        self._call("GET", "ping", None)
 
     def item_by_citekey(self, citekey: str) -> ZoteroItem:
         """The item with this Better BibTeX citekey (or `Citation Key:` line in `extra`),
         with its PDF attachments. Raises NotFound for an unknown citekey."""
-        data = self._call("POST", "citekey", {"citekey": citekey}, expect=200)
+        data = self._call("POST", "citekey", {"citekey": citekey})
         attachments = [
             ZoteroAttachment(
                 key=_text(entry, "key", required=True),
@@ -151,7 +151,7 @@ class ZoteroClient:
     def pdf_outline(self, key: str) -> PdfOutline:
         """The outline and page count of the item's PDF (`key`: item or attachment key).
         Raises NotFound when the item has no PDF attachment."""
-        data = self._call("POST", "pdfoutline", {"key": key}, expect=200)
+        data = self._call("POST", "pdfoutline", {"key": key})
         entries = []
         for entry in _list(data, "outline"):
             level = entry.get("level")
@@ -173,7 +173,7 @@ class ZoteroClient:
         """The text of `pages` ('1-10', '3', '1,3,5-7'; 1-based) of the item's PDF. Zotero
         stops near 300,000 characters: later pages may be missing or marked truncated.
         Raises NotFound when the item has no PDF attachment."""
-        data = self._call("POST", "readpdf", {"key": key, "pages": pages}, expect=200)
+        data = self._call("POST", "readpdf", {"key": key, "pages": pages})
         read = []
         for entry in _list(data, "pages"):
             page = entry.get("page")
@@ -196,7 +196,7 @@ class ZoteroClient:
         body: dict[str, Any] = {"key": key, "text": text, "page": page, "color": color}
         if comment:
             body["comment"] = comment
-        data = self._call("POST", "highlight", body, expect=201)
+        data = self._call("POST", "highlight", body)
         annotation = data.get("annotation")
         if not isinstance(annotation, dict) or not isinstance(annotation.get("key"), str):
             raise self._unexpected("highlight", "no annotation key")
@@ -206,7 +206,7 @@ class ZoteroClient:
         """Create an annotation from a full body ({parentItemKey: attachment key,
         annotationType, position: {pageIndex (0-based), rects}, color, comment?}). Side
         effect: a new annotation in Zotero. Returns it as Zotero does."""
-        data = self._call("POST", "annotations", body, expect=201)
+        data = self._call("POST", "annotations", body)
         annotation = data.get("annotation", data)
         if not isinstance(annotation, dict):
             raise self._unexpected("annotations", "no annotation")
@@ -214,7 +214,7 @@ class ZoteroClient:
 
     # --- one request -------------------------------------------------------------------
 
-    def _call(self, method: str, route: str, body: Any, *, expect: int) -> dict[str, Any]:
+    def _call(self, method: str, route: str, body: Any) -> dict[str, Any]:
         url = f"{self.base_url}/{route}"
         response = zotero_send(
             method,
@@ -225,7 +225,8 @@ class ZoteroClient:
             what=f"/{route}",
         )
         data = _json_object(response)
-        if response.status_code == expect:
+        # 200 for reads and 201 for new annotations, as documented; any 2xx is success.
+        if response.is_success:
             if route == "ping":
                 return data or {}
             if data is None:
