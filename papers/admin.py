@@ -547,6 +547,11 @@ class PaperPdfAdmin(admin.ModelAdmin):
 
 
 class AnnotationForm(forms.ModelForm):
+    color = forms.CharField(
+        max_length=20,
+        help_text="#rrggbb or section1, section2, section3, positive, detail, negative, code.",
+    )
+
     class Meta:
         model = Annotation
         fields = ["color", "comment"]
