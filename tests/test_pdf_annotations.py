@@ -180,8 +180,8 @@ def test_area_annotation_is_a_square_in_the_annotated_copy(
     attach: Callable[[Path], Paper], knowledge_base: Path
 ) -> None:
     paper = attach(EXPOSITORY)
-    annotation = services.annotation_area_create(
-        paper=paper, page=1, rect=[50, 600, 300, 700], color="code", comment="Figure 1"
+    annotation = services.annotation_area_create(  # any two opposite corners
+        paper=paper, page=1, rect=[300, 600, 50, 700], color="code", comment="Figure 1"
     )
     assert (annotation.kind, annotation.rects, annotation.color) == (
         "area",
@@ -205,7 +205,7 @@ def test_area_annotation_is_a_square_in_the_annotated_copy(
     [
         ([0, 0, 700, 100], "is not inside page 1, whose box is [0.0, 0.0, 612.0, 792.0]"),
         ([-5, 10, 100, 100], "is not inside page 1"),
-        ([100, 100, 50, 200], "x1 < x2 and y1 < y2"),
+        ([100, 100, 100, 200], "rect has no area"),
         ([1, 2, 3], "four numbers"),
         ([1, 2, 3, float("nan")], "four numbers"),
     ],

@@ -222,7 +222,8 @@ def annotation_area_create(
     comment: str = "",
 ) -> Annotation:
     """Mark an area (a figure, a table, an equation) on `page`: `rect` is [x1, y1, x2, y2]
-    in PDF points with the origin at the bottom-left of the page (Zotero's convention). The
+    (any two opposite corners) in PDF points with the origin at the bottom-left of the page
+    (Zotero's convention). The
     text inside the area is stored with it. Drawn as a square annotation in the annotated
     copy.
 
@@ -234,9 +235,12 @@ def annotation_area_create(
     values = [float(value) for value in rect] if isinstance(rect, list | tuple) else []
     if len(values) != 4 or not all(math.isfinite(value) for value in values):
         raise InvalidInput("rect must be four numbers [x1, y1, x2, y2].", field="rect")
-    x1, y1, x2, y2 = values
+    # Any two opposite corners will do, as for zotero_create_area_annotation.
+    x1, x2 = sorted(values[0::2])
+    y1, y2 = sorted(values[1::2])
+    values = [x1, y1, x2, y2]
     if not (x1 < x2 and y1 < y2):
-        raise InvalidInput("rect must have x1 < x2 and y1 < y2.", field="rect")
+        raise InvalidInput("rect has no area: x1 = x2 or y1 = y2.", field="rect")
     record = paper_pdf_get(paper=paper)
     with pdf_open(record) as document:
         _check_page(page, document.page_count)
