@@ -153,6 +153,24 @@ def _backoff(attempt: int, error: TransientEngineError) -> float:
     return min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt) * random.uniform(0.5, 1.5)
 
 
+def precheck(engine_id: str, operation: str) -> EngineOutcome | None:
+    """The outcome of a call that cannot be made here (unknown or disabled engine, missing
+    key, unsupported operation), or None. The caller's process decides this before
+    dispatching, so its own ENGINES_ENABLED and keys rule."""
+    try:
+        engine = registry.get(engine_id)
+    except EngineUnavailable as exc:
+        return EngineOutcome(engine_id, "unavailable", exc.message)
+    if operation not in engine.operations:
+        return EngineOutcome(
+            engine_id, "unsupported", f"{engine.name} does not support {operation}."
+        )
+    reason = engine.unavailable_reason()
+    if reason:
+        return EngineOutcome(engine_id, "unavailable", reason)
+    return None
+
+
 def call_engine(
     engine_id: str, operation: str, arguments: dict[str, Any], *, timeout_seconds: float
 ) -> EngineOutcome:
@@ -164,15 +182,10 @@ def call_engine(
         elapsed = (time.monotonic() - started) * 1000
         return EngineOutcome(engine_id, status, message, elapsed_ms=elapsed, **values)
 
-    try:
-        engine = registry.get(engine_id)
-    except EngineUnavailable as exc:
-        return outcome("unavailable", exc.message)
-    if operation not in engine.operations:
-        return outcome("unsupported", f"{engine.name} does not support {operation}.")
-    reason = engine.unavailable_reason()
-    if reason:
-        return outcome("unavailable", reason)
+    refusal = precheck(engine_id, operation)
+    if refusal is not None:
+        return refusal
+    engine = registry.get(engine_id)
     cached = cache.lookup(engine, operation, arguments)
     if cached is not cache.MISSING:
         return outcome("ok", result=cached, cached=True)
@@ -217,29 +230,35 @@ class PendingCalls:
         self.calls = calls
         self.deadline = time.monotonic() + deadline_seconds
         timeout_seconds = max(0.1, deadline_seconds - CALL_MARGIN_SECONDS)
-        self._futures: list[Future[EngineOutcome] | AsyncResult] = []
+        self._futures: list[Future[EngineOutcome] | AsyncResult | EngineOutcome] = []
         self._executor: ThreadPoolExecutor | None = None
-        if _use_threads():
+        refusals = [precheck(call.engine, call.operation) for call in calls]
+        runnable = [call for call, refusal in zip(calls, refusals, strict=True) if not refusal]
+        launched: list[Future[EngineOutcome] | AsyncResult] = []
+        if runnable and _use_threads():
             self._executor = ThreadPoolExecutor(
-                max_workers=max(1, len(calls)), thread_name_prefix="engine"
+                max_workers=len(runnable), thread_name_prefix="engine"
             )
-            for call in calls:
-                self._futures.append(
+            for call in runnable:
+                launched.append(
                     self._executor.submit(
                         call_engine, call.engine, call.operation, call.arguments,
                         timeout_seconds=timeout_seconds,
                     )
                 )  # fmt: skip
-        else:
+        elif runnable:
             from engines.tasks import engine_call_task
 
-            for call in calls:
-                self._futures.append(
+            for call in runnable:
+                launched.append(
                     engine_call_task.apply_async(
                         args=(call.engine, call.operation, call.arguments, timeout_seconds),
                         expires=deadline_seconds,
                     )
                 )
+
+        pending = iter(launched)
+        self._futures = [refusal or next(pending) for refusal in refusals]
 
     def wait(self) -> list[EngineOutcome]:
         """Each call's outcome, in call order; `timeout` for those not back in time."""
@@ -254,8 +273,12 @@ class PendingCalls:
 
 
 def _gather(
-    call: EngineCall, future: Future[EngineOutcome] | AsyncResult, remaining: float
+    call: EngineCall,
+    future: Future[EngineOutcome] | AsyncResult | EngineOutcome,
+    remaining: float,
 ) -> EngineOutcome:
+    if isinstance(future, EngineOutcome):  # refused before dispatch
+        return future
     waited = f"no answer within the search deadline ({settings.ENGINE_DEADLINE_SECONDS} s)"
     try:
         if isinstance(future, Future):

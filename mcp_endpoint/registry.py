@@ -194,8 +194,12 @@ class Registry:
             raise ImproperlyConfigured(f"tool {name}: annotations must say read_only_hint")
 
         def decorator(fn: FnT) -> FnT:
-            if self.read_only and not annotations.read_only_hint and not saves_results:
-                return fn
+            hints = annotations
+            if self.read_only and not annotations.read_only_hint:
+                if not saves_results:
+                    return fn
+                # In read-only mode it saves nothing: say so to the client.
+                hints = annotations.model_copy(update={"read_only_hint": True})
             if name in self.tools:
                 raise ImproperlyConfigured(f"tool {name} is registered twice")
             self.tools[name] = Tool.from_function(
@@ -203,7 +207,7 @@ class Registry:
                 name=name,
                 title=title,
                 description=description,
-                annotations=annotations,
+                annotations=hints,
                 structured_output=True,
             )
             self.toolset_of[name] = self._current_set

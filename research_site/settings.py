@@ -182,6 +182,8 @@ ENGINE_CACHE_TTLS = {name: int(ttl) for name, ttl in env_map("ENGINE_CACHE_TTLS"
 # Keys and contact addresses; keys are never logged or returned by any tool.
 SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")
+# Optional: OpenAlex keys lift its daily limits for heavy use.
+OPENALEX_API_KEY = env_str("OPENALEX_API_KEY")
 # Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s).
 CONTACT_EMAIL = env_str("CONTACT_EMAIL")
 # Base URLs, for mirrors and for tests that replay recorded answers locally.

@@ -264,10 +264,15 @@ async def test_read_only_mode_hides_write_tools() -> None:
     tools = await build_server(read_only=False).list_tools()
     writable = {t.name for t in tools}
     write_tools = {t.name for t in tools if t.annotations and not t.annotations.read_only_hint}
-    read_only = {t.name for t in await build_server(read_only=True).list_tools()}
+    read_only_tools = await build_server(read_only=True).list_tools()
+    read_only = {t.name for t in read_only_tools}
     assert write_tools >= LIBRARY_WRITE_TOOLS
-    assert read_only.isdisjoint(write_tools)
-    assert read_only == writable - write_tools
+    # Engine searches stay: in read-only mode they return what they find without saving,
+    # and say they are read-only.
+    saving_searches = {"search_papers", "search_by_author", "get_citing_papers"}
+    assert read_only.isdisjoint(write_tools - saving_searches)
+    assert read_only == writable - write_tools | saving_searches
+    assert all(t.annotations.read_only_hint for t in read_only_tools if t.annotations)
 
 
 @pytest.mark.anyio

@@ -1,0 +1,245 @@
+"""The multi-engine tools over /mcp with the SDK client, against a real server whose engines
+are plugins in its knowledge base calling a local HTTP server: parallel search with a
+failing engine, merging into the library, project tagging, citing papers, read-only mode
+and the engine listing.
+
+On the PostgreSQL + Redis run the server hands engine calls to the Celery workers, so the
+plugins are also written where the workers look (this test run's RESEARCH_DIRECTORY).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from mcp import MCPError
+
+from tests.engines.plugins import write_plugin
+from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    SEED_SCRIPT,
+    KnowledgeBase,
+    LiveServer,
+    base_env,
+    mcp_client,
+    running_server,
+    server_database,
+    tool_error,
+)
+
+pytestmark = [pytest.mark.server, pytest.mark.anyio]
+
+ENGINES = ("fake_arxiv", "fake_scholar", "fake_down")
+# The seeded "Attention Is All You Need" as two engines describe it: arXiv by its arXiv id
+# (no DOI), Scholar by its DOI with a cites_id. Both must land on the seeded paper.
+ATTENTION_ARXIV = {
+    "title": "Attention is All you Need",
+    "authors": ["Ashish Vaswani", "Noam Shazeer"],
+    "year": 2017,
+    "arxiv_id": "1706.03762",
+    "abstract": "We propose a new simple network architecture, the Transformer.",
+}
+ATTENTION_SCHOLAR = {
+    "title": "Attention is all you need",
+    "authors": ["A Vaswani", "N Shazeer"],
+    "year": 2017,
+    "doi": "10.5555/3295222.3295349",
+    "cites_id": "2960712678066186980",
+    "citation_count": 150000,
+}
+NEW_PAPER = {
+    "title": "Reformer: The Efficient Transformer",
+    "authors": ["Nikita Kitaev", "Lukasz Kaiser"],
+    "year": 2020,
+    "arxiv_id": "2001.04451",
+}
+CITING_PAPER = {
+    "title": "Longformer: The Long-Document Transformer",
+    "authors": ["Iz Beltagy", "Matthew E. Peters"],
+    "year": 2020,
+    "arxiv_id": "2004.05150",
+}
+
+
+@pytest.fixture(scope="module")
+def source() -> Iterator[ReplayServer]:
+    server = ReplayServer().start()
+    server.add("/fake_arxiv/search", Reply(200, [ATTENTION_ARXIV, NEW_PAPER]))
+    server.add("/fake_scholar/search", Reply(200, [ATTENTION_SCHOLAR]))
+    server.add("/fake_scholar/citing", Reply(200, [CITING_PAPER]))
+    server.add("/fake_down/search", Reply(400, {"error": "bad"}))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def engines_kb(
+    tmp_path_factory: pytest.TempPathFactory, source: ReplayServer
+) -> Iterator[KnowledgeBase]:
+    """A knowledge base of its own (searches here add papers), with the plugin engines."""
+    directory = tmp_path_factory.mktemp("engines-kb")
+    worker_plugins = Path(settings.ENGINES_DIR)
+    written = []
+    for engine_id in ENGINES:
+        for folder in (directory / "engines", worker_plugins):
+            written.append(write_plugin(folder, engine_id, f"{source.url}/{engine_id}"))
+    with server_database("mcpeng") as database_url:
+        env = base_env(directory, database_url)
+        env["ENGINES_ENABLED"] = ",".join(ENGINES)
+        seeded = subprocess.run(
+            [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+    for path in written:
+        path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def engines_server(engines_kb: KnowledgeBase) -> Iterator[LiveServer]:
+    with running_server(engines_kb) as server:
+        yield server
+
+
+async def call(url: str, tool: str, arguments: dict[str, Any]) -> Any:
+    async with mcp_client(url) as client:
+        return await client.call_tool(tool, arguments)
+
+
+async def test_search_papers_asks_engines_in_parallel_and_merges_into_the_library(
+    engines_server: LiveServer, engines_kb: KnowledgeBase, source: ReplayServer
+) -> None:
+    url = engines_server.mcp_url
+    arguments = {"query": "attention transformer", "engines": ["local", *ENGINES]}
+    result = await call(url, "search_papers", arguments)
+    assert not result.is_error, result
+    page = result.structured_content
+    statuses = {name: status["status"] for name, status in page["engines"].items()}
+    assert statuses == {
+        "local": "ok", "fake_arxiv": "ok", "fake_scholar": "ok", "fake_down": "error",
+    }  # fmt: skip
+    assert "bad request 400" in page["engines"]["fake_down"]["message"]
+    by_title = {entry["title"]: entry for entry in page["results"]}
+    # The seeded paper appears once, found by the library and both engines.
+    attention = by_title["Attention Is All You Need"]
+    assert attention["paper_id"] == engines_kb.paper("attention")["paper_id"]
+    assert attention["engines"] == ["local", "fake_arxiv", "fake_scholar"]
+    assert len([e for e in page["results"] if "attention" in e["title"].lower()]) == 1
+    # The new paper was saved: its paper_id works with the other tools.
+    reformer = by_title["Reformer: The Efficient Transformer"]
+    assert reformer["engines"] == ["fake_arxiv"] and page["saved"] == 1
+    async with mcp_client(url) as client:
+        details = await client.call_tool("get_paper_details", {"paper_id": reformer["paper_id"]})
+        merged = await client.call_tool("get_paper_details", {"paper_id": attention["paper_id"]})
+    assert details.structured_content["arxiv_id"] == "2001.04451"
+    record = merged.structured_content
+    # Merged: the arXiv id from one engine, the Scholar handle from the other.
+    assert record["arxiv_id"] == "1706.03762" and record["cites_id"] == "2960712678066186980"
+    # A second identical search creates nothing new.
+    again = await call(url, "search_papers", arguments)
+    assert again.structured_content["saved"] == 0
+    assert any("fake_down" in note for note in again.structured_content["notes"])
+
+
+async def test_project_id_adds_every_result_to_the_project(
+    engines_server: LiveServer,
+) -> None:
+    url = engines_server.mcp_url
+    async with mcp_client(url) as client:
+        await client.call_tool("create_project", {"name": "Efficient Transformers"})
+        found = await client.call_tool(
+            "search_papers",
+            {
+                "query": "reformer",
+                "engines": ["fake_arxiv"],
+                "project_id": "Efficient Transformers",
+            },
+        )
+        listed = await client.call_tool(
+            "list_project_papers", {"project_id": "Efficient Transformers"}
+        )
+    assert found.structured_content["project_id"] == "efficient-transformers"
+    titles = {paper["title"] for paper in listed.structured_content["papers"]}
+    assert titles == {"Attention Is All You Need", "Reformer: The Efficient Transformer"}
+
+
+async def test_citing_papers_come_from_engines_and_are_remembered(
+    engines_server: LiveServer, engines_kb: KnowledgeBase
+) -> None:
+    url = engines_server.mcp_url
+    attention = engines_kb.paper("attention")["paper_id"]
+    async with mcp_client(url) as client:
+        external = await client.call_tool(
+            "get_citing_papers", {"paper_id": attention, "engines": ["local", "fake_scholar"]}
+        )
+        local = await client.call_tool(
+            "get_citing_papers", {"paper_id": attention, "engines": "local"}
+        )
+        unsupported = await client.call_tool(
+            "get_citing_papers", {"paper_id": attention, "engines": "no_such_engine"}
+        )
+    assert [p["title"] for p in external.structured_content["results"]] == [CITING_PAPER["title"]]
+    # Recorded as a citation in the library: the local engine now knows it too.
+    assert [p["title"] for p in local.structured_content["results"]] == [CITING_PAPER["title"]]
+    assert local.structured_content["engines"]["local"]["status"] == "ok"
+    assert unsupported.structured_content["engines"]["no_such_engine"]["status"] == "unavailable"
+
+
+async def test_engines_are_listed_with_availability_limits_and_cache(
+    engines_server: LiveServer,
+) -> None:
+    async with mcp_client(engines_server.mcp_url) as client:
+        listing = await client.call_tool("list_search_engines", {})
+        resource = await client.read_resource("engines://list")
+        categories = await client.call_tool(
+            "get_search_engine_categories", {"engines": ["local", "fake_arxiv"]}
+        )
+    engines = {engine["id"]: engine for engine in listing.structured_content["engines"]}
+    assert list(engines) == ["local", *sorted(ENGINES)]
+    assert engines["fake_arxiv"]["is_available"] is True
+    assert engines["fake_arxiv"]["rate_limit"]["limit"] == "1000 per 1 second"
+    assert set(engines["fake_arxiv"]["cache"]) >= {"hits", "misses", "hit_rate", "ttl_seconds"}
+    text = resource.contents[0].text
+    assert "| fake_scholar |" in text and "| local |" in text
+    per_engine = categories.structured_content["engines"]
+    assert per_engine["fake_arxiv"]["status"] == "unsupported"
+    assert (
+        per_engine["local"]["status"] == "ok" and "list_top_facets" in per_engine["local"]["note"]
+    )
+
+
+async def test_read_only_server_returns_external_results_without_saving(
+    engines_kb: KnowledgeBase,
+) -> None:
+    with running_server(engines_kb, env={"MCP_READ_ONLY": "true"}) as server:
+        async with mcp_client(server.mcp_url) as client:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            result = await client.call_tool(
+                "search_papers",
+                {"query": "novel", "engines": ["fake_scholar"], "project_id": "Vision"},
+            )
+    assert "search_papers" in tools and "add_paper" not in tools
+    page = result.structured_content
+    assert [entry["paper_id"] for entry in page["results"]] == [None]
+    assert page["results"][0]["doi"] == ATTENTION_SCHOLAR["doi"]
+    assert any("Read-only" in note for note in page["notes"])
+
+
+async def test_engine_arguments_are_validated(engines_server: LiveServer) -> None:
+    url = engines_server.mcp_url
+    async with mcp_client(url) as client:
+        with pytest.raises(MCPError) as too_many:
+            await client.call_tool("search_papers", {"query": "x", "engines": ["a"] * 21})
+    assert too_many.value.error.code == -32602 and "At most 20" in too_many.value.error.message
+    bad_project = await call(
+        url, "search_papers", {"query": "x", "engines": ["fake_arxiv"], "project_id": "nope"}
+    )
+    assert tool_error(bad_project)["code"] == "not_found"
