@@ -1,0 +1,353 @@
+"""Counts over a set of papers that a chart can be drawn from (seed 004's
+`analyze_paper_trends`): who wrote them, what they are about, where and when they appeared.
+
+Every count is one GROUP BY over the papers given as a subquery, so a project of 100k
+papers costs the same handful of statements as a list of ten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Max, Min, Q, QuerySet
+
+from papers.models import (
+    Author,
+    Category,
+    Keyword,
+    Paper,
+    PaperAuthor,
+    PaperCategory,
+    PaperIdentifier,
+    PaperKeyword,
+    Venue,
+)
+from research_site.errors import InvalidInput, NotFound
+
+ANALYSIS_TYPES: tuple[str, ...] = ("authors", "keywords", "timeline", "categories", "venues")
+MAX_REFS = 1_000
+MAX_ITEMS = 1_000
+MAX_REF_LENGTH = 600
+
+PaperSet = QuerySet[Paper] | Sequence[Paper] | Sequence[int]
+
+
+def papers_trends(
+    *,
+    papers: PaperSet,
+    analysis_type: str,
+    scope: Sequence[str] | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """Counts over `papers` (a queryset, Paper objects or paper ids) for one analysis:
+
+    - "authors": `[{name, paper_count, first_year, last_year}]`, the years of the author's
+      papers among these (not their whole career);
+    - "keywords", "categories", "venues": `[{name, paper_count}]`;
+    - "timeline": `[{year, paper_count}]` for every year from the first to the last,
+      years without papers included as 0.
+
+    Returns `{"analysis_type", "items", "summary", "notes"}`. Items are sorted by
+    paper_count descending then name (the timeline by year) and cut at `limit` (never the
+    timeline). `summary`: total_papers, first_year, last_year, papers_without_year, and
+    for the other analyses distinct_values (before the cut) and papers_without_value
+    (papers with no author, keyword, category or venue). With `scope`, papers outside
+    the client's projects are left out.
+
+    Raises InvalidInput for an unknown analysis_type (listing the allowed ones) or a limit
+    outside 1-1000.
+    """
+    if analysis_type not in ANALYSIS_TYPES:
+        raise InvalidInput(
+            f"Unknown analysis_type {analysis_type!r}; choose one of: {', '.join(ANALYSIS_TYPES)}.",
+            field="analysis_type",
+            allowed=list(ANALYSIS_TYPES),
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ITEMS:
+        raise InvalidInput(f"limit must be between 1 and {MAX_ITEMS}.", field="limit")
+
+    selected = _selected(papers, scope)
+    summary = _summary(selected)
+    notes: list[str] = []
+    if analysis_type == "timeline":
+        items = _timeline(selected, summary)
+        if summary["papers_without_year"]:
+            undated = summary["papers_without_year"]
+            notes.append(
+                f"{_papers(undated)} {'has' if undated == 1 else 'have'} no year and "
+                f"{'is' if undated == 1 else 'are'} not on the timeline."
+            )
+    else:
+        items, distinct, without = _COUNTS[analysis_type](selected, limit, summary["total_papers"])
+        summary["distinct_values"] = distinct
+        summary["papers_without_value"] = without
+        if distinct > len(items):
+            notes.append(f"Showing the top {len(items)} of {distinct} {analysis_type}.")
+    return {"analysis_type": analysis_type, "items": items, "summary": summary, "notes": notes}
+
+
+def papers_trends_by_ref(
+    *,
+    analysis_type: str,
+    paper_ids: Sequence[str | int] | None = None,
+    project_id: str | None = None,
+    scope: Sequence[str] | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """`papers_trends` over papers named by reference (paper_id, human id or citekey; at
+    most 1000), over a project's papers (id or name), or both: the listed papers that are
+    in the project, with a note naming how many were left out.
+
+    Raises InvalidInput when neither is given, for too many or malformed references, and
+    like papers_trends; NotFound naming every unknown reference, or for an unknown project
+    (or one outside the scope).
+    """
+    if not paper_ids and not project_id:
+        raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
+    notes: list[str] = []
+    papers: PaperSet
+    if paper_ids:
+        ids = papers_resolve(refs=paper_ids, scope=scope)
+        papers = ids
+        if project_id:
+            in_project = set(
+                _project_papers(project_id, scope).filter(pk__in=ids).values_list("pk", flat=True)
+            )
+            papers = [pk for pk in ids if pk in in_project]
+            if len(papers) < len(ids):
+                left_out = len(ids) - len(papers)
+                notes.append(
+                    f"{_papers(left_out)} of the list {'is' if left_out == 1 else 'are'} not "
+                    f"in project {project_id!r} and {'was' if left_out == 1 else 'were'} "
+                    "left out."
+                )
+    else:
+        papers = _project_papers(str(project_id), scope)
+    result = papers_trends(papers=papers, analysis_type=analysis_type, scope=scope, limit=limit)
+    result["notes"] = notes + result["notes"]
+    return result
+
+
+def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = None) -> list[int]:
+    """The paper_ids of these references (paper_id, human id, citekey or citekey alias, as
+    paper_get accepts), in the order given, each once, in a few queries whatever the count.
+
+    Raises InvalidInput for more than MAX_REFS references or an empty, oversized or
+    non-text one; NotFound naming every reference that matches no paper (in scope).
+    """
+    from papers.selectors import papers_in_scope
+
+    if isinstance(refs, str | bytes) or not isinstance(refs, Sequence):
+        raise InvalidInput("paper_ids must be a list of paper identifiers.", field="paper_ids")
+    if len(refs) > MAX_REFS:
+        raise InvalidInput(f"At most {MAX_REFS} paper_ids at a time.", field="paper_ids")
+    texts = [_ref_text(ref) for ref in refs]
+    numbers = {int(t) for t in texts if t.isdigit()}
+    human_ids = {t for t in texts if t.startswith("[")}
+    keys = {t for t in texts if not t.isdigit() and not t.startswith("[")}
+
+    visible = papers_in_scope(scope) if scope is not None else Paper.objects.all()
+    found: dict[str, int] = {}
+    for pk in visible.filter(pk__in=numbers).values_list("pk", flat=True):
+        found[str(pk)] = pk
+    for pk, human_id in visible.filter(human_id__in=human_ids).values_list("pk", "human_id"):
+        found[human_id] = pk
+    for pk, citekey in visible.filter(citekey__in=keys).values_list("pk", "citekey"):
+        found[citekey] = pk
+    aliases = keys - found.keys()
+    if aliases:
+        alias_rows = PaperIdentifier.objects.filter(
+            scheme="citekey", value__in=aliases, paper__in=visible.values("pk")
+        ).values_list("value", "paper_id")
+        for value, pk in alias_rows:
+            found.setdefault(value, pk)
+    unknown = [ref for ref, text in zip(refs, texts, strict=True) if _lookup(found, text) is None]
+    if unknown:
+        listed = ", ".join(repr(ref) for ref in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        raise NotFound(
+            f"No paper {listed}{more} in the library.", paper_ids=[str(ref) for ref in unknown]
+        )
+    return list(dict.fromkeys(_lookup(found, text) or 0 for text in texts))
+
+
+def _papers(count: int) -> str:
+    return f"{count} paper" if count == 1 else f"{count} papers"
+
+
+def _ref_text(ref: object) -> str:
+    if isinstance(ref, bool) or not isinstance(ref, str | int):
+        raise InvalidInput(
+            "Each paper_id must be a number or a text identifier.", field="paper_ids"
+        )
+    text = str(ref).strip()
+    if not text:
+        raise InvalidInput("A paper_id cannot be empty.", field="paper_ids")
+    if len(text) > MAX_REF_LENGTH:
+        raise InvalidInput("A paper_id is too long.", field="paper_ids")
+    return text
+
+
+def _lookup(found: dict[str, int], text: str) -> int | None:
+    # Digits are keyed by their canonical form, so '007' finds paper 7 as paper_get does.
+    return found.get(str(int(text))) if text.isdigit() else found.get(text)
+
+
+def _project_papers(project_id: str, scope: Sequence[str] | None) -> QuerySet[Paper]:
+    from projects.selectors import project_get
+
+    project = project_get(ref=project_id, scope=scope)
+    return Paper.objects.filter(project_links__project=project)
+
+
+# --- the counts ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Selection:
+    """The papers to count over: `papers` for per-paper counts, and `ids` to restrict link
+    tables with (a subquery or a list; None: every paper, no restriction at all)."""
+
+    papers: QuerySet[Paper]
+    ids: QuerySet[Any] | list[int] | None
+
+    def links(self, model: type[PaperAuthor] | type[PaperKeyword] | type[PaperCategory]) -> Any:
+        # order_by(): PaperAuthor's Meta.ordering would join papers_paper into the GROUP BY.
+        links = model.objects.order_by()
+        return links if self.ids is None else links.filter(paper__in=self.ids)
+
+
+def _selected(papers: PaperSet, scope: Sequence[str] | None) -> _Selection:
+    ids: Any  # a values("pk") subquery, a list of paper ids, or None for every paper
+    if isinstance(papers, QuerySet):
+        # An unfiltered queryset is the whole library: no `IN (every paper)` to evaluate.
+        ids = papers.order_by().values("pk") if papers.query.where else None
+    else:
+        ids = [p.pk if isinstance(p, Paper) else int(p) for p in papers]
+    if scope is not None:
+        from projects.models import ProjectPaper
+        from projects.selectors import project_ids_for
+
+        visible = ProjectPaper.objects.filter(project__in=project_ids_for(scope))
+        if ids is not None:
+            visible = visible.filter(paper__in=ids)
+        ids = visible.values("paper_id")
+    selected = Paper.objects.order_by()
+    return _Selection(selected if ids is None else selected.filter(pk__in=ids), ids)
+
+
+def _summary(selection: _Selection) -> dict[str, Any]:
+    totals = selection.papers.aggregate(
+        total=Count("pk"),
+        first=Min("year"),
+        last=Max("year"),
+        without_year=Count("pk", filter=Q(year__isnull=True)),
+    )
+    return {
+        "total_papers": totals["total"],
+        "first_year": totals["first"],
+        "last_year": totals["last"],
+        "papers_without_year": totals["without_year"],
+    }
+
+
+def _timeline(selection: _Selection, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    first, last = summary["first_year"], summary["last_year"]
+    if first is None:
+        return []
+    groups = selection.papers.filter(year__isnull=False).values("year").annotate(n=Count("pk"))
+    counts = dict(groups.values_list("year", "n"))
+    return [{"year": year, "paper_count": counts.get(year, 0)} for year in range(first, last + 1)]
+
+
+Counted = tuple[list[dict[str, Any]], int, int]  # items, distinct values, papers without
+# Extra groups fetched past `limit`, so ties at the cut can be ordered by name.
+_TIE_MARGIN = 50
+
+
+def _top(groups: QuerySet[Any], group_field: str, limit: int, named: Any) -> list[dict[str, Any]]:
+    """The `limit` largest of `values(group_field).annotate(n=...)` groups, each with its
+    `name` from the `named` model, ordered by n descending then name.
+
+    Ordering every group by name in SQL would join the name table into the GROUP BY (an
+    extra 0.5 s for the authors of 95k papers); instead fetch the top by count with a
+    margin and order ties by name here, re-querying only when a tie runs past the margin.
+    """
+    groups = groups.filter(**{f"{group_field}__isnull": False})
+    fetched = list(groups.order_by("-n", group_field)[: limit + _TIE_MARGIN])
+    if len(fetched) == limit + _TIE_MARGIN and fetched[limit - 1]["n"] == fetched[-1]["n"]:
+        fetched = list(groups.filter(n__gte=fetched[limit - 1]["n"]))
+    names = dict(
+        named.objects.filter(pk__in=[row[group_field] for row in fetched]).values_list("pk", "name")
+    )
+    rows = [
+        {**row, "name": names[row[group_field]]} for row in fetched if row[group_field] in names
+    ]
+    rows.sort(key=lambda row: (-row["n"], row["name"].casefold(), row["name"]))
+    return rows[:limit]
+
+
+def _authors(selection: _Selection, limit: int, total: int) -> Counted:
+    links = selection.links(PaperAuthor)
+    # Counted from the (author, paper) index alone; the years, which need each paper's
+    # row, only for the authors shown (0.7 s -> 0.1 s for the authors of 95k papers).
+    groups = links.values("author_id").annotate(n=Count("paper", distinct=True))
+    top = _top(groups, "author_id", limit, Author)
+    years = {
+        row["author_id"]: row
+        for row in links.filter(author_id__in=[row["author_id"] for row in top])
+        .values("author_id")
+        .annotate(first_year=Min("paper__year"), last_year=Max("paper__year"))
+    }
+    items = [
+        {
+            "name": row["name"],
+            "paper_count": row["n"],
+            "first_year": years[row["author_id"]]["first_year"],
+            "last_year": years[row["author_id"]]["last_year"],
+        }
+        for row in top
+    ]
+    return items, _distinct(links, "author_id"), total - _distinct(links, "paper_id")
+
+
+def _linked(
+    model: type[PaperKeyword] | type[PaperCategory],
+    value_field: str,
+    named: type[Keyword] | type[Category],
+) -> Any:
+    def count(selection: _Selection, limit: int, total: int) -> Counted:
+        links = selection.links(model)
+        # (paper, keyword) and (paper, category) are unique: no DISTINCT needed.
+        groups = links.values(value_field).annotate(n=Count("pk"))
+        items = [
+            {"name": row["name"], "paper_count": row["n"]}
+            for row in _top(groups, value_field, limit, named)
+        ]
+        return items, _distinct(links, value_field), total - _distinct(links, "paper_id")
+
+    return count
+
+
+def _venues(selection: _Selection, limit: int, total: int) -> Counted:
+    groups = selection.papers.values("venue_id").annotate(n=Count("pk"))
+    items = [
+        {"name": row["name"], "paper_count": row["n"]}
+        for row in _top(groups, "venue_id", limit, Venue)
+    ]
+    with_venue = selection.papers.filter(venue__isnull=False)
+    return items, _distinct(with_venue, "venue_id"), total - with_venue.count()
+
+
+def _distinct(rows: QuerySet[Any], value_field: str) -> int:
+    return rows.values(value_field).distinct().count()
+
+
+_COUNTS = {
+    "authors": _authors,
+    "keywords": _linked(PaperKeyword, "keyword_id", Keyword),
+    "categories": _linked(PaperCategory, "category_id", Category),
+    "venues": _venues,
+}
