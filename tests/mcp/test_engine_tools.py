@@ -243,3 +243,19 @@ async def test_engine_arguments_are_validated(engines_server: LiveServer) -> Non
         url, "search_papers", {"query": "x", "engines": ["fake_arxiv"], "project_id": "nope"}
     )
     assert tool_error(bad_project)["code"] == "not_found"
+
+
+async def test_add_paper_finds_a_paper_already_in_the_library_without_asking_engines(
+    engines_server: LiveServer, engines_kb: KnowledgeBase
+) -> None:
+    async with mcp_client(engines_server.mcp_url) as client:
+        existing = await client.call_tool(
+            "add_paper", {"identifier": "https://doi.org/10.5555/3295222.3295349"}
+        )
+        with pytest.raises(MCPError) as unrecognised:
+            await client.call_tool("add_paper", {"identifier": "not an identifier"})
+    added = existing.structured_content
+    assert added["created"] is False
+    assert added["paper"]["paper_id"] == engines_kb.paper("attention")["paper_id"]
+    assert added["engines"] == {} and "Already in the library" in added["notes"][0]
+    assert unrecognised.value.error.code == -32602

@@ -1,0 +1,126 @@
+"""add_paper: identifiers recognised, metadata fetched from every engine that knows the paper
+(recorded real answers replayed locally), merged into one paper, never duplicated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engines import registry as registry_module
+from engines.services import identifier_parse, paper_add_by_identifier
+from papers.models import Paper
+from research_site.errors import EngineUnavailable, InvalidInput, NotFound
+from tests.engines.replay import ReplayServer, Reply
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PLOS_DOI = "10.1371/journal.pone.0033693"
+
+
+@pytest.fixture
+def sources(settings: Any, replay_server: ReplayServer) -> ReplayServer:
+    """Every keyless engine pointed at the local server (unknown paths answer 404)."""
+    settings.ENGINES_ENABLED = ["arxiv", "crossref", "openalex", "semantic_scholar"]
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # a worker would not see these URLs
+    settings.ENGINE_CACHE_TTLS = {
+        name: 0 for name in ("arxiv", "crossref", "openalex", "semantic_scholar")
+    }
+    settings.ENGINE_MAX_RETRIES = 0
+    settings.ARXIV_API_URL = f"{replay_server.url}/arxiv/api/query"
+    settings.CROSSREF_API_URL = f"{replay_server.url}/crossref"
+    settings.OPENALEX_API_URL = f"{replay_server.url}/openalex"
+    settings.SEMANTIC_SCHOLAR_API_URL = f"{replay_server.url}/s2"
+    registry_module.registry.refresh()
+    return replay_server
+
+
+def crossref_work() -> Reply:
+    return Reply(200, json.loads((FIXTURES / "crossref" / "work.json").read_text()))
+
+
+def arxiv_recorded(name: str) -> Reply:
+    data = json.loads((FIXTURES / "arxiv" / name).read_text())
+    return Reply(
+        data["status_code"],
+        data["body"].encode("latin-1"),
+        {"Content-Type": "application/atom+xml"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("10.1371/journal.pone.0033693", "doi", PLOS_DOI),
+        ("https://doi.org/10.1371/journal.pone.0033693", "doi", PLOS_DOI),
+        ("arXiv:1605.08386v1", "arxiv", "1605.08386"),
+        ("https://arxiv.org/pdf/1605.08386", "arxiv", "1605.08386"),
+        ("https://openalex.org/W2741809807", "openalex", "W2741809807"),
+        (
+            "https://www.semanticscholar.org/paper/Attention-is-All-you-Need/"
+            "204e3073870fae3d05bcbc2f6a8e263d9b72e776",
+            "s2",
+            "204e3073870fae3d05bcbc2f6a8e263d9b72e776",
+        ),
+    ],
+)
+def test_identifiers_in_every_common_form_are_recognised(text: str, kind: str, value: str) -> None:
+    parsed = identifier_parse(text)
+    assert (parsed.kind, parsed.value) == (kind, value)
+
+
+@pytest.mark.parametrize("text", ["attention is all you need", "https://example.org/x"])
+def test_unrecognised_identifiers_say_what_is_accepted(text: str) -> None:
+    with pytest.raises(InvalidInput, match="give a DOI"):
+        identifier_parse(text)
+    with pytest.raises(InvalidInput, match="empty"):
+        identifier_parse("  ")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_doi_is_added_with_crossref_metadata_and_never_twice(sources: ReplayServer) -> None:
+    sources.add(f"/crossref/works/{PLOS_DOI}", crossref_work())
+    added = paper_add_by_identifier(identifier=f"https://doi.org/{PLOS_DOI}")
+    assert added.created is True
+    paper = added.paper
+    assert paper.doi == PLOS_DOI and paper.source == "crossref"
+    assert paper.title.startswith("Methylphenidate Exposure Induces Dopamine Neuron Loss")
+    assert paper.year == 2012 and paper.author_links.count() > 0
+    statuses = {name: status["status"] for name, status in added.engines.items()}
+    assert statuses == {"crossref": "ok", "openalex": "not_found", "semantic_scholar": "not_found"}
+    asked = len(sources.requests)
+
+    again = paper_add_by_identifier(identifier=PLOS_DOI.upper())
+    assert again.created is False and again.paper.pk == paper.pk
+    assert len(sources.requests) == asked  # answered from the library, no network
+    assert Paper.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_arxiv_id_is_added_from_arxiv(sources: ReplayServer, make_project: Any) -> None:
+    project = make_project("Speech")
+    sources.add(
+        "/arxiv/api/query",
+        arxiv_recorded("id_1605.08386_s0_m100_199195aa31ad.json"),
+        query={"id_list": "1605.08386"},
+    )
+    added = paper_add_by_identifier(identifier="arXiv:1605.08386", project_ids=[project.id])
+    assert added.created is True and added.paper.arxiv_id == "1605.08386"
+    assert added.engines["arxiv"]["status"] == "ok"
+    assert list(added.paper.projects.values_list("id", flat=True)) == [project.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unknown_paper_is_not_found_and_a_failing_lookup_unavailable(
+    sources: ReplayServer,
+) -> None:
+    with pytest.raises(NotFound) as unknown:
+        paper_add_by_identifier(identifier="10.9999/does-not-exist")
+    assert set(unknown.value.details["engines"]) == {"crossref", "openalex", "semantic_scholar"}
+    sources.add("/crossref/works/10.9999/broken", Reply(500))
+    sources.add("/openalex/works/doi:10.9999/broken", Reply(503))
+    sources.add("/s2/graph/v1/paper/DOI:10.9999/broken", Reply(502))
+    with pytest.raises(EngineUnavailable):
+        paper_add_by_identifier(identifier="10.9999/broken")
+    assert Paper.objects.count() == 0
