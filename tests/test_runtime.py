@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,13 @@ def test_tasks_run_in_a_worker_when_a_broker_is_configured() -> None:
     result = ping.delay().get(timeout=30)
     assert result["pong"] is True
     assert result["pid"] != os.getpid()
+
+
+def test_env_example_lists_every_variable_the_settings_read() -> None:
+    root = Path(__file__).resolve().parents[1]
+    settings_source = (root / "research_site" / "settings.py").read_text()
+    read = set(re.findall(r'env_(?:str|bool|int|list|map)\(\s*"([A-Z_0-9]+)"', settings_source))
+    example = (root / ".env.example").read_text()
+    listed = set(re.findall(r"^([A-Z_0-9]+)=", example, flags=re.MULTILINE))
+    assert read, "no settings found: the pattern is out of date"
+    assert read - listed == set()
