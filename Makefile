@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg lint format bench-import bench-mcp setup setup-dev
+.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -39,3 +39,6 @@ bench-import: setup-dev
 
 bench-mcp: setup-dev
 	$(PY) benchmarks/bench_mcp.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
+
+bench-pdf: setup-dev
+	$(PY) benchmarks/bench_pdf.py

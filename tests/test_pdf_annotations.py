@@ -335,3 +335,13 @@ def test_database_refuses_bad_colours_and_pages(attach: Callable[[Path], Paper])
     for values in ({"color": "red", "page": 1}, {"color": "#ff0000", "page": 0}):
         with pytest.raises(IntegrityError), transaction.atomic():
             Annotation.objects.create(paper=paper, kind="area", rects=[[0, 0, 1, 1]], **values)
+
+
+def test_a_quote_inside_one_word_covers_only_its_part(attach: Callable[[Path], Paper]) -> None:
+    paper = attach(EXPOSITORY)
+    whole = services.annotation_highlight_create(paper=paper, page=1, text="Siangliulue")
+    part = services.annotation_highlight_create(paper=paper, page=1, text="iangliul")
+    [[x0, y0, x1, y1]], [[px0, py0, px1, py1]] = whole.rects, part.rects
+    assert (py0, py1) == (y0, y1)
+    assert x0 < px0 < px1 < x1
+    assert part.text == whole.text  # the word as printed

@@ -10,6 +10,8 @@ per line, trimmed in proportion when the match starts or ends inside a word.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import unicodedata
 from dataclasses import dataclass
 
@@ -64,13 +66,12 @@ def find_passage(page: pymupdf.Page, quote: str) -> Found | None:
     while position >= 0:
         occurrences += 1
         position = haystack.find(key, position + 1)
-    # Map key offsets back to words: owner[i] is the word holding haystack[i].
-    owner: list[int] = []
-    for index, word in enumerate(words):
-        owner.extend([index] * len(word.key))
+    # Map key offsets back to words: word i holds haystack[starts[i] : starts[i + 1]].
+    starts = list(itertools.accumulate((len(word.key) for word in words), initial=0))
     end = start + len(key) - 1
-    first, last = owner[start], owner[end]
-    offsets = {first: start - owner.index(first), last: end - owner.index(last)}
+    first = bisect.bisect_right(starts, start) - 1
+    last = bisect.bisect_right(starts, end) - 1
+    head, tail = start - starts[first], end - starts[last]  # offsets inside those words
     rects: list[pymupdf.Rect] = []
     current_line: tuple[int, int] | None = None
     for index in range(first, last + 1):
@@ -78,10 +79,10 @@ def find_passage(page: pymupdf.Page, quote: str) -> Found | None:
         rect = pymupdf.Rect(word.rect)
         length = len(word.key)
         # Trim a word the match only partly covers, in proportion to its characters.
-        if index == first and offsets[first]:
-            rect.x0 += rect.width * offsets[first] / length
-        if index == last and offsets[last] < length - 1:
-            rect.x1 = word.rect.x0 + word.rect.width * (offsets[last] + 1) / length
+        if index == first and head:
+            rect.x0 = word.rect.x0 + word.rect.width * head / length
+        if index == last and tail < length - 1:
+            rect.x1 = word.rect.x0 + word.rect.width * (tail + 1) / length
         if word.line == current_line and rects:
             rects[-1] |= rect
         else:
