@@ -12,6 +12,9 @@ from papers.models import Paper, PaperAuthor
 from research_site.errors import InvalidInput, NotFound
 
 MAX_REF_LENGTH = 600
+# Larger numbers cannot be a paper_id (a 64-bit integer); the databases refuse to compare
+# them (SQLite: OverflowError, PostgreSQL: bigint out of range), so they simply match nothing.
+MAX_PAPER_ID = 2**63 - 1
 
 
 def papers_in_scope(scope: Sequence[str] | None) -> QuerySet[Paper]:
@@ -34,15 +37,16 @@ def paper_get(*, ref: str | int, scope: Sequence[str] | None = None) -> Paper:
     if isinstance(ref, bool):
         raise InvalidInput("paper_id must be a number or a text identifier.", field="paper_id")
     if isinstance(ref, int):
-        paper = queryset.filter(pk=ref).first()
+        paper = queryset.filter(pk=ref).first() if 0 < ref <= MAX_PAPER_ID else None
     else:
         text = str(ref).strip()
         if not text:
             raise InvalidInput("paper_id cannot be empty.", field="paper_id")
         if len(text) > MAX_REF_LENGTH:
             raise InvalidInput("paper_id is too long.", field="paper_id")
-        if text.isdigit():
-            paper = queryset.filter(pk=int(text)).first()
+        if text.isascii() and text.isdigit():  # not '¹', which int() refuses
+            number = int(text)
+            paper = queryset.filter(pk=number).first() if 0 < number <= MAX_PAPER_ID else None
         elif text.startswith("["):
             paper = queryset.filter(human_id=text).first()
         else:
