@@ -1,13 +1,18 @@
-"""URL routes: the admin (curation UI) and the MCP endpoint."""
+"""URL routes: the admin (curation UI), the REST API and the MCP endpoint."""
 
+from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
 admin.site.site_header = "Research MCP"
 admin.site.site_title = "Research MCP"
 admin.site.index_title = "Library"
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
-    path("", include("mcp_endpoint.urls")),
 ]
+if settings.API_ENABLED:
+    from research_site.api import api, unknown_endpoint
+
+    urlpatterns += [path("api/", api.urls), re_path(r"^api/", unknown_endpoint)]
+urlpatterns.append(path("", include("mcp_endpoint.urls")))

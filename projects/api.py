@@ -1,0 +1,169 @@
+"""REST endpoints for research projects (`/api/projects`): create, list, read, and the
+papers they hold. The same selectors and services as the MCP `library` tools; a project
+is named by its id (a slug such as `llm-evaluation`) or its name (URL-encoded).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from papers import selectors as paper_selectors
+from papers.api import PaperBrief, PaperRefs
+from projects import selectors as project_selectors
+from projects import services as project_services
+from projects.models import Project
+from research_site.api_errors import with_errors
+
+router = Router(tags=["projects"])
+
+
+class ProjectIn(Schema):
+    name: str = Field(min_length=1, max_length=200, description="Unique, regardless of case.")
+    description: str = Field(default="", max_length=5000)
+
+
+class ProjectOut(Schema):
+    project_id: str = Field(description="A slug made from the name; it never changes.")
+    name: str
+    description: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class PageParams(Schema):
+    limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="1-100.")] = 20
+    offset: Annotated[int, Field(ge=0, le=settings.MAX_OFFSET, description="0-10000.")] = 0
+
+
+class ProjectPapersPage(Schema):
+    project_id: str
+    project_name: str
+    total: int = Field(description="How many papers the project holds.")
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="The offset of the next page; null on the last.")
+    papers: list[PaperBrief]
+
+
+class PapersIn(Schema):
+    paper_ids: PaperRefs
+
+
+class MembershipChanged(Schema):
+    project_id: str
+    added: int | None = Field(default=None, description="Papers added (others were already in).")
+    removed: int | None = Field(default=None, description="Papers removed (others were not in).")
+
+
+def _project(project: Project) -> dict[str, Any]:
+    return {
+        "project_id": project.id,
+        "name": project.name,
+        "description": project.description,
+        "created_at": project.created_at,
+        "updated_at": project.updated_at,
+    }
+
+
+@router.post(
+    "",
+    operation_id="create_project",
+    summary="Create a research project",
+    response=with_errors({201: ProjectOut}, 403, 409),
+)
+def project_create(request: HttpRequest, body: ProjectIn) -> Status[dict[str, Any]]:
+    """409 if a project of that name (regardless of case) exists."""
+    project = project_services.project_create(name=body.name, description=body.description)
+    return Status(201, _project(project))
+
+
+@router.get(
+    "",
+    operation_id="list_projects",
+    summary="All projects, by name",
+    response=with_errors({200: list[ProjectOut]}),
+)
+def project_list(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_project(project) for project in project_selectors.project_list()]
+
+
+@router.get(
+    "/{ref}",
+    operation_id="get_project",
+    summary="One project",
+    response=with_errors({200: ProjectOut}, 404),
+)
+def project_get(request: HttpRequest, ref: str) -> dict[str, Any]:
+    return _project(project_selectors.project_get(ref=ref))
+
+
+@router.get(
+    "/{ref}/papers",
+    operation_id="list_project_papers",
+    summary="A project's papers, most recently added first",
+    response=with_errors({200: ProjectPapersPage}, 404),
+)
+def project_papers(request: HttpRequest, ref: str, page: Query[PageParams]) -> dict[str, Any]:
+    project = project_selectors.project_get(ref=ref)
+    papers, total = project_selectors.project_papers(
+        project=project, limit=page.limit, offset=page.offset
+    )
+    following = page.offset + len(papers)
+    return {
+        "project_id": project.id,
+        "project_name": project.name,
+        "total": total,
+        "limit": page.limit,
+        "offset": page.offset,
+        "next_offset": following if following < total else None,
+        "papers": [paper_selectors.paper_brief(paper) for paper in papers],
+    }
+
+
+@router.post(
+    "/{ref}/papers",
+    operation_id="add_project_papers",
+    summary="Add papers to a project",
+    response=with_errors({200: MembershipChanged}, 403, 404),
+)
+def project_papers_add(request: HttpRequest, ref: str, body: PapersIn) -> dict[str, Any]:
+    """Papers already in the project stay as they are; an unknown paper adds nothing (404)."""
+    project = project_selectors.project_get(ref=ref)
+    papers = paper_selectors.papers_get_many(refs=body.paper_ids)
+    added = project_services.project_add_papers(
+        project=project, paper_ids=[paper.pk for paper in papers]
+    )
+    return {"project_id": project.id, "added": added}
+
+
+@router.post(
+    "/{ref}/papers/remove",
+    operation_id="remove_project_papers",
+    summary="Remove papers from a project (the papers stay in the library)",
+    response=with_errors({200: MembershipChanged}, 403, 404),
+)
+def project_papers_remove(request: HttpRequest, ref: str, body: PapersIn) -> dict[str, Any]:
+    project = project_selectors.project_get(ref=ref)
+    papers = paper_selectors.papers_get_many(refs=body.paper_ids)
+    removed = project_services.project_remove_papers(
+        project=project, paper_ids=[paper.pk for paper in papers]
+    )
+    return {"project_id": project.id, "removed": removed}
+
+
+@router.delete(
+    "/{ref}/papers/{paper_ref}",
+    operation_id="remove_project_paper",
+    summary="Remove one paper from a project (the paper stays in the library)",
+    response=with_errors({200: MembershipChanged}, 403, 404),
+)
+def project_paper_remove(request: HttpRequest, ref: str, paper_ref: str) -> dict[str, Any]:
+    project = project_selectors.project_get(ref=ref)
+    paper = paper_selectors.paper_get(ref=paper_ref)
+    removed = project_services.project_remove_papers(project=project, paper_ids=[paper.pk])
+    return {"project_id": project.id, "removed": removed}
