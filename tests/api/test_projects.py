@@ -1,0 +1,80 @@
+"""/api/projects: create, list, read, and the papers a project holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from projects.models import Project
+from tests.api.conftest import Api, Library, error
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_project_is_201_with_a_slug_id(api: Api) -> None:
+    response = api.post("/api/projects", {"name": "LLM  Evaluation", "description": " Evals. "})
+    assert response.status_code == 201
+    project = response.json()
+    assert (project["project_id"], project["name"]) == ("llm-evaluation", "LLM Evaluation")
+    assert project["description"] == "Evals."
+    assert Project.objects.filter(pk="llm-evaluation").exists()
+
+
+def test_creating_an_existing_name_is_409_naming_it(api: Api, library: Library) -> None:
+    body = error(api.post("/api/projects", {"name": "TRANSFORMERS"}), 409)
+    assert body["code"] == "conflict"
+    assert body["name"] == "TRANSFORMERS"
+    assert Project.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"name": ""}, {"name": "n" * 201}, {"name": "ok", "description": "d" * 5001}]
+)
+def test_create_project_with_bad_fields_is_400(api: Api, body: dict) -> None:
+    assert error(api.post("/api/projects", body), 400)["code"] == "invalid_input"
+
+
+def test_blank_name_refused_by_the_service_is_400(api: Api) -> None:
+    assert error(api.post("/api/projects", {"name": "   "}), 400)["field"] == "name"
+
+
+def test_list_and_get_projects(api: Api, library: Library) -> None:
+    api.post("/api/projects", {"name": "Agents"})
+    assert [p["project_id"] for p in api.get("/api/projects").json()] == ["agents", "transformers"]
+    for ref in ("transformers", "Transformers", "TRANSFORMERS"):
+        assert api.get(f"/api/projects/{ref}").json()["description"] == "Attention-based models."
+    assert error(api.get("/api/projects/nope"), 404)["project_id"] == "nope"
+
+
+def test_project_papers_newest_additions_first_in_pages(api: Api, library: Library) -> None:
+    page = api.get("/api/projects/transformers/papers").json()
+    assert page["total"] == 2 and page["next_offset"] is None
+    assert [p["paper_id"] for p in page["papers"]] == [library.bert.pk, library.attention.pk]
+    assert page["papers"][0]["keywords"] == ["pretraining", "transformers"]
+    first = api.get("/api/projects/transformers/papers", {"limit": 1}).json()
+    assert first["next_offset"] == 1 and len(first["papers"]) == 1
+    assert error(api.get("/api/projects/transformers/papers", {"limit": 101}), 400)
+    assert error(api.get("/api/projects/transformers/papers", {"offset": 10_001}), 400)
+    assert error(api.get("/api/projects/nope/papers"), 404)
+
+
+def test_add_and_remove_papers(api: Api, library: Library) -> None:
+    path = "/api/projects/transformers/papers"
+    added = api.post(path, {"paper_ids": [library.resnet.citekey, library.bert.pk]})
+    assert added.json() == {"project_id": "transformers", "added": 1, "removed": None}
+    assert api.get(path).json()["total"] == 3
+    removed = api.post(f"{path}/remove", {"paper_ids": [library.resnet.pk, library.bert.pk]})
+    assert removed.json()["removed"] == 2
+    one = api.delete(f"{path}/{library.attention.citekey}")
+    assert one.json()["removed"] == 1
+    assert api.get(path).json()["total"] == 0
+    assert library.attention.__class__.objects.count() == 3  # papers stay in the library
+
+
+def test_membership_errors(api: Api, library: Library) -> None:
+    path = "/api/projects/transformers/papers"
+    assert error(api.post(path, {"paper_ids": [library.resnet.pk, 999999]}), 404)
+    assert api.get(path).json()["total"] == 2  # nothing was added
+    assert error(api.post(path, {"paper_ids": []}), 400)
+    assert error(api.post(path, {"paper_ids": list(range(1, 102))}), 400)
+    assert error(api.post("/api/projects/nope/papers", {"paper_ids": [1]}), 404)
+    assert error(api.delete(f"{path}/999999"), 404)
