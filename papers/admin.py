@@ -501,12 +501,15 @@ class PaperPdfAdmin(admin.ModelAdmin):
         obj.refresh_from_db()
 
     def delete_model(self, request: HttpRequest, obj: PaperPdf) -> None:
-        from papers.pdf.files import stored_path
+        from papers.pdf.services import pdf_detach
 
-        for name in (obj.annotated_file_name, obj.file_name):
-            if name:
-                stored_path(name).unlink(missing_ok=True)
-        obj.delete()
+        pdf_detach(paper_id=obj.paper_id)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PaperPdf]) -> None:
+        from papers.pdf.services import pdf_detach
+
+        for paper_id in list(queryset.values_list("paper_id", flat=True)):
+            pdf_detach(paper_id=paper_id)
 
     def get_urls(self) -> list[Any]:
         from django.urls import path

@@ -134,3 +134,20 @@ def test_download_action_schedules_papers_with_a_pdf_url(
         follow=True,
     )
     assert "1 of 2 papers have a pdf_url" in response.content.decode()
+
+
+def test_deleting_a_pdf_in_the_admin_removes_its_files(
+    admin_client: Client, make_paper: Callable[..., Paper], knowledge_base: Path,
+    django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    paper = make_paper()
+    record = services.pdf_attach_file(paper_id=paper.pk, path=EXPOSITORY)
+    services.annotation_area_create(paper=paper, page=1, rect=[50, 50, 200, 200])
+    assert len(list((knowledge_base / "downloads").iterdir())) == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            reverse("admin:papers_paperpdf_delete", args=[record.pk]), {"post": "yes"}
+        )
+    assert response.status_code == 302
+    assert not PaperPdf.objects.exists() and Annotation.objects.count() == 1
+    assert list((knowledge_base / "downloads").iterdir()) == []

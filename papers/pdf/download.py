@@ -32,12 +32,13 @@ from papers.pdf.files import too_large, write_chunks
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "research-mcp (PDF download)"
-ACCEPTED_TYPES = (
-    "application/pdf",
-    "application/x-pdf",
-    "application/octet-stream",
-    "binary/octet-stream",
-)
+# What servers send PDFs as; an empty type is judged by the %PDF header alone.
+ACCEPTED_TYPES = frozenset(
+    {
+        "application/pdf", "application/x-pdf", "application/acrobat", "application/octet-stream",
+        "binary/octet-stream", "application/force-download", "application/download",
+    }
+)  # fmt: skip
 
 
 def address_allowed(address: str) -> bool:

@@ -147,6 +147,26 @@ def _attach_staged(
     return record
 
 
+def pdf_detach(*, paper_id: int) -> bool:
+    """Remove the paper's PDF: its record, its file and its annotated copy (annotations stay,
+    for a PDF attached later). Returns whether there was one."""
+    with transaction.atomic():
+        record = PaperPdf.objects.select_for_update().filter(paper_id=paper_id).first()
+        if record is None:
+            return False
+        names = [record.file_name, record.annotated_file_name]
+        record.delete()
+        # After commit: a rolled-back delete must not lose the files.
+        transaction.on_commit(lambda: _remove_files(names))
+    return True
+
+
+def _remove_files(names: list[str]) -> None:
+    for name in names:
+        if name:
+            stored_path(name).unlink(missing_ok=True)
+
+
 # --- annotations ------------------------------------------------------------------------
 
 

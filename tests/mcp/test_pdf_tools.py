@@ -321,3 +321,12 @@ async def test_papers_outside_the_client_collections_are_not_found(setup: PdfSet
             "get_pdf_outline", {"paper_id": setup.paper_id("attention")}
         )
     assert tool_error(result)["code"] == "not_found"
+
+
+async def test_attaching_made_the_source_markdown_for_get_paper_source(setup: PdfSetup) -> None:
+    result = await call(
+        setup, "get_paper_source", {"paper_id": setup.paper_id("attention"), "max_chars": 3000}
+    )
+    text = result.content[0].text
+    assert text.startswith("<!-- converted from the paper's PDF")
+    assert "<!-- page 1 -->" in text and "## 1 INTRODUCTION" in text
