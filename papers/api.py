@@ -36,6 +36,7 @@ EXPORT_CONTENT_TYPES = {
     "json": "application/json",
     "jsonl": "application/x-ndjson",
     "markdown": "text/markdown",
+    "ris": "application/x-research-info-systems",
 }
 
 PaperRefValue = (
@@ -252,7 +253,7 @@ def _content(text: str, max_chars: int | None, more: str) -> dict[str, Any]:
     },
 )
 def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpResponse:
-    """The papers as BibTeX, CSV, JSON, JSON Lines or Markdown in the response body;
+    """The papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS in the response body;
     nothing is written on the server. Repeat paper_ids for several papers."""
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
     content = render_export(papers, query.format)

@@ -1,4 +1,4 @@
-"""Exporting papers as BibTeX, CSV, JSON, JSON Lines or Markdown, inline or to a file.
+"""Exporting papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS, inline or to a file.
 
 Files are written only into `settings.EXPORTS_DIR` (read at call time), under a name the
 caller may choose from a safe alphabet, and atomically: a temporary file in the same
@@ -22,11 +22,14 @@ from django.conf import settings
 
 from papers.bibtex import render_bibtex
 from papers.models import Paper
+from papers.ris import render_ris
 from papers.selectors import paper_record
 from research_site.atomic import write_atomic
 from research_site.errors import InvalidInput
 
-EXTENSIONS = {"bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md"}
+EXTENSIONS = {
+    "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",
+}  # fmt: skip
 FORMATS = tuple(EXTENSIONS)
 MAX_FILENAME_LENGTH = 100
 # Names Windows refuses whatever the extension; refused everywhere so exports can be shared.
@@ -233,4 +236,5 @@ RENDERERS: dict[str, Callable[[list[Paper]], str]] = {
     "json": _render_json,
     "jsonl": _render_jsonl,
     "markdown": _render_markdown,
+    "ris": render_ris,
 }

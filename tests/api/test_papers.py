@@ -154,6 +154,7 @@ def test_export_returns_each_format_inline(api: Api, library: Library) -> None:
         "json": "application/json",
         "jsonl": "application/x-ndjson",
         "markdown": "text/markdown",
+        "ris": "application/x-research-info-systems",
     }
     for fmt, content_type in expected.items():
         response = api.get("/api/papers/export", {"paper_ids": ids, "format": fmt})
@@ -168,6 +169,27 @@ def test_export_returns_each_format_inline(api: Api, library: Library) -> None:
         api.get("/api/papers/export", {"paper_ids": ids, "format": "json"}).content
     )
     assert {r["citekey"] for r in records} == {library.attention.citekey, library.bert.citekey}
+
+
+def test_ris_export_has_one_record_per_paper_with_tagged_fields(api: Api, library: Library) -> None:
+    params = {"paper_ids": [library.attention.pk, library.bert.pk], "format": "ris"}
+    response = api.get("/api/papers/export", params)
+    assert response["Content-Disposition"] == 'inline; filename="papers.ris"'
+    records = response.content.decode().split("ER  - \r\n")
+    assert len(records) == 3 and records[2] == ""
+    attention = records[0].split("\r\n")
+    assert attention[:4] == [
+        "TY  - JOUR",
+        "AU  - Vaswani, Ashish",
+        "AU  - Shazeer, Noam",
+        "TI  - Attention Is All You Need",
+    ]
+    assert "PY  - 2017" in attention
+    assert "T2  - Advances in Neural Information Processing Systems" in attention
+    assert "DO  - 10.5555/3295222.3295349" in attention
+    assert ["KW  - attention", "KW  - transformers"] == [x for x in attention if x[:2] == "KW"]
+    assert f"ID  - {library.attention.citekey}" in attention
+    assert all(line[2:6] == "  - " for line in attention if line)
 
 
 def test_export_within_a_project_keeps_only_its_papers(api: Api, library: Library) -> None:
