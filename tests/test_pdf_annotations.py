@@ -280,11 +280,14 @@ def test_list_filters_by_page_and_delete_redraws_the_copy(
 def test_replacing_the_pdf_redraws_the_annotations_on_the_new_file(
     attach: Callable[[Path], Paper], knowledge_base: Path
 ) -> None:
-    paper = attach(EXPOSITORY)
+    paper = attach(QUANTUM)
     services.annotation_area_create(paper=paper, page=1, rect=[50, 50, 200, 200])
-    services.pdf_attach_file(paper_id=paper.pk, path=QUANTUM)
+    services.annotation_area_create(paper=paper, page=7, rect=[50, 50, 200, 200])
+    services.pdf_attach_file(paper_id=paper.pk, path=EXPOSITORY)  # 4 pages
     with annotated(paper, knowledge_base) as document:
-        assert document.page_count == 8 and len(list(document[0].annots())) == 1
+        assert document.page_count == 4 and len(list(document[0].annots())) == 1
+    # Both stay, marked with the file they were made on.
+    assert {a.pdf_sha256 for a in Annotation.objects.all()} == {FACTS["1111.2011v2.pdf"]["sha256"]}
 
 
 def test_a_missing_annotated_copy_is_drawn_again(

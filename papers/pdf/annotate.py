@@ -12,6 +12,7 @@ annotated file in one step.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Iterable, Sequence
@@ -22,6 +23,8 @@ import pymupdf
 from papers.models import Annotation
 from papers.pdf.files import staging_file
 from papers.pdf.spec import color_rgb
+
+logger = logging.getLogger(__name__)
 
 AUTHOR = "Research MCP"
 
@@ -78,6 +81,15 @@ def write_annotated_copy(*, base: Path, target: Path, annotations: Iterable[Anno
         data: bytes | None = None
         with pymupdf.open(staged) as document:
             for annotation in annotations:
+                if annotation.page > document.page_count:
+                    # Made on an earlier, longer file; it stays in the database.
+                    logger.warning(
+                        "annotation %s is on page %s of a PDF that now has %s pages; not drawn",
+                        annotation.pk,
+                        annotation.page,
+                        document.page_count,
+                    )
+                    continue
                 draw(document, annotation)
             if document.can_save_incrementally():
                 document.saveIncr()

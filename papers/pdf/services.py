@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 Origin = PaperPdf.Origin
 MAX_QUOTE_CHARS = 4000
 MAX_COMMENT_CHARS = 10_000
+# A quote not on its page is looked for on this many pages around it, for the hint (each
+# page costs a few milliseconds).
+ELSEWHERE_PAGES = 40
 # The first line of a source made from the PDF: the only kind of source that attaching a
 # new PDF may replace (a source imported by hand is better than a conversion).
 CONVERTED_MARKER = "<!-- converted from the paper's PDF"
@@ -197,11 +200,12 @@ def annotation_highlight_create(
         pdf_page = document[page - 1]
         found = find_passage(pdf_page, quote)
         if found is None:
-            elsewhere = [
+            nearest = sorted(range(1, document.page_count + 1), key=lambda n: abs(n - page))
+            elsewhere = sorted(
                 number
-                for number in range(1, document.page_count + 1)
-                if number != page and find_passage(document[number - 1], quote) is not None
-            ]
+                for number in nearest[1 : ELSEWHERE_PAGES + 1]
+                if find_passage(document[number - 1], quote) is not None
+            )
             hint = (
                 f" It is on page {', '.join(map(str, elsewhere))}."
                 if elsewhere
@@ -243,16 +247,18 @@ def annotation_area_create(
 ) -> Annotation:
     """Mark an area (a figure, a table, an equation) on `page`: `rect` is [x1, y1, x2, y2]
     (any two opposite corners) in PDF points with the origin at the bottom-left of the page
-    (Zotero's convention). The
-    text inside the area is stored with it. Drawn as a square annotation in the annotated
-    copy.
+    (Zotero's convention). The text inside the area is stored with it. Drawn as a square
+    annotation in the annotated copy.
 
     Raises PdfNotAvailable, PdfFileMissing, InvalidInput (page out of range, a rect that is
     malformed or not inside the page, with the page's box; bad colour).
     """
     hex_color = color_resolve(color)
     _check_comment(comment)
-    values = [float(value) for value in rect] if isinstance(rect, list | tuple) else []
+    try:
+        values = [float(value) for value in rect] if isinstance(rect, list | tuple) else []
+    except (TypeError, ValueError):
+        values = []
     if len(values) != 4 or not all(math.isfinite(value) for value in values):
         raise InvalidInput("rect must be four numbers [x1, y1, x2, y2].", field="rect")
     # Any two opposite corners will do, as for zotero_create_area_annotation.
