@@ -62,6 +62,7 @@ TOOLSET_MODULES: dict[str, str] = {
     "assets": "mcp_endpoint.tools.assets",
     "pdf": "mcp_endpoint.tools.pdf",
     "zotero": "mcp_endpoint.tools.zotero",
+    "review": "mcp_endpoint.tools.review",
 }
 
 INSTRUCTIONS = (
