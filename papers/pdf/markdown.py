@@ -59,70 +59,95 @@ class Block:
     rect: pymupdf.Rect
 
 
+@dataclass
+class _Plan:
+    """What the whole document tells about each page: the body text size, how large the
+    title is, and which bookmark titles (as keys) are headings on which page."""
+
+    body: float
+    title_size: float
+    title_wanted: bool
+    has_outline: bool
+    headings: dict[int, list[tuple[str, int]]]  # page -> [(title key, markdown level)]
+
+
 def document_markdown(document: pymupdf.Document) -> str:
     """The whole document as markdown (see the module docstring for the rules)."""
     pages = [_page_blocks(document[index]) for index in range(document.page_count)]
+    plan = _plan(document, pages)
+    out: list[str] = []
+    for number, (blocks, width) in enumerate(pages, start=1):
+        out.append(f"<!-- page {number} -->")
+        out.extend(_page_markdown(number, _reading_order(blocks, width), plan))
+    return "\n\n".join(part for part in out if part.strip()) + "\n"
+
+
+def _plan(document: pymupdf.Document, pages: list[tuple[list[Block], float]]) -> _Plan:
     body = _body_size(pages)
     outline = [entry for entry in outline_entries(document) if entry.page is not None]
     # A single top-level bookmark on page 1 is the paper's title: it takes '#' itself.
     roots = [entry for entry in outline if entry.level == 1]
     shift = 0 if len(roots) == 1 and roots[0].page == 1 else 1
-    wanted: dict[int, list[tuple[str, int]]] = {}
+    headings: dict[int, list[tuple[str, int]]] = {}
     for entry in outline:
-        assert entry.page is not None
-        wanted.setdefault(entry.page, []).append((text_key(entry.title), entry.level + shift))
+        headings.setdefault(entry.page or 1, []).append(
+            (text_key(entry.title), entry.level + shift)
+        )
+    # Otherwise the title is the largest text on page 1, well above the body size.
+    sizes = [line.size for block in pages[0][0] for line in block.lines] if pages else []
+    title_size = max([body * TITLE_RATIO, *(size * 0.9 for size in sizes)])
+    return _Plan(body, title_size, not (outline and shift == 0), bool(outline), headings)
+
+
+def _page_markdown(number: int, blocks: list[Block], plan: _Plan) -> list[str]:
+    """One page's headings and paragraphs, in reading order."""
+    # (line, whether it is alone in its block, block index)
+    lines = [(line, len(block.lines) == 1, index)
+             for index, block in enumerate(blocks) for line in block.lines]  # fmt: skip
+    wanted = plan.headings.get(number, [])
     out: list[str] = []
-    title_open = not (outline and shift == 0)
-    # The title is the largest text on page 1, well above the body size.
-    first_page_sizes = [line.size for block in pages[0][0] for line in block.lines] if pages else []
-    title_size = max([body * TITLE_RATIO, *(size * 0.9 for size in first_page_sizes)])
-    for number, (blocks, width) in enumerate(pages, start=1):
-        out.append(f"<!-- page {number} -->")
-        lines = [(line, position == 0 and len(block.lines) == 1, block_index)
-                 for block_index, block in enumerate(_reading_order(blocks, width))
-                 for position, line in enumerate(block.lines)]  # fmt: skip
-        paragraph: list[Line] = []
-        paragraph_block = -1
-        title: list[Line] = []
-        index = 0
-        while index < len(lines):
-            line, alone, block_index = lines[index]
-            if paragraph and block_index != paragraph_block:
-                if _continues(paragraph[-1].text, line.text):
-                    paragraph_block = block_index  # a word split across two blocks
-                else:
-                    out.append(_join(paragraph))
-                    paragraph = []
-            if title_open and number == 1 and not out[1:] and line.size >= title_size:
-                title.append(line)
-                index += 1
-                continue
-            if title:
-                out.append("# " + _join(title))
-                title, title_open = [], False
-            level, used = 0, 1
-            if outline:
-                level, used = _outline_heading(
-                    [entry[0] for entry in lines], index, wanted.get(number, [])
-                )
-            elif alone:
-                level = _typographic_heading(line, body)
-            if level:
-                if paragraph:
-                    out.append(_join(paragraph))
-                    paragraph = []
-                text = " ".join(entry[0].text for entry in lines[index : index + used])
-                out.append("#" * min(level, 6) + " " + text)
-                index += used
-                continue
-            paragraph.append(line)
-            paragraph_block = block_index
-            index += 1
-        if title:
-            out.append("# " + _join(title))
+    paragraph: list[Line] = []
+    paragraph_block = -1
+    title: list[Line] = []
+    index = 0
+
+    def flush() -> None:
         if paragraph:
             out.append(_join(paragraph))
-    return "\n\n".join(part for part in out if part.strip()) + "\n"
+            paragraph.clear()
+
+    while index < len(lines):
+        line, alone, block_index = lines[index]
+        if paragraph and block_index != paragraph_block:
+            if _continues(paragraph[-1].text, line.text):
+                paragraph_block = block_index  # a word split across two blocks
+            else:
+                flush()
+        if plan.title_wanted and number == 1 and not out and line.size >= plan.title_size:
+            title.append(line)
+            index += 1
+            continue
+        if title:
+            out.append("# " + _join(title))
+            title = []
+        level, used = 0, 1
+        if plan.has_outline:
+            level, used = _outline_heading([entry[0] for entry in lines], index, wanted)
+        elif alone:
+            level = _typographic_heading(line, plan.body)
+        if level:
+            flush()
+            text = " ".join(entry[0].text for entry in lines[index : index + used])
+            out.append("#" * min(level, 6) + " " + text)
+            index += used
+            continue
+        paragraph.append(line)
+        paragraph_block = block_index
+        index += 1
+    if title:
+        out.append("# " + _join(title))
+    flush()
+    return out
 
 
 def _page_blocks(page: pymupdf.Page) -> tuple[list[Block], float]:
