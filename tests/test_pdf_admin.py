@@ -26,6 +26,9 @@ pytestmark = pytest.mark.django_db
 def knowledge_base(settings: Any, tmp_path: Path) -> Path:
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.ASSETS_DIR = tmp_path / "assets"
+    # These folders are this process's own, so tasks run here even where CI has a worker
+    # (test_pdf_worker.py covers the worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     return tmp_path
 
 

@@ -34,6 +34,9 @@ ORANGE = (0xF1 / 255, 0x98 / 255, 0x37 / 255)
 def knowledge_base(settings: Any, tmp_path: Path) -> Path:
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.ASSETS_DIR = tmp_path / "assets"
+    # These folders are this process's own, so tasks run here even where CI has a worker
+    # (test_pdf_worker.py covers the worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     return tmp_path
 
 

@@ -122,6 +122,9 @@ def server() -> Iterator[PdfServer]:
 def knowledge_base(settings: Any, tmp_path: Path, server: PdfServer) -> Path:
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.ASSETS_DIR = tmp_path / "assets"
+    # These folders are this process's own, so tasks run here even where CI has a worker
+    # (test_pdf_worker.py covers the worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.PDF_ALLOW_PRIVATE_URLS = True
     settings.PDF_MAX_BYTES = 2_000_000
     settings.PDF_MAX_REDIRECTS = 3

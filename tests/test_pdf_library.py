@@ -30,6 +30,9 @@ def knowledge_base(settings: Any, tmp_path: Path) -> Path:
     """Each test gets its own downloads/ and assets/ folders."""
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.ASSETS_DIR = tmp_path / "assets"
+    # These folders are this process's own, so tasks run here even where CI has a worker
+    # (test_pdf_worker.py covers the worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     return tmp_path
 
 

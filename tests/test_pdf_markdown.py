@@ -26,6 +26,9 @@ from tests.test_pdf_library import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
 def knowledge_base(settings: Any, tmp_path: Path) -> Path:
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.ASSETS_DIR = tmp_path / "assets"
+    # These folders are this process's own, so tasks run here even where CI has a worker
+    # (test_pdf_worker.py covers the worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.EXPORTS_DIR = tmp_path / "exports"
     return tmp_path
 

@@ -57,7 +57,13 @@ class PdfSetup:
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PdfSetup]:
     directory = tmp_path_factory.mktemp("pdf-kb")
     with server_database("mcp_pdf") as database_url:
-        env = base_env(directory, database_url)
+        # Tasks (the markdown conversion after attach_pdf) run in the attaching process:
+        # a broker would hand them to the test run's worker, which has another database.
+        env = {
+            name: value
+            for name, value in base_env(directory, database_url).items()
+            if name not in ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+        }
         data = json.loads(run(env, str(SEED_SCRIPT)).strip().splitlines()[-1])
         kb = KnowledgeBase(directory, env, data)
         for name, path in (("attention", EXPOSITORY), ("bert", PAPERMAGE), ("unfiled", QUANTUM)):
