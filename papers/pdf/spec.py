@@ -83,7 +83,8 @@ def page_spec_parse(spec: str, total_pages: int) -> list[int]:
             )
         if last > total_pages:
             raise InvalidInput(
-                f"Page {last} is out of range: the PDF has {total_pages} page(s) (1-{total_pages}).",
+                f"Page {last} is out of range: "
+                f"the PDF has {total_pages} page(s) (1-{total_pages}).",
                 field="pages",
                 total_pages=total_pages,
             )
