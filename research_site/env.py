@@ -59,6 +59,8 @@ def env_map(name: str) -> dict[str, str]:
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise ImproperlyConfigured(f"{name} must look like 'name=value,name=value', not {raw!r}")
+            raise ImproperlyConfigured(
+                f"{name} must look like 'name=value,name=value', not {raw!r}"
+            )
         mapping[key.strip()] = value.strip()
     return mapping
