@@ -130,6 +130,12 @@ def test_the_whole_library_as_an_unfiltered_queryset(library: Library) -> None:
     assert everything == papers_trends(papers=all_of(library), analysis_type="authors")
 
 
+def test_a_sliced_queryset_counts_only_its_slice(library: Library) -> None:
+    first_two = Paper.objects.order_by("paper_id")[:2]
+    result = papers_trends(papers=first_two, analysis_type="timeline")
+    assert result["summary"]["total_papers"] == 2
+
+
 def test_ties_at_the_cut_are_ordered_by_name(
     library: Library, monkeypatch: pytest.MonkeyPatch
 ) -> None:
