@@ -1,5 +1,10 @@
 """Tool set `library`, part 2: tools that reach outside the library or analyse it (issue 5;
-seed 004 tools 6, 10 and 11, and `add_paper`)."""
+seed 004 tools 6, 10 and 11, and `add_paper`).
+
+`find_related_papers` scores the library (papers/related.py); with `engines` it first asks
+those engines for the papers citing the reference paper and records them, so the citation
+component grows with what the engines know. `analyze_paper_trends` counts authors,
+keywords, categories, venues or years over given papers or a project (papers/trends.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import CITING
 from engines.services import citing_papers, engine_ids_resolve, paper_add_by_identifier
-from mcp_endpoint.registry import EXTERNAL_SEARCH, Registry
+from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.engines_search import (
     EngineResult,
@@ -19,7 +24,9 @@ from mcp_endpoint.tools.engines_search import (
     tag_projects,
 )
 from mcp_endpoint.tools.search import EngineStatus
+from papers.related import papers_related
 from papers.selectors import paper_detail, paper_get
+from papers.trends import ANALYSIS_TYPES, papers_trends_by_ref
 
 PaperRef = Annotated[
     str | int,
@@ -33,6 +40,34 @@ class AddedPaperResult(BaseModel):
     created: bool = Field(description="false: the paper was already in the library.")
     paper: dict[str, Any] = Field(description="The full record, as get_paper_details.")
     engines: dict[str, EngineStatus] = Field(description="The engines asked and their status.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class RelatedPage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    paper: dict[str, Any] = Field(description="The reference paper.")
+    results: list[dict[str, Any]] = Field(
+        description="Related papers, most similar first, each with similarity (0-1), reasons "
+        "(shared keywords, categories, references, citations, embedding) and components."
+    )
+    weights: dict[str, float] = Field(description="How the components were weighted.")
+    similarity_threshold: float
+    engines: dict[str, EngineStatus] = Field(
+        default_factory=dict, description="Engines asked for citing papers first, if any."
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class TrendsResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    analysis_type: str
+    items: list[dict[str, Any]] = Field(
+        description="Counts to draw: {name, paper_count} (authors also first_year/last_year); "
+        "timeline: {year, paper_count} for every year, zeros included."
+    )
+    summary: dict[str, Any]
     notes: list[str] = Field(default_factory=list)
 
 
@@ -110,3 +145,84 @@ def register(registry: Registry) -> None:
             saved=result.saved,
             notes=[*notes, *result.notes],
         )
+
+    @registry.tool(
+        name="find_related_papers",
+        title="Find related papers",
+        description=(
+            "Papers in the library related to a paper, scored 0-1 from shared keywords and "
+            "categories, citations (direct, shared references, co-citation) and meaning "
+            "(embeddings); each result says why (reasons). similarity_threshold (default 0.7) "
+            "hides weak matches; notes say how many scored below it, so lower it if nothing "
+            "comes back. engines (e.g. ['openalex','semantic_scholar']) first fetches the "
+            "papers citing it from those engines into the library (network, seconds); "
+            "without engines nothing leaves the machine."
+        ),
+        annotations=EXTERNAL_SEARCH,
+        saves_results=True,
+    )
+    def find_related_papers(
+        paper_id: PaperRef,
+        max_results: MaxResults = 10,
+        similarity_threshold: Annotated[
+            float, Field(ge=0.0, le=1.0, description="Minimum similarity, 0-1.")
+        ] = 0.7,
+        engines: Engines = None,
+        project_id: ProjectTag = None,
+    ) -> RelatedPage:
+        scope = current_scope()
+        paper = paper_get(ref=paper_id, scope=scope)
+        statuses: dict[str, EngineStatus] = {}
+        notes: list[str] = []
+        if engines:
+            engine_ids = [e for e in engine_ids_resolve(engines, operation=CITING) if e != "local"]
+            project_ids, notes = tag_projects(project_id, bool(engine_ids))
+            fetched = citing_papers(
+                paper=paper, engine_ids=engine_ids, max_results=max_results, scope=scope,
+                project_ids=project_ids, save=save,
+            )  # fmt: skip
+            statuses = {n: EngineStatus.model_validate(s) for n, s in fetched.engines.items()}
+            notes += fetched.notes
+        related = papers_related(
+            paper=paper, limit=max_results, similarity_threshold=similarity_threshold,
+            scope=list(scope) if scope is not None else None,
+        )  # fmt: skip
+        return RelatedPage(
+            paper=related.paper,
+            results=related.results,
+            weights=related.weights,
+            similarity_threshold=related.similarity_threshold,
+            engines=statuses,
+            notes=[*notes, *related.notes],
+        )
+
+    @registry.tool(
+        name="analyze_paper_trends",
+        title="Analyse trends in papers",
+        description=(
+            "Counts over a set of papers, ready to chart: analysis_type 'authors' (papers per "
+            "author, first and last year), 'keywords', 'categories', 'venues', or 'timeline' "
+            "(papers per year, every year in the range). The papers: paper_ids (up to 1000 "
+            "paper_ids, human ids or citekeys), a project_id, or both (the listed papers in "
+            "that project). Library only; no network."
+        ),
+        annotations=READ_ONLY,
+    )
+    def analyze_paper_trends(
+        analysis_type: Annotated[
+            str, Field(description=f"One of: {', '.join(ANALYSIS_TYPES)}.", max_length=20)
+        ],
+        paper_ids: Annotated[
+            list[str | int] | None,
+            Field(max_length=1000, description="The papers to analyse."),
+        ] = None,
+        project_id: Annotated[
+            str | None, Field(max_length=200, description="Analyse this project's papers.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most values listed.")] = 100,
+    ) -> TrendsResult:
+        result = papers_trends_by_ref(
+            analysis_type=analysis_type, paper_ids=paper_ids, project_id=project_id,
+            scope=current_scope(), limit=limit,
+        )  # fmt: skip
+        return TrendsResult.model_validate(result)

@@ -259,3 +259,43 @@ async def test_add_paper_finds_a_paper_already_in_the_library_without_asking_eng
     assert added["paper"]["paper_id"] == engines_kb.paper("attention")["paper_id"]
     assert added["engines"] == {} and "Already in the library" in added["notes"][0]
     assert unrecognised.value.error.code == -32602
+
+
+async def test_related_papers_use_citations_fetched_from_engines(
+    engines_server: LiveServer, engines_kb: KnowledgeBase
+) -> None:
+    attention = engines_kb.paper("attention")["paper_id"]
+    async with mcp_client(engines_server.mcp_url) as client:
+        related = await client.call_tool(
+            "find_related_papers",
+            {"paper_id": attention, "similarity_threshold": 0.0, "engines": ["fake_scholar"]},
+        )
+        strict = await client.call_tool("find_related_papers", {"paper_id": attention})
+    page = related.structured_content
+    assert page["paper"]["paper_id"] == attention
+    assert page["engines"]["fake_scholar"]["status"] == "ok"
+    by_title = {entry["title"]: entry for entry in page["results"]}
+    # The citing paper the engine reported is now related through the citation.
+    longformer = by_title[CITING_PAPER["title"]]
+    assert longformer["reasons"]["cites_paper"] is True and longformer["similarity"] > 0
+    assert all(0 <= entry["similarity"] <= 1 for entry in page["results"])
+    assert strict.structured_content["similarity_threshold"] == 0.7
+    assert strict.structured_content["engines"] == {}
+
+
+async def test_trends_count_a_projects_papers_per_year(
+    engines_server: LiveServer,
+) -> None:
+    async with mcp_client(engines_server.mcp_url) as client:
+        timeline = await client.call_tool(
+            "analyze_paper_trends", {"analysis_type": "timeline", "project_id": "NLP Reading"}
+        )
+        with pytest.raises(MCPError) as invalid:
+            await client.call_tool(
+                "analyze_paper_trends", {"analysis_type": "moods", "project_id": "NLP Reading"}
+            )
+    items = timeline.structured_content["items"]
+    assert [item["year"] for item in items] == list(range(items[0]["year"], 2020))
+    counts = {item["year"]: item["paper_count"] for item in items}
+    assert counts[2017] >= 1 and counts[2018] == 0 and counts[2019] == 1
+    assert invalid.value.error.code == -32602 and "timeline" in invalid.value.error.message
