@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf setup setup-dev
+.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf bench-engines setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -42,3 +42,8 @@ bench-mcp: setup-dev
 
 bench-pdf: setup-dev
 	$(PY) benchmarks/bench_pdf.py
+
+## Engines (issue 5): fan-out overhead, cache hits, arXiv + Scholar de-duplication. Through
+## Celery workers instead: see benchmarks/README.md.
+bench-engines: setup-dev
+	$(PY) benchmarks/bench_engines.py
