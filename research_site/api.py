@@ -7,7 +7,9 @@ ROUTERS. OpenAPI is at /api/openapi.json, the docs page at /api/docs.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +20,11 @@ from django.urls import reverse
 from django.utils.html import escape
 from ninja import NinjaAPI, Schema
 from ninja.openapi.docs import Swagger
+from pydantic import BaseModel
 
 from research_site.api_auth import BearerToken, StaffSession
 from research_site.api_errors import install_error_handlers
+from research_site.errors import InvalidInput
 
 # URL prefix under /api/ -> "module.attribute" of a ninja Router.
 ROUTERS: list[tuple[str, str]] = [
@@ -96,6 +100,56 @@ class OfflineSwagger(Swagger):
         return HttpResponse(page)
 
 
+def _unstorable_text(value: Any, where: str) -> str | None:
+    """Where `value` holds text no database column can hold: a NUL character (PostgreSQL
+    refuses it) or a lone surrogate from a JSON escape such as "\\ud800" (not UTF-8)."""
+    items: Any
+    if isinstance(value, str):
+        return where if "\x00" in value or _not_utf8(value) else None
+    if isinstance(value, BaseModel):
+        items = ((name, getattr(value, name)) for name in type(value).model_fields)
+    elif isinstance(value, dict):
+        items = [(key, key) for key in value] + list(value.items())
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _unstorable_text(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
+
+
+def _not_utf8(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refuse_unstorable_text(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Every operation: a parameter with text no database can hold is bad input (400),
+    checked once here rather than failing as a database error (500) wherever it lands."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **values: Any) -> Any:
+        for name, value in values.items():
+            # Schema-typed parameters (query groups, bodies) are named by their fields.
+            field = _unstorable_text(value, "" if isinstance(value, BaseModel) else name)
+            if field:
+                raise InvalidInput(
+                    f"{field} holds a NUL character or invalid Unicode (a lone surrogate).",
+                    field=field,
+                )
+        return view(request, *args, **values)
+
+    return checked
+
+
 api = NinjaAPI(
     title="Research MCP REST API",
     version="1",
@@ -105,6 +159,7 @@ api = NinjaAPI(
     docs=OfflineSwagger(),
 )
 install_error_handlers(api)
+api.add_decorator(refuse_unstorable_text)  # after validation and authentication
 
 
 class ApiIndex(Schema):

@@ -71,6 +71,24 @@ def test_asset_errors_are_502_and_500_with_their_codes(
     assert body["code"] == "asset_parse_failed" and "incident" not in body
 
 
+def test_text_no_database_can_hold_is_400_naming_the_field(api: Api, library: Library) -> None:
+    # Found by schemathesis on PostgreSQL, which refuses NUL characters in text (a 500).
+    in_query = error(api.get("/api/search/payload", {"author": "Vas\x00wani"}), 400)
+    assert (in_query["code"], in_query["field"]) == ("invalid_input", "author")
+    assert error(api.get("/api/papers/vas%00wani"), 400)["field"] == "ref"
+    # A lone surrogate ("\\ud800" in JSON) cannot be encoded: pydantic refuses it in typed
+    # fields, the check refuses it in free-form JSON such as a summary.
+    body = '{"content": {"tldr": "\\ud800"}}'
+    lone_surrogate = api.client.put(
+        f"/api/papers/{library.attention.pk}/summaries/brief", body,
+        content_type="application/json", headers={"Authorization": f"Bearer {api.token}"},
+    )  # fmt: skip
+    assert error(lone_surrogate, 400)["field"] == "content.tldr"
+    summary = {"content": {"key\x00": "value"}}
+    path = f"/api/papers/{library.attention.pk}/summaries/brief"
+    assert error(api.put(path, summary), 400)["field"] == "content.key\x00"
+
+
 def test_body_over_the_upload_limit_is_413(api: Api, library: Library, settings: Any) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     big = {"content": {"text": "x" * 2000}}
