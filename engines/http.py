@@ -154,15 +154,13 @@ def _get(
     mask = _masker(request_headers, query)
     deadline = time.monotonic() + timeout
     try:
-        with httpx.Client(
-            timeout=timeout,
-            follow_redirects=True,
-            max_redirects=MAX_REDIRECTS,
-            event_hooks={"request": [_keep_keys_at_home(httpx.URL(url))]},
-        ) as client:
-            with client.stream("GET", url, params=query, headers=request_headers) as response:
-                body = _read_bounded(response, deadline, engine_name, timeout)
-                status, answer_headers = response.status_code, response.headers
+        parsed = httpx.URL(url)
+        client = _client_for(parsed.scheme, parsed.host, parsed.port)
+        with client.stream(
+            "GET", url, params=query, headers=request_headers, timeout=timeout
+        ) as response:
+            body = _read_bounded(response, deadline, engine_name, timeout)
+            status, answer_headers = response.status_code, response.headers
     except httpx.TimeoutException:
         raise EngineTimeout(f"{engine_name} did not answer within {timeout:g} s.") from None
     except httpx.TooManyRedirects:
@@ -200,6 +198,20 @@ def _get(
     )
 
 
+@cache
+def _client_for(scheme: str, host: str, port: int | None) -> httpx.Client:
+    """One client (connection pool, TLS context) per source, shared by all threads.
+
+    Building an httpx.Client loads the CA bundle (tens of ms of CPU), which dominated a
+    multi-engine search when done per request (benchmarks/README.md, "Engines").
+    """
+    return httpx.Client(
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        event_hooks={"request": [_keep_keys_at_home((scheme, host, port))]},
+    )
+
+
 def _read_bounded(
     response: httpx.Response, deadline: float, engine_name: str, timeout: float
 ) -> bytes:
@@ -221,9 +233,10 @@ def _read_bounded(
     return b"".join(chunks)
 
 
-def _keep_keys_at_home(origin: httpx.URL) -> Callable[[httpx.Request], None]:
+def _keep_keys_at_home(
+    home: tuple[str, str, int | None],
+) -> Callable[[httpx.Request], None]:
     """A request hook dropping key headers when a redirect leads to another origin."""
-    home = (origin.scheme, origin.host, origin.port)
 
     def hook(request: httpx.Request) -> None:
         if (request.url.scheme, request.url.host, request.url.port) != home:

@@ -101,6 +101,7 @@ class ReplayServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
     def add(
