@@ -1,6 +1,9 @@
-"""Research projects and which papers they hold. A paper can be in many projects."""
+"""Research projects and which papers they hold (a paper can be in many projects), and the
+literature reviews whose results become projects."""
 
 from __future__ import annotations
+
+import uuid
 
 from django.db import models
 from django.db.models.functions import Lower
@@ -46,3 +49,177 @@ class ProjectPaper(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id}: {self.paper_id}"
+
+
+# --- literature reviews (issue 6; the workflow is in projects/review/) -----------------------
+
+
+class ReviewSession(TimeStamped):
+    """A literature review an agent drives with a person's decisions at checkpoints.
+
+    The workflow's whole state lives here rather than in a process, so any web process can
+    answer for a review and any Celery worker can pick up a step another one dropped. A
+    running step holds a lease (`task_id`, `attempt`, `lease_expires_at`), renewed by the
+    step while it works; a review whose lease ran out is handed to a new run
+    (projects/review/services.py, "Steps").
+    """
+
+    class Stage(models.TextChoices):
+        PLAN = "plan"
+        SEARCH = "search"
+        SCREEN = "screen"
+        EXPAND = "expand"
+        COMPLETE = "complete"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running (a step is working)"
+        WAITING = "waiting", "waiting for a decision"
+        COMPLETE = "complete"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    query = models.CharField(max_length=500, help_text="The research question.")
+    domain = models.CharField(max_length=32)
+    max_results = models.PositiveSmallIntegerField(help_text="Most candidates to screen.")
+    stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.PLAN)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    iteration = models.PositiveIntegerField(default=0, help_text="Decisions applied so far.")
+    round = models.PositiveIntegerField(
+        default=1, help_text="Plan-and-search rounds; a rejection starts another."
+    )
+    plan = models.JSONField(default=dict, blank=True)
+    # The search engines the process that started the review may use (its ENGINES_ENABLED
+    # and keys), so a worker configured differently never searches more than was allowed.
+    engines_allowed = models.JSONField(default=list, blank=True)
+    # PRISMA identification counts of the searches: {"search": {...}, "citations": {...}}.
+    identification = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="reviews"
+    )
+    completed_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["running", "waiting", "complete", "failed"]),
+                name="reviewsession_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(stage__in=["plan", "search", "screen", "expand", "complete"]),
+                name="reviewsession_stage_valid",
+            ),
+            # Complete means both: no review is complete at another stage, or vice versa.
+            models.CheckConstraint(
+                condition=models.Q(status="complete", stage="complete")
+                | (~models.Q(status="complete") & ~models.Q(stage="complete")),
+                name="reviewsession_complete_consistent",
+            ),
+        ]
+        indexes = [
+            # The admin's list of reviews, newest first.
+            models.Index(fields=["-created_at"], name="reviewsession_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query[:80]} ({self.status})"
+
+
+class ReviewCheckpoint(TimeStamped):
+    """A point where the workflow waits for a person: `plan`, `screen` or `expand`.
+
+    At most one checkpoint of a session is pending (no `resolved_at`) at any time.
+    """
+
+    class Kind(models.TextChoices):
+        PLAN = "plan"
+        SCREEN = "screen"
+        EXPAND = "expand"
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="checkpoints")
+    sequence = models.PositiveIntegerField(help_text="1, 2, 3, ... in the order raised.")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    round = models.PositiveIntegerField()
+    payload = models.JSONField(default=dict, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "sequence"], name="reviewcheckpoint_sequence_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=models.Q(resolved_at__isnull=True),
+                name="reviewcheckpoint_one_pending",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.kind}"
+
+
+class ReviewDecision(TimeStamped):
+    """A person's answer to one checkpoint, with their note; one per checkpoint."""
+
+    class Action(models.TextChoices):
+        APPROVE = "approve"
+        EDIT = "edit"
+        REJECT = "reject"
+
+    checkpoint = models.OneToOneField(
+        ReviewCheckpoint, on_delete=models.CASCADE, related_name="decision"
+    )
+    action = models.CharField(max_length=16, choices=Action.choices)
+    data = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+    decided_by = models.CharField(max_length=150, help_text="'agent' or 'admin:<username>'.")
+    iteration = models.PositiveIntegerField(help_text="The session's iteration it made.")
+
+    def __str__(self) -> str:
+        return f"{self.action} at {self.checkpoint}"
+
+
+class ReviewCandidate(models.Model):
+    """A paper the searches found for a review, and what screening made of it."""
+
+    class Source(models.TextChoices):
+        SEARCH = "search"
+        CITATION = "citation", "citation search (snowballing)"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        INCLUDED = "included"
+        EXCLUDED = "excluded"
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="candidates")
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="review_candidacies")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    round = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField(help_text="1 = best, within its source.")
+    score = models.FloatField(default=0.0)
+    engines = models.JSONField(default=list, blank=True)
+    queries = models.JSONField(default=list, blank=True)
+    # Citation search: the included papers (paper_ids) this one cites.
+    cites = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField(blank=True, help_text="Why it was excluded.")
+
+    class Meta:
+        constraints = [
+            # A paper is a candidate of a review once, however many searches found it.
+            models.UniqueConstraint(fields=["session", "paper"], name="reviewcandidate_unique"),
+        ]
+        indexes = [
+            # Screening pages and exports: a review's candidates of one source by rank.
+            models.Index(fields=["session", "source", "rank"], name="reviewcandidate_rank_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.paper_id} ({self.status})"
