@@ -1,0 +1,213 @@
+"""Gathering a review's candidates: the search stage and the citation search (snowballing).
+
+Both ask the engines through `engines.services` (parallel calls, rate limits, the response
+cache), which merges every record into the library with the usual de-duplication, so each
+candidate is a library paper with a paper_id, however many engines and queries found it.
+They return the candidates, ranked, and the PRISMA identification counts; they write
+nothing of the review itself (the step's commit does that, in one transaction).
+
+Ranking is reciprocal-rank fusion over the result lists (one per query, or one per cited
+paper): a paper high in several lists, or found by several engines, comes first. Citation
+candidates that cite more of the included papers come before the others.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engines.base import CITING, SearchRequest
+from engines.registry import LOCAL_ENGINE, registry
+from engines.runner import EngineCall
+from engines.services import EngineSearchResult, citing_papers, engines_search
+from papers.models import Paper
+from papers.search.fulltext import paper_search
+from papers.search.types import SearchFilters, SearchPage
+from projects.review.planning import Plan
+from research_site.errors import EngineUnavailable, InvalidInput
+
+# Reciprocal-rank fusion constant (Cormack et al. 2009): 60 damps the top ranks' weight.
+RRF_K = 60
+# Citation search follows at most this many included papers (each costs engine calls).
+MAX_CITED_PAPERS = 10
+
+
+class Stopped(Exception):
+    """The review was removed, or handed to another run, while this one was searching."""
+
+
+@dataclass
+class Found:
+    paper_id: int
+    year: int | None
+    first_seen: int
+    score: float = 0.0
+    engines: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    cites: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Gathered:
+    """Candidates best first (at most max_results), identification counts, and each
+    engine's status per query (or per cited paper)."""
+
+    candidates: list[Found]
+    identification: dict[str, Any]
+    statuses: dict[str, dict[str, Any]]
+    notes: list[str]
+
+
+def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool]) -> Gathered:
+    """Run every query of the plan on every engine of the plan; rank and count.
+
+    Engine failures are statuses, not errors. Raises Stopped when `keep_going()` turns
+    false between queries."""
+    found: dict[int, Found] = {}
+    identified: Counter[str] = Counter()
+    statuses: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    year_from, year_to = plan.year_range()
+    for query in plan.queries:
+        if not keep_going():
+            raise Stopped
+        result = _search_one(query, plan, max_results, year_from, year_to)
+        _collect(result, query, found, identified, statuses, notes, label=query)
+    return _ranked(found, identified, statuses, notes, plan, max_results, known=set())
+
+
+def citations_gather(
+    *,
+    plan: Plan,
+    cited: list[Paper],
+    known: set[int],
+    max_results: int,
+    keep_going: Callable[[], bool],
+) -> Gathered:
+    """Papers citing the `cited` ones (the included papers, best first), from the library's
+    citations and the plan's engines that have citation data. Papers in `known` (already
+    candidates) count as duplicates."""
+    found: dict[int, Found] = {}
+    identified: Counter[str] = Counter()
+    statuses: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    engine_ids = [engine for engine in plan.engines if _has_citations(engine)]
+    if len(cited) > MAX_CITED_PAPERS:
+        notes.append(f"Citations followed for the first {MAX_CITED_PAPERS} included papers.")
+    for paper in cited[:MAX_CITED_PAPERS]:
+        if not keep_going():
+            raise Stopped
+        result = citing_papers(
+            paper=paper, engine_ids=engine_ids, max_results=max_results, scope=None
+        )
+        label = f"cites paper {paper.pk}"
+        _collect(result, None, found, identified, statuses, notes, label=label, cites=paper.pk)
+    return _ranked(found, identified, statuses, notes, plan, max_results, known=known)
+
+
+# --- pieces ---------------------------------------------------------------------------------
+
+
+def _search_one(
+    query: str, plan: Plan, max_results: int, year_from: int | None, year_to: int | None
+) -> EngineSearchResult:
+    request = SearchRequest(
+        query=query, max_results=max_results, date_from=plan.date_from, date_to=plan.date_to
+    )
+    calls = [
+        EngineCall.search(engine, request) for engine in plan.engines if engine != LOCAL_ENGINE
+    ]
+    local_error: list[str] = []
+
+    def local() -> SearchPage:
+        try:
+            filters = SearchFilters(year_from=year_from, year_to=year_to)
+            return paper_search(query=query, filters=filters, limit=max_results)
+        except InvalidInput as exc:  # the library's query language refused it
+            local_error.append(exc.message)
+            return SearchPage([], 0, max_results, 0)
+
+    result = engines_search(
+        calls=calls, local=local if LOCAL_ENGINE in plan.engines else None, save=True
+    )
+    if local_error:
+        result.engines[LOCAL_ENGINE] = {"status": "error", "message": local_error[0], "count": 0}
+    return result
+
+
+def _collect(
+    result: EngineSearchResult,
+    query: str | None,
+    found: dict[int, Found],
+    identified: Counter[str],
+    statuses: dict[str, dict[str, Any]],
+    notes: list[str],
+    *,
+    label: str,
+    cites: int | None = None,
+) -> None:
+    statuses[label] = result.engines
+    for engine, status in result.engines.items():
+        identified[engine] += int(status.get("count") or 0)
+    for note in result.notes:
+        if note not in notes:
+            notes.append(note)
+    for position, entry in enumerate(result.results):
+        paper_id = entry.get("paper_id")
+        if not paper_id:
+            continue
+        item = found.get(paper_id)
+        if item is None:
+            item = found[paper_id] = Found(paper_id, entry.get("year"), first_seen=len(found))
+        engines = entry.get("engines") or [entry.get("engine")]
+        item.score += len(engines) / (RRF_K + position + 1)
+        item.engines.extend(engine for engine in engines if engine not in item.engines)
+        if query is not None and query not in item.queries:
+            item.queries.append(query)
+        if cites is not None and cites not in item.cites:
+            item.cites.append(cites)
+
+
+def _ranked(
+    found: dict[int, Found],
+    identified: Counter[str],
+    statuses: dict[str, dict[str, Any]],
+    notes: list[str],
+    plan: Plan,
+    max_results: int,
+    *,
+    known: set[int],
+) -> Gathered:
+    year_from, year_to = plan.year_range()
+    total = sum(identified.values())
+    new = [item for item in found.values() if item.paper_id not in known]
+    within = [item for item in new if _within(item.year, year_from, year_to)]
+    within.sort(key=lambda item: (-len(item.cites), -item.score, item.first_seen))
+    kept = within[:max_results]
+    identification = {
+        "identified": {engine: count for engine, count in identified.items()},
+        "identified_total": total,
+        # Records of a paper already counted: the same paper from another engine or
+        # query, or (citation search) a paper the review already has.
+        "duplicates_removed": total - len(new),
+        "outside_date_range": len(new) - len(within),
+        "over_limit": len(within) - len(kept),
+    }
+    return Gathered(kept, identification, statuses, notes)
+
+
+def _within(year: int | None, year_from: int | None, year_to: int | None) -> bool:
+    if year is None:  # unknown years are screened by a person, not dropped
+        return True
+    return (year_from is None or year >= year_from) and (year_to is None or year <= year_to)
+
+
+def _has_citations(engine_id: str) -> bool:
+    if engine_id == LOCAL_ENGINE:
+        return True
+    try:
+        return CITING in registry.get(engine_id).operations
+    except EngineUnavailable:
+        return False

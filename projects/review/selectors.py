@@ -1,0 +1,371 @@
+"""Reads of the review workflow: a session's state (seed 002's get_session), its candidates
+page by page, PRISMA counts, and the exports of a finished review."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+
+from papers.exports import render_export
+from papers.models import Paper
+from papers.selectors import paper_brief, paper_record, with_relations
+from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
+from projects.review.workflow import SessionNotComplete, WorkflowFailed
+from research_site.errors import InvalidInput, NotFound
+
+EXPORT_FORMATS = ("json", "bibtex", "markdown", "csv", "ris")
+DEFAULT_PAGE = 20
+ABSTRACT_MAX_CHARS = 2000
+TRUNCATED = " […]"
+
+ACTIONS: dict[str, dict[str, str]] = {
+    "plan": {
+        "approve": "Search with this plan.",
+        "edit": (
+            "Change any of queries, engines, date_from, date_to, criteria, snowball and "
+            'search, e.g. data={"queries": ["..."], "snowball": true}.'
+        ),
+        "reject": "Plan again; say what to change in the note.",
+    },
+    "screen": {
+        "approve": "Include every candidate.",
+        "edit": (
+            'data={"include": [paper_id, ...]} keeps only those; {"exclude": [...], '
+            '"reasons": {"<paper_id>": "why"}} drops those and keeps the rest.'
+        ),
+        "reject": "Discard these candidates and plan again; say why in the note.",
+    },
+    "expand": {
+        "approve": "Include every paper the citation search found.",
+        "edit": 'As at screen: data={"include": [...]} or {"exclude": [...], "reasons": {...}}.',
+        "reject": "Exclude every paper the citation search found (the note is the reason).",
+    },
+}
+
+
+def review_session_id(session_id: Any) -> uuid.UUID:
+    """The session's UUID; NotFound for anything that cannot be one (no session has it)."""
+    try:
+        return uuid.UUID(str(session_id).strip())
+    except ValueError:
+        raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id)) from None
+
+
+def review_get(*, session_id: str) -> ReviewSession:
+    """The review session; NotFound if unknown (or removed)."""
+    session = (
+        ReviewSession.objects.select_related("project")
+        .filter(pk=review_session_id(session_id))
+        .first()
+    )
+    if session is None:
+        raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
+    return session
+
+
+def review_pending_checkpoint(session: ReviewSession) -> ReviewCheckpoint | None:
+    return session.checkpoints.filter(resolved_at__isnull=True).first()
+
+
+def review_state(
+    *, session: ReviewSession, offset: int = 0, limit: int = DEFAULT_PAGE
+) -> dict[str, Any]:
+    """Everything an agent needs to carry on: seed 002's fields (session_id, query,
+    is_complete, has_pending_checkpoint, current_checkpoint_kind, error), the state and
+    stage, the counts, the pending checkpoint with a page of its candidates (abstracts
+    included) and what each action would do, and the result once complete."""
+    if not 0 <= offset <= settings.MAX_OFFSET or not 1 <= limit <= settings.MAX_PAGE_SIZE:
+        raise InvalidInput(
+            f"candidates_offset must be 0-{settings.MAX_OFFSET} and candidates_limit "
+            f"1-{settings.MAX_PAGE_SIZE}.",
+            field="candidates_limit",
+        )
+    pending = review_pending_checkpoint(session) if session.status == "waiting" else None
+    counts = review_counts(session=session)
+    state: dict[str, Any] = {
+        "session_id": str(session.pk),
+        "query": session.query,
+        "domain": session.domain,
+        "max_results": session.max_results,
+        "state": session.status,
+        "stage": session.stage,
+        "is_complete": session.status == ReviewSession.Status.COMPLETE,
+        "has_pending_checkpoint": pending is not None,
+        "current_checkpoint_kind": pending.kind if pending else None,
+        "iteration": session.iteration,
+        "round": session.round,
+        "error": session.error or None,
+        "plan": session.plan or None,
+        "counts": counts,
+        "checkpoint": _checkpoint(session, pending, offset, limit) if pending else None,
+        "decisions": review_decisions(session=session),
+        "result": None,
+        "project_id": session.project_id,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+    }
+    if state["is_complete"]:
+        blocks = [counts, counts.get("citation_search", {})]
+        screened = sum(block.get("screened", 0) for block in blocks)
+        identified = sum(block.get("identified_total", 0) for block in blocks)
+        included = counts["included_total"]
+        state["result"] = {
+            "included": included,
+            "project_id": session.project_id,
+            "summary": (
+                f"{included} papers included of {screened} screened ({identified} records "
+                f"identified); saved in project {session.project_id!r}."
+            ),
+        }
+    state["next"] = _next_hint(session, pending)
+    return state
+
+
+def review_decisions(*, session: ReviewSession) -> list[dict[str, Any]]:
+    checkpoints = session.checkpoints.select_related("decision").order_by("sequence")
+    history = []
+    for checkpoint in checkpoints:
+        decision = getattr(checkpoint, "decision", None)
+        if decision is None:
+            continue
+        history.append(
+            {
+                "checkpoint": checkpoint.sequence,
+                "kind": checkpoint.kind,
+                "round": checkpoint.round,
+                "action": decision.action,
+                "note": decision.note or None,
+                "decided_by": decision.decided_by,
+                "iteration": decision.iteration,
+                "at": decision.created_at.isoformat(),
+            }
+        )
+    return history
+
+
+def review_counts(*, session: ReviewSession) -> dict[str, Any]:
+    """PRISMA-style counts: records identified per engine, duplicates removed, removed for
+    the date range or the max_results limit, screened, excluded (with reasons), included;
+    the citation search's under `citation_search`; `included_total` of both."""
+    rows = session.candidates.values("source", "status").annotate(n=Count("pk")).order_by("source")
+    tally: Counter[tuple[str, str]] = Counter({(r["source"], r["status"]): r["n"] for r in rows})
+    reasons: dict[str, Counter[str]] = {"search": Counter(), "citation": Counter()}
+    excluded = session.candidates.filter(status=ReviewCandidate.Status.EXCLUDED)
+    for source, reason in excluded.values_list("source", "reason"):
+        reasons[source][reason or "no reason given"] += 1
+
+    def block(source: str, identification: dict[str, Any]) -> dict[str, Any]:
+        values = {
+            "identified": identification.get("identified", {}),
+            "identified_total": identification.get("identified_total", 0),
+            "duplicates_removed": identification.get("duplicates_removed", 0),
+            "outside_date_range": identification.get("outside_date_range", 0),
+            "over_limit": identification.get("over_limit", 0),
+            "screened": sum(n for (s, _), n in tally.items() if s == source),
+            "pending": tally[(source, "pending")],
+            "excluded": tally[(source, "excluded")],
+            "excluded_reasons": dict(reasons[source].most_common()),
+            "included": tally[(source, "included")],
+        }
+        return values
+
+    identification = session.identification or {}
+    counts = block("search", identification.get("search", {}))
+    if "citations" in identification:
+        counts["citation_search"] = block("citation", identification["citations"])
+    counts["included_total"] = tally[("search", "included")] + tally[("citation", "included")]
+    return counts
+
+
+def review_candidates(
+    *, session: ReviewSession, source: str, offset: int, limit: int, pending_only: bool
+) -> tuple[list[dict[str, Any]], int]:
+    """A page of a review's candidates from one source, best first, with abstracts."""
+    queryset = session.candidates.filter(source=source)
+    if pending_only:
+        queryset = queryset.filter(status=ReviewCandidate.Status.PENDING)
+    total = queryset.count()
+    page = list(queryset.order_by("rank")[offset : offset + limit])
+    papers = {
+        paper.pk: paper
+        for paper in with_relations(Paper.objects.filter(pk__in=[c.paper_id for c in page]))
+    }
+    items = []
+    for candidate in page:
+        paper = papers.get(candidate.paper_id)
+        if paper is None:
+            continue
+        abstract = paper.abstract or paper.snippet
+        if len(abstract) > ABSTRACT_MAX_CHARS:
+            abstract = abstract[:ABSTRACT_MAX_CHARS] + TRUNCATED
+        items.append(
+            {
+                **paper_brief(paper),
+                "abstract": abstract or None,
+                "arxiv_id": paper.arxiv_id,
+                "url": paper.source_url or None,
+                "rank": candidate.rank,
+                "score": candidate.score,
+                "engines": candidate.engines,
+                "queries": candidate.queries,
+                "cites": candidate.cites,
+                "status": candidate.status,
+                "reason": candidate.reason or None,
+            }
+        )
+    return items, total
+
+
+def review_included_papers(*, session: ReviewSession) -> list[Paper]:
+    """The included papers: search results by rank, then citation-search results."""
+    included = session.candidates.filter(status=ReviewCandidate.Status.INCLUDED)
+    order = [
+        pk
+        for source in ("search", "citation")
+        for pk in included.filter(source=source).order_by("rank").values_list("paper_id", flat=True)
+    ]
+    papers = {paper.pk: paper for paper in with_relations(Paper.objects.filter(pk__in=order))}
+    return [papers[pk] for pk in order if pk in papers]
+
+
+def review_export(*, session: ReviewSession, fmt: str) -> dict[str, Any]:
+    """A finished review's included papers as json, bibtex, markdown, csv or ris; json and
+    markdown also carry the question, the plan, the decisions and the PRISMA counts.
+
+    Raises SessionNotComplete / WorkflowFailed before completion, InvalidInput for an
+    unknown format."""
+    name = (fmt or "").strip().lower()
+    if name not in EXPORT_FORMATS:
+        raise InvalidInput(
+            f"Unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.", field="format"
+        )
+    if session.status == ReviewSession.Status.FAILED:
+        raise WorkflowFailed(
+            f"Review {session.pk} failed: {session.error}",
+            session_id=str(session.pk),
+            error=session.error,
+        )
+    if session.status != ReviewSession.Status.COMPLETE:
+        raise SessionNotComplete(
+            f"Review {session.pk} is not complete (it is {session.status} at {session.stage}); "
+            "export_results works once it is.",
+            session_id=str(session.pk),
+            state=session.status,
+        )
+    papers = review_included_papers(session=session)
+    if name == "json":
+        content = json.dumps(
+            {"review": _summary(session), "papers": [paper_record(p) for p in papers]},
+            ensure_ascii=False,
+            indent=2,
+        )
+    elif name == "markdown":
+        content = _markdown(session, papers)
+    else:
+        content = render_export(papers, name) if papers else ""
+    return {"session_id": str(session.pk), "format": name, "count": len(papers), "content": content}
+
+
+# --- pieces ---------------------------------------------------------------------------------
+
+
+def _checkpoint(
+    session: ReviewSession, checkpoint: ReviewCheckpoint, offset: int, limit: int
+) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "sequence": checkpoint.sequence,
+        "kind": checkpoint.kind,
+        "round": checkpoint.round,
+        "created_at": checkpoint.created_at.isoformat(),
+        "payload": checkpoint.payload,
+        "actions": ACTIONS[checkpoint.kind],
+    }
+    if checkpoint.kind in ("screen", "expand"):
+        source = "search" if checkpoint.kind == "screen" else "citation"
+        items, total = review_candidates(
+            session=session, source=source, offset=offset, limit=limit, pending_only=True
+        )
+        more = offset + len(items) < total
+        shown["candidates"] = {
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "has_more": more,
+            "next_offset": offset + len(items) if more else None,
+            "items": items,
+        }
+    return shown
+
+
+def _next_hint(session: ReviewSession, pending: ReviewCheckpoint | None) -> str:
+    if session.status == ReviewSession.Status.COMPLETE:
+        return "Complete: export_results(session_id, format) gives the included papers."
+    if session.status == ReviewSession.Status.FAILED:
+        return "Failed (see error); start a new review, or cleanup_review this one."
+    if pending is not None:
+        return (
+            f"Waiting at checkpoint {pending.sequence} ({pending.kind}): show it to the person "
+            f"and call decide(session_id, action, data, note, checkpoint={pending.sequence})."
+        )
+    return f"Working on {session.stage}: call get_session(session_id) again in a few seconds."
+
+
+def _summary(session: ReviewSession) -> dict[str, Any]:
+    return {
+        "session_id": str(session.pk),
+        "query": session.query,
+        "domain": session.domain,
+        "plan": session.plan,
+        "counts": review_counts(session=session),
+        "decisions": review_decisions(session=session),
+        "project_id": session.project_id,
+        "completed_at": session.completed_at.isoformat() if session.completed_at else None,
+    }
+
+
+def _markdown(session: ReviewSession, papers: list[Paper]) -> str:
+    counts = review_counts(session=session)
+    plan = session.plan or {}
+    lines = [f"# Literature review: {session.query}", ""]
+    lines.append(f"Domain: {session.domain} · project: `{session.project_id}`")
+    lines += ["", "## Plan", ""]
+    lines += [f"- Query: `{query}`" for query in plan.get("queries", [])]
+    lines.append(f"- Engines: {', '.join(plan.get('engines', []))}")
+    dates = f"{plan.get('date_from') or 'any'} to {plan.get('date_to') or 'now'}"
+    lines.append(f"- Dates: {dates}")
+    lines += [f"- Criterion: {criterion}" for criterion in plan.get("criteria", [])]
+    lines += ["", "## PRISMA counts", "", "| stage | records |", "|---|---|"]
+    lines += _count_rows(counts, "")
+    if "citation_search" in counts:
+        lines += _count_rows(counts["citation_search"], "citation search: ")
+    lines.append(f"| included in total | {counts['included_total']} |")
+    lines += ["", f"## Included papers ({len(papers)})", ""]
+    if papers:
+        rendered = render_export(papers, "markdown")
+        lines.append(rendered.split("\n", 2)[2] if rendered.startswith("# ") else rendered)
+    else:
+        lines.append("No papers were included.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _count_rows(counts: dict[str, Any], prefix: str) -> list[str]:
+    rows = [
+        f"| {prefix}identified via {engine} | {n} |" for engine, n in counts["identified"].items()
+    ]
+    rows += [
+        f"| {prefix}duplicates removed | {counts['duplicates_removed']} |",
+        f"| {prefix}outside the date range | {counts['outside_date_range']} |",
+        f"| {prefix}over max_results | {counts['over_limit']} |",
+        f"| {prefix}screened | {counts['screened']} |",
+        f"| {prefix}excluded | {counts['excluded']} |",
+    ]
+    rows += [
+        f"| {prefix}excluded: {reason} | {n} |" for reason, n in counts["excluded_reasons"].items()
+    ]
+    rows.append(f"| {prefix}included | {counts['included']} |")
+    return rows

@@ -1,0 +1,44 @@
+"""Celery tasks of the projects app: the literature-review steps (projects/review/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from projects.review.services import StepBusy, review_step
+
+# A search step asks each engine once per query, each call bounded by
+# ENGINE_DEADLINE_SECONDS (25 s by default), and a citation step up to ten times that.
+STEP_SOFT_TIME_LIMIT = 900
+STEP_TIME_LIMIT = 960
+
+
+@shared_task(
+    name="projects.review_step",
+    bind=True,
+    # Acknowledged only when done, and given back to the queue if the worker process
+    # dies: a step that was under way runs again. It is idempotent (review_step's claim),
+    # so a second delivery of a finished step does nothing.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_jitter=True,
+    max_retries=3,
+    soft_time_limit=STEP_SOFT_TIME_LIMIT,
+    time_limit=STEP_TIME_LIMIT,
+    ignore_result=True,
+    serializer="json",
+)
+def review_step_task(self: Any, session_id: str, stage: str, round: int) -> str:
+    """Run one step of a review (plan, search or expand): see review_step. Returns what
+    happened, for the worker's log."""
+    try:
+        return review_step(session_id=session_id, stage=stage, round=round, run_id=self.request.id)
+    except StepBusy as busy:
+        if self.request.is_eager:
+            return "busy"
+        # Another copy is working; look again when its lease would have run out.
+        raise self.retry(countdown=busy.retry_in + 1, max_retries=20) from None
