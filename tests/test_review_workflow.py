@@ -1,0 +1,596 @@
+"""The review workflow through its services and MCP tools, on a real database.
+
+On the embedded default the steps run in-process as they are sent; on the PostgreSQL +
+Redis run they go to the real Celery worker (scripts/with-celery-worker.sh), which reads
+the same committed data, hence transactional tests. Tests that play the worker's part
+themselves (a crash, a redelivery) capture the sent steps instead and run them here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from mcp import MCPError
+from mcp_types import CallToolResult
+
+from engines.registry import registry as engine_registry
+from mcp_endpoint.registry import Registry
+from mcp_endpoint.tools import review as review_tools
+from papers.models import Paper
+from papers.schemas import PaperRecord
+from papers.services import citations_add, papers_upsert
+from projects.models import (
+    Project,
+    ReviewCandidate,
+    ReviewCheckpoint,
+    ReviewDecision,
+    ReviewSession,
+)
+from projects.review import services
+from projects.review.services import review_step
+from tests.engines.plugins import write_plugin
+from tests.engines.replay import ReplayServer, Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG_DOCS = "How do transformers handle long documents?"
+CORPUS = {
+    "attention": dict(
+        title="Attention Is All You Need", authors=["Ashish Vaswani"], year=2017,
+        abstract="The transformer, based solely on attention, for sequence transduction.",
+    ),
+    "longformer": dict(
+        title="Longformer: The Long-Document Transformer", authors=["Iz Beltagy"], year=2020,
+        abstract="A transformer for long documents with sparse attention.",
+        arxiv_id="2004.05150",
+    ),
+    "bigbird": dict(
+        title="Big Bird: Transformers for Longer Sequences", authors=["Manzil Zaheer"],
+        year=2020, abstract="Sparse attention makes transformers scale to long sequences.",
+    ),
+    "reformer": dict(
+        title="Reformer: The Efficient Transformer", authors=["Nikita Kitaev"], year=2020,
+        abstract="An efficient transformer with locality-sensitive hashing.",
+    ),
+    "gcn": dict(
+        title="Semi-Supervised Classification with Graph Convolutional Networks",
+        authors=["Thomas Kipf"], year=2017,
+        abstract="Graph convolutional networks for node classification.",
+    ),
+    "shannon": dict(
+        title="A Mathematical Theory of Communication", authors=["Claude Shannon"], year=1948,
+        abstract="Information sent over noisy channels, and long documents of text.",
+    ),
+    # Cite Longformer/Big Bird without sharing their words: found only by citation search.
+    "zebra": dict(
+        title="Zebra Stripes and Thermoregulation", authors=["Ada Zoologist"], year=2022,
+        abstract="Stripes cool the animal.",
+    ),
+    "coral": dict(
+        title="Coral Reef Acoustic Monitoring", authors=["Bea Marine"], year=2023,
+        abstract="Hydrophones record reefs.",
+    ),
+}  # fmt: skip
+CITATIONS = [("zebra", "longformer"), ("coral", "longformer"), ("coral", "bigbird")]
+
+
+@pytest.fixture(autouse=True)
+def _quick(settings: Any) -> None:
+    settings.EMBEDDINGS_ENABLED = False
+
+
+@pytest.fixture
+def library(transactional_db: None) -> dict[str, int]:
+    """The corpus above, through the importers' service; name -> paper_id."""
+    records = [PaperRecord.build(**values) for values in CORPUS.values()]
+    ids = dict(zip(CORPUS, papers_upsert(records=records).paper_ids, strict=True))
+    citations_add(pairs=[(ids[a], ids[b]) for a, b in CITATIONS])
+    return ids
+
+
+# --- the tools, called as MCP calls them (guarded, errors mapped) -------------------------------
+
+
+class ToolError(Exception):
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(body.get("message"))
+        self.code = body["code"]
+        self.body = body
+
+
+@dataclass
+class Tools:
+    """The `review` tool set, called in-process. A domain error raises ToolError with its
+    isError body; an InvalidInput raises MCPError (-32602), as over /mcp."""
+
+    read_only: bool = False
+    fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        registry = Registry(read_only=self.read_only)
+        review_tools.register(registry)
+        self.fns = {name: tool.fn for name, tool in registry.tools.items()}
+
+    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = self.fns[name](**arguments)
+        if isinstance(result, CallToolResult):
+            assert result.is_error
+            raise ToolError(json.loads(result.content[0].text)["error"])
+        return result.model_dump()
+
+    def start(self, query: str = LONG_DOCS, **arguments: Any) -> dict[str, Any]:
+        arguments.setdefault("domain", "general")
+        return self("start_review", query=query, **arguments)
+
+    def decide(self, state: dict[str, Any], action: str, **arguments: Any) -> dict[str, Any]:
+        return self("decide", session_id=state["session_id"], action=action, **arguments)
+
+    def get(self, state: dict[str, Any], **arguments: Any) -> dict[str, Any]:
+        return self("get_session", session_id=state["session_id"], **arguments)
+
+
+@pytest.fixture
+def tools() -> Tools:
+    return Tools()
+
+
+def titles(state: dict[str, Any]) -> list[str]:
+    return [item["title"] for item in state["checkpoint"]["candidates"]["items"]]
+
+
+def project_titles(project_id: str) -> set[str]:
+    return set(Paper.objects.filter(project_links__project_id=project_id).values_list("title", flat=True))
+
+
+def assert_counts_add_up(counts: dict[str, Any]) -> None:
+    """Every record identified is a duplicate, outside the dates, over the limit or screened;
+    every screened paper is pending, excluded or included."""
+    for block in (counts, counts.get("citation_search")):
+        if not block:
+            continue
+        assert block["identified_total"] == sum(block["identified"].values())
+        assert block["identified_total"] == (
+            block["duplicates_removed"] + block["outside_date_range"] + block["over_limit"]
+            + block["screened"]
+        )  # fmt: skip
+        assert block["screened"] == block["pending"] + block["excluded"] + block["included"]
+        assert sum(block["excluded_reasons"].values()) == block["excluded"]
+
+
+# --- a review from question to project ----------------------------------------------------------
+
+
+def test_review_runs_from_plan_to_a_project_with_prisma_counts(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    state = tools.start(max_results=10)
+    assert state["state"] == "waiting" and state["current_checkpoint_kind"] == "plan"
+    plan = state["checkpoint"]["payload"]["plan"]
+    assert plan["engines"] == ["local"] and plan["date_from"] is None
+    assert "transformers handle long documents" in plan["queries"]
+    assert any("Addresses the question" in criterion for criterion in plan["criteria"])
+    assert state["checkpoint"]["actions"]["approve"]
+
+    state = tools.decide(state, "approve", checkpoint=1)
+    assert state["current_checkpoint_kind"] == "screen" and state["iteration"] == 1
+    found = titles(state)
+    assert found[0] == "Longformer: The Long-Document Transformer"  # every query's best
+    assert set(found) >= {"Attention Is All You Need", "Big Bird: Transformers for Longer Sequences",
+                          "Reformer: The Efficient Transformer"}  # fmt: skip
+    assert "Zebra Stripes and Thermoregulation" not in found
+    first = state["checkpoint"]["candidates"]["items"][0]
+    assert first["abstract"] == CORPUS["longformer"]["abstract"] and first["engines"] == ["local"]
+    assert_counts_add_up(state["counts"])
+
+    reformer = library["reformer"]
+    state = tools.decide(
+        state, "edit", data={"exclude": [reformer], "reasons": {str(reformer): "about efficiency"}},
+        note="keep the long-document ones", checkpoint=2,
+    )  # fmt: skip
+    assert state["is_complete"] and state["state"] == "complete"
+    counts = state["counts"]
+    assert counts["excluded"] == 1 and counts["excluded_reasons"] == {"about efficiency": 1}
+    assert counts["included"] == counts["screened"] - 1 == state["result"]["included"]
+    assert_counts_add_up(counts)
+    project = state["project_id"]
+    assert Project.objects.get(pk=project).name == f"Review: {LONG_DOCS}"
+    assert "Reformer: The Efficient Transformer" not in project_titles(project)
+    assert len(project_titles(project)) == counts["included"]
+    assert [d["action"] for d in state["decisions"]] == ["approve", "edit"]
+    assert state["decisions"][1]["note"] == "keep the long-document ones"
+
+
+def test_export_results_in_every_format(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start(max_results=10)
+    state = tools.decide(state, "edit", data={"queries": ["sparse attention"]})
+    state = tools.decide(state, "approve")
+    assert state["is_complete"]
+    exports = {
+        fmt: tools("export_results", session_id=state["session_id"], format=fmt)
+        for fmt in ("json", "bibtex", "markdown", "csv", "ris")
+    }
+    assert {e["count"] for e in exports.values()} == {2}
+    document = json.loads(exports["json"]["content"])
+    assert document["review"]["query"] == LONG_DOCS
+    assert {p["title"] for p in document["papers"]} == {
+        "Longformer: The Long-Document Transformer", "Big Bird: Transformers for Longer Sequences",
+    }  # fmt: skip
+    assert document["review"]["counts"]["included_total"] == 2
+    assert "@" in exports["bibtex"]["content"] and "Longformer" in exports["bibtex"]["content"]
+    markdown = exports["markdown"]["content"]
+    assert markdown.startswith(f"# Literature review: {LONG_DOCS}")
+    assert "## PRISMA counts" in markdown and "| included in total | 2 |" in markdown
+    assert exports["csv"]["content"].startswith("paper_id,")
+    assert "TY  - " in exports["ris"]["content"]
+
+
+def test_plan_edit_then_citation_search_adds_citing_papers(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    state = tools.start(max_results=10)
+    state = tools.decide(
+        state, "edit",
+        data={"queries": ["sparse attention"], "date_from": "2019", "snowball": True},
+    )  # fmt: skip
+    assert titles(state) == [
+        "Longformer: The Long-Document Transformer", "Big Bird: Transformers for Longer Sequences",
+    ]  # fmt: skip
+    state = tools.decide(state, "approve")
+    assert state["current_checkpoint_kind"] == "expand" and state["stage"] == "expand"
+    items = state["checkpoint"]["candidates"]["items"]
+    # Coral cites both included papers, Zebra one: Coral first.
+    assert [item["title"] for item in items] == [
+        "Coral Reef Acoustic Monitoring", "Zebra Stripes and Thermoregulation",
+    ]  # fmt: skip
+    assert sorted(items[0]["cites"]) == sorted([library["longformer"], library["bigbird"]])
+    citation = state["counts"]["citation_search"]
+    # Three citing records (Zebra once, Coral twice), two papers: one duplicate.
+    assert citation["identified"] == {"local": 3} and citation["duplicates_removed"] == 1
+    state = tools.decide(state, "edit", data={"include": [library["coral"]]})
+    assert state["is_complete"]
+    counts = state["counts"]
+    assert counts["citation_search"]["excluded_reasons"] == {"not selected at screening": 1}
+    assert counts["included_total"] == 3
+    assert_counts_add_up(counts)
+    assert project_titles(state["project_id"]) == {
+        "Longformer: The Long-Document Transformer", "Big Bird: Transformers for Longer Sequences",
+        "Coral Reef Acoustic Monitoring",
+    }  # fmt: skip
+
+
+def test_dates_named_in_the_question_limit_the_search(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start("long documents since 2019")
+    plan = state["checkpoint"]["payload"]["plan"]
+    assert plan["date_from"] == "2019" and plan["queries"][0] == "long documents"
+    state = tools.decide(state, "approve")
+    assert "A Mathematical Theory of Communication" not in titles(state)  # 1948
+
+
+def test_reject_at_plan_plans_again_with_the_note(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start()
+    state = tools.decide(state, "reject", note='Too broad: use "sparse attention"')
+    assert state["current_checkpoint_kind"] == "plan"
+    assert state["round"] == 2 and state["iteration"] == 1
+    plan = state["checkpoint"]["payload"]["plan"]
+    assert '"sparse attention"' in plan["queries"]
+    assert plan["feedback"] == ['Too broad: use "sparse attention"']
+
+
+def test_reject_at_screen_discards_the_candidates_and_plans_again(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    state = tools.start()
+    state = tools.decide(state, "approve")
+    assert state["counts"]["screened"] > 0
+    state = tools.decide(state, "reject", note="wrong papers")
+    assert state["current_checkpoint_kind"] == "plan" and state["round"] == 2
+    assert state["counts"]["screened"] == 0 and state["counts"]["identified_total"] == 0
+    assert not ReviewCandidate.objects.filter(session_id=state["session_id"]).exists()
+    state = tools.decide(state, "edit", data={"queries": ["graph convolutional"]})
+    assert titles(state) == ["Semi-Supervised Classification with Graph Convolutional Networks"]
+
+
+def test_screen_include_keeps_only_the_listed_papers(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start(max_results=10)
+    state = tools.decide(state, "approve")
+    longformer = Paper.objects.get(pk=library["longformer"])
+    # Any identifier of a paper works: its paper_id, id or citekey.
+    state = tools.decide(state, "edit", data={"include": [longformer.citekey]})
+    assert project_titles(state["project_id"]) == {longformer.title}
+    reasons = state["counts"]["excluded_reasons"]
+    assert reasons == {"not selected at screening": state["counts"]["screened"] - 1}
+
+
+def test_candidates_are_paged(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start(max_results=10)
+    state = tools.decide(state, "approve")
+    total = state["checkpoint"]["candidates"]["total"]
+    assert total >= 4
+    first = tools.get(state, candidates_offset=0, candidates_limit=2)["checkpoint"]["candidates"]
+    rest = tools.get(state, candidates_offset=2, candidates_limit=100)["checkpoint"]["candidates"]
+    assert first["has_more"] and first["next_offset"] == 2 and len(first["items"]) == 2
+    assert [i["rank"] for i in first["items"] + rest["items"]] == list(range(1, total + 1))
+
+
+def test_max_results_caps_the_screening_and_is_counted(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    queries = {"queries": ["sparse attention", "graph convolutional"]}
+    state = tools.decide(tools.start(max_results=1), "edit", data=queries)
+    counts = state["counts"]
+    # Each query's best paper; only the better of the two is screened.
+    assert counts["identified"] == {"local": 2}
+    assert counts["screened"] == 1 and counts["over_limit"] == 1
+    assert_counts_add_up(counts)
+
+
+# --- errors an agent can act on -------------------------------------------------------------
+
+
+def test_errors_are_structured(tools: Tools, library: dict[str, int]) -> None:
+    with pytest.raises(ToolError) as unknown:
+        tools("get_session", session_id="00000000-0000-0000-0000-000000000000")
+    assert unknown.value.code == "not_found"
+    with pytest.raises(ToolError) as garbage:
+        tools("get_session", session_id="not-a-session")
+    assert garbage.value.code == "not_found"
+
+    state = tools.start()
+    with pytest.raises(ToolError) as invalid:
+        tools.decide(state, "maybe")
+    assert invalid.value.code == "invalid_action" and "approve, edit, reject" in str(invalid.value)
+    with pytest.raises(ToolError) as engine:
+        tools.decide(state, "edit", data={"engines": ["arxiv"]})
+    assert engine.value.code == "invalid_decision" and "available: local" in str(engine.value)
+    with pytest.raises(ToolError) as empty_edit:
+        tools.decide(state, "edit")
+    assert empty_edit.value.code == "invalid_decision"
+    with pytest.raises(ToolError) as early:
+        tools("export_results", session_id=state["session_id"], format="json")
+    assert early.value.code == "session_not_complete"
+    assert tools.get(state)["iteration"] == 0  # none of that changed anything
+
+    state = tools.decide(state, "approve", checkpoint=1)
+    with pytest.raises(ToolError) as retried:  # the same call again: checkpoint 1 is answered
+        tools.decide(state, "approve", checkpoint=1)
+    assert retried.value.code == "no_pending_checkpoint" and retried.value.body["pending"] == 2
+    with pytest.raises(ToolError) as stranger:
+        tools.decide(state, "edit", data={"exclude": [999_999]})
+    assert stranger.value.code == "invalid_decision" and stranger.value.body["papers"] == ["999999"]
+    attention = library["attention"]
+    with pytest.raises(ToolError) as both:
+        tools.decide(state, "edit", data={"include": [attention], "exclude": [attention]})
+    assert both.value.code == "invalid_decision"
+
+    state = tools.decide(state, "approve")
+    with pytest.raises(ToolError) as complete:
+        tools.decide(state, "approve")
+    assert complete.value.code == "session_complete"
+    with pytest.raises(MCPError) as bad_format:
+        tools("export_results", session_id=state["session_id"], format="docx")
+    assert bad_format.value.error.code == -32602
+
+
+def test_bad_arguments_are_invalid_params(tools: Tools) -> None:
+    for arguments in ({"query": "   "}, {"query": "?!"}, {"query": "x", "domain": "astrology"}):
+        with pytest.raises(MCPError) as error:
+            tools("start_review", **arguments)
+        assert error.value.error.code == -32602
+
+
+def test_decide_while_a_step_is_running_has_no_pending_checkpoint(tools: Tools) -> None:
+    session = ReviewSession.objects.create(
+        query="q", domain="general", max_results=5, status="running", stage="search",
+        lease_expires_at=timezone.now() + timedelta(minutes=5),
+    )  # fmt: skip
+    with pytest.raises(ToolError) as error:
+        tools("decide", session_id=str(session.pk), action="approve", wait_seconds=0)
+    assert error.value.code == "no_pending_checkpoint"
+    state = tools("get_session", session_id=str(session.pk))
+    assert state["state"] == "running" and state["checkpoint"] is None
+
+
+def test_a_failing_step_fails_the_review_with_its_error(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    state = tools.start()
+    # A plan damaged behind the workflow's back makes the search step raise.
+    session = ReviewSession.objects.get(pk=state["session_id"])
+    ReviewSession.objects.filter(pk=session.pk).update(plan={**session.plan, "date_from": "soon"})
+    with pytest.raises(ToolError) as failed:
+        tools.decide(state, "approve")
+    assert failed.value.code == "workflow_failed"
+    assert "ValueError" in failed.value.body["error"]
+    shown = tools.get(state)
+    assert shown["state"] == "failed" and "ValueError" in shown["error"]
+    for call in (
+        lambda: tools.decide(state, "approve"),
+        lambda: tools("export_results", session_id=state["session_id"], format="json"),
+    ):
+        with pytest.raises(ToolError) as again:
+            call()
+        assert again.value.code == "workflow_failed"
+
+
+def test_cleanup_removes_the_review_and_keeps_the_papers(
+    tools: Tools, library: dict[str, int]
+) -> None:
+    state = tools.decide(tools.start(), "approve")
+    removed = tools("cleanup_review", session_id=state["session_id"])
+    assert removed == {"session_id": state["session_id"], "removed": True, "cancelled": False}
+    with pytest.raises(ToolError) as gone:
+        tools.get(state)
+    assert gone.value.code == "not_found"
+    assert not ReviewCheckpoint.objects.filter(session_id=state["session_id"]).exists()
+    assert not ReviewDecision.objects.exists() and not ReviewCandidate.objects.exists()
+    assert Paper.objects.count() == len(CORPUS)
+    with pytest.raises(ToolError):
+        tools("cleanup_review", session_id=state["session_id"])
+
+
+def test_read_only_mode_hides_the_write_tools() -> None:
+    assert set(Tools(read_only=True).fns) == {"get_session", "export_results"}
+    assert set(Tools().fns) == {
+        "start_review", "decide", "get_session", "export_results", "cleanup_review",
+    }  # fmt: skip
+
+
+# --- steps: exactly once, whatever the broker and the workers do ----------------------------------
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[Any, ...], str]]:
+    """Steps are captured instead of sent: the test plays the worker."""
+    from projects.tasks import review_step_task
+
+    captured: list[tuple[tuple[Any, ...], str]] = []
+
+    def capture(*, args: tuple[Any, ...], task_id: str) -> None:
+        captured.append((tuple(args), task_id))
+
+    monkeypatch.setattr(review_step_task, "apply_async", capture)
+    return captured
+
+
+def run(step: tuple[tuple[Any, ...], str]) -> str:
+    (session_id, stage, round_), task_id = step
+    return review_step(session_id=session_id, stage=stage, round=round_, run_id=task_id)
+
+
+def test_a_step_delivered_twice_does_its_work_once(
+    sent: list[Any], library: dict[str, int]
+) -> None:
+    session = services.review_start(query=LONG_DOCS, max_results=10)
+    assert run(sent[-1]) == "done" and run(sent[-1]) == "stale"
+    services.review_decide(session_id=str(session.pk), action="approve")
+    search = sent[-1]
+    assert run(search) == "done"
+    candidates = ReviewCandidate.objects.filter(session=session).count()
+    assert run(search) == "stale"  # a redelivery after the commit
+    assert ReviewCandidate.objects.filter(session=session).count() == candidates
+    assert ReviewCheckpoint.objects.filter(session=session).count() == 2
+    assert Paper.objects.count() == len(CORPUS)
+
+
+def test_a_step_whose_worker_died_is_sent_again_and_done_once(
+    sent: list[Any], library: dict[str, int]
+) -> None:
+    session = services.review_start(query=LONG_DOCS, max_results=10)
+    run(sent[-1])
+    services.review_decide(session_id=str(session.pk), action="approve")
+    search = sent[-1]
+    # A worker claims the step and dies before committing: the lease is not renewed.
+    (sid, stage, round_), task_id = search
+    claimed = services._claim(sid, stage, round_, task_id)
+    assert isinstance(claimed, ReviewSession) and claimed.attempt == 1
+    # Another copy arriving while the lease is live waits for it.
+    with pytest.raises(services.StepBusy):
+        run(search)
+    ReviewSession.objects.filter(pk=session.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    services.review_wait(session_id=str(session.pk), timeout=0)  # a look at the review...
+    assert sent[-1] == search  # ...sent the same step again
+    assert run(search) == "done"
+    session.refresh_from_db()
+    assert session.status == "waiting" and session.attempt == 2
+    # The dead worker's late commit, had it come back, is refused.
+    assert services._commit(session.pk, task_id, 1, "search", None) == "discarded"
+    assert ReviewCheckpoint.objects.filter(session=session, kind="screen").count() == 1
+
+
+def test_a_step_interrupted_too_often_fails_the_review(
+    sent: list[Any], library: dict[str, int]
+) -> None:
+    session = services.review_start(query=LONG_DOCS)
+    (sid, stage, round_), task_id = sent[-1]
+    for _ in range(services.MAX_ATTEMPTS):
+        services._claim(sid, stage, round_, task_id)
+        ReviewSession.objects.filter(pk=session.pk).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        assert services.review_resume(session_id=sid)
+    assert run(sent[-1]) == "failed"
+    session.refresh_from_db()
+    assert session.status == "failed" and "interrupted 3 times" in session.error
+
+
+def test_cleanup_while_a_step_is_queued_cancels_it(
+    sent: list[Any], library: dict[str, int]
+) -> None:
+    session = services.review_start(query=LONG_DOCS)
+    assert services.review_cleanup(session_id=str(session.pk))["cancelled"] is True
+    assert run(sent[-1]) == "gone"
+    assert not ReviewSession.objects.exists()
+
+
+def test_a_step_that_loses_its_review_midway_discards_its_work(
+    sent: list[Any], library: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = services.review_start(query=LONG_DOCS)
+    run(sent[-1])
+    services.review_decide(session_id=str(session.pk), action="approve")
+    real_gather = services.search_gather
+
+    def gather_then_removed(**kwargs: Any) -> Any:
+        found = real_gather(**kwargs)
+        ReviewSession.objects.filter(pk=session.pk).delete()  # cleanup_review meanwhile
+        return found
+
+    monkeypatch.setattr(services, "search_gather", gather_then_removed)
+    assert run(sent[-1]) == "discarded"
+    assert not ReviewCandidate.objects.exists()
+
+
+# --- engines: every engine and query, de-duplicated --------------------------------------------
+
+
+@pytest.fixture
+def plugin_engines(settings: Any, tmp_path: Path) -> Iterator[tuple[ReplayServer, list[str]]]:
+    """Two plugin engines in the folder the workers read, calling a local server."""
+    import uuid
+
+    server = ReplayServer().start()
+    suffix = uuid.uuid4().hex[:6]
+    ids = [f"rev_alpha_{suffix}", f"rev_beta_{suffix}"]
+    paths = [write_plugin(Path(settings.ENGINES_DIR), e, f"{server.url}/{e}") for e in ids]
+    settings.ENGINES_ENABLED = ids
+    engine_registry.refresh()
+    yield server, ids
+    for path in paths:
+        path.unlink(missing_ok=True)
+    engine_registry.refresh()
+    server.stop()
+
+
+def test_engine_results_are_merged_into_one_candidate_per_paper(
+    tools: Tools, library: dict[str, int], plugin_engines: tuple[ReplayServer, list[str]]
+) -> None:
+    server, (alpha, beta) = plugin_engines
+    longformer = {**CORPUS["longformer"], "authors": ["I Beltagy"]}  # same arXiv id
+    new = {"title": "Hierarchical Transformers for Long Document Classification",
+           "authors": ["Raghavendra Pappagari"], "year": 2019, "doi": "10.1109/asru46091.2019"}
+    server.add(f"/{alpha}/search", Reply(200, [longformer, new]))
+    server.add(f"/{beta}/search", Reply(200, [new]))  # fmt: skip
+    state = tools.start(max_results=20)
+    plan = state["checkpoint"]["payload"]["plan"]
+    assert plan["engines"] == ["local", alpha, beta]
+    state = tools.decide(state, "edit", data={"queries": ["long document transformer"]})
+    counts = state["counts"]
+    assert counts["identified"][alpha] == 2 and counts["identified"][beta] == 1
+    assert_counts_add_up(counts)
+    by_title = {item["title"]: item for item in state["checkpoint"]["candidates"]["items"]}
+    assert set(by_title[new["title"]]["engines"]) == {alpha, beta}
+    assert by_title["Longformer: The Long-Document Transformer"]["paper_id"] == library["longformer"]
+    assert set(by_title["Longformer: The Long-Document Transformer"]["engines"]) == {"local", alpha}
+    assert Paper.objects.count() == len(CORPUS) + 1  # the new paper, once
+    sent_queries = {request.query["q"][0] for request in server.requests}
+    assert sent_queries == {"long document transformer"}
