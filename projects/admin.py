@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+import projects.review.admin  # noqa: F401 - registers the review admin
 from projects.models import Project, ProjectPaper
 from projects.services import project_create, project_delete, project_rename
 

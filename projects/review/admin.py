@@ -1,0 +1,263 @@
+"""Reviews in the admin: listed with their state, checkpoints and decisions; a person can
+answer the pending checkpoint on the review's page (the same service as MCP's `decide`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from projects.models import ReviewCandidate, ReviewSession
+from projects.review.selectors import review_counts, review_pending_checkpoint
+from projects.review.services import review_cleanup, review_decide
+from projects.review.workflow import DecisionAction
+from research_site.errors import DomainError
+
+ABSTRACT_PREVIEW = 300
+SUMMARY_FIELDS = [
+    "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
+    "project", "created_at", "completed_at",
+]  # fmt: skip
+
+
+class DecisionForm(forms.ModelForm):
+    """The decision on the pending checkpoint; no field of the session itself is edited."""
+
+    action = forms.ChoiceField(
+        choices=[("", "(no decision)"), *[(a.value, a.value) for a in DecisionAction]],
+        required=False,
+    )
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    edit_data = forms.JSONField(
+        label="data",
+        required=False,
+        help_text='For edit: at plan e.g. {"queries": ["..."], "snowball": true}; at screen '
+        '{"include": [paper_id, ...]} or {"exclude": [...], "reasons": {"<paper_id>": "why"}}.',
+    )
+    exclude = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="Screening: papers to exclude with action edit (when data is empty).",
+    )
+    exclude_reason = forms.CharField(required=False, help_text="Why the ticked papers go.")
+    checkpoint = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = ReviewSession
+        fields: list[str] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        pending = review_pending_checkpoint(self.instance) if self.instance.pk else None
+        self.fields["checkpoint"].initial = pending.sequence if pending else None
+        source = {"screen": "search", "expand": "citation"}.get(pending.kind if pending else "")
+        candidates = (
+            self.instance.candidates.filter(source=source, status="pending")
+            .select_related("paper")
+            .order_by("rank")
+            if source
+            else []
+        )
+        exclude = self.fields["exclude"]
+        assert isinstance(exclude, forms.MultipleChoiceField)
+        exclude.choices = [
+            (str(c.paper_id), f"{c.paper.title} ({c.paper.year or 'n.d.'})") for c in candidates
+        ]
+
+    def decision_data(self) -> dict[str, Any]:
+        data = self.cleaned_data.get("edit_data") or {}
+        ticked = self.cleaned_data.get("exclude") or []
+        if self.cleaned_data.get("action") == "edit" and not data and ticked:
+            reason = (self.cleaned_data.get("exclude_reason") or "").strip()
+            data = {"exclude": [int(pk) for pk in ticked]}
+            if reason:
+                data["reasons"] = {pk: reason for pk in ticked}
+        return data
+
+
+@admin.register(ReviewSession)
+class ReviewSessionAdmin(admin.ModelAdmin):
+    form = DecisionForm
+    list_display = [
+        "short_query", "status", "stage", "pending", "iteration", "round", "domain",
+        "project", "created_at",
+    ]  # fmt: skip
+    list_filter = ["status", "stage", "domain"]
+    search_fields = ["query"]
+    list_select_related = ["project"]
+    actions = ["remove_reviews"]
+    readonly_fields = [
+        "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
+        "project", "created_at", "completed_at", "task_id", "attempt", "checkpoint_view",
+        "decisions_view", "plan_view", "counts_view",
+    ]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # reviews start from an agent (start_review)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets: list[tuple[str, dict[str, Any]]] = [
+            ("Review", {"fields": SUMMARY_FIELDS}),
+            ("Pending checkpoint", {"fields": ["checkpoint_view"]}),
+        ]
+        pending = review_pending_checkpoint(obj) if obj is not None else None
+        if pending is not None and obj.status == ReviewSession.Status.WAITING:
+            decision = ["action", "edit_data", "note", "checkpoint"]
+            if pending.kind != "plan":
+                decision[2:2] = ["exclude", "exclude_reason"]
+            fieldsets.append(("Decide", {"fields": decision}))
+        fieldsets += [
+            ("Checkpoints and decisions", {"fields": ["decisions_view"]}),
+            ("Plan", {"fields": ["plan_view"], "classes": ["collapse"]}),
+            ("Counts (PRISMA)", {"fields": ["counts_view"]}),
+            ("Step", {"fields": ["task_id", "attempt"], "classes": ["collapse"]}),
+        ]
+        return fieldsets
+
+    @admin.display(description="question", ordering="query")
+    def short_query(self, session: ReviewSession) -> str:
+        return session.query if len(session.query) <= 80 else session.query[:79] + "…"
+
+    @admin.display(description="pending checkpoint")
+    def pending(self, session: ReviewSession) -> str:
+        if session.status != ReviewSession.Status.WAITING:
+            return "-"
+        checkpoint = review_pending_checkpoint(session)
+        return f"#{checkpoint.sequence} {checkpoint.kind}" if checkpoint else "-"
+
+    @admin.display(description="pending checkpoint")
+    def checkpoint_view(self, session: ReviewSession) -> SafeString | str:
+        checkpoint = review_pending_checkpoint(session)
+        if checkpoint is None:
+            return "None"
+        if checkpoint.kind == "plan":
+            return format_html(
+                "<p>#{} plan (round {})</p>{}", checkpoint.sequence, checkpoint.round,
+                self._plan_html(checkpoint.payload.get("plan", {})),
+            )  # fmt: skip
+        source = "search" if checkpoint.kind == "screen" else "citation"
+        candidates = (
+            session.candidates.filter(source=source, status=ReviewCandidate.Status.PENDING)
+            .select_related("paper")
+            .order_by("rank")
+        )
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td><a href='{}'>{}</a> ({})<br><small>{}</small></td><td>{}</td></tr>",
+            (
+                (
+                    candidate.rank,
+                    reverse("admin:papers_paper_change", args=[candidate.paper_id]),
+                    candidate.paper.title,
+                    candidate.paper.year or "n.d.",
+                    (candidate.paper.abstract or candidate.paper.snippet)[:ABSTRACT_PREVIEW],
+                    ", ".join(candidate.engines),
+                )
+                for candidate in candidates
+            ),
+        )
+        return format_html(
+            "<p>#{} {}: {} candidates</p><table><tr><th>rank</th><th>paper</th>"
+            "<th>engines</th></tr>{}</table>",
+            checkpoint.sequence, checkpoint.kind, candidates.count(), rows,
+        )  # fmt: skip
+
+    @admin.display(description="history")
+    def decisions_view(self, session: ReviewSession) -> SafeString:
+        rows = []
+        for checkpoint in session.checkpoints.select_related("decision").order_by("sequence"):
+            decision = getattr(checkpoint, "decision", None)
+            rows.append(
+                (
+                    checkpoint.sequence,
+                    checkpoint.kind,
+                    checkpoint.round,
+                    checkpoint.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    decision.action if decision else "pending",
+                    decision.decided_by if decision else "",
+                    decision.note if decision else "",
+                )
+            )
+        return format_html(
+            "<table><tr><th>#</th><th>checkpoint</th><th>round</th><th>raised</th>"
+            "<th>decision</th><th>by</th><th>note</th></tr>{}</table>",
+            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        )
+
+    @admin.display(description="plan")
+    def plan_view(self, session: ReviewSession) -> SafeString:
+        return self._plan_html(session.plan or {})
+
+    @admin.display(description="counts")
+    def counts_view(self, session: ReviewSession) -> SafeString:
+        counts = review_counts(session=session)
+        return format_html("<pre>{}</pre>", _pretty(counts))
+
+    def _plan_html(self, plan: dict[str, Any]) -> SafeString:
+        items = [
+            ("queries", "; ".join(plan.get("queries", []))),
+            ("engines", ", ".join(plan.get("engines", []))),
+            ("dates", f"{plan.get('date_from') or 'any'} to {plan.get('date_to') or 'now'}"),
+            ("criteria", "; ".join(plan.get("criteria", []))),
+            ("snowball", "yes" if plan.get("snowball") else "no"),
+            ("rationale", " ".join(plan.get("rationale", []))),
+        ]
+        return format_html("<dl>{}</dl>", format_html_join("", "<dt>{}</dt><dd>{}</dd>", items))
+
+    def save_model(self, request: HttpRequest, obj: ReviewSession, form: Any, change: bool) -> None:
+        action = form.cleaned_data.get("action")
+        if not action:
+            return
+        try:
+            review_decide(
+                session_id=str(obj.pk),
+                action=action,
+                data=form.decision_data(),
+                note=form.cleaned_data.get("note"),
+                expected_sequence=form.cleaned_data.get("checkpoint"),
+                decided_by=f"admin:{request.user.get_username()}",
+            )
+        except DomainError as error:
+            self.message_user(request, error.message, level=messages.ERROR)
+        else:
+            self.message_user(request, f"Decision recorded: {action}.")
+
+    def response_change(self, request: HttpRequest, obj: ReviewSession) -> HttpResponse:
+        # Back to the review, which now shows the next checkpoint (or that it is working).
+        return HttpResponseRedirect(request.path)
+
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
+        actions = (
+            super().get_actions(request)
+            if action_location is None
+            else super().get_actions(request, action_location)  # type: ignore[call-arg]
+        )
+        actions.pop("delete_selected", None)  # replaced by remove_reviews (cancels work)
+        return actions
+
+    @admin.action(
+        description="Remove selected reviews (cancels their work)", permissions=["delete"]
+    )
+    def remove_reviews(self, request: HttpRequest, queryset: QuerySet[ReviewSession]) -> None:
+        removed = 0
+        for pk in list(queryset.values_list("pk", flat=True)):
+            try:
+                review_cleanup(session_id=str(pk))
+                removed += 1
+            except DomainError:
+                continue  # removed meanwhile
+        self.message_user(request, f"Removed {removed} reviews; papers and projects are kept.")
+
+    def delete_model(self, request: HttpRequest, obj: ReviewSession) -> None:
+        review_cleanup(session_id=str(obj.pk))
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
