@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from papers.schemas import PaperRecord
 from papers.services import UpsertOutcome, papers_upsert
+from research_site.bootstrap import prepare_knowledge_base
 from research_site.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -149,6 +150,8 @@ class ImportCommand(BaseCommand):
             raise CommandError(
                 "--batch-size must be between 1 and 50000", returncode=EXIT_BAD_INPUT
             )
+        # A fresh or older knowledge base is created / upgraded first, as `serve` does.
+        prepare_knowledge_base(create_admin=False)
         project_ids: tuple[str, ...] = ()
         if options.get("project"):
             project_ids = (self.resolve_project(options["project"]),)

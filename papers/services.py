@@ -119,6 +119,10 @@ def _match_keys(record: PaperRecord) -> list[tuple[str, str]]:
             f"{record.first_author_family or 'venue:' + fold_key(record.venue)}",
         )
     ]
+    if record.first_author_family:
+        # Same title and first author in another year may be the preprint of the same
+        # paper (see _title_match): decide it against the library, in a later pass.
+        keys.append(("title-author", f"{record.title_key}|{record.first_author_family}"))
     if record.doi:
         keys.append(("doi", record.doi))
     if record.arxiv_id:
@@ -203,11 +207,42 @@ def _find_existing(records: list[PaperRecord]) -> list[int | None]:
     return matches
 
 
+# A preprint and its publication often differ by a year (arXiv 2024, journal 2023): the
+# same normalised title and first author one year apart is the same paper, unless an
+# identifier of the same scheme says otherwise.
+TITLE_YEAR_TOLERANCE = 1
+
+
 def _title_match(record: PaperRecord, candidates: list[dict[str, Any]]) -> int | None:
+    exact = [row for row in candidates if row["year"] == record.year]
+    match = _title_match_in(record, exact)
+    if match is not None or not record.first_author_family or record.year is None:
+        return match
+    near = [
+        row
+        for row in candidates
+        if row["year"] is not None
+        and row["year"] != record.year
+        and abs(row["year"] - record.year) <= TITLE_YEAR_TOLERANCE
+        and row["first_author"]
+        and not _identifiers_conflict(record, int(row["pk"]))
+    ]
+    return _title_match_in(record, near)
+
+
+def _identifiers_conflict(record: PaperRecord, paper_id: int) -> bool:
+    """True when the paper has an identifier of a scheme the record also has, with another
+    value (two ACL Anthology ids are two papers, whatever their titles)."""
+    schemes = {s: v for s, v in record.identifiers.items() if s not in NON_IDENTIFYING_SCHEMES}
+    if not schemes:
+        return False
+    known = PaperIdentifier.objects.filter(paper_id=paper_id, scheme__in=schemes)
+    return any(schemes[scheme] != value for scheme, value in known.values_list("scheme", "value"))
+
+
+def _title_match_in(record: PaperRecord, candidates: list[dict[str, Any]]) -> int | None:
     family = record.first_author_family
     for row in candidates:
-        if row["year"] != record.year:
-            continue
         if record.doi and row["doi"] and record.doi != row["doi"]:
             continue
         if record.arxiv_id and row["arxiv_id"] and record.arxiv_id != row["arxiv_id"]:

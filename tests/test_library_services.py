@@ -74,13 +74,49 @@ def test_arxiv_id_versions_are_one_paper(make_paper: Callable[..., Paper]) -> No
     assert Paper.objects.get().doi == "10.1000/x"  # filled in, not lost
 
 
-def test_title_match_needs_same_year_and_first_author(make_paper: Callable[..., Paper]) -> None:
+def test_title_match_needs_a_close_year_and_the_same_first_author(
+    make_paper: Callable[..., Paper],
+) -> None:
     a = make_paper("Neural Machine Translation!", authors=["Kyunghyun Cho"], year=2014)
     same = make_paper("neural machine translation", authors=["Cho, Kyunghyun"], year=2014)
-    other_year = make_paper("Neural machine translation", authors=["Kyunghyun Cho"], year=2015)
+    # A preprint and its publication a year apart are one paper ...
+    next_year = make_paper("Neural machine translation", authors=["K. Cho"], year=2015)
+    # ... two years apart, or by another first author, they are not.
+    two_years = make_paper("Neural machine translation", authors=["Kyunghyun Cho"], year=2016)
     other_author = make_paper("Neural machine translation", authors=["Ilya Sutskever"], year=2014)
-    assert a.pk == same.pk
-    assert len({a.pk, other_year.pk, other_author.pk}) == 3
+    assert a.pk == same.pk == next_year.pk
+    assert len({a.pk, two_years.pk, other_author.pk}) == 3
+
+
+def test_a_year_apart_papers_with_different_source_ids_stay_apart(
+    make_paper: Callable[..., Paper],
+) -> None:
+    first = make_paper(
+        "Overview of the Shared Task",
+        authors=["Ann Lee"],
+        year=2020,
+        identifiers={"acl": "2020.wnut-1.1"},
+    )
+    second = make_paper(
+        "Overview of the Shared Task",
+        authors=["Ann Lee"],
+        year=2021,
+        identifiers={"acl": "2021.wnut-1.1"},
+    )
+    assert first.pk != second.pk
+
+
+def test_a_preprint_and_its_publication_merge_in_one_batch() -> None:
+    records = [
+        PaperRecord.build(title="Deep Residual Learning", authors=["Kaiming He"], year=2015,
+                          arxiv_id="1512.03385"),
+        PaperRecord.build(title="Deep residual learning.", authors=["K He"], year=2016,
+                          doi="10.1109/CVPR.2016.90"),
+    ]  # fmt: skip
+    outcome = papers_upsert(records=records)
+    assert outcome.created == 1 and len(set(outcome.paper_ids)) == 1
+    paper = Paper.objects.get()
+    assert paper.arxiv_id == "1512.03385" and paper.doi == "10.1109/cvpr.2016.90"
 
 
 def test_title_match_is_refused_when_dois_contradict(make_paper: Callable[..., Paper]) -> None:

@@ -331,7 +331,8 @@ def register(registry: Registry) -> None:
             ),
         ],
         format: Annotated[
-            Literal["bibtex", "csv", "json", "markdown"], Field(description="The file format.")
+            Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"],
+            Field(description="The file format (ris: EndNote, Zotero, Mendeley)."),
         ],
         project_id: Annotated[
             str | None,
