@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from projects.models import ReviewDecision, ReviewSession
 from projects.review import services
-from tests.test_review_workflow import LONG_DOCS, library  # noqa: F401 - fixture
+from tests.test_review_workflow import LONG_DOCS, build_library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,6 +19,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _quick(settings: Any) -> None:
     settings.EMBEDDINGS_ENABLED = False
+
+
+@pytest.fixture
+def library(transactional_db: None) -> dict[str, int]:
+    return build_library()
 
 
 def started(**arguments: Any) -> ReviewSession:
@@ -39,7 +44,7 @@ def change_url(session: ReviewSession) -> str:
 def test_reviews_are_listed_with_state_and_pending_checkpoint(
     admin_client: Client, library: dict[str, int]
 ) -> None:
-    session = started()
+    started()
     response = admin_client.get(reverse("admin:projects_reviewsession_changelist"))
     assert response.status_code == 200
     text = response.content.decode()

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 from mcp import MCPError
 from mcp_types import CallToolResult
@@ -87,13 +86,17 @@ def _quick(settings: Any) -> None:
     settings.EMBEDDINGS_ENABLED = False
 
 
-@pytest.fixture
-def library(transactional_db: None) -> dict[str, int]:
+def build_library() -> dict[str, int]:
     """The corpus above, through the importers' service; name -> paper_id."""
     records = [PaperRecord.build(**values) for values in CORPUS.values()]
     ids = dict(zip(CORPUS, papers_upsert(records=records).paper_ids, strict=True))
     citations_add(pairs=[(ids[a], ids[b]) for a, b in CITATIONS])
     return ids
+
+
+@pytest.fixture
+def library(transactional_db: None) -> dict[str, int]:
+    return build_library()
 
 
 # --- the tools, called as MCP calls them (guarded, errors mapped) -------------------------------
@@ -147,7 +150,8 @@ def titles(state: dict[str, Any]) -> list[str]:
 
 
 def project_titles(project_id: str) -> set[str]:
-    return set(Paper.objects.filter(project_links__project_id=project_id).values_list("title", flat=True))
+    papers = Paper.objects.filter(project_links__project_id=project_id)
+    return set(papers.values_list("title", flat=True))
 
 
 def assert_counts_add_up(counts: dict[str, Any]) -> None:
@@ -183,8 +187,10 @@ def test_review_runs_from_plan_to_a_project_with_prisma_counts(
     assert state["current_checkpoint_kind"] == "screen" and state["iteration"] == 1
     found = titles(state)
     assert found[0] == "Longformer: The Long-Document Transformer"  # every query's best
-    assert set(found) >= {"Attention Is All You Need", "Big Bird: Transformers for Longer Sequences",
-                          "Reformer: The Efficient Transformer"}  # fmt: skip
+    assert set(found) >= {
+        "Attention Is All You Need", "Big Bird: Transformers for Longer Sequences",
+        "Reformer: The Efficient Transformer",
+    }  # fmt: skip
     assert "Zebra Stripes and Thermoregulation" not in found
     first = state["checkpoint"]["candidates"]["items"][0]
     assert first["abstract"] == CORPUS["longformer"]["abstract"] and first["engines"] == ["local"]
@@ -266,7 +272,9 @@ def test_plan_edit_then_citation_search_adds_citing_papers(
     }  # fmt: skip
 
 
-def test_dates_named_in_the_question_limit_the_search(tools: Tools, library: dict[str, int]) -> None:
+def test_dates_named_in_the_question_limit_the_search(
+    tools: Tools, library: dict[str, int]
+) -> None:
     state = tools.start("long documents since 2019")
     plan = state["checkpoint"]["payload"]["plan"]
     assert plan["date_from"] == "2019" and plan["queries"][0] == "long documents"
@@ -576,8 +584,12 @@ def test_engine_results_are_merged_into_one_candidate_per_paper(
 ) -> None:
     server, (alpha, beta) = plugin_engines
     longformer = {**CORPUS["longformer"], "authors": ["I Beltagy"]}  # same arXiv id
-    new = {"title": "Hierarchical Transformers for Long Document Classification",
-           "authors": ["Raghavendra Pappagari"], "year": 2019, "doi": "10.1109/asru46091.2019"}
+    new = {
+        "title": "Hierarchical Transformers for Long Document Classification",
+        "authors": ["Raghavendra Pappagari"],
+        "year": 2019,
+        "doi": "10.1109/asru46091.2019",
+    }
     server.add(f"/{alpha}/search", Reply(200, [longformer, new]))
     server.add(f"/{beta}/search", Reply(200, [new]))  # fmt: skip
     state = tools.start(max_results=20)
@@ -589,8 +601,9 @@ def test_engine_results_are_merged_into_one_candidate_per_paper(
     assert_counts_add_up(counts)
     by_title = {item["title"]: item for item in state["checkpoint"]["candidates"]["items"]}
     assert set(by_title[new["title"]]["engines"]) == {alpha, beta}
-    assert by_title["Longformer: The Long-Document Transformer"]["paper_id"] == library["longformer"]
-    assert set(by_title["Longformer: The Long-Document Transformer"]["engines"]) == {"local", alpha}
+    longformer_entry = by_title["Longformer: The Long-Document Transformer"]
+    assert longformer_entry["paper_id"] == library["longformer"]
+    assert set(longformer_entry["engines"]) == {"local", alpha}
     assert Paper.objects.count() == len(CORPUS) + 1  # the new paper, once
     sent_queries = {request.query["q"][0] for request in server.requests}
     assert sent_queries == {"long document transformer"}

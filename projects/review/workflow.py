@@ -112,6 +112,8 @@ def decision_parse(
         data = {}
     if not isinstance(data, dict):
         raise InvalidDecision("data must be an object (or omitted).")
+    if data and parsed is not DecisionAction.EDIT:
+        raise InvalidDecision(f"data is for action=edit; {parsed.value} takes none.")
     text = " ".join(str(note or "").split())
     if len(text) > MAX_NOTE:
         raise InvalidDecision(f"note is over {MAX_NOTE} characters.")
