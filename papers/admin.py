@@ -1,5 +1,9 @@
 """The admin for the library: built for 100k papers (no full counts, no huge filter lists,
-related rows fetched in the list query) and writing only through the services."""
+related rows fetched in the list query) and writing only through the services.
+
+The bulk actions live in `papers.curation` (shared with the project pages), adding papers
+by identifier or BibTeX in `papers.intake`.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,15 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.admin.helpers import ActionForm
-from django.db.models import Count, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Prefetch, QuerySet
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from papers.curation import PaperCurationAdmin
+from papers.intake import add_by_identifier_view, import_bibtex_view
 from papers.models import (
     Annotation,
     Author,
@@ -31,8 +37,7 @@ from papers.models import (
     Venue,
 )
 from papers.search.index import papers_changed
-from papers.selectors import paper_search_admin, with_relations
-from papers.services import paper_keywords_update
+from papers.selectors import paper_search_admin
 from research_site.errors import DomainError
 
 
@@ -117,15 +122,6 @@ class ProjectFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
         return queryset.filter(project_links__project_id=self.value()) if self.value() else queryset
-
-
-class PaperActionForm(ActionForm):
-    project = forms.CharField(
-        required=False, help_text="Project id or name (for 'add to project')."
-    )
-    keywords = forms.CharField(
-        required=False, help_text="Comma-separated keywords (for keyword actions)."
-    )
 
 
 class PaperAuthorInline(admin.TabularInline):
@@ -275,9 +271,14 @@ class AnnotationInline(admin.TabularInline):
         return False
 
 
+# How many citing papers the paper page lists (the rest are counted).
+CITED_BY_SHOWN = 50
+
+
 @admin.register(Paper)
-class PaperAdmin(admin.ModelAdmin):
-    list_display = ["paper_id", "human_id", "short_title", "year", "venue", "source", "citekey"]
+class PaperAdmin(PaperCurationAdmin):
+    list_display = ["paper_id", "human_id", "short_title", "year", "venue", "keyword_list",
+                    "citekey"]  # fmt: skip
     list_display_links = ["paper_id", "human_id"]
     list_select_related = ["venue"]
     list_filter = [YearFilter, VenueFilter, KeywordFilter, SourceFilter, ProjectFilter]
@@ -288,7 +289,8 @@ class PaperAdmin(admin.ModelAdmin):
     show_full_result_count = False
     list_per_page = 50
     ordering = ["-paper_id"]
-    readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at"]
+    readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at",
+                       "pdf_link", "project_links", "cited_by"]  # fmt: skip
     autocomplete_fields = ["venue"]
     inlines = [
         PaperAuthorInline,
@@ -299,13 +301,13 @@ class PaperAdmin(admin.ModelAdmin):
         PaperPdfInline,
         AnnotationInline,
     ]
-    action_form = PaperActionForm
     actions = [
-        "add_to_project", "add_keywords", "set_keywords", "export_bibtex",
-        "download_pdfs", "convert_pdfs",
+        "add_to_project", "add_keywords", "set_keywords", "remove_keywords", "export_bibtex",
+        "export_csv", "export_ris", "download_pdfs", "reembed", "convert_pdfs",
     ]  # fmt: skip
     fieldsets = [
         (None, {"fields": ["paper_id", "human_id", "citekey", "entry_type", "title", "abstract"]}),
+        ("In the library", {"fields": ["pdf_link", "project_links", "cited_by"]}),
         ("Publication", {"fields": ["year", "publication_date", "venue", "volume", "number",
                                     "pages", "publisher", "publication_info"]}),
         ("Identifiers and links", {"fields": ["doi", "arxiv_id", "source", "source_id",
@@ -314,6 +316,11 @@ class PaperAdmin(admin.ModelAdmin):
         ("Source data", {"classes": ["collapse"], "fields": ["snippet", "resources", "metadata",
                                                              "created_at", "updated_at"]}),
     ]  # fmt: skip
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Paper]:
+        # One query for the keywords of a whole page of the list.
+        keywords = Keyword.objects.only("id", "name").order_by("name")
+        return super().get_queryset(request).prefetch_related(Prefetch("keywords", keywords))
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         # Inline edits (authors, keywords) change the paper's search text too.
@@ -324,89 +331,122 @@ class PaperAdmin(admin.ModelAdmin):
     def short_title(self, paper: Paper) -> str:
         return paper.title if len(paper.title) <= 90 else paper.title[:89] + "…"
 
+    @admin.display(description="keywords")
+    def keyword_list(self, paper: Paper) -> str:
+        return ", ".join(keyword.name for keyword in paper.keywords.all())
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
     ) -> tuple[QuerySet[Paper], bool]:
         return paper_search_admin(queryset, search_term), False
 
-    def _keywords(self, request: HttpRequest) -> list[str]:
-        raw = request.POST.get("keywords", "")
-        return [k for k in (part.strip() for part in raw.split(",")) if k]
+    # --- the paper page ----------------------------------------------------------------
 
-    def _run(self, request: HttpRequest, label: str, call: Any) -> None:
+    @admin.display(description="PDF")
+    def pdf_link(self, paper: Paper) -> str:
+        if paper.pk is None:
+            return "-"
+        record = PaperPdf.objects.filter(paper=paper).first()
+        upload = reverse("admin:papers_paperpdf_add") + f"?paper={paper.pk}"
+        if record is not None:
+            return format_html(
+                '<a href="{}" target="_blank" rel="noopener">Open the PDF</a> ({} pages, {} KB)',
+                reverse("admin:papers_paper_pdf", args=[paper.pk]),
+                record.page_count,
+                max(record.size // 1024, 1),
+            )
+        if paper.pdf_url:
+            return format_html(
+                'No PDF yet: fetch it from its pdf_url with the "Fetch PDFs" action, or '
+                '<a href="{}">upload one</a>.',
+                upload,
+            )
+        return format_html('No PDF. <a href="{}">Upload one</a>.', upload)
+
+    @admin.display(description="projects")
+    def project_links(self, paper: Paper) -> str:
+        if paper.pk is None:
+            return "-"
+        projects = list(paper.projects.order_by("name").values_list("id", "name"))
+        if not projects:
+            return "In no project."
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            (
+                (reverse("admin:projects_project_papers", args=[pid]), name)
+                for pid, name in projects
+            ),
+        )
+
+    @admin.display(description="cited by (papers in the library that cite this one)")
+    def cited_by(self, paper: Paper) -> str:
+        if paper.pk is None:
+            return "-"
+        citing = Citation.objects.filter(cited=paper).select_related("citing")
+        total = citing.count()
+        if not total:
+            return "No paper in the library cites it."
+        shown = citing.order_by("-citing__year", "citing__title")[:CITED_BY_SHOWN]
+        links = format_html_join(
+            "",
+            '<li><a href="{}">{}</a> {} ({})</li>',
+            (
+                (reverse("admin:papers_paper_change", args=[c.citing_id]), c.citing.human_id,
+                 c.citing.title, c.citing.year or "n.d.")
+                for c in shown
+            ),
+        )  # fmt: skip
+        more = f"and {total - CITED_BY_SHOWN} more" if total > CITED_BY_SHOWN else ""
+        return format_html('<ul style="margin:0">{}</ul>{}', links, more)
+
+    def get_urls(self) -> list[Any]:
+        from django.urls import path
+
+        view = self.admin_site.admin_view
+        return [
+            path("add-by-identifier/", view(self.add_by_identifier),
+                 name="papers_paper_add_by_identifier"),
+            path("import-bibtex/", view(self.import_bibtex), name="papers_paper_import_bibtex"),
+            path("<int:paper_id>/pdf/", view(self.pdf_view), name="papers_paper_pdf"),
+            *super().get_urls(),
+        ]  # fmt: skip
+
+    def add_by_identifier(self, request: HttpRequest) -> HttpResponse:
+        return add_by_identifier_view(self, request)
+
+    def import_bibtex(self, request: HttpRequest) -> HttpResponse:
+        return import_bibtex_view(self, request)
+
+    def pdf_view(self, request: HttpRequest, paper_id: int) -> FileResponse:
+        """The paper's PDF file, shown in the browser."""
+        from papers.pdf.files import stored_path
+
+        record = PaperPdf.objects.select_related("paper").filter(paper_id=paper_id).first()
+        if record is None:
+            raise Http404("This paper has no PDF.")
+        if not self.has_view_permission(request, record.paper):
+            raise PermissionDenied
         try:
-            result = call()
-        except DomainError as error:
-            self.message_user(request, f"{label}: {error.message}", level=messages.ERROR)
-            return
-        self.message_user(request, f"{label}: {result}", level=messages.SUCCESS)
+            path = stored_path(record.file_name)
+        except DomainError:
+            raise Http404("This PDF's file name is invalid.") from None
+        if not path.is_file():
+            raise Http404("The PDF file is missing from the downloads folder.")
+        return FileResponse(path.open("rb"), content_type="application/pdf",
+                            filename=record.file_name)  # fmt: skip
 
-    @admin.action(description="Add selected papers to project")
-    def add_to_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
-        from projects.services import project_add_papers
-
-        project = request.POST.get("project", "").strip()
-        ids = list(queryset.values_list("pk", flat=True))
-        self._run(
-            request,
-            "Add to project",
-            lambda: f"{project_add_papers(project=project, paper_ids=ids)} papers added",
-        )
-
-    @admin.action(description="Add keywords to selected papers")
-    def add_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
-        self._keyword_action(request, queryset, "add")
-
-    @admin.action(description="Set (replace) keywords of selected papers")
-    def set_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
-        self._keyword_action(request, queryset, "set")
-
-    def _keyword_action(self, request: HttpRequest, queryset: QuerySet[Paper], action: str) -> None:
-        refs: list[str | int] = list(queryset.values_list("pk", flat=True))
-        keywords = self._keywords(request)
-        self._run(
-            request,
-            f"Keywords ({action})",
-            lambda: (
-                f"{len(paper_keywords_update(refs=refs, action=action, keywords=keywords))} "
-                "papers updated"
-            ),
-        )
-
-    @admin.action(description="Export selected papers as BibTeX")
-    def export_bibtex(self, request: HttpRequest, queryset: QuerySet[Paper]) -> HttpResponse:
-        from papers.exports import render_bibtex
-
-        papers = with_relations(queryset.order_by("paper_id"))
-        response = HttpResponse(render_bibtex(papers), content_type="application/x-bibtex")
-        response["Content-Disposition"] = 'attachment; filename="papers.bib"'
-        return response
-
-    @admin.action(description="Download PDFs from their pdf_url (in the background)")
-    def download_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
-        from papers.pdf.services import pdf_download_schedule
-
-        ids = list(queryset.values_list("pk", flat=True))
-        self._run(
-            request,
-            "Download PDFs",
-            lambda: (
-                f"{pdf_download_schedule(paper_ids=ids)} of {len(ids)} papers have a pdf_url "
-                "and are being downloaded; see their PDF section (failures are logged)"
-            ),
-        )
-
-    @admin.action(description="Convert PDFs to source markdown")
+    @admin.action(description="Convert PDFs to source markdown", permissions=["change"])
     def convert_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
         from papers.pdf.services import pdf_source_markdown_save
 
         converted = 0
         for paper_id in queryset.filter(pdf__isnull=False).values_list("pk", flat=True):
-            self._run(
-                request,
-                f"Paper {paper_id}",
-                lambda paper_id=paper_id: _converted(pdf_source_markdown_save(paper_id=paper_id)),
-            )
+
+            def convert(paper_id: int = paper_id) -> str:
+                return _converted(pdf_source_markdown_save(paper_id=paper_id))
+
+            self.run_service(request, f"Paper {paper_id}", convert)
             converted += 1
         if not converted:
             self.message_user(request, "None of the selected papers has a PDF.", messages.WARNING)

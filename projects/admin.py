@@ -1,32 +1,28 @@
-"""Projects in the admin: membership edited inline, deletions through the service."""
+"""Projects in the admin: created, renamed and deleted through the services; each project's
+papers, the library to add from and its trends are pages of their own (projects.curation)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IS_POPUP_VAR
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 import projects.review.admin  # noqa: F401 - registers the review admin
-from projects.models import Project, ProjectPaper
+from projects.curation import library_picker_view, project_papers_view, project_trends_view
+from projects.models import Project
 from projects.services import project_create, project_delete, project_rename
-
-
-class ProjectPaperInline(admin.TabularInline):
-    model = ProjectPaper
-    extra = 0
-    autocomplete_fields = ["paper"]
-    readonly_fields = ["added_at"]
-    verbose_name = "paper"
-    show_change_link = False
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "id", "paper_count", "updated_at"]
+    # Papers are not an inline: a project may hold thousands. Its papers page lists them.
+    list_display = ["name", "id", "paper_count", "pages", "updated_at"]
     search_fields = ["name", "id", "description"]
-    inlines = [ProjectPaperInline]
     actions = ["delete_keeping_papers"]
 
     def get_fields(self, request: HttpRequest, obj: Project | None = None) -> Any:
@@ -45,12 +41,50 @@ class ProjectAdmin(admin.ModelAdmin):
         obj.pk, obj.created_at, obj.updated_at = created.pk, created.created_at, created.updated_at
         obj._state.adding = False
 
+    def response_add(
+        self, request: HttpRequest, obj: Project, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        # A new project is empty: "Save" goes where papers are added to it.
+        if any(key in request.POST for key in ("_continue", "_addanother", IS_POPUP_VAR)):
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(request, f"Project {obj.name!r} created; now add papers to it.")
+        return HttpResponseRedirect(reverse("admin:projects_project_papers", args=[obj.pk]))
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(paper_total=Count("paper_links"))
 
     @admin.display(description="papers", ordering="paper_total")
     def paper_count(self, project: Project) -> int:
         return project.paper_total  # type: ignore[attr-defined]
+
+    @admin.display(description="open")
+    def pages(self, project: Project) -> str:
+        return format_html(
+            '<a href="{}">papers</a> · <a href="{}">trends</a>',
+            reverse("admin:projects_project_papers", args=[project.pk]),
+            reverse("admin:projects_project_trends", args=[project.pk]),
+        )
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        return [
+            path("<str:project_id>/papers/", view(self.papers_view),
+                 name="projects_project_papers"),
+            path("<str:project_id>/papers/add/", view(self.library_view),
+                 name="projects_project_add_papers"),
+            path("<str:project_id>/trends/", view(self.trends_view),
+                 name="projects_project_trends"),
+            *super().get_urls(),
+        ]  # fmt: skip
+
+    def papers_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
+        return project_papers_view(self, request, project_id)
+
+    def library_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
+        return library_picker_view(self, request, project_id)
+
+    def trends_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
+        return project_trends_view(self, request, project_id)
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
         # Django 6.1 passes where the actions are shown; 5.2 (the 3.11 fallback) does not.

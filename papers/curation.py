@@ -1,0 +1,233 @@
+"""The admin's bulk actions on papers, shared by the Paper list and the project pages.
+
+Each action is a thin adapter: it reads the action bar's fields, calls one service (the
+same ones MCP and REST call) and reports the outcome, or the service's DomainError, as a
+message. Who may run what: keyword, PDF and embedding actions need permission to change
+papers; project membership needs permission to change projects; exports only to view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from papers.models import Paper
+from papers.selectors import with_relations
+from papers.services import paper_keywords_update
+from research_site.errors import DomainError
+
+# One action works on at most this many papers: a request must finish in seconds, and a
+# bigger job has its command (export_library, import_*, reindex_embeddings).
+MAX_SELECTION = 10_000
+# Without a broker, downloads run in the request that asks for them, one after another.
+INLINE_DOWNLOADS_MAX = 20
+EXPORT_CONTENT_TYPES = {
+    "bibtex": "application/x-bibtex",
+    "csv": "text/csv",
+    "ris": "application/x-research-info-systems",
+}
+
+
+class PaperActionForm(ActionForm):
+    """The action bar: which action, and the project or keywords some actions need."""
+
+    project = forms.CharField(
+        required=False,
+        label="project",
+        widget=forms.TextInput(attrs={"placeholder": "project id or name", "size": 16}),
+    )
+    keywords = forms.CharField(
+        required=False,
+        label="keywords",
+        widget=forms.TextInput(attrs={"placeholder": "comma-separated", "size": 22}),
+    )
+
+
+def keywords_from(request: HttpRequest) -> list[str]:
+    raw = request.POST.get("keywords", "")
+    return [k for k in (part.strip() for part in raw.split(",")) if k]
+
+
+class PaperCurationAdmin(admin.ModelAdmin):
+    """Bulk actions over selected papers; subclasses choose which to offer in `actions`."""
+
+    action_form = PaperActionForm
+    export_name = "papers"  # the downloaded file's name, before the extension
+
+    def has_curate_projects_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("projects.change_project"))
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def selected_ids(self, request: HttpRequest, queryset: QuerySet[Paper]) -> list[int] | None:
+        """The selected paper_ids, or None (after saying why) when there are too many."""
+        ids = list(queryset.order_by().values_list("pk", flat=True)[: MAX_SELECTION + 1])
+        if len(ids) > MAX_SELECTION:
+            self.message_user(
+                request,
+                f"Select at most {MAX_SELECTION:,} papers for one action (narrow the list "
+                "with search or filters; larger jobs have management commands).",
+                level=messages.ERROR,
+            )
+            return None
+        return ids
+
+    def run_service(self, request: HttpRequest, label: str, call: Callable[[], str]) -> bool:
+        """Call a service and report its outcome; False when it refused (DomainError)."""
+        try:
+            outcome = call()
+        except DomainError as error:
+            self.message_user(request, f"{label}: {error.message}", level=messages.ERROR)
+            return False
+        self.message_user(request, f"{label}: {outcome}", level=messages.SUCCESS)
+        return True
+
+    # --- projects ----------------------------------------------------------------------
+
+    @admin.action(
+        description="Add selected papers to the project named below",
+        permissions=["curate_projects"],
+    )
+    def add_to_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from projects.services import project_add_papers
+
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return
+        project = request.POST.get("project", "").strip()
+        self.run_service(
+            request,
+            "Add to project",
+            lambda: f"{project_add_papers(project=project, paper_ids=ids)} papers added",
+        )
+
+    # --- keywords ----------------------------------------------------------------------
+
+    @admin.action(description="Add the keywords below to selected papers", permissions=["change"])
+    def add_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        self._keywords_update(request, queryset, "add")
+
+    @admin.action(
+        description="Set (replace) the keywords of selected papers", permissions=["change"]
+    )
+    def set_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        self._keywords_update(request, queryset, "set")
+
+    @admin.action(
+        description="Remove the keywords below from selected papers", permissions=["change"]
+    )
+    def remove_keywords(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        self._keywords_update(request, queryset, "remove")
+
+    def _keywords_update(
+        self, request: HttpRequest, queryset: QuerySet[Paper], action: str
+    ) -> None:
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return
+        refs: list[str | int] = list(ids)
+        keywords = keywords_from(request)
+        self.run_service(
+            request,
+            f"Keywords ({action})",
+            lambda: (
+                f"{len(paper_keywords_update(refs=refs, action=action, keywords=keywords))} "
+                "papers updated"
+            ),
+        )
+
+    # --- exports -----------------------------------------------------------------------
+
+    @admin.action(description="Export selected papers as BibTeX", permissions=["view"])
+    def export_bibtex(self, request: HttpRequest, queryset: QuerySet[Paper]) -> Any:
+        return self._export(request, queryset, "bibtex")
+
+    @admin.action(description="Export selected papers as CSV", permissions=["view"])
+    def export_csv(self, request: HttpRequest, queryset: QuerySet[Paper]) -> Any:
+        return self._export(request, queryset, "csv")
+
+    @admin.action(description="Export selected papers as RIS", permissions=["view"])
+    def export_ris(self, request: HttpRequest, queryset: QuerySet[Paper]) -> Any:
+        return self._export(request, queryset, "ris")
+
+    def _export(
+        self, request: HttpRequest, queryset: QuerySet[Paper], fmt: str
+    ) -> HttpResponse | None:
+        from papers.exports import EXTENSIONS, render_export
+
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return None
+        papers = with_relations(Paper.objects.filter(pk__in=ids).order_by("paper_id"))
+        try:
+            content = render_export(papers, fmt)
+        except DomainError as error:
+            self.message_user(request, f"Export: {error.message}", level=messages.ERROR)
+            return None
+        response = HttpResponse(content, content_type=f"{EXPORT_CONTENT_TYPES[fmt]}; charset=utf-8")
+        filename = f"{self.export_name}.{EXTENSIONS[fmt]}"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+    # --- background work ---------------------------------------------------------------
+
+    @admin.action(
+        description="Fetch PDFs from their pdf_url (queued in the background)",
+        permissions=["change"],
+    )
+    def download_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from papers.pdf.services import pdf_download_schedule
+
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return
+        if settings.CELERY_TASK_ALWAYS_EAGER and len(ids) > INLINE_DOWNLOADS_MAX:
+            self.message_user(
+                request,
+                f"Without a Celery worker PDFs download while this page waits: select at most "
+                f"{INLINE_DOWNLOADS_MAX} papers, or run a worker (REDIS_URL) for more.",
+                level=messages.ERROR,
+            )
+            return
+        self.run_service(
+            request,
+            "Fetch PDFs",
+            lambda: (
+                f"{pdf_download_schedule(paper_ids=ids)} of {len(ids)} papers have a pdf_url "
+                "and are being downloaded; see their PDF section (failures are logged)"
+            ),
+        )
+
+    @admin.action(
+        description="Re-embed selected papers for semantic search (missing or outdated vectors)",
+        permissions=["change"],
+    )
+    def reembed(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from papers.search import semantic
+
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return
+        if not settings.EMBEDDINGS_ENABLED:
+            self.message_user(
+                request, "Embeddings are turned off (EMBEDDINGS_ENABLED).", level=messages.WARNING
+            )
+            return
+        semantic.schedule_embedding(ids)
+        if settings.CELERY_TASK_ALWAYS_EAGER and len(ids) > semantic.EAGER_INLINE_MAX:
+            note = (
+                "outdated vectors were dropped; without a Celery worker they are embedded by "
+                "the next semantic search or `manage.py reindex_embeddings`"
+            )
+        elif settings.CELERY_TASK_ALWAYS_EAGER:
+            note = "embedded"
+        else:
+            note = "queued for a worker"
+        self.message_user(request, f"Re-embed: {len(ids)} papers {note}.", messages.SUCCESS)

@@ -1,0 +1,179 @@
+"""A project's pages in the admin: its papers, the library to add papers from, its trends.
+
+The papers page and the library picker are the Paper list itself (same columns, search,
+filters and bulk actions; see `papers.curation`), narrowed to one project or to the
+papers not in it, with the membership actions added: a ModelAdmin made per request for
+the project. `ProjectAdmin.get_urls` routes here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
+from papers.charts import Bar, bar_chart, column_chart
+from papers.models import Paper
+from projects.models import Project
+
+TOP_ITEMS = 15  # authors, venues and keywords drawn on the trends page
+
+
+def _project_or_404(project_admin: admin.ModelAdmin, request: HttpRequest, pk: str) -> Project:
+    project = Project.objects.filter(pk=pk).first()
+    if project is None:
+        raise Http404(f"No project {pk!r}.")
+    if not project_admin.has_view_permission(request, project):
+        raise PermissionDenied
+    return project
+
+
+class ProjectPapersAdmin(PaperAdmin):
+    """The papers of one project, with the Paper list's tools and the membership ones."""
+
+    change_list_template = "admin/projects/project/papers.html"
+    actions = [
+        "remove_from_project", "move_to_project", "add_to_project", "add_keywords",
+        "set_keywords", "remove_keywords", "export_bibtex", "export_csv", "export_ris",
+        "download_pdfs", "reembed",
+    ]  # fmt: skip
+
+    def __init__(self, project: Project, admin_site: admin.AdminSite) -> None:
+        super().__init__(Paper, admin_site)
+        self.project = project
+        self.export_name = project.pk
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Paper]:
+        return super().get_queryset(request).filter(project_links__project=self.project)
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        return [YearFilter, VenueFilter, KeywordFilter]
+
+    @admin.action(description="Remove selected papers from this project (papers are kept)",
+                  permissions=["curate_projects"])  # fmt: skip
+    def remove_from_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from projects.services import project_remove_papers
+
+        ids = self.selected_ids(request, queryset)
+        if ids is not None:
+            self.run_service(
+                request,
+                "Remove",
+                lambda: (
+                    f"{project_remove_papers(project=self.project, paper_ids=ids)} papers "
+                    f"removed from {self.project.name}"
+                ),
+            )
+
+    @admin.action(description="Move selected papers to the project named below",
+                  permissions=["curate_projects"])  # fmt: skip
+    def move_to_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        from projects.transfers import project_move_papers
+
+        ids = self.selected_ids(request, queryset)
+        target = request.POST.get("project", "").strip()
+        if ids is not None:
+            self.run_service(
+                request,
+                "Move",
+                lambda: (
+                    f"{project_move_papers(source=self.project, target=target, paper_ids=ids)}"
+                    f" papers moved to {target}"
+                ),
+            )
+
+
+class LibraryPickerAdmin(PaperAdmin):
+    """The whole library less the project's papers, to search and add from."""
+
+    change_list_template = "admin/projects/project/library_picker.html"
+    actions = ["add_to_this_project"]
+
+    def __init__(self, project: Project, admin_site: admin.AdminSite) -> None:
+        super().__init__(Paper, admin_site)
+        self.project = project
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Paper]:
+        return super().get_queryset(request).exclude(project_links__project=self.project)
+
+    @admin.action(description="Add selected papers to this project",
+                  permissions=["curate_projects"])  # fmt: skip
+    def add_to_this_project(
+        self, request: HttpRequest, queryset: QuerySet[Paper]
+    ) -> HttpResponseRedirect | None:
+        from projects.services import project_add_papers
+
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return None
+        added = self.run_service(
+            request,
+            f"Add to {self.project.name}",
+            lambda: f"{project_add_papers(project=self.project, paper_ids=ids)} papers added",
+        )
+        if not added:
+            return None
+        return HttpResponseRedirect(
+            reverse("admin:projects_project_papers", args=[self.project.pk])
+        )
+
+
+def project_papers_view(
+    project_admin: admin.ModelAdmin, request: HttpRequest, project_id: str
+) -> HttpResponse:
+    project = _project_or_404(project_admin, request, project_id)
+    papers = ProjectPapersAdmin(project, project_admin.admin_site)
+    return papers.changelist_view(
+        request, extra_context={"project": project, "title": f"Papers in {project.name}"}
+    )
+
+
+def library_picker_view(
+    project_admin: admin.ModelAdmin, request: HttpRequest, project_id: str
+) -> HttpResponse:
+    project = _project_or_404(project_admin, request, project_id)
+    if not project_admin.has_change_permission(request, project):
+        raise PermissionDenied
+    picker = LibraryPickerAdmin(project, project_admin.admin_site)
+    return picker.changelist_view(
+        request,
+        extra_context={"project": project, "title": f"Add papers to {project.name}"},
+    )
+
+
+def project_trends_view(
+    project_admin: admin.ModelAdmin, request: HttpRequest, project_id: str
+) -> TemplateResponse:
+    """Papers per year, top authors, venues and keywords of the project, as charts: the
+    same counts as the analyze_paper_trends tool."""
+    from papers.trends import papers_trends_by_ref
+
+    project = _project_or_404(project_admin, request, project_id)
+
+    def trend(kind: str) -> dict[str, Any]:
+        return papers_trends_by_ref(analysis_type=kind, project_id=project.pk, limit=TOP_ITEMS)
+
+    timeline = trend("timeline")
+    years = [Bar(str(item["year"]), item["paper_count"]) for item in timeline["items"]]
+    charts = [("Papers per year", "timeline", column_chart(years, title="Papers per year"))]
+    for kind, heading in (("authors", "Top authors"), ("venues", "Top venues"),
+                          ("keywords", "Top keywords")):  # fmt: skip
+        items = trend(kind)["items"]
+        bars = [Bar(item["name"], item["paper_count"]) for item in items]
+        charts.append((heading, kind, bar_chart(bars, title=heading)))
+    context = {
+        **project_admin.admin_site.each_context(request),
+        "opts": project_admin.opts,
+        "title": f"Trends in {project.name}",
+        "project": project,
+        "summary": timeline["summary"],
+        "notes": timeline["notes"],
+        "charts": charts,
+    }
+    return TemplateResponse(request, "admin/projects/project/trends.html", context)
