@@ -2,18 +2,23 @@
 
 Imports the SciFact corpus (5,183 abstracts) into a temporary knowledge base through the
 services (`papers_upsert`), embeds it with each model asked for, and scores the 300 test
-claims of `qrels/test.tsv`. Prints a table beside the published BEIR figures, the
-embedding throughput (abstracts/s) and the model load time.
+claims of `qrels/test.tsv` (`--split train`: the 809 train claims, the only ones to tune
+on). Prints a table beside the published BEIR figures, the embedding throughput
+(abstracts/s) and the model load time.
 
     .venv/bin/python benchmarks/bench_search_quality.py [--corpus ../shared/corpus/scifact]
         [--models wordllama-l2-256,wordllama-l2-128,tokenlearn-static-64] [--limit-queries N]
+        [--split train|test] [--lexical-weights 0.6,0.65,0.7]
 
 - BM25 is `papers.search.fulltext.paper_search_ids` (SQLite FTS5 bm25 with the library's
   column weights; `DATABASE_URL` set: PostgreSQL ts_rank) on `semantic.any_words_query`
   of the claim: any of its words, stop words dropped (BEIR's BM25 is a match-any query).
 - Semantic is `semantic.semantic_ranked_ids` (the in-process index), hybrid is
-  `semantic.hybrid_ranked` (reciprocal rank fusion, k=60, both rankings 100 deep): the
-  same functions the search tools use.
+  `semantic.hybrid_ranked` (min-max normalised scores, full text weighted
+  `semantic.LEXICAL_WEIGHT`, both rankings 100 deep): the same functions the search tools
+  use. Beside it, the same two rankings fused by the weighted reciprocal rank fusion used
+  before (k 5, full text 3), and with `--lexical-weights` by min-max fusion with other
+  full-text weights (to tune on `--split train`, never on test).
 - nDCG@10 with graded qrels (SciFact's are all 1) and the BEIR definition; Recall@100 is
   the share of a claim's relevant abstracts in the top 100, averaged over claims.
 """
@@ -30,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "scifact"
@@ -60,14 +66,16 @@ def setup_django(directory: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def load_scifact(corpus: Path) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
+def load_scifact(
+    corpus: Path, split: str = "test"
+) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
     docs = [json.loads(line) for line in (corpus / "corpus.jsonl").open(encoding="utf-8")]
     queries = {}
     for line in (corpus / "queries.jsonl").open(encoding="utf-8"):
         item = json.loads(line)
         queries[item["_id"]] = item["text"]
     qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate((corpus / "qrels" / "test.tsv").open(encoding="utf-8")):
+    for number, line in enumerate((corpus / "qrels" / f"{split}.tsv").open(encoding="utf-8")):
         parts = line.strip().split("\t")
         if number == 0 and not parts[-1].isdigit():
             continue  # header
@@ -128,6 +136,35 @@ def evaluate(
         ndcgs.append(ndcg_at_10(ranked, relevant))
         recalls.append(recall_at_100(ranked, relevant))
     return statistics.fmean(ndcgs), statistics.fmean(recalls), statistics.median(times)
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[int]], weights: Sequence[float], k: int
+) -> list[int]:
+    """Ids by sum of weight / (k + rank), rank from 1; ties keep the earlier ranking's order.
+    The hybrid fusion used until 2026-11-22 (k 5, full text 3), kept here for comparison."""
+    scores: dict[int, float] = {}
+    order: dict[int, int] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, pk in enumerate(ranking, start=1):
+            scores[pk] = scores.get(pk, 0.0) + weight / (k + rank)
+            order.setdefault(pk, len(order))
+    return sorted(scores, key=lambda pk: (-scores[pk], order[pk]))
+
+
+def evaluate_cached(
+    rankings: dict[str, Any],
+    fuse: Callable[[Any], list[int]],
+    qrels: dict[str, dict[str, int]],
+    mapping: dict[int, str],
+) -> tuple[float, float]:
+    """(nDCG@10, Recall@100) of another fusion of rankings already read, one per claim."""
+    ndcgs, recalls = [], []
+    for qid, relevant in qrels.items():
+        ranked = [mapping[pk] for pk in fuse(rankings[qid]) if pk in mapping]
+        ndcgs.append(ndcg_at_10(ranked, relevant))
+        recalls.append(recall_at_100(ranked, relevant))
+    return statistics.fmean(ndcgs), statistics.fmean(recalls)
 
 
 def bm25_ids(query: str) -> list[int]:
@@ -195,6 +232,10 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--models", default="wordllama-l2-256")
     parser.add_argument("--limit-queries", type=int, default=0, help="only the first N claims")
+    parser.add_argument("--split", choices=("test", "train"), default="test")
+    parser.add_argument(
+        "--lexical-weights", default="", help="also min-max fusion with these full-text weights"
+    )
     parser.add_argument(
         "--speed-corpus", help="instead: embedding time and search latency on this JSONL corpus"
     )
@@ -212,11 +253,11 @@ def main() -> None:
 
         from papers.search import semantic
 
-        docs, queries, qrels = load_scifact(args.corpus)
+        docs, queries, qrels = load_scifact(args.corpus, args.split)
         if args.limit_queries:
             qrels = dict(list(qrels.items())[: args.limit_queries])
         mapping = import_corpus(docs)
-        print(f"{len(qrels)} test claims; database: {connection.vendor}\n")
+        print(f"{len(qrels)} {args.split} claims; database: {connection.vendor}\n")
 
         rows = [(name, *figures, "", "") for name, figures in PUBLISHED.items()]
         bm25 = evaluate(bm25_ids, queries, qrels, mapping)
@@ -234,7 +275,27 @@ def main() -> None:
                 queries, qrels, mapping,
             )  # fmt: skip
             rows.append((f"semantic {key}", sem[0], sem[1], f"{sem[2]:.1f}", ""))
-            rows.append((f"hybrid BM25+{key} (RRF)", hyb[0], hyb[1], f"{hyb[2]:.1f}", ""))
+            label = f"hybrid BM25+{key} (min-max, full text {semantic.LEXICAL_WEIGHT})"
+            rows.append((label, hyb[0], hyb[1], f"{hyb[2]:.1f}", ""))
+            rankings = {
+                qid: semantic.hybrid_rankings(query=queries[qid], depth=100) for qid in qrels
+            }
+            rrf = evaluate_cached(
+                rankings,
+                lambda pair: reciprocal_rank_fusion([pair[0][0], pair[1][0]], [3.0, 1.0], k=5),
+                qrels, mapping,
+            )  # fmt: skip
+            rows.append((f"hybrid BM25+{key} (RRF k 5, full text 3)", *rrf, "", ""))
+            for weight in filter(None, args.lexical_weights.split(",")):
+                alpha = float(weight)
+                fused = evaluate_cached(
+                    rankings,
+                    lambda pair, a=alpha: [
+                        pk for pk, _ in semantic.min_max_fusion(pair, [a, 1 - a])
+                    ],
+                    qrels, mapping,
+                )  # fmt: skip
+                rows.append((f"hybrid BM25+{key} (min-max, full text {alpha})", *fused, "", ""))
 
         print("| run | nDCG@10 | Recall@100 | p50 ms/query |")
         print("|---|---|---|---|")

@@ -179,8 +179,8 @@ def test_hybrid_fuses_fulltext_and_semantic_rankings(
     found = titles(page)
     assert coded.title in found and PROTEIN[0] in found
     assert found.index(PROTEIN[0]) < found.index(BREAD[0])
-    best = semantic.LEXICAL_WEIGHT / (semantic.RRF_K + 1) + 1 / (semantic.RRF_K + 1)
-    assert all(0 < hit.score <= best + 1e-6 for hit in page.hits)
+    assert all(0 <= hit.score <= 1 + 1e-6 for hit in page.hits)
+    assert page.hits[0].score > page.hits[-1].score
     assert page.total == len(found)
 
 
@@ -195,16 +195,30 @@ def test_hybrid_respects_filters_and_paging(library: dict[str, Paper]) -> None:
     assert {*titles(page), *titles(second)} == {GALAXIES[0], BREAD[0]}
 
 
-def test_reciprocal_rank_fusion_scores_and_ties() -> None:
-    fused = semantic.reciprocal_rank_fusion([[1, 2, 3], [3, 1]], k=60)
-    assert [pk for pk, _ in fused] == [1, 3, 2]
-    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
-    assert fused[2][1] == pytest.approx(1 / 62)
-    weighted = semantic.reciprocal_rank_fusion([[1, 2], [2, 1]], [1.5, 1.0], k=5)
-    assert [pk for pk, _ in weighted] == [1, 2]  # equal ranks: the heavier ranking wins
-    assert weighted[0][1] == pytest.approx(1.5 / 6 + 1 / 7)
-    tied = semantic.reciprocal_rank_fusion([[1, 2], [2, 1]])
-    assert [pk for pk, _ in tied] == [1, 2]  # a tie keeps the first ranking's order
+def test_min_max_fusion_rescales_each_ranking_and_keeps_ties_in_order() -> None:
+    lexical = ([1, 2, 3], [10.0, 5.0, 0.0])
+    vectors = ([3, 1], [0.9, 0.5])
+    fused = semantic.min_max_fusion([lexical, vectors], [0.5, 0.5])
+    # 1: 0.5 x 1 + 0.5 x 0; 3: 0.5 x 0 + 0.5 x 1 (a tie: the first ranking's order); 2: 0.5 x 0.5
+    assert fused == [(1, pytest.approx(0.5)), (3, pytest.approx(0.5)), (2, pytest.approx(0.25))]
+
+
+def test_min_max_fusion_uses_scores_not_only_ranks() -> None:
+    # A close second in the heavier ranking, first in the other, beats the first.
+    lexical = ([1, 2, 3], [10.0, 9.9, 1.0])
+    vectors = ([2, 1, 3], [0.9, 0.8, 0.1])
+    fused = semantic.min_max_fusion([lexical, vectors], [0.6, 0.4])
+    assert [pk for pk, _ in fused] == [2, 1, 3]
+    assert fused[0][1] == pytest.approx(0.6 * 8.9 / 9 + 0.4)
+
+
+def test_min_max_fusion_window_single_hits_and_empty_rankings() -> None:
+    # Scale set by the first two scores: reading deeper never changes the top's scores.
+    deeper = semantic.min_max_fusion([([1, 2, 3], [3.0, 2.0, 1.0])], [1.0], window=2)
+    assert deeper == [(1, 1.0), (2, 0.0), (3, 0.0)]
+    single = semantic.min_max_fusion([([7], [0.2]), ([], [])], [0.6, 0.4])
+    assert single == [(7, pytest.approx(0.6))]
+    assert semantic.min_max_fusion([([], []), ([], [])], [0.5, 0.5]) == []
 
 
 def test_plain_queries_match_any_word_on_the_fulltext_side() -> None:
