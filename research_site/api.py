@@ -31,6 +31,7 @@ ROUTERS: list[tuple[str, str]] = [
     ("/papers", "papers.api.router"),
     ("/search", "papers.search.api.router"),
     ("/projects", "projects.api.router"),
+    ("/engines", "engines.api.router"),
 ]
 
 DESCRIPTION = """\

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +12,17 @@ from papers.schemas import PaperRecord
 from papers.services import paper_upsert
 from projects.models import Project
 from projects.services import project_create
+from tests.engines.replay import ReplayServer
+
+
+@pytest.fixture
+def replay_server() -> Iterator[ReplayServer]:
+    """A local server answering with recorded responses (see tests/engines/replay.py)."""
+    server = ReplayServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(autouse=True)
