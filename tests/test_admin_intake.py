@@ -17,7 +17,6 @@ from papers.models import Paper
 from papers.schemas import PaperRecord
 from projects.models import Project
 from projects.services import project_create
-from tests.engines.conftest import replay_server  # noqa: F401 - a fixture used below
 from tests.engines.replay import ReplayServer
 from tests.engines.test_add_paper import PLOS_DOI, crossref_work, sources  # noqa: F401
 
