@@ -1,0 +1,152 @@
+"""Fixtures for the browser tests: a real `manage.py serve` on a private knowledge base,
+and Debian's Chromium driven by Playwright.
+
+Chromium is the system's (`apt-get install chromium`), started with `executable_path`:
+`playwright install` downloads browsers, which this project's machines cannot. Without
+/usr/bin/chromium or the playwright package the tests are skipped, saying which is missing.
+Screenshots go to test-artifacts/browser/ (git-ignored), one folder per test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    KnowledgeBase,
+    LiveServer,
+    base_env,
+    running_server,
+    server_database,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+SEED_SCRIPT = Path(__file__).with_name("seed_curation.py")
+TIMEOUT_MS = 15_000
+PLAYWRIGHT_MISSING = "the playwright package is not installed (pip install -r requirements-dev.txt)"
+
+try:
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - requirements-dev.txt installs it
+    sync_playwright = None
+
+
+def _missing() -> str | None:
+    if sync_playwright is None:
+        return PLAYWRIGHT_MISSING
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing: install Debian's Chromium (apt-get install -y chromium)"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    reason = _missing()
+    if reason is None:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.skip(reason=f"browser tests skipped: {reason}"))
+
+
+@dataclass
+class CurationSite:
+    server: LiveServer
+    username: str
+    password: str
+    data: dict[str, Any]
+
+    def url(self, path: str) -> str:
+        return self.server.base_url + path
+
+
+@pytest.fixture(scope="module")
+def curation_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
+    """A served knowledge base with five papers and a staff user in the Curators group.
+    Background work runs in the server process (no broker), on its own database."""
+    directory = tmp_path_factory.mktemp("browser-kb")
+    password = secrets.token_urlsafe(16)
+    with server_database("browser") as database_url:
+        env = base_env(directory, database_url)
+        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+            env.pop(name, None)
+        env["EMBEDDINGS_ENABLED"] = "false"  # nothing here searches by meaning
+        seeded = subprocess.run(
+            [PYTHON, str(SEED_SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+            check=False, env={**env, "BROWSER_USER_PASSWORD": password},
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        data = json.loads(seeded.stdout.strip().splitlines()[-1])
+        with running_server(KnowledgeBase(directory, env)) as server:
+            yield CurationSite(server, data["user"], password, data)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert sync_playwright is not None
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Shots:
+    """Numbered full-page screenshots of one test, kept as artifacts."""
+
+    def __init__(self, folder: Path, page: Page) -> None:
+        self.folder, self.page, self.count = folder, page, 0
+
+    def take(self, name: str) -> Path:
+        self.count += 1
+        path = self.folder / f"{self.count:02d}-{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def shots(page: Page, request: pytest.FixtureRequest) -> Shots:
+    folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return Shots(folder, page)
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A failing browser test leaves a screenshot of where it stopped."""
+    if call.when != "call" or call.excinfo is None:
+        return
+    page = getattr(item, "funcargs", {}).get("page")
+    if page is not None and not page.is_closed():
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", item.name)
+        page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
