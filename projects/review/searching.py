@@ -13,10 +13,16 @@ candidates that cite more of the included papers come before the others.
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from django.db import IntegrityError
 
 from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
@@ -32,6 +38,10 @@ from research_site.errors import EngineUnavailable, InvalidInput
 RRF_K = 60
 # Citation search follows at most this many included papers (each costs engine calls).
 MAX_CITED_PAPERS = 10
+# Tries of a search whose saving into the library collided with another's (see _saved).
+SAVE_ATTEMPTS = 5
+
+logger = logging.getLogger(__name__)
 
 
 class Stopped(Exception):
@@ -99,9 +109,10 @@ def citations_gather(
     for paper in cited[:MAX_CITED_PAPERS]:
         if not keep_going():
             raise Stopped
-        result = citing_papers(
-            paper=paper, engine_ids=engine_ids, max_results=max_results, scope=None
+        search = partial(
+            citing_papers, paper=paper, engine_ids=engine_ids, max_results=max_results, scope=None
         )
+        result = _saved(search)
         label = f"cites paper {paper.pk}"
         _collect(result, None, found, identified, statuses, notes, label=label, cites=paper.pk)
     return _ranked(found, identified, statuses, notes, plan, max_results, known=known)
@@ -129,12 +140,30 @@ def _search_one(
             local_error.append(exc.message)
             return SearchPage([], 0, max_results, 0)
 
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in plan.engines else None, save=True
+    result = _saved(
+        lambda: engines_search(
+            calls=calls, local=local if LOCAL_ENGINE in plan.engines else None, save=True
+        )
     )
     if local_error:
         result.engines[LOCAL_ENGINE] = {"status": "error", "message": local_error[0], "count": 0}
     return result
+
+
+def _saved(search: Callable[[], EngineSearchResult]) -> EngineSearchResult:
+    """Run a search that saves what it finds into the library, again when the saving
+    collided with another review's saving the same paper, or another paper given the same
+    citekey (papers_upsert checks, then inserts: two transactions can both pass the check).
+    The next try merges into what the other one saved; engines answer it from their cache."""
+    for attempt in range(1, SAVE_ATTEMPTS + 1):
+        try:
+            return search()
+        except IntegrityError as exc:
+            if attempt == SAVE_ATTEMPTS:
+                raise
+            logger.info("Saving search results collided (%s); try %d", exc, attempt + 1)
+            time.sleep(random.uniform(0.05, 0.25) * attempt)
+    raise AssertionError("unreachable")
 
 
 def _collect(
