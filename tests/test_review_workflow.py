@@ -607,3 +607,13 @@ def test_engine_results_are_merged_into_one_candidate_per_paper(
     assert Paper.objects.count() == len(CORPUS) + 1  # the new paper, once
     sent_queries = {request.query["q"][0] for request in server.requests}
     assert sent_queries == {"long document transformer"}
+
+
+def test_nul_characters_never_reach_the_database(tools: Tools, library: dict[str, int]) -> None:
+    # PostgreSQL refuses NUL in text and jsonb; hypothesis found this through PROP-7.
+    state = tools.start()
+    with pytest.raises(ToolError) as error:
+        tools.decide(state, "edit", data={"queries": ["a\x00b"]})
+    assert error.value.code == "invalid_decision"
+    state = tools.decide(state, "approve", note="fine\x00 by me")
+    assert state["decisions"][0]["note"] == "fine by me"

@@ -353,6 +353,8 @@ def _texts(value: Any, name: str, most: int) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError(f"{name} must be a list of text.")
     items = [" ".join(item.split()) for item in value]
+    if any(not item.isprintable() for item in items):
+        raise ValueError(f"{name}: control characters are not allowed.")
     if len(items) > most:
         raise ValueError(f"{name}: at most {most}.")
     if any(not item or len(item) > MAX_TEXT for item in items):

@@ -353,9 +353,14 @@ def _markdown(session: ReviewSession, papers: list[Paper]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _count_rows(counts: dict[str, Any], prefix: str) -> list[str]:
     rows = [
-        f"| {prefix}identified via {engine} | {n} |" for engine, n in counts["identified"].items()
+        f"| {prefix}identified via {_cell(engine)} | {n} |"
+        for engine, n in counts["identified"].items()
     ]
     rows += [
         f"| {prefix}duplicates removed | {counts['duplicates_removed']} |",
@@ -365,7 +370,8 @@ def _count_rows(counts: dict[str, Any], prefix: str) -> list[str]:
         f"| {prefix}excluded | {counts['excluded']} |",
     ]
     rows += [
-        f"| {prefix}excluded: {reason} | {n} |" for reason, n in counts["excluded_reasons"].items()
+        f"| {prefix}excluded: {_cell(reason)} | {n} |"
+        for reason, n in counts["excluded_reasons"].items()
     ]
     rows.append(f"| {prefix}included | {counts['included']} |")
     return rows

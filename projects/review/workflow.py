@@ -114,10 +114,22 @@ def decision_parse(
         raise InvalidDecision("data must be an object (or omitted).")
     if data and parsed is not DecisionAction.EDIT:
         raise InvalidDecision(f"data is for action=edit; {parsed.value} takes none.")
-    text = " ".join(str(note or "").split())
+    if _has_nul(data):  # no database stores it in text (PostgreSQL refuses it)
+        raise InvalidDecision("data contains NUL characters.")
+    text = "".join(ch for ch in " ".join(str(note or "").split()) if ch.isprintable())
     if len(text) > MAX_NOTE:
         raise InvalidDecision(f"note is over {MAX_NOTE} characters.")
     return Decision(parsed, data, text, decided_by)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def next_stage(kind: str, action: DecisionAction, *, snowball: bool) -> str:

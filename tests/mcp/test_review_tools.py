@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.server, pytest.mark.anyio]
 BROKER = not settings.CELERY_TASK_ALWAYS_EAGER
 needs_worker = pytest.mark.skipif(not BROKER, reason="needs Redis and PostgreSQL (make test-pg)")
 FAST, SLOW = "rv_fast", "rv_slow"
-SLOW_SECONDS = 4.0
+SLOW_SECONDS = 3.0
 PARALLEL = 10
 
 LONGFORMER = {
