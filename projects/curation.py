@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -20,7 +20,9 @@ from django.urls import reverse
 from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart
 from papers.models import Paper
+from papers.selectors import ADMIN_SEARCH_MAX_HITS, paper_search_admin
 from projects.models import Project
+from research_site.errors import InvalidInput
 
 TOP_ITEMS = 15  # authors, venues and keywords drawn on the trends page
 
@@ -55,6 +57,11 @@ class ProjectPapersAdmin(PaperAdmin):
     def get_list_filter(self, request: HttpRequest) -> list[Any]:
         return [YearFilter, VenueFilter, KeywordFilter]
 
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
+    ) -> tuple[QuerySet[Paper], bool]:
+        return project_papers_search(queryset, search_term, project=self.project), False
+
     @admin.action(description="Remove selected papers from this project (papers are kept)",
                   permissions=["curate_projects"])  # fmt: skip
     def remove_from_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
@@ -87,6 +94,30 @@ class ProjectPapersAdmin(PaperAdmin):
                     f" papers moved to {target}"
                 ),
             )
+
+
+def project_papers_search(
+    queryset: QuerySet[Paper], term: str, *, project: Project
+) -> QuerySet[Paper]:
+    """The project page's search box: the Paper list's (`paper_search_admin`), with the
+    full-text part run inside the project. A common word matches tens of thousands of
+    the library's papers, more than the library-wide search keeps (and slow to pass on),
+    but only the project's papers here."""
+    from papers.search.fulltext import paper_search_ids
+
+    term = term.strip()
+    if not term:
+        return queryset
+    try:
+        ids = paper_search_ids(
+            query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS, ranked=False
+        )
+    except InvalidInput:
+        return paper_search_admin(queryset, term)  # not a valid query: its plain match
+    condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
+    if term.isdigit():
+        condition |= Q(pk=int(term))
+    return queryset.filter(condition)
 
 
 class LibraryPickerAdmin(PaperAdmin):

@@ -13,10 +13,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from papers import curation
+from papers import curation, selectors
+from papers.admin import EstimatedCountPaginator
 from papers.models import Paper, PaperEmbedding
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
+from projects import curation as projects_curation
 from projects.models import Project, ProjectPaper
 from projects.services import project_add_papers, project_create
 
@@ -105,6 +107,23 @@ def test_project_page_lists_only_its_papers_and_searches_and_filters_them(
     assert titles(curator.get(url, {"keyword": "Transformers"})) == {"Attention Is All You Need"}
     # A resnet search finds nothing: the paper is in the library but not in the project.
     assert titles(curator.get(url, {"q": "residual"})) == set()
+
+
+def test_project_search_finds_its_papers_however_many_library_papers_match(
+    curator: Client, make_paper: Callable[..., Paper], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The library-wide search keeps ADMIN_SEARCH_MAX_HITS hits; the project's runs inside it.
+    monkeypatch.setattr(selectors, "ADMIN_SEARCH_MAX_HITS", 2)
+    monkeypatch.setattr(projects_curation, "ADMIN_SEARCH_MAX_HITS", 2)
+    papers = [make_paper(f"Translation study {n}", authors=[f"Ann Author{n}"]) for n in range(4)]
+    late = project_create(name="Late")
+    project_add_papers(project=late, paper_ids=[papers[0].pk, papers[3].pk])
+    url = papers_url(late)
+    assert titles(curator.get(url, {"q": "translation"})) == {
+        "Translation study 0", "Translation study 3"}  # fmt: skip
+    assert titles(curator.get(url, {"q": papers[3].citekey})) == {"Translation study 3"}
+    assert titles(curator.get(url, {"q": str(papers[3].pk)})) == {"Translation study 3"}
+    assert titles(curator.get(url, {"q": '"study 3'})) == {"Translation study 3"}  # bad syntax
 
 
 def test_project_page_paginates(curator: Client) -> None:
@@ -432,3 +451,35 @@ def test_lists_cost_the_same_queries_for_3_or_40_papers(curator: Client) -> None
     assert queries(curator, papers_url(few)) == queries(curator, papers_url(many))
     changelist = reverse("admin:papers_paper_changelist")
     assert queries(curator, changelist + "?q=study+1") == queries(curator, changelist + "?q=study")
+
+
+def test_source_filter_offers_each_source_once(
+    curator: Client, make_paper: Callable[..., Paper]
+) -> None:
+    for n, source in enumerate(["zotero", "acl", "acl", "arxiv", "acl"]):
+        make_paper(f"Paper {n}", source=source, authors=[f"Writer {n}"])
+    response = curator.get(reverse("admin:papers_paper_changelist"))
+    source_filter = next(f for f in response.context["cl"].filter_specs if f.title == "source")
+    assert [value for value, _ in source_filter.lookup_choices] == ["acl", "arxiv", "zotero"]
+    filtered = curator.get(reverse("admin:papers_paper_changelist"), {"source": "arxiv"})
+    assert titles(filtered) == {"Paper 3"}
+
+
+def test_the_unfiltered_library_is_not_counted_on_postgresql(
+    curator: Client, library: dict[str, Paper], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(EstimatedCountPaginator, "ESTIMATE_FROM", 1)
+    postgresql = connection.vendor == "postgresql"
+    if postgresql:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE papers_paper")  # the estimate the planner keeps
+    url = reverse("admin:papers_paper_changelist")
+    with CaptureQueriesContext(connection) as captured:
+        response = curator.get(url)
+    counts = [q["sql"] for q in captured.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert response.context["cl"].result_count == 4
+    assert len(counts) == (0 if postgresql else 1)
+    with CaptureQueriesContext(connection) as captured:
+        response = curator.get(url, {"year": "2017"})
+    assert response.context["cl"].result_count == 1
+    assert any("COUNT(" in q["sql"].upper() for q in captured.captured_queries)
