@@ -13,10 +13,13 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import connections
 from django.db.models import Count, Prefetch, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from papers.curation import PaperCurationAdmin
@@ -102,13 +105,48 @@ class KeywordFilter(TextInputFilter):
 class SourceFilter(admin.SimpleListFilter):
     title = "source"
     parameter_name = "source"
+    MAX_SOURCES = 50
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        sources = Paper.objects.order_by().values_list("source", flat=True).distinct()
-        return [(s, s) for s in sorted(sources)]
+        # A handful of sources among 100k papers: one index step per source ("loose index
+        # scan"), where DISTINCT reads every row on PostgreSQL (60 ms at 95k papers).
+        sources: list[str] = []
+        ordered = Paper.objects.order_by("source").values_list("source", flat=True)
+        while len(sources) < self.MAX_SOURCES:
+            following = ordered.filter(source__gt=sources[-1]) if sources else ordered
+            source = following.first()
+            if source is None:
+                break
+            sources.append(source)
+        return [(s, s) for s in sources]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
         return queryset.filter(source=self.value()) if self.value() else queryset
+
+
+class EstimatedCountPaginator(Paginator):
+    """Counts exactly, except the whole library on PostgreSQL: there the unfiltered list
+    takes the planner's row estimate (pg_class.reltuples, kept by ANALYZE and autovacuum),
+    because counting 100k rows costs tens of milliseconds on every page view. SQLite counts
+    through a small index in a few milliseconds, and filtered lists are counted exactly."""
+
+    ESTIMATE_FROM = 50_000  # below this an exact count is cheap everywhere
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if isinstance(queryset, QuerySet) and not queryset.query.where:
+            connection = connections[queryset.db]
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                        [queryset.model._meta.db_table],
+                    )
+                    row = cursor.fetchone()
+                if row and row[0] >= self.ESTIMATE_FROM:
+                    return int(row[0])
+        return int(super().count)
 
 
 class ProjectFilter(admin.SimpleListFilter):
@@ -287,6 +325,7 @@ class PaperAdmin(PaperCurationAdmin):
         "Title or author words, a paper_id, a citekey, an id like [Smith, J. 2024] or a DOI."
     )
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
     list_per_page = 50
     ordering = ["-paper_id"]
     readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at",
