@@ -7,7 +7,7 @@ from typing import Any
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from projects.review.services import StepBusy, review_step
+from projects.review.steps import StepBusy, review_step
 
 # A search step asks each engine once per query, each call bounded by
 # ENGINE_DEADLINE_SECONDS (25 s by default), and a citation step up to ten times that.

@@ -33,8 +33,8 @@ from projects.models import (
     ReviewDecision,
     ReviewSession,
 )
-from projects.review import services
-from projects.review.services import review_step
+from projects.review import services, steps
+from projects.review.steps import review_step
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
 
@@ -497,10 +497,10 @@ def test_a_step_whose_worker_died_is_sent_again_and_done_once(
     search = sent[-1]
     # A worker claims the step and dies before committing: the lease is not renewed.
     (sid, stage, round_), task_id = search
-    claimed = services._claim(sid, stage, round_, task_id)
+    claimed = steps._claim(sid, stage, round_, task_id)
     assert isinstance(claimed, ReviewSession) and claimed.attempt == 1
     # Another copy arriving while the lease is live waits for it.
-    with pytest.raises(services.StepBusy):
+    with pytest.raises(steps.StepBusy):
         run(search)
     ReviewSession.objects.filter(pk=session.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
@@ -511,7 +511,7 @@ def test_a_step_whose_worker_died_is_sent_again_and_done_once(
     session.refresh_from_db()
     assert session.status == "waiting" and session.attempt == 2
     # The dead worker's late commit, had it come back, is refused.
-    assert services._commit(session.pk, task_id, 1, "search", None) == "discarded"
+    assert steps._commit(session.pk, task_id, 1, "search", None) == "discarded"
     assert ReviewCheckpoint.objects.filter(session=session, kind="screen").count() == 1
 
 
@@ -520,8 +520,8 @@ def test_a_step_interrupted_too_often_fails_the_review(
 ) -> None:
     session = services.review_start(query=LONG_DOCS)
     (sid, stage, round_), task_id = sent[-1]
-    for _ in range(services.MAX_ATTEMPTS):
-        services._claim(sid, stage, round_, task_id)
+    for _ in range(steps.MAX_ATTEMPTS):
+        steps._claim(sid, stage, round_, task_id)
         ReviewSession.objects.filter(pk=session.pk).update(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
@@ -546,14 +546,14 @@ def test_a_step_that_loses_its_review_midway_discards_its_work(
     session = services.review_start(query=LONG_DOCS)
     run(sent[-1])
     services.review_decide(session_id=str(session.pk), action="approve")
-    real_gather = services.search_gather
+    real_gather = steps.search_gather
 
     def gather_then_removed(**kwargs: Any) -> Any:
         found = real_gather(**kwargs)
         ReviewSession.objects.filter(pk=session.pk).delete()  # cleanup_review meanwhile
         return found
 
-    monkeypatch.setattr(services, "search_gather", gather_then_removed)
+    monkeypatch.setattr(steps, "search_gather", gather_then_removed)
     assert run(sent[-1]) == "discarded"
     assert not ReviewCandidate.objects.exists()
 
