@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf bench-engines setup setup-dev
+.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf bench-engines bench-admin setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -47,3 +47,7 @@ bench-pdf: setup-dev
 ## Celery workers instead: see benchmarks/README.md.
 bench-engines: setup-dev
 	$(PY) benchmarks/bench_engines.py
+
+## Admin (issue 9): the Paper list and a project's page with the ACL corpus (95k papers).
+bench-admin: setup-dev
+	$(PY) benchmarks/bench_admin.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
