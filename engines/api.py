@@ -114,7 +114,12 @@ def _out(result: EngineSearchResult) -> dict[str, Any]:
     }
 
 
-@router.get("", operation_id="list_search_engines", summary="The search engines")
+@router.get(
+    "",
+    operation_id="list_search_engines",
+    summary="The search engines",
+    response=with_errors({200: dict[str, Any]}),
+)
 def engines_list(request: HttpRequest, refresh: bool = False) -> dict[str, Any]:
     """Availability (and why not), operations, rate-limit state, cache hit rate; no network."""
     return engine_selectors.engines_list(refresh=refresh)
