@@ -25,7 +25,7 @@ from papers.models import Paper
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord
 from papers.search.types import SearchHit, SearchPage
 from papers.selectors import paper_brief, papers_in_scope, with_relations
-from papers.services import citations_add, papers_upsert
+from papers.services import citations_add, papers_upsert_retrying
 from research_site.errors import EngineUnavailable, InvalidInput, NotFound
 
 MAX_ENGINES = 20
@@ -127,7 +127,7 @@ def _save_and_merge(
 ) -> tuple[list[dict[str, Any]], int]:
     ranked.sort(key=lambda item: (item[0], item[1]))
     records = [record for _, _, _, record in ranked]
-    outcome = papers_upsert(records=records, project_ids=project_ids) if records else None
+    outcome = papers_upsert_retrying(records=records, project_ids=project_ids) if records else None
     saved_ids = outcome.paper_ids if outcome else []
 
     local_hits = local_page.hits if local_page else []
@@ -330,7 +330,7 @@ def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ())
             identifier=identifier,
             engines=statuses,
         )
-    outcome = papers_upsert(records=records, project_ids=project_ids)
+    outcome = papers_upsert_retrying(records=records, project_ids=project_ids)
     paper_ids = list(dict.fromkeys(outcome.paper_ids))
     notes = []
     if len(paper_ids) > 1:

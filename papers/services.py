@@ -9,11 +9,13 @@ the one kept is recorded under `metadata["alternates"][field]` with its source.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -109,6 +111,24 @@ def papers_upsert(
         for project_id in project_ids:
             project_add_papers(project=project_id, paper_ids=outcome.paper_ids)
     return outcome
+
+
+def papers_upsert_retrying(
+    *, records: Sequence[PaperRecord], project_ids: Sequence[str] = (), attempts: int = 5
+) -> UpsertOutcome:
+    """papers_upsert for writers that race others (engine searches, reviews, parallel
+    clients). Two transactions saving the same new paper, or two new papers given the same
+    human id or citekey, collide on a unique constraint; the loser tries again, and then
+    merges into what the winner saved. Must be called outside a transaction (the retry
+    needs a fresh one)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return papers_upsert(records=records, project_ids=project_ids)
+        except IntegrityError:
+            if attempt == attempts or transaction.get_connection().in_atomic_block:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * attempt)
+    raise AssertionError("unreachable")
 
 
 def _match_keys(record: PaperRecord) -> list[tuple[str, str]]:

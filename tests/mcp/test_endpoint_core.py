@@ -269,7 +269,9 @@ async def test_read_only_mode_hides_write_tools() -> None:
     assert write_tools >= LIBRARY_WRITE_TOOLS
     # Engine searches stay: in read-only mode they return what they find without saving,
     # and say they are read-only.
-    saving_searches = {"search_papers", "search_by_author", "get_citing_papers"}
+    saving_searches = {
+        "search_papers", "search_by_author", "get_citing_papers", "find_related_papers",
+    }  # fmt: skip
     assert read_only.isdisjoint(write_tools - saving_searches)
     assert read_only == writable - write_tools | saving_searches
     assert all(t.annotations.read_only_hint for t in read_only_tools if t.annotations)
