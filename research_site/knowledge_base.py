@@ -1,6 +1,7 @@
 """The knowledge-base directory: everything the product keeps lives below one folder.
 
-Layout (seed 004): research.db, engines/, cache/, downloads/, exports/, assets/, temp/.
+Layout (seed 004): research.db, engines/, cache/, downloads/, exports/, assets/, temp/,
+and backups/ (archives written by `manage.py backup`, docs/BACKUP.md).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 import secrets
 from pathlib import Path
 
-SUBDIRECTORIES = ("engines", "cache", "downloads", "exports", "assets", "temp")
+SUBDIRECTORIES = ("engines", "cache", "downloads", "exports", "assets", "temp", "backups")
 DEFAULT_DIRECTORY = "./knowledge-base"
 
 
