@@ -127,7 +127,12 @@ def jsonrpc_error(
 
 
 def _dump(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate the client sent as a JSON escape (in an id, a method or tool
+        # name echoed back) has no UTF-8 form: answer with it escaped again, as received.
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 # --- the transport-security rules (shared with the legacy SSE transport) -------------

@@ -25,6 +25,7 @@ import functools
 import importlib
 import json
 import logging
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -248,6 +249,8 @@ class PolicyMiddleware:
                 raise MCPError(code=INTERNAL_ERROR, message=REQUIRE_COLLECTION_MESSAGE)
         if method == "tools/call":
             self._check_tool_call(ctx.params)
+        elif method == "resources/read":
+            self._check_resource_uri(ctx.params)
         token = current_request_id.set(ctx.request_id)
         try:
             result = await call_next(ctx)
@@ -259,6 +262,20 @@ class PolicyMiddleware:
                 capabilities.pop("prompts", None)
                 capabilities.pop("completions", None)
         return result
+
+    def _check_resource_uri(self, params: Any) -> None:
+        """A URI with a control character or a lone surrogate names no resource; caught here
+        because the database cannot take either in a query (PostgreSQL refuses NUL, and
+        surrogates cannot be encoded at all), which would be an internal error."""
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if not isinstance(uri, str):
+            return  # the SDK's own params validation answers -32602
+        if any(unicodedata.category(char) in ("Cc", "Cs") for char in uri):
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="Invalid resource URI: it contains control characters or lone surrogates",
+                data={"uri": uri.encode("utf-8", "backslashreplace").decode()},
+            )
 
     def _check_tool_call(self, params: Any) -> None:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
@@ -274,6 +291,18 @@ class PolicyMiddleware:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return
+        if (where := _nul_character_at(arguments)) is not None:
+            # No tool takes one, and PostgreSQL cannot hold one in text (the query would fail).
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid arguments for tool {name}: {where}: contains a NUL character",
+                data={
+                    "tool": name,
+                    "errors": [
+                        {"field": where, "message": "contains a NUL character", "type": "nul"}
+                    ],
+                },
+            )
         try:
             tool.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
@@ -292,6 +321,28 @@ class PolicyMiddleware:
                 message=f"Invalid arguments for tool {name}: {summary}",
                 data={"tool": name, "errors": errors},
             ) from None
+
+
+def _nul_character_at(arguments: dict[str, Any]) -> str | None:
+    """The dotted path of the first string (value or key) holding a NUL, if any.
+
+    Iterative: arguments may be nested as deep as the JSON parser allows.
+    """
+    pending: list[tuple[str, Any]] = [("", arguments)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                if "\x00" in str(key):
+                    return where.replace("\x00", "\\x00")
+                pending.append((where, item))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{index}", item) for index, item in enumerate(value))
+    return None
 
 
 def selected_toolsets(requested: Iterable[str]) -> list[str]:

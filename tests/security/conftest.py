@@ -1,0 +1,140 @@
+"""Fixtures for the hostile-input tests: one knowledge base of their own, real servers.
+
+The servers are real `manage.py serve` processes started as tests/mcp/conftest.py starts
+them (SQLite in a temporary directory, or a PostgreSQL database of its own when
+DATABASE_URL is set). The knowledge base lives in a directory of its own inside a
+"sandbox" directory, so a test can prove that nothing is written next to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    KnowledgeBase,
+    base_env,
+    server_database,
+)
+
+SEED_SCRIPT = Path(__file__).with_name("seed_security.py")
+
+# Where a server's own files are, and so what must never appear in an answer.
+LEAK_MARKERS = ("Traceback", 'File "/', str(ROOT), "/work/", "site-packages")
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The parent of the knowledge base: nothing but the knowledge base may appear in it."""
+    return tmp_path_factory.mktemp("security-sandbox")
+
+
+@pytest.fixture(scope="session")
+def security_kb(sandbox: Path) -> Iterator[KnowledgeBase]:
+    directory = sandbox / "knowledge-base"
+    directory.mkdir()
+    with server_database("security") as database_url:
+        env = base_env(directory, database_url)
+        seeded = subprocess.run(
+            [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
+            timeout=180, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+
+
+def assert_no_leak(text: str, kb: KnowledgeBase | None = None) -> None:
+    """No traceback and no path of the server's files in an answer sent to a client."""
+    markers = [*LEAK_MARKERS, *([str(kb.directory)] if kb else [])]
+    found = [marker for marker in markers if marker in text]
+    assert not found, f"answer leaks {found}: {text[:1000]}"
+
+
+def database_fingerprint(kb: KnowledgeBase) -> dict[str, Any]:
+    """Row counts of every table (and, on SQLite, the database file's sha256)."""
+    url = kb.env.get("DATABASE_URL")
+    if url:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+                )
+            ]
+            # Table names come from the catalogue, not from input.
+            count = 'SELECT count(*) FROM "{}"'
+            return {t: conn.execute(count.format(t)).fetchone()[0] for t in tables}  # type: ignore[index]
+    path = kb.directory / "research.db"
+    fingerprint: dict[str, Any] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1"
+            )
+        ]
+        for table in tables:
+            query = f'SELECT count(*) FROM "{table}"'  # noqa: S608 - a catalogue name
+            fingerprint[table] = conn.execute(query).fetchone()[0]
+    return fingerprint
+
+
+class Listener:
+    """A local TCP server that records every connection: the SSRF canary."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.hits: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    self.hits.append(conn.recv(4096))
+                except OSError:
+                    self.hits.append(b"")
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    canary = Listener()
+    try:
+        yield canary
+    finally:
+        canary.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
