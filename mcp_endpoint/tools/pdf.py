@@ -34,7 +34,24 @@ ANNOTATE = ToolAnnotations(
 )
 
 _COLOR_LIST = ", ".join(f"{name} {value}" for name, value in SEMANTIC_COLORS.items())
+# Shared with the zotero_* tools: the same page and section arguments.
 Page = Annotated[int, Field(ge=1, le=100_000, description="Page number, 1-based.")]
+PagesSpec = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description="Pages to read: '1', '1-5', '1,3,5-7' or 'all' (1-based).",
+    ),
+]
+SectionNames = Annotated[
+    str | None,
+    Field(
+        max_length=500,
+        description=(
+            "Section title(s) from the outline, comma-separated, e.g. 'Introduction,Methods'."
+        ),
+    ),
+]
 Color = Annotated[
     str | None,
     Field(
@@ -167,23 +184,8 @@ def register(registry: Registry) -> None:
     )
     def read_pdf_pages(
         paper_id: PaperRef,
-        pages: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description="Pages to read: '1', '1-5', '1,3,5-7' or 'all' (1-based).",
-            ),
-        ] = None,
-        section: Annotated[
-            str | None,
-            Field(
-                max_length=500,
-                description=(
-                    "Section title(s) from the outline, comma-separated, e.g. "
-                    "'Introduction,Methods'."
-                ),
-            ),
-        ] = None,
+        pages: PagesSpec = None,
+        section: SectionNames = None,
         max_chars: Annotated[
             int | None,
             Field(

@@ -16,6 +16,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_endpoint.registry import Registry
+from mcp_endpoint.tools.pdf import Page, PagesSpec, SectionNames
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.zotero import selectors, services
 
@@ -41,7 +42,6 @@ Key = Annotated[
         ),
     ),
 ]
-Page = Annotated[int, Field(ge=1, le=100_000, description="Page number, 1-based.")]
 Color = Annotated[
     str,
     Field(
@@ -201,23 +201,8 @@ def register(registry: Registry) -> None:
     )
     def zotero_read_pdf_pages(
         key: Key,
-        pages: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description="Pages to read: '1', '1-5', '1,3,5-7' or 'all' (1-based).",
-            ),
-        ] = None,
-        section: Annotated[
-            str | None,
-            Field(
-                max_length=500,
-                description=(
-                    "Section title(s) from the outline, comma-separated, e.g. "
-                    "'Introduction,Methods'."
-                ),
-            ),
-        ] = None,
+        pages: PagesSpec = None,
+        section: SectionNames = None,
         max_chars: Annotated[
             int | None,
             Field(
