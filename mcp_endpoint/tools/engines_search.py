@@ -31,11 +31,10 @@ from mcp_endpoint.tools.search import (
     Offset,
     PayloadFilters,
     Query,
-    date_year,
     filters_build,
-    local_search,
 )
 from papers.search import filters as search_filters
+from papers.search.local import local_search, year_of
 from papers.search.types import SearchPage
 from projects import selectors as project_selectors
 
@@ -209,7 +208,10 @@ def register(registry: Registry) -> None:
         project_ids, notes = tag_projects(project_id, bool(calls))
 
         def local() -> SearchPage:
-            return local_search(query, applied, max_results, offset, scope, rerank)
+            return local_search(
+                query=query, filters=applied, limit=max_results, offset=offset, scope=scope,
+                rerank=rerank,
+            )  # fmt: skip
 
         result = engines_search(
             calls=calls,
@@ -256,7 +258,7 @@ def register(registry: Registry) -> None:
 
         def local() -> SearchPage:
             return search_filters.paper_search_by_author(
-                name=author_name, year_from=date_year(date_from), year_to=date_year(date_to),
+                name=author_name, year_from=year_of(date_from), year_to=year_of(date_to),
                 limit=max_results, offset=offset, scope=scope,
             )  # fmt: skip
 

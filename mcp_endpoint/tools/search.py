@@ -20,9 +20,9 @@ from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers.search import facets as search_facets
 from papers.search import filters as search_filters
-from papers.search import fulltext, semantic
+from papers.search import semantic
+from papers.search.local import search_filters_build
 from papers.search.types import SearchFilters, SearchPage
-from projects import selectors as project_selectors
 
 LOCAL_ENGINE = "local"
 MAX_ENGINES = 20
@@ -194,10 +194,6 @@ def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
     }
 
 
-def date_year(date: str | None) -> int | None:
-    return int(date[:4]) if date else None
-
-
 def filters_build(
     payload: PayloadFilters | dict[str, Any] | None,
     *,
@@ -205,14 +201,12 @@ def filters_build(
     date_from: str | None = None,
     date_to: str | None = None,
 ) -> SearchFilters:
+    """The tool's filter arguments through the same builder REST uses."""
     raw = payload.model_dump(exclude_none=True) if isinstance(payload, BaseModel) else payload
-    filters = search_filters.filters_from_payload(raw or {})
-    project = None
-    if project_id:
-        project = project_selectors.project_get(ref=project_id, scope=current_scope()).id
-    return search_filters.filters_merge(
-        filters, project=project, year_from=date_year(date_from), year_to=date_year(date_to)
-    )
+    return search_filters_build(
+        payload=raw, project=project_id, date_from=date_from, date_to=date_to,
+        scope=current_scope(),
+    )  # fmt: skip
 
 
 def register(registry: Registry) -> None:
@@ -337,21 +331,3 @@ def register(registry: Registry) -> None:
             papers_considered=result.papers_considered,
             notes=result.notes,
         )
-
-
-def local_search(
-    query: str,
-    filters: SearchFilters,
-    limit: int,
-    offset: int,
-    scope: list[str] | None,
-    rerank: bool | None,
-) -> SearchPage:
-    """Full-text search, or hybrid (full-text fused with semantic) when reranking."""
-    if semantic.rerank_enabled(rerank):
-        return semantic.hybrid_search(
-            query=query, filters=filters, limit=limit, offset=offset, scope=scope
-        )
-    return fulltext.paper_search(
-        query=query, filters=filters, limit=limit, offset=offset, scope=scope
-    )

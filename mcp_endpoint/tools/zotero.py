@@ -16,7 +16,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_endpoint.registry import Registry
-from mcp_endpoint.tools.pdf import Page, PagesSpec, SectionNames
+from mcp_endpoint.tools.pdf import OutlineItem, Page, PagesSpec, SectionNames, SectionRead
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.zotero import selectors, services
 
@@ -84,13 +84,6 @@ class ZoteroItem(BaseModel):
     note: str | None = Field(default=None, description="Set when the item has no PDF.")
 
 
-class OutlineItem(BaseModel):
-    title: str
-    page: int | None = Field(description="1-based page the section starts on (null if none).")
-    level: int = Field(description="1 for top-level sections.")
-    children: list[OutlineItem]
-
-
 class PdfOutline(BaseModel):
     key: str
     attachment_key: str
@@ -98,13 +91,6 @@ class PdfOutline(BaseModel):
     has_outline: bool
     items: list[OutlineItem]
     hint: str | None = Field(default=None, description="What to do when there is no outline.")
-
-
-class SectionRead(BaseModel):
-    requested: str
-    title: str = Field(description="The outline title the requested name matched.")
-    first_page: int
-    last_page: int
 
 
 class PdfPages(BaseModel):
