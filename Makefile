@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg lint format bench-import bench-mcp bench-pdf bench-engines bench-admin setup setup-dev
+.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-pdf bench-engines bench-admin setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -22,8 +22,19 @@ test: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest
 
 ## The same suite on PostgreSQL + Redis + a real Celery worker (what CI's second run does).
+## The service-fault story is left out here: it brings its own PostgreSQL and Redis, so
+## the first run already covers it.
 test-pg: setup-dev
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest --ignore=tests/faults/test_service_faults.py
+
+## Faults (issue 10): a worker killed, Redis and PostgreSQL restarted, a full disk, engines
+## failing for minutes (FAULT_SECONDS, default 45), corrupt PDFs, Zotero going away; root.
+test-faults: setup-dev
+	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/faults -p no:cacheprovider -v -s
+
+## Hostile input (issue 10): fuzzed /mcp and tools, traversal, SSRF, spoofing, tokens.
+test-security: setup-dev
+	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/security -p no:cacheprovider
 
 lint: setup-dev
 	$(PY) -m ruff check .

@@ -9,6 +9,10 @@ until its deadline; only then does it fail, as a transient error the runner repo
 
 A source's `Retry-After` pauses the engine for everyone: `pause()` stores the moment the
 engine may be called again in the shared cache, and `acquire()` waits for it.
+
+While Redis cannot be reached, each process counts in its own memory instead (the limit
+then holds per process, not for all of them together) and pauses are not shared; a
+warning says so in the log, and the shared window is used again as soon as Redis is back.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from django.core.cache import caches
 from limits import RateLimitItem, parse, storage, strategies
 
 from engines.base import BaseSearchEngine, RateLimited
+from engines.cache import store_unreachable
 
 NAMESPACE = "research-mcp-engine"
 # Longest single sleep while waiting, so a waiting call notices a pause or its deadline.
@@ -58,6 +63,30 @@ def _limiter() -> strategies.MovingWindowRateLimiter:
     return strategies.MovingWindowRateLimiter(backend)
 
 
+@cache
+def _local_limiter() -> strategies.MovingWindowRateLimiter:
+    """This process's own window, while the shared one cannot be reached."""
+    return strategies.MovingWindowRateLimiter(storage.MemoryStorage())
+
+
+def _hit(item: RateLimitItem, engine_id: str) -> bool:
+    try:
+        return bool(_limiter().hit(item, NAMESPACE, engine_id))
+    except Exception as exc:  # Redis down
+        store_unreachable(exc)
+        return bool(_local_limiter().hit(item, NAMESPACE, engine_id))
+
+
+def _window(item: RateLimitItem, engine_id: str) -> tuple[int, float]:
+    """(remaining calls, reset time) of the engine's window."""
+    try:
+        stats = _limiter().get_window_stats(item, NAMESPACE, engine_id)
+    except Exception as exc:  # Redis down
+        store_unreachable(exc)
+        stats = _local_limiter().get_window_stats(item, NAMESPACE, engine_id)
+    return int(stats.remaining), float(stats.reset_time)
+
+
 _parse_lock = threading.Lock()
 
 
@@ -76,13 +105,20 @@ def pause(engine_id: str, seconds: float) -> None:
     """Hold every call to the engine for `seconds` (a Retry-After), in every process."""
     until = time.time() + seconds
     cache_ = caches["engines"]
-    current = cache_.get(_pause_key(engine_id)) or 0.0
-    if until > current:
-        cache_.set(_pause_key(engine_id), until, timeout=int(seconds) + 1)
+    try:
+        current = cache_.get(_pause_key(engine_id)) or 0.0
+        if until > current:
+            cache_.set(_pause_key(engine_id), until, timeout=int(seconds) + 1)
+    except Exception as exc:  # Redis down: the retry's own backoff still waits
+        store_unreachable(exc)
 
 
 def paused_for(engine_id: str) -> float:
-    until = caches["engines"].get(_pause_key(engine_id)) or 0.0
+    try:
+        until = caches["engines"].get(_pause_key(engine_id)) or 0.0
+    except Exception as exc:  # Redis down: no shared pause known
+        store_unreachable(exc)
+        return 0.0
     return max(0.0, float(until) - time.time())
 
 
@@ -94,15 +130,14 @@ def acquire(engine: BaseSearchEngine, *, deadline: float) -> float:
     """
     started = time.monotonic()
     item = rate_for(engine)
-    limiter = _limiter()
     while True:
         pause_left = paused_for(engine.id)
-        if pause_left <= 0 and limiter.hit(item, NAMESPACE, engine.id):
+        if pause_left <= 0 and _hit(item, engine.id):
             return time.monotonic() - started
         if pause_left > 0:
             wait = pause_left
         else:
-            reset_at = limiter.get_window_stats(item, NAMESPACE, engine.id).reset_time
+            reset_at = _window(item, engine.id)[1]
             wait = max(0.005, reset_at - time.time())
         if time.monotonic() + min(wait, MAX_NAP_SECONDS) > deadline:
             raise RateLimited(
@@ -114,11 +149,11 @@ def acquire(engine: BaseSearchEngine, *, deadline: float) -> float:
 
 def state(engine: BaseSearchEngine) -> RateState:
     item = rate_for(engine)
-    stats = _limiter().get_window_stats(item, NAMESPACE, engine.id)
+    remaining, reset_at = _window(item, engine.id)
     return RateState(
         limit=str(item),
-        remaining=int(stats.remaining),
-        resets_in_seconds=max(0.0, stats.reset_time - time.time()),
+        remaining=remaining,
+        resets_in_seconds=max(0.0, reset_at - time.time()),
         paused_for_seconds=paused_for(engine.id),
     )
 

@@ -235,27 +235,20 @@ class PendingCalls:
         refusals = [precheck(call.engine, call.operation) for call in calls]
         runnable = [call for call, refusal in zip(calls, refusals, strict=True) if not refusal]
         launched: list[Future[EngineOutcome] | AsyncResult] = []
-        if runnable and _use_threads():
-            self._executor = ThreadPoolExecutor(
-                max_workers=len(runnable), thread_name_prefix="engine"
-            )
-            for call in runnable:
-                launched.append(
-                    self._executor.submit(
-                        call_engine, call.engine, call.operation, call.arguments,
-                        timeout_seconds=timeout_seconds,
+        in_process = _use_threads()
+        for call in runnable:
+            sent = None if in_process else _send(call, timeout_seconds, deadline_seconds)
+            if sent is None:
+                in_process = True  # no queue (or it is unreachable): run the rest here
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(
+                        max_workers=len(runnable), thread_name_prefix="engine"
                     )
+                sent = self._executor.submit(
+                    call_engine, call.engine, call.operation, call.arguments,
+                    timeout_seconds=timeout_seconds,
                 )  # fmt: skip
-        elif runnable:
-            from engines.tasks import engine_call_task
-
-            for call in runnable:
-                launched.append(
-                    engine_call_task.apply_async(
-                        args=(call.engine, call.operation, call.arguments, timeout_seconds),
-                        expires=deadline_seconds,
-                    )
-                )
+            launched.append(sent)
 
         pending = iter(launched)
         self._futures = [refusal or next(pending) for refusal in refusals]
@@ -292,6 +285,23 @@ def _gather(
     except Exception as exc:  # the worker died, the broker dropped the task, ...
         logger.exception("Engine call %s/%s was lost", call.engine, call.operation)
         return EngineOutcome(call.engine, "error", f"The engine call failed: {type(exc).__name__}")
+
+
+def _send(call: EngineCall, timeout_seconds: float, expires: float) -> AsyncResult | None:
+    """The call as an `engines` task, or None when the broker cannot take it (Redis down
+    or restarting): the caller then runs it itself rather than failing the search."""
+    from engines.tasks import engine_call_task
+
+    try:
+        return engine_call_task.apply_async(
+            args=(call.engine, call.operation, call.arguments, timeout_seconds), expires=expires
+        )
+    except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, ...
+        logger.warning(
+            "The task queue is unreachable (%s); engine calls run in this process meanwhile",
+            type(exc).__name__,
+        )
+        return None
 
 
 def _use_threads() -> bool:

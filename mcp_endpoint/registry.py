@@ -14,6 +14,9 @@ Errors are mapped here, once, for every transport:
 - any other `DomainError` (not found, conflict, ...): an `isError: true` result whose
   text is `{"error": {"code", "message", ...details}}` and which carries no
   `structuredContent` (TS SDK 1.x clients reject error results that do);
+- the database unreachable (PostgreSQL restarting, SQLite locked): an `isError` result
+  with code `database_unavailable` and `retry_after_seconds` (resources: `-32603` with
+  the same data), never an incident;
 - anything unexpected: `-32603` with an incident id; the traceback stays in the log;
 - `MCP_REQUIRE_COLLECTION` with an unscoped client: `-32603` saying how to choose one.
 """
@@ -50,7 +53,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from mcp_endpoint.scope import current_scope
-from research_site.errors import DomainError, InvalidInput, NotFound
+from research_site.errors import DomainError, InvalidInput, NotFound, database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +133,11 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
             return domain_error_result(exc)
         except MCPError:
             raise
-        except Exception:
+        except Exception as exc:
+            unavailable = database_unavailable(exc)
+            if unavailable is not None:
+                logger.warning("tool %s: %s (%s)", name, unavailable.code, exc)
+                return domain_error_result(unavailable)
             raise _internal_error(f"tool {name}") from None
         finally:
             close_old_connections()
@@ -155,7 +162,11 @@ def _guard_resource(fn: FnT, uri_template: str) -> FnT:
             raise MCPError(INTERNAL_ERROR, exc.message, exc.as_dict()) from exc
         except MCPError:
             raise
-        except Exception:
+        except Exception as exc:
+            unavailable = database_unavailable(exc)
+            if unavailable is not None:
+                logger.warning("resource %s: %s (%s)", uri_template, unavailable.code, exc)
+                raise MCPError(INTERNAL_ERROR, unavailable.message, unavailable.as_dict()) from None
             raise _internal_error(f"resource {uri_template}") from None
         finally:
             close_old_connections()

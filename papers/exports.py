@@ -64,8 +64,8 @@ def export_papers(
     A file of that name is replaced atomically. Without a name, `export-<UTC time>` is used,
     with '-2', '-3', ... so that default names never replace an earlier export.
 
-    Raises InvalidInput for an unknown format, an unsafe file name or no papers; OSError
-    if the folder cannot be written (nothing is left behind).
+    Raises InvalidInput for an unknown format, an unsafe file name or no papers; StorageFull
+    when the disk is full, OSError if the folder cannot be written (nothing is left behind).
     """
     fmt = _check_format(fmt)
     papers = list(papers)

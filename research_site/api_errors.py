@@ -16,6 +16,8 @@ object the MCP tools put in their `isError` results, so a client can handle both
 | a request body over Django's size limit | 413 | `payload_too_large` |
 | `AssetFetchFailed` (the asset store did not answer) | 502 | `asset_fetch_failed` |
 | `EngineUnavailable` | 503 | `engine_unavailable` |
+| `StorageFull` (no space left for an export, a summary, a PDF) | 507 | `disk_full` |
+| the database cannot be reached (restarting, down) | 503, `Retry-After` | `database_unavailable` |
 | anything else | 500 | `internal_error`, with an incident id; the traceback stays in the log |
 
 Bad input is always 400 (never 422), like MCP's single `-32602` for both schema and
@@ -38,11 +40,14 @@ from pydantic import ConfigDict, Field
 from papers.assets import AssetFetchFailed
 from research_site.errors import (
     Conflict,
+    DatabaseUnavailable,
     DomainError,
     EngineUnavailable,
     InvalidInput,
     NotFound,
     ReadOnlyMode,
+    StorageFull,
+    database_unavailable,
 )
 
 logger = logging.getLogger(__name__)
@@ -56,6 +61,8 @@ STATUS_BY_ERROR: dict[type[DomainError], int] = {
     Conflict: 409,
     AssetFetchFailed: 502,
     EngineUnavailable: 503,
+    DatabaseUnavailable: 503,
+    StorageFull: 507,
 }
 # Codes for errors ninja raises itself (malformed JSON, 405, ...), by status.
 CODE_BY_STATUS = {
@@ -202,6 +209,16 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        unavailable = database_unavailable(exc)
+        if unavailable is not None:
+            logger.warning(
+                "REST %s %s: %s (%s)", request.method, request.path, exc, unavailable.code
+            )
+            retry = {"Retry-After": str(unavailable.details["retry_after_seconds"])}
+            return error_response(
+                api, request, 503, unavailable.code, unavailable.message, retry,
+                **unavailable.details,
+            )  # fmt: skip
         incident = uuid.uuid4().hex[:12]
         logger.error(
             "REST %s %s failed (incident %s)",

@@ -45,3 +45,48 @@ class EngineUnavailable(DomainError):
     """A search engine that cannot be searched: unknown, not configured, or down."""
 
     code = "engine_unavailable"
+
+
+class StorageFull(DomainError):
+    """The disk holding the knowledge base (or one of its folders) is full."""
+
+    code = "disk_full"
+
+
+class DatabaseUnavailable(DomainError):
+    """The database cannot be reached now (restarting, down, locked): try again shortly."""
+
+    code = "database_unavailable"
+
+
+# PostgreSQL SQLSTATEs that mean "the server went away", not "your query is wrong":
+# connection exceptions (class 08), admin/crash shutdown, cannot connect now, too many
+# connections.
+_UNAVAILABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
+_UNAVAILABLE_SQLITE = ("database is locked", "unable to open database", "disk i/o error")
+
+
+def database_unavailable(exc: BaseException) -> DatabaseUnavailable | None:
+    """A DatabaseUnavailable for a connection-level database failure, else None (so a
+    broken query still counts as a bug)."""
+    from django.db import InterfaceError, OperationalError
+
+    if isinstance(exc, InterfaceError):
+        unavailable = True  # the connection is closed or broken
+    elif isinstance(exc, OperationalError):
+        cause = exc.__cause__
+        sqlstate = getattr(cause, "sqlstate", None)
+        if type(cause).__module__.startswith("psycopg"):
+            # No SQLSTATE: the connection failed or dropped before the server answered.
+            unavailable = sqlstate is None or sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+        else:
+            unavailable = str(exc).lower().startswith(_UNAVAILABLE_SQLITE)
+    else:
+        unavailable = False
+    if not unavailable:
+        return None
+    return DatabaseUnavailable(
+        "The database is unavailable right now (restarting or unreachable); nothing was "
+        "changed by this call. Try again in a few seconds.",
+        retry_after_seconds=5,
+    )

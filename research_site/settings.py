@@ -127,6 +127,13 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 150, minimum=1)
 # External calls run on their own queue so a burst of searches never delays other work.
 CELERY_TASK_ROUTES = {"engines.*": {"queue": "engines"}}
 CELERY_RESULT_EXPIRES = 3600
+# When Redis goes away, give up in about a second instead of Celery's twenty (one a second)
+# so a request never hangs on it: engine calls then run in the web process, review steps
+# are sent again on the next look (docs/RELIABILITY.md).
+_QUICK_RETRIES = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": _QUICK_RETRIES}
+CELERY_TASK_PUBLISH_RETRY_POLICY = _QUICK_RETRIES
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # A worker takes one task at a time per slot, so a slow engine call never holds a queue of
 # other calls behind it.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

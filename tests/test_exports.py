@@ -21,7 +21,7 @@ from papers.selectors import papers_filter
 from papers.services import paper_keywords_update
 from projects.models import Project
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput
+from research_site.errors import InvalidInput, StorageFull
 
 pytestmark = pytest.mark.django_db
 
@@ -213,9 +213,11 @@ def test_a_failed_write_leaves_no_file_behind(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(StorageFull, match="No space left") as raised:
         export_papers(papers=everything()[:1], fmt="bibtex", filename="refs")
-    with pytest.raises(OSError, match="No space"):
+    assert raised.value.code == "disk_full" and raised.value.details == {"folder": "exports"}
+    assert str(exports_dir) not in raised.value.message  # a client may see it
+    with pytest.raises(StorageFull, match="No space left"):
         export_papers(papers=everything(), fmt="csv", filename="new")
     assert files_under(exports_dir) == {kept.path}  # no temp files, no half 'new.csv'
     assert kept.path.read_bytes() == old_content

@@ -37,7 +37,7 @@ from projects.review.planning import Plan, plan_propose
 from projects.review.searching import Gathered, Stopped, citations_gather, search_gather
 from projects.review.workflow import Checkpoint, CheckpointHandler
 from projects.services import project_add_papers, project_create
-from research_site.errors import Conflict
+from research_site.errors import Conflict, database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,11 @@ def review_step(*, session_id: str, stage: str, round: int, run_id: str) -> str:
         except Stopped:
             return "stopped"
         except Exception as exc:  # a bug, a damaged plan, the time limit: the review fails
+            if database_unavailable(exc) is not None:
+                # The database went away (a restart), not the step: the task retries it
+                # (autoretry_for), and the review keeps waiting instead of failing.
+                logger.warning("Review %s: step %s lost the database; retrying", session.pk, stage)
+                raise
             logger.exception("Review %s: step %s failed", session.pk, stage)
             _fail(session.pk, run_id, session.attempt, f"{type(exc).__name__}: {exc}")
             return "failed"
@@ -272,11 +277,22 @@ def step_send(session: ReviewSession) -> None:
 
     args = (str(session.pk), session.stage, session.round)
     task_id = session.task_id
-    # robust: the state is committed whatever happens here; if the broker is down the
-    # step's lease runs out and the next look at the review sends it again.
-    transaction.on_commit(
-        lambda: review_step_task.apply_async(args=args, task_id=task_id), robust=True
-    )
+
+    def send() -> None:
+        try:
+            review_step_task.apply_async(args=args, task_id=task_id)
+        except Exception:  # the broker is unreachable (Redis restarting, ...)
+            # The state is committed: end the step's dispatch lease now, so the next look
+            # at the review (review_resume) sends the step again instead of in a minute.
+            logger.warning(
+                "Review %s: could not send step %s (%s); it is sent again on the next look",
+                args[0], args[1], task_id, exc_info=True,
+            )  # fmt: skip
+            ReviewSession.objects.filter(pk=args[0], task_id=task_id, started_at=None).update(
+                lease_expires_at=timezone.now()
+            )
+
+    transaction.on_commit(send, robust=True)
 
 
 def lease_clear(session: ReviewSession) -> None:

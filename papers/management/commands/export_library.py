@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from papers.exports import FORMATS, export_papers, render_export
 from papers.selectors import papers_filter
-from research_site.errors import DomainError
+from research_site.errors import DomainError, StorageFull
 
 EXIT_BAD_INPUT = 2
 
@@ -73,6 +73,8 @@ class Command(BaseCommand):
             result = export_papers(
                 papers=papers, fmt=options["format"], filename=options.get("output")
             )
+        except StorageFull as error:  # the disk, not the request: exit 1
+            raise CommandError(error.message) from None
         except DomainError as error:
             raise CommandError(error.message, returncode=EXIT_BAD_INPUT) from None
         except OSError as error:
