@@ -18,6 +18,7 @@ import http.server
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -445,7 +446,7 @@ class FakeZotero:
         params = request.get("params") or []
         if isinstance(params, dict):
             params = list(params.values())
-        handlers = {
+        handlers: dict[str, Callable[..., Any]] = {
             "api.ready": lambda: {"zotero": "7.0.15", "betterbibtex": "7.0.21"},
             "item.search": lambda terms="", library=None: self._search(terms),
             "item.attachments": lambda citekey, library=None: self._bbt_attachments(citekey),

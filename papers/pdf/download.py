@@ -152,6 +152,14 @@ def fetch_pdf(url_text: str, target: Path) -> str:
         raise DownloadFailed(
             "The server cannot be reached.", reason="connection_failed", retryable=True
         ) from None
+    except httpx2.RemoteProtocolError as error:
+        # Most often the body ended before its Content-Length: a truncated transfer.
+        logger.warning("PDF download from %s broke off: %r", url, error)
+        raise DownloadFailed(
+            "The server closed the connection before the whole file arrived; try again later.",
+            reason="incomplete",
+            retryable=True,
+        ) from None
     except httpx2.HTTPError as error:
         logger.warning("PDF download from %s failed: %r", url, error)
         raise DownloadFailed(
@@ -160,7 +168,10 @@ def fetch_pdf(url_text: str, target: Path) -> str:
 
 
 def _body(response: httpx2.Response, deadline: float) -> Iterator[bytes]:
-    for chunk in response.iter_bytes(1 << 16):
+    """The body as it arrives, checked against the deadline at every piece received: a
+    server that sends a few bytes at a time, each in time for the read timeout, still
+    ends at the deadline (a fixed chunk size would wait for a whole chunk first)."""
+    for chunk in response.iter_bytes():
         if time.monotonic() > deadline:
             raise httpx2.ReadTimeout("the transfer took too long")
         yield chunk

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import tempfile
+import time
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,9 +26,15 @@ from django.conf import settings
 from papers.pdf.errors import NotAPdf
 from research_site.atomic import write_atomic
 
+logger = logging.getLogger(__name__)
+
 CHUNK = 1 << 20
-# The PDF header may follow some junk, but within the first 1024 bytes (PDF 1.7, 7.5.2).
+# The PDF header may follow some junk, but within the first 1024 bytes (PDF 1.7, 7.5.2);
+# readers look for the %%EOF marker within the last 1024 bytes.
 HEADER_WINDOW = 1024
+# A staging file not written to for this long belongs to a process that died (a killed
+# worker, a crash): every transfer ends within PDF_DOWNLOAD_TIMEOUT or a task time limit.
+STALE_STAGING_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -65,9 +73,11 @@ def stored_path(file_name: str) -> Path:
 @contextlib.contextmanager
 def staging_file(prefix: str = "pdf") -> Iterator[Path]:
     """A temporary file in DOWNLOADS_DIR (same file system, so placing it is a rename),
-    removed afterwards unless it was placed."""
+    removed afterwards unless it was placed. Staging files that a dead process left
+    (untouched for STALE_STAGING_SECONDS) are removed first."""
     folder = downloads_dir()
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(folder)
     handle, name = tempfile.mkstemp(dir=folder, prefix=f".{prefix}-", suffix=".part")
     os.close(handle)
     path = Path(name)
@@ -75,6 +85,16 @@ def staging_file(prefix: str = "pdf") -> Iterator[Path]:
         yield path
     finally:
         path.unlink(missing_ok=True)
+
+
+def remove_stale_staging(folder: Path) -> None:
+    """Remove `.*.part` files of `folder` untouched for STALE_STAGING_SECONDS."""
+    limit = time.time() - STALE_STAGING_SECONDS
+    for path in folder.glob(".*.part"):
+        with contextlib.suppress(OSError):  # another process may remove it first
+            if path.stat().st_mtime < limit:
+                path.unlink()
+                logger.info("removed a staging file left by an interrupted transfer: %s", path.name)
 
 
 def too_large(limit: int) -> NotAPdf:
@@ -110,7 +130,9 @@ def inspect(path: Path) -> PdfFacts:
     """Check that `path` is a PDF this library can read; its sha256, size and page count.
 
     Raises NotAPdf with a reason: too_large, not_pdf (no %PDF header), unreadable (MuPDF
-    cannot open it), encrypted (needs a password), no_pages.
+    cannot open it), truncated (cut short: MuPDF had to repair it and the %%EOF marker is
+    missing from its end, as an interrupted copy or download leaves it), encrypted (needs
+    a password), no_pages.
     """
     size = path.stat().st_size
     if size > settings.PDF_MAX_BYTES:
@@ -119,8 +141,10 @@ def inspect(path: Path) -> PdfFacts:
     with path.open("rb") as file:
         head = file.read(HEADER_WINDOW)
         digest.update(head)
+        tail = head
         while chunk := file.read(CHUNK):
             digest.update(chunk)
+            tail = (tail + chunk)[-HEADER_WINDOW:]
     if b"%PDF-" not in head:
         raise NotAPdf("The file is not a PDF (it has no %PDF header).", reason="not_pdf")
     try:
@@ -130,6 +154,7 @@ def inspect(path: Path) -> PdfFacts:
                     "The PDF is password-protected; attach an unprotected copy.",
                     reason="encrypted",
                 )
+            repaired = document.is_repaired
             pages = document.page_count
     except NotAPdf:
         raise
@@ -137,9 +162,27 @@ def inspect(path: Path) -> PdfFacts:
         raise NotAPdf(
             "The file is a damaged PDF that cannot be opened.", reason="unreadable"
         ) from None
+    if repaired and b"%%EOF" not in tail:
+        # MuPDF makes what it can of a cut file (often every page, with text missing).
+        raise NotAPdf(
+            "The PDF is incomplete (truncated: it ends before its end-of-file marker), as an "
+            "interrupted download or copy leaves it; get the whole file again.",
+            reason="truncated",
+        )
     if pages < 1:
         raise NotAPdf("The PDF has no pages.", reason="no_pages")
     return PdfFacts(digest.hexdigest(), size, pages)
+
+
+def stored_intact(file_name: str, sha256: str) -> bool:
+    """Whether the stored file still has this sha256 (it may have been damaged on disk)."""
+    path = stored_path(file_name)
+    if not path.is_file():
+        return False
+    digest = hashlib.sha256()
+    for chunk in read_chunks(path):
+        digest.update(chunk)
+    return digest.hexdigest() == sha256
 
 
 def place(staged: Path, file_name: str) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from papers.pdf.files import stored_path
 from papers.pdf.reading import outline_entries, outline_tree, page_text
 from papers.pdf.spec import SectionPages, page_spec_parse, sections_resolve
 from research_site.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
 
 NO_OUTLINE_HINT = (
     "This PDF has no outline (bookmarks): read it by page numbers with read_pdf_pages, "
@@ -38,7 +41,11 @@ def paper_pdf_get(*, paper: Paper) -> PaperPdf:
 
 @contextlib.contextmanager
 def pdf_open(record: PaperPdf) -> Iterator[pymupdf.Document]:
-    """The recorded file, opened. Raises PdfFileMissing (no path in the message)."""
+    """The recorded file, opened. Raises PdfFileMissing, and NotAPdf (reason `unreadable`)
+    when the file was damaged on disk since it was attached: it cannot be opened, or its
+    size or page count is not the recorded one (a truncated file often still opens, with
+    text missing). MuPDF failing on a damaged page while it is read is NotAPdf too. No
+    path in the messages."""
     path = stored_path(record.file_name)
     if not path.is_file():
         raise PdfFileMissing(
@@ -49,15 +56,30 @@ def pdf_open(record: PaperPdf) -> Iterator[pymupdf.Document]:
     try:
         document = pymupdf.open(path, filetype="pdf")
     except Exception:
-        raise NotAPdf(
-            f"The PDF file of paper {record.paper_id} cannot be opened; attach it again.",
-            paper_id=record.paper_id,
-            reason="unreadable",
-        ) from None
+        raise _damaged(record) from None
     try:
-        yield document
+        size = path.stat().st_size
+        if (record.size and size != record.size) or (
+            record.page_count and document.page_count != record.page_count
+        ):
+            raise _damaged(record)
+        try:
+            yield document
+        except (RuntimeError, pymupdf.mupdf.FzErrorBase) as error:  # MuPDF on a broken page
+            logger.warning("paper %s: reading its PDF failed: %r", record.paper_id, error)
+            raise _damaged(record) from None
     finally:
         document.close()
+
+
+def _damaged(record: PaperPdf) -> NotAPdf:
+    return NotAPdf(
+        f"The PDF file of paper {record.paper_id} is damaged (it cannot be opened, or it "
+        "changed on disk since it was attached); attach it again. "
+        f"{how_to_attach(record.paper_id)}",
+        paper_id=record.paper_id,
+        reason="unreadable",
+    )
 
 
 @dataclass(frozen=True)

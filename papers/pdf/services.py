@@ -29,6 +29,7 @@ from papers.pdf.files import (
     read_chunks,
     safe_file_name,
     staging_file,
+    stored_intact,
     stored_path,
     write_chunks,
 )
@@ -123,7 +124,13 @@ def _attach_staged(
         if paper is None:
             raise NotFound(f"No paper {paper_id!r} in the library.", paper_id=str(paper_id))
         current = PaperPdf.objects.filter(paper=paper).first()
-        if current and current.sha256 == facts.sha256 and stored_path(current.file_name).is_file():
+        # The same file again changes nothing, unless the stored copy is gone or was
+        # damaged on disk: then this one takes its place.
+        if (
+            current
+            and current.sha256 == facts.sha256
+            and stored_intact(current.file_name, facts.sha256)
+        ):
             return current
         file_name = (
             current.file_name

@@ -5,7 +5,9 @@ Every failure becomes a domain error with Zotero's own message:
 
 - nothing listening, DNS failure: ZoteroUnreachable ("is Zotero running with the plugin?");
 - Zotero answers but the route does not exist (plugin missing): ZoteroUnreachable too;
-- no answer within ZOTERO_TIMEOUT seconds: ZoteroTimeout;
+- no whole answer within ZOTERO_TIMEOUT seconds (stalled, or trickling): ZoteroTimeout;
+- the connection closed mid-answer (Zotero quit or restarted): ZoteroError, reason
+  `connection_closed`; for a write, both say it may have been made all the same;
 - 400: InvalidInput (e.g. a page out of range, with Zotero's range);
 - 404: NotFound (unknown citekey, no PDF attachment, text not found on the page);
 - 500, any other status, a body that is not the documented JSON: ZoteroError.
@@ -17,6 +19,7 @@ a retry cannot help, and a write retried after a timeout could annotate the PDF 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +31,8 @@ from papers.zotero.errors import ZoteroError, ZoteroTimeout, ZoteroUnreachable
 from research_site.errors import DomainError, InvalidInput, NotFound
 
 PLUGIN_HINT = "is Zotero running with the mcp-zotero-api plugin?"
+# Routes that change the user's Zotero library, and what they make.
+WRITE_ROUTES = {"highlight": "the highlight", "annotations": "the annotation"}
 
 
 @dataclass(frozen=True)
@@ -83,28 +88,65 @@ def zotero_send(
     timeout: float,
     unreachable: str,
     what: str,
+    writes: str = "",
 ) -> httpx.Response:
     """One HTTP exchange with Zotero, transport failures turned into domain errors.
 
     `unreachable` is the message for a refused connection; `what` names the request in the
-    timeout message. Proxy variables are ignored: Zotero only listens on loopback.
+    messages. The whole answer must arrive within `timeout` seconds: one that stalls, or
+    trickles in a few bytes at a time, is a ZoteroTimeout. For a request that changes
+    something in Zotero, `writes` names it ("the highlight"): when the answer is lost
+    (a timeout, a connection closed mid-answer) the message says that it may have been
+    made anyway, so it is not made twice. Proxy variables are ignored: Zotero only
+    listens on loopback.
     """
+    deadline = time.monotonic() + timeout
+    maybe_done = (
+        f" {writes[:1].upper()}{writes[1:]} may have been made in Zotero all the same: check "
+        "there before trying again."
+        if writes
+        else ""
+    )
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), trust_env=False) as client:
-            return client.request(method, url, json=body)
+        with (
+            httpx.Client(timeout=httpx.Timeout(timeout), trust_env=False) as client,
+            client.stream(method, url, json=body) as response,
+        ):
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                content += chunk
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the answer took too long")
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                content=bytes(content),
+                request=response.request,
+            )
     except httpx.TimeoutException:
+        advice = f".{maybe_done}" if writes else "; try again, or raise ZOTERO_TIMEOUT."
         raise ZoteroTimeout(
             f"Zotero did not answer {what} within {timeout:g} s (ZOTERO_TIMEOUT) at {url}: "
-            "it may be busy (a large PDF) or stuck; try again, or raise ZOTERO_TIMEOUT.",
+            f"it may be busy (a large PDF) or stuck{advice}",
             url=url,
             timeout=timeout,
         ) from None
     except httpx.ConnectError:
         # Refused connections and unresolvable host names both land here.
         raise ZoteroUnreachable(unreachable, url=url) from None
+    except httpx.RemoteProtocolError:
+        # The connection closed before the answer was whole (Zotero quit or restarted).
+        retry = "" if writes else " Try again."
+        raise ZoteroError(
+            f"Zotero closed the connection before its answer to {what} was complete (at "
+            f"{url}): it may have quit or restarted.{retry}{maybe_done}",
+            url=url,
+            reason="connection_closed",
+        ) from None
     except httpx.HTTPError as error:
         raise ZoteroError(
-            f"The connection to Zotero at {url} failed during {what}: {error}.", url=url
+            f"The connection to Zotero at {url} failed during {what}: {error}.{maybe_done}",
+            url=url,
         ) from None
 
 
@@ -223,6 +265,7 @@ class ZoteroClient:
             timeout=self.timeout,
             unreachable=f"Zotero is not reachable at {self.base_url}: {PLUGIN_HINT}",
             what=f"/{route}",
+            writes=WRITE_ROUTES.get(route, ""),
         )
         data = _json_object(response)
         # 200 for reads and 201 for new annotations, as documented; any 2xx is success.

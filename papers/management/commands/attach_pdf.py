@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import PaperPdf
+from papers.pdf.files import stored_intact
 from papers.pdf.services import pdf_attach_file, pdf_download
 from papers.selectors import paper_get
 from research_site.errors import DomainError, InvalidInput, NotFound
@@ -46,7 +47,13 @@ class Command(BaseCommand):
             raise CommandError("--url goes with --download.", returncode=EXIT_BAD_INPUT)
         try:
             paper = paper_get(ref=options["paper"])
-            before = PaperPdf.objects.filter(paper=paper).values_list("sha256", flat=True).first()
+            current = PaperPdf.objects.filter(paper=paper).first()
+            # A damaged or lost stored copy is put back by attaching the file again.
+            before = (
+                current.sha256
+                if current and stored_intact(current.file_name, current.sha256)
+                else None
+            )
             if options["download"]:
                 record = pdf_download(paper_id=paper.pk, url=options["url"])
             else:
