@@ -38,29 +38,29 @@ CALL_LIMIT = ENGINE_DEADLINE + 15.0
 # How long the engines fail in test_engines_failing_for_a_long_time (FAULT_SECONDS).
 FAILING_SECONDS = float(os.environ.get("FAULT_SECONDS", "45"))
 
-LONGFORMER = {
+LONGFORMER: dict[str, Any] = {
     "title": "Longformer: The Long-Document Transformer", "authors": ["Iz Beltagy"],
     "year": 2020, "arxiv_id": "2004.05150", "abstract": "Longformer handles long documents.",
 }  # fmt: skip
-BIGBIRD = {
+BIGBIRD: dict[str, Any] = {
     "title": "Big Bird: Transformers for Longer Sequences", "authors": ["Manzil Zaheer"],
     "year": 2020, "doi": "10.5555/bigbird.2020", "abstract": "Sparse attention, linear cost.",
 }  # fmt: skip
-SLOW_ONLY = {
+SLOW_ONLY: dict[str, Any] = {
     "title": "Slow Engine Exclusive: Memory Transformers", "authors": ["Slow Author"],
     "year": 2021, "doi": "10.9999/slow.2021", "abstract": "Found only by the slow engine.",
 }  # fmt: skip
-CITING = {
+CITING: dict[str, Any] = {
     "title": "Efficient Long-Range Transformers: A Survey", "authors": ["Yi Tay"], "year": 2022,
     "doi": "10.1145/3530811", "abstract": "A survey of efficient transformers.",
 }  # fmt: skip
-RECOVERED = {
+RECOVERED: dict[str, Any] = {
     "title": "Recovered Engine Result on Memory", "authors": ["Rae Covered"], "year": 2023,
     "doi": "10.9999/recovered.2023", "abstract": "Found once the engine works again.",
 }  # fmt: skip
 
 # What the failing engines answer; tests switch these.
-MODES = {FLAKY: "ok", LIMITED: "ok", "citing_delay": 0.0}
+MODES: dict[str, Any] = {FLAKY: "ok", LIMITED: "ok", "citing_delay": 0.0}
 RETRY_AFTER = 4
 
 
