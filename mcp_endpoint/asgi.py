@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from anyio import to_thread
 from django.conf import settings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -147,6 +148,10 @@ class McpRouter:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # Tools run on anyio's worker threads, each with its own database
+                # connection: bound them, so workers x MCP_MAX_THREADS stays under
+                # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
+                to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})

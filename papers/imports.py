@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
 from papers.schemas import PaperRecord
@@ -125,6 +125,20 @@ def _flush(
             report.failures.append((location, str(error)))
 
 
+# After this many new papers an import refreshes PostgreSQL's table statistics.
+ANALYZE_AFTER = 1000
+
+
+def analyze_tables() -> None:
+    """Refresh PostgreSQL's planner statistics after a bulk import: until autovacuum gets
+    to it, the planner sees the tables as tiny and scans every author for one paper's
+    details (27 ms instead of 6 ms per get_paper_details on the ACL corpus). SQLite: no-op."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
 class ImportCommand(BaseCommand):
     """Shared shape of import commands: a file, --project, --batch-size, a progress bar,
     a summary line, failures listed with their location, and the exit codes above."""
@@ -173,6 +187,8 @@ class ImportCommand(BaseCommand):
                 )
         except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"Cannot read {path}: {error}", returncode=EXIT_BAD_INPUT) from None
+        if report.created >= ANALYZE_AFTER:
+            analyze_tables()
         for location, reason in report.failures[:MAX_REPORTED_FAILURES]:
             self.stderr.write(f"skipped {location}: {reason}")
         if report.failed > MAX_REPORTED_FAILURES:

@@ -156,6 +156,9 @@ MCP_ALLOWED_ORIGINS = env_list(
     ["http://127.0.0.1", "http://localhost", "http://[::1]"],
 )
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
+# Tool calls one HTTP process runs at once (threads, each with a database connection);
+# keep processes x this + Celery concurrency under PostgreSQL's max_connections.
+MCP_MAX_THREADS = env_int("MCP_MAX_THREADS", 8, minimum=1)
 
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).

@@ -116,3 +116,29 @@ def test_project_option_adds_papers_to_a_new_project() -> None:
     run(str(SAMPLE), "--project", "ACL sample")
     project = Project.objects.get(name="ACL sample")
     assert project.paper_links.count() == Paper.objects.count()
+
+
+def test_a_bulk_import_refreshes_postgresql_statistics(tmp_path: Path) -> None:
+    """Without it the planner takes the fresh tables for empty ones and scans every author
+    for one paper's details until autovacuum comes by (benchmarks/README.md, "Load")."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("statistics are PostgreSQL's planner's")
+    target = tmp_path / "bulk.jsonl"
+    target.write_text(
+        "\n".join(
+            json.dumps({"title": f"Bulk paper {n}", "authors": [f"Author {n}"], "year": 2020})
+            for n in range(1000)
+        ),
+        encoding="utf-8",
+    )
+
+    def estimated_rows() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'papers_paper'")
+            return float(cursor.fetchone()[0])
+
+    assert estimated_rows() < 1000  # never analysed yet (-1), or before this import
+    run(str(target))
+    assert estimated_rows() >= 1000

@@ -40,7 +40,7 @@ from tests.mcp.conftest import (
 
 STARTUP_SECONDS = 60.0
 # How long a multi-engine search may wait for its engines in the stack (seconds).
-ENGINE_DEADLINE = 5
+ENGINE_DEADLINE = 10
 
 
 def free_port() -> int:

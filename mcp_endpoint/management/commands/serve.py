@@ -177,4 +177,5 @@ class Command(BaseCommand):
             access_log=options["verbose"],
             lifespan="on",
             timeout_graceful_shutdown=30,
+            http="mcp_endpoint.protocol:NoDelayH11Protocol",
         )
