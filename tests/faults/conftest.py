@@ -21,11 +21,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.celery_worker import CeleryWorker
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer
 from tests.mcp.conftest import (
@@ -38,7 +39,6 @@ from tests.mcp.conftest import (
     start_server,
 )
 
-STARTUP_SECONDS = 60.0
 # How long a multi-engine search may wait for its engines in the stack (seconds).
 ENGINE_DEADLINE = 10
 
@@ -168,55 +168,11 @@ class PrivateRedis:
 
 
 @dataclass
-class Worker:
-    """One Celery worker on both queues (threads pool: one process, so one kill ends it)."""
-
-    directory: Path
-    env: dict[str, str]
-    process: subprocess.Popen[bytes] | None = None
-    logs: list[Path] = field(default_factory=list)
-
-    def start(self) -> None:
-        log_path = self.directory / f"worker-{time.monotonic_ns()}.log"
-        self.logs.append(log_path)
-        command = [
-            PYTHON, "-m", "celery", "-A", "research_site", "worker", "--pool=threads",
-            "--concurrency=8", "--queues=celery,engines", "--hostname=faults@%h",
-            "--without-gossip", "--without-mingle", "--loglevel=INFO",
-        ]  # fmt: skip
-        with log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while "ready" not in log_path.read_text(errors="replace"):
-            assert self.process.poll() is None, log_path.read_text(errors="replace")
-            assert time.monotonic() < deadline, "worker did not start"
-            time.sleep(0.2)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def log(self) -> str:
-        return "\n".join(path.read_text(errors="replace") for path in self.logs)
-
-
-@dataclass
 class Stack:
     kb: KnowledgeBase
     postgres: PrivatePostgres
     redis: PrivateRedis
-    worker: Worker
+    worker: CeleryWorker
     server: LiveServer
     source: ReplayServer
 
@@ -243,7 +199,7 @@ def stack(source: ReplayServer) -> Iterator[Stack]:
     directory.mkdir()
     postgres = PrivatePostgres(root)
     redis = PrivateRedis(root)
-    worker: Worker | None = None
+    worker: CeleryWorker | None = None
     server: LiveServer | None = None
     try:
         postgres.start()
@@ -267,8 +223,7 @@ def stack(source: ReplayServer) -> Iterator[Stack]:
         )  # fmt: skip
         assert seeded.returncode == 0, seeded.stderr
         kb = KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
-        worker = Worker(directory, env)
-        worker.start()
+        worker = CeleryWorker(directory, env, queues="celery,engines", name="faults").start()
         server = start_server(kb, args=("--workers", "2"))
         yield Stack(kb, postgres, redis, worker, server, source)
     finally:

@@ -396,7 +396,7 @@ def test_engines_failing_for_a_long_time(stack: Stack) -> None:
     started = time.monotonic()
     searches = 0
     try:
-        while time.monotonic() - started < FAILING_SECONDS:
+        while time.monotonic() - started < FAILING_SECONDS or searches < 3:
             sent = time.monotonic()
             answer = ok(
                 stack, "search_papers", query=f"long outage {searches}",

@@ -13,18 +13,17 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 
+from tests.celery_worker import CeleryWorker
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
 from tests.mcp.conftest import (
@@ -147,52 +146,10 @@ def review_kb(
         yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
 
 
-@dataclass
-class Worker:
-    """A Celery worker of our own (threads pool: one process, so one kill ends it)."""
-
-    kb: KnowledgeBase
-    env: dict[str, str]
-    queue: str
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Worker:
-        log_path = self.kb.directory / f"worker-{self.queue}-{time.monotonic_ns()}.log"
-        command = [
-            PYTHON, "-m", "celery", "-A", "research_site", "worker", "--pool=threads",
-            "--concurrency=12", f"--queues={self.queue},{self.queue}-engines",
-            f"--hostname=review-{self.queue}@%h", "--without-gossip", "--without-mingle",
-            "--loglevel=INFO",
-        ]  # fmt: skip
-        with log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 40
-        while "ready" not in log_path.read_text(errors="replace"):
-            assert self.process.poll() is None, log_path.read_text(errors="replace")
-            assert time.monotonic() < deadline, "worker did not start"
-            time.sleep(0.2)
-        return self
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 @contextlib.contextmanager
 def review_backend(
     kb: KnowledgeBase, *, start_worker: bool = True
-) -> Iterator[tuple[dict[str, str], Worker | None]]:
+) -> Iterator[tuple[dict[str, str], CeleryWorker | None]]:
     """Server environment (and, with a broker, a worker) with queues of their own."""
     if not BROKER:
         yield {}, None
@@ -200,7 +157,10 @@ def review_backend(
     queue = f"review-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     module = settings_module(kb.directory, queue)
     env = {"DJANGO_SETTINGS_MODULE": module, "PYTHONPATH": f"{ROOT}{os.pathsep}{kb.directory}"}
-    worker = Worker(kb, {**kb.env, **env}, queue)
+    worker = CeleryWorker(
+        kb.directory, {**kb.env, **env}, queues=f"{queue},{queue}-engines",
+        name=f"review-{queue}", concurrency=12,
+    )  # fmt: skip
     if start_worker:
         worker.start()
     try:
