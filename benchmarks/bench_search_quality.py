@@ -1,26 +1,37 @@
-"""Search quality on SciFact (BEIR): nDCG@10 and Recall@100 of BM25, semantic and hybrid.
+"""Search quality through the path users take: nDCG@10 and Recall@100 per set x backend x mode.
 
-Imports the SciFact corpus (5,183 abstracts) into a temporary knowledge base through the
-services (`papers_upsert`), embeds it with each model asked for, and scores the 300 test
-claims of `qrels/test.tsv` (`--split train`: the 809 train claims, the only ones to tune
-on). Prints a table beside the published BEIR figures, the embedding throughput
-(abstracts/s) and the model load time.
+    make bench-search-quality            (both sets, SQLite and PostgreSQL, every mode)
+    .venv/bin/python benchmarks/bench_search_quality.py [--sets scifact,cranfield]
+        [--backends sqlite,postgres] [--modes default,bm25,semantic,hybrid]
+        [--split test|dev|all] [--mcp] [--limit-queries N]
 
-    .venv/bin/python benchmarks/bench_search_quality.py [--corpus ../shared/corpus/scifact]
-        [--models wordllama-l2-256,wordllama-l2-128,tokenlearn-static-64] [--limit-queries N]
-        [--split train|test] [--lexical-weights 0.6,0.65,0.7]
+Each (set, backend) runs in a child process of its own on a fresh knowledge base (a
+temporary folder; on PostgreSQL a private database `bench_quality_<pid>` on
+127.0.0.1:5432). The documents go in through the importers' service (`papers_upsert`),
+so they are indexed exactly as a user's papers are. Every mode calls the service
+function behind the interface a user calls:
 
-- BM25 is `papers.search.fulltext.paper_search_ids` (SQLite FTS5 bm25 with the library's
-  column weights; `DATABASE_URL` set: PostgreSQL ts_rank) on `semantic.any_words_query`
-  of the claim: any of its words, stop words dropped (BEIR's BM25 is a match-any query).
-- Semantic is `semantic.semantic_ranked_ids` (the in-process index), hybrid is
-  `semantic.hybrid_ranked` (min-max normalised scores, full text weighted
-  `semantic.LEXICAL_WEIGHT`, both rankings 100 deep): the same functions the search tools
-  use. Beside it, the same two rankings fused by the weighted reciprocal rank fusion used
-  before (k 5, full text 3), and with `--lexical-weights` by min-max fusion with other
-  full-text weights (to tune on `--split train`, never on test).
-- nDCG@10 with graded qrels (SciFact's are all 1) and the BEIR definition; Recall@100 is
-  the share of a claim's relevant abstracts in the top 100, averaged over claims.
+- default:  `papers.search.local.local_search(query, limit=100)`: what `search_papers`
+            (engine `local`, default arguments) and REST /api/search return;
+- bm25:     the same with `rerank=False`;  hybrid: with `rerank=True`;
+- semantic: `papers.search.semantic.semantic_search(query, top_k=100)`, what
+            `search_papers_semantic` returns.
+
+With `--mcp` the default mode is also run through `search_papers` over `/mcp` with the
+MCP SDK client against `manage.py serve` on the same knowledge base, and the rankings of
+the tool and of the service function are compared query by query (tests/
+test_search_quality_path.py holds them equal on a small sample in CI).
+
+Beside them, in the same run: a plain SQLite FTS5 BM25 over the OR of the query's words
+(title weight 2, abstract 1, unicode61 tokenizer; the reference Cranfield's SOURCE.txt
+gives, 0.334 there) and the published BEIR BM25 figure for SciFact.
+
+Sets and splits: SciFact (BEIR; 5,183 abstracts): `test` = its 300 test claims, `dev` =
+its 809 train claims (the only ones anything was tuned on). Cranfield (1,400 abstracts,
+225 questions, graded judgments): `dev` = odd-numbered questions, `test` = even ones.
+nDCG@10 uses graded gains (BEIR's definition); Recall@100 is the share of a query's
+relevant documents in its top 100, averaged over queries. Queries longer than the
+500-character limit are cut at a word boundary (none are in these sets).
 """
 
 from __future__ import annotations
@@ -29,7 +40,10 @@ import argparse
 import json
 import math
 import os
+import re
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,74 +52,61 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "scifact"
-
-# Published figures for SciFact test (nDCG@10, Recall@100).
-# BEIR: Thakur et al., "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of
-# Information Retrieval Models", NeurIPS 2021 Datasets & Benchmarks, Tables 2 and 9
-# (BM25 = Elasticsearch multi_match; TAS-B = msmarco-distilbert-TAS-B). BM25 nDCG@10 0.665
-# is the issue's figure; the other three were taken from those tables without a copy of
-# the paper at hand here: check them against it before quoting.
-PUBLISHED = {
-    "BM25 (BEIR)": (0.665, 0.908),
-    "TAS-B dense (BEIR)": (0.643, 0.891),
-}
+CORPUS = ROOT.parent / "shared" / "corpus"
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+MODES = ("default", "bm25", "semantic", "hybrid")
+DEPTH = 100
+# BEIR (Thakur et al., NeurIPS 2021 Datasets & Benchmarks), SciFact test, BM25 (Elastic).
+PUBLISHED = {"scifact": ("BM25, BEIR (published)", 0.665, 0.908)}
 
 
-def setup_django(directory: str) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "research_site.settings")
-    os.environ["RESEARCH_DIRECTORY"] = directory
-    # Import without background embedding: the benchmark embeds explicitly and times it.
-    os.environ["EMBEDDINGS_ENABLED"] = "false"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+# --- the judged sets ---------------------------------------------------------------------
 
 
-def load_scifact(
-    corpus: Path, split: str = "test"
-) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
-    docs = [json.loads(line) for line in (corpus / "corpus.jsonl").open(encoding="utf-8")]
-    queries = {}
-    for line in (corpus / "queries.jsonl").open(encoding="utf-8"):
+def load_set(name: str, split: str) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
+    """(documents {id, title, text, authors}, queries {id: text}, qrels {query: {doc: gain}})."""
+    if name == "scifact":
+        base = CORPUS / "scifact"
+        docs = [json.loads(line) for line in (base / "corpus.jsonl").open(encoding="utf-8")]
+        docs = [{"id": d["_id"], "title": d["title"], "text": d["text"]} for d in docs]
+        queries = {}
+        for line in (base / "queries.jsonl").open(encoding="utf-8"):
+            item = json.loads(line)
+            queries[item["_id"]] = item["text"]
+        files = {"test": ["test"], "dev": ["train"], "all": ["test"]}[split]
+        qrels: dict[str, dict[str, int]] = {}
+        for file in files:
+            for line in (base / "qrels" / f"{file}.tsv").open(encoding="utf-8"):
+                parts = line.strip().split("\t")
+                if parts[-1].isdigit():
+                    qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+        return docs, queries, qrels
+    base = CORPUS / "cranfield"
+    docs = []
+    for line in (base / "cranfield_for_import.jsonl").open(encoding="utf-8"):
         item = json.loads(line)
-        queries[item["_id"]] = item["text"]
-    qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate((corpus / "qrels" / f"{split}.tsv").open(encoding="utf-8")):
+        docs.append(
+            {
+                "id": item["id"],
+                "title": item.get("title") or "",
+                "text": item.get("abstract") or "",
+                "authors": item.get("authors") or [],
+                "year": item.get("year"),
+            }
+        )
+    queries = {}
+    for line in (base / "cranfield_queries.jsonl").open(encoding="utf-8"):
+        item = json.loads(line)
+        queries[str(item["id"])] = item["text"]
+    qrels = {}
+    for line in (base / "cranfield_qrels.tsv").open(encoding="utf-8"):
         parts = line.strip().split("\t")
-        if number == 0 and not parts[-1].isdigit():
-            continue  # header
-        qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+        if not parts[-1].isdigit():
+            continue
+        number = int(parts[0])
+        if split == "all" or (split == "dev") == (number % 2 == 1):
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
     return docs, queries, qrels
-
-
-def import_corpus(docs: list[dict]) -> dict[int, str]:
-    """Upsert every abstract; returns paper id -> SciFact doc id."""
-    from papers.models import PaperIdentifier
-    from papers.schemas import PaperRecord
-    from papers.services import papers_upsert
-
-    started = time.perf_counter()
-    for start in range(0, len(docs), 1000):
-        records = [
-            PaperRecord.build(
-                title=d["title"] or f"SciFact {d['_id']}",
-                abstract=d["text"],
-                identifiers={"scifact": d["_id"]},
-                preferred_citekey=f"scifact{d['_id']}",
-            )
-            for d in docs[start : start + 1000]
-        ]
-        papers_upsert(records=records)
-    mapping = dict(
-        PaperIdentifier.objects.filter(scheme="scifact").values_list("paper_id", "value")
-    )
-    print(f"imported {len(mapping)} abstracts in {time.perf_counter() - started:.1f} s")
-    return mapping
 
 
 def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
@@ -117,196 +118,321 @@ def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
 
 def recall_at_100(ranked: Sequence[str], relevant: dict[str, int]) -> float:
     wanted = {doc for doc, grade in relevant.items() if grade > 0}
-    return len(wanted & set(ranked[:100])) / len(wanted) if wanted else 0.0
+    return len(wanted & set(ranked[:DEPTH])) / len(wanted) if wanted else 0.0
 
 
-def evaluate(
-    rank: Callable[[str], list[int]],
-    queries: dict[str, str],
-    qrels: dict[str, dict[str, int]],
-    mapping: dict[int, str],
-) -> tuple[float, float, float]:
-    """(nDCG@10, Recall@100, median ms per query)."""
-    ndcgs, recalls, times = [], [], []
+def score(
+    rank: Callable[[str], list[str]], queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """nDCG@10, Recall@100, median ms and the number of empty results, over the queries."""
+    ndcgs, recalls, times, empty, rankings = [], [], [], 0, {}
     for qid, relevant in qrels.items():
         started = time.perf_counter()
-        ids = rank(queries[qid])
+        ranked = rank(queries[qid])
         times.append((time.perf_counter() - started) * 1000)
-        ranked = [mapping[pk] for pk in ids if pk in mapping]
+        rankings[qid] = ranked
+        empty += not ranked
         ndcgs.append(ndcg_at_10(ranked, relevant))
         recalls.append(recall_at_100(ranked, relevant))
-    return statistics.fmean(ndcgs), statistics.fmean(recalls), statistics.median(times)
+    return {
+        "ndcg": statistics.fmean(ndcgs),
+        "recall": statistics.fmean(recalls),
+        "ms": statistics.median(times),
+        "empty": empty,
+        "rankings": rankings,
+    }
 
 
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[int]], weights: Sequence[float], k: int
-) -> list[int]:
-    """Ids by sum of weight / (k + rank), rank from 1; ties keep the earlier ranking's order.
-    The hybrid fusion used until 2026-11-22 (k 5, full text 3), kept here for comparison."""
-    scores: dict[int, float] = {}
-    order: dict[int, int] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, pk in enumerate(ranking, start=1):
-            scores[pk] = scores.get(pk, 0.0) + weight / (k + rank)
-            order.setdefault(pk, len(order))
-    return sorted(scores, key=lambda pk: (-scores[pk], order[pk]))
+def query_text(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0]
 
 
-def evaluate_cached(
-    rankings: dict[str, Any],
-    fuse: Callable[[Any], list[int]],
-    qrels: dict[str, dict[str, int]],
-    mapping: dict[int, str],
-) -> tuple[float, float]:
-    """(nDCG@10, Recall@100) of another fusion of rankings already read, one per claim."""
-    ndcgs, recalls = [], []
-    for qid, relevant in qrels.items():
-        ranked = [mapping[pk] for pk in fuse(rankings[qid]) if pk in mapping]
-        ndcgs.append(ndcg_at_10(ranked, relevant))
-        recalls.append(recall_at_100(ranked, relevant))
-    return statistics.fmean(ndcgs), statistics.fmean(recalls)
+# --- the plain FTS5 reference ------------------------------------------------------------
 
 
-def bm25_ids(query: str) -> list[int]:
-    from papers.search import fulltext, semantic
+def plain_fts5(docs: list[dict]) -> Callable[[str], list[str]]:
+    """SQLite FTS5 bm25(title 2, abstract 1) over the OR of the query's words, in memory."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE ref USING fts5(doc_id UNINDEXED, title, abstract)")
+    db.executemany(
+        "INSERT INTO ref VALUES (?, ?, ?)", [(d["id"], d["title"], d["text"]) for d in docs]
+    )
 
-    return fulltext.paper_search_ids(query=semantic.any_words_query(query), limit=100)
+    def rank(query: str) -> list[str]:
+        words = dict.fromkeys(re.findall(r"\w+", query.lower()))
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = db.execute(
+            "SELECT doc_id FROM ref WHERE ref MATCH ? ORDER BY bm25(ref, 0, 2, 1) LIMIT ?",
+            (match, DEPTH),
+        )
+        return [row[0] for row in rows]
+
+    return rank
 
 
-def embed_all(key: str) -> tuple[str, float, float, int]:
-    """Embed every paper with model `key`: (name, load s, abstracts/s, dimensions)."""
-    from django.conf import settings
-
-    from papers.models import Paper
-    from papers.search import embedding, semantic
-
-    settings.EMBEDDING_MODEL = key
-    started = time.perf_counter()
-    model = embedding.load_model(key)
-    load = time.perf_counter() - started
-    ids = list(Paper.objects.values_list("pk", flat=True))
-    outcome = semantic.embed_papers(ids, force=True)
-    semantic.vector_index().reset()
-    return model.name, load, outcome.embedded / outcome.seconds, model.dimensions
+# --- one (set, backend) in a child process -------------------------------------------------
 
 
-def speed_on_corpus(path: str, queries: int) -> None:
-    """Import a JSONL corpus (e.g. the ACL Anthology, 95k papers), embed it with
-    `reindex_embeddings` (timed: the 15-minute goal), then time semantic and hybrid search
-    in-process: `queries` random paper titles as queries, p50/p95 in ms."""
-    import random
+def setup_django(directory: str, database_url: str | None) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "research_site.settings"
+    os.environ["RESEARCH_DIRECTORY"] = directory
+    os.environ["EMBEDDINGS_ENABLED"] = "false"  # embedded below, explicitly
+    os.environ["ENGINES_ENABLED"] = "local"
+    for name in ("REDIS_URL", "SEARCH_RERANK", "MCP_READ_ONLY", "MCP_TOOLSETS"):
+        os.environ.pop(name, None)
+    os.environ.pop("DATABASE_URL", None)
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+    sys.path.insert(0, str(ROOT))
+    import django
 
+    django.setup()
     from django.core.management import call_command
 
+    call_command("migrate", verbosity=0)
+
+
+def import_docs(docs: list[dict]) -> dict[int, str]:
+    """Upsert every document through the importers' service; paper id -> document id."""
+    from papers.models import PaperIdentifier
+    from papers.schemas import PaperRecord
+    from papers.services import papers_upsert
+
+    for start in range(0, len(docs), 1000):
+        records = [
+            PaperRecord.build(
+                title=d["title"] or f"Document {d['id']}",
+                abstract=d["text"],
+                authors=d.get("authors") or [],
+                year=d.get("year"),
+                identifiers={"bench": d["id"]},
+            )
+            for d in docs[start : start + 1000]
+        ]
+        papers_upsert(records=records)
+    return dict(PaperIdentifier.objects.filter(scheme="bench").values_list("paper_id", "value"))
+
+
+def embed_everything() -> None:
     from papers.models import Paper
     from papers.search import semantic
 
+    semantic.embed_papers(list(Paper.objects.values_list("pk", flat=True)), force=True)
+    semantic.vector_index().reset()
+
+
+def service_rankers(mapping: dict[int, str]) -> dict[str, Callable[[str], list[str]]]:
+    from papers.search import semantic
+    from papers.search.local import local_search
+
+    def ids(page: Any) -> list[str]:
+        return [mapping[h.record["paper_id"]] for h in page.hits if h.record["paper_id"] in mapping]
+
+    return {
+        "default": lambda text: ids(local_search(query=query_text(text), limit=DEPTH)),
+        "bm25": lambda text: ids(local_search(query=query_text(text), limit=DEPTH, rerank=False)),
+        "hybrid": lambda text: ids(local_search(query=query_text(text), limit=DEPTH, rerank=True)),
+        "semantic": lambda text: ids(semantic.semantic_search(query=query_text(text), top_k=DEPTH)),
+    }
+
+
+def mcp_ranker(directory: str, database_url: str | None, mapping: dict[int, str]) -> Any:
+    """A context manager giving a ranker that calls `search_papers` over /mcp."""
+    import contextlib
+    import socket
+
+    @contextlib.contextmanager
+    def running() -> Any:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+        env.update({"RESEARCH_DIRECTORY": directory, "ENGINES_ENABLED": "local"})
+        if database_url:
+            env["DATABASE_URL"] = database_url
+        log = Path(directory) / "bench-server.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "serve", "--transport", "http",
+                 "--host", "127.0.0.1", "--port", str(port)],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                time.sleep(0.2)
+            yield lambda queries: mcp_rankings(f"http://127.0.0.1:{port}/mcp", queries, mapping)
+        finally:
+            process.terminate()
+            process.wait(30)
+
+    return running()
+
+
+def mcp_rankings(
+    url: str, queries: dict[str, str], mapping: dict[int, str]
+) -> dict[str, list[str]]:
+    """search_papers(query, engines='local', max_results=100) for each query, with the SDK."""
+    import anyio
+    import httpx2
+    import mcp
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> dict[str, list[str]]:
+        found = {}
+        async with httpx2.AsyncClient(timeout=60) as http_client:
+            transport = streamable_http_client(url, http_client=http_client)
+            async with mcp.Client(transport, mode="legacy") as client:
+                for qid, text in queries.items():
+                    result = await client.call_tool(
+                        "search_papers",
+                        {"query": query_text(text), "engines": "local", "max_results": DEPTH},
+                    )
+                    body = result.structured_content or json.loads(
+                        getattr(result.content[0], "text", "{}")
+                    )
+                    found[qid] = [
+                        mapping[r["paper_id"]] for r in body["results"] if r["paper_id"] in mapping
+                    ]
+        return found
+
+    return anyio.run(run)
+
+
+def run_child(args: argparse.Namespace) -> dict[str, Any]:
+    database_url = None
+    admin = None
+    if args.backend == "postgres":
+        import psycopg
+
+        name = f"bench_quality_{os.getpid()}"
+        admin = psycopg.connect(PG_URL, autocommit=True)
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+        database_url = PG_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-quality-") as directory:
+            setup_django(directory, database_url)
+            return _evaluate(args, directory, database_url)
+    finally:
+        if admin is not None:
+            admin.execute(f'DROP DATABASE IF EXISTS "bench_quality_{os.getpid()}" WITH (FORCE)')
+
+
+def _evaluate(args: argparse.Namespace, directory: str, database_url: str | None) -> dict[str, Any]:
+    docs, queries, qrels = load_set(args.set, args.split)
+    if args.limit_queries:
+        qrels = dict(list(qrels.items())[: args.limit_queries])
     started = time.perf_counter()
-    call_command("import_jsonl", path, "--no-progress")
-    print(f"import: {time.perf_counter() - started:.0f} s")
-    started = time.perf_counter()
-    call_command("reindex_embeddings", "--no-progress")
-    print(f"reindex_embeddings: {time.perf_counter() - started:.0f} s (goal: <= 900 s)")
-    titles = list(Paper.objects.values_list("title", flat=True))
-    sample = random.Random(4).sample(titles, min(queries, len(titles)))
-    started = time.perf_counter()
-    semantic.semantic_search(query="warm up", top_k=10)  # loads the model and the index
-    print(f"first search (model + index load): {time.perf_counter() - started:.2f} s")
-    for label, run in (
-        ("semantic_search top 10", lambda t: semantic.semantic_search(query=t, top_k=10)),
-        ("semantic ranking only (ids)", lambda t: semantic.semantic_ranked_ids(query=t, limit=10)),
-        ("hybrid_search top 10", lambda t: semantic.hybrid_search(query=t[:400], limit=10)),
-    ):
-        times = []
-        for text in sample:
-            begun = time.perf_counter()
-            run(text)
-            times.append((time.perf_counter() - begun) * 1000)
-        times.sort()
-        p95 = times[int(len(times) * 0.95) - 1]
-        print(f"{label}: p50 {statistics.median(times):.1f} ms, p95 {p95:.1f} ms")
+    mapping = import_docs(docs)
+    result: dict[str, Any] = {"import_s": time.perf_counter() - started, "queries": len(qrels)}
+    modes = args.modes.split(",")
+    if {"semantic", "hybrid"} & set(modes):
+        started = time.perf_counter()
+        embed_everything()
+        result["embed_s"] = time.perf_counter() - started
+    rankers = service_rankers(mapping)
+    reference = score(plain_fts5(docs), queries, qrels)
+    result["reference"] = {k: v for k, v in reference.items() if k != "rankings"}
+    reference_empty = {q for q, r in reference["rankings"].items() if not r}
+    result["modes"] = {}
+    for mode in modes:
+        figures = score(rankers[mode], queries, qrels)
+        empty_where_reference_finds = sum(
+            1 for q, r in figures["rankings"].items() if not r and q not in reference_empty
+        )
+        rankings = figures.pop("rankings")
+        figures["empty_vs_reference"] = empty_where_reference_finds
+        result["modes"][mode] = figures
+        if mode == "default":
+            default_rankings = rankings
+    if args.mcp and "default" in modes:
+        with mcp_ranker(directory, database_url, mapping) as rank_over_mcp:
+            over_mcp = rank_over_mcp({q: queries[q] for q in qrels})
+        same = sum(1 for q in qrels if over_mcp[q] == default_rankings[q])
+        result["mcp"] = {
+            "ndcg": statistics.fmean(ndcg_at_10(over_mcp[q], qrels[q]) for q in qrels),
+            "recall": statistics.fmean(recall_at_100(over_mcp[q], qrels[q]) for q in qrels),
+            "identical_rankings": same,
+        }
+    return result
+
+
+# --- the driver ----------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--models", default="wordllama-l2-256")
-    parser.add_argument("--limit-queries", type=int, default=0, help="only the first N claims")
-    parser.add_argument("--split", choices=("test", "train"), default="test")
-    parser.add_argument(
-        "--lexical-weights", default="", help="also min-max fusion with these full-text weights"
-    )
-    parser.add_argument(
-        "--speed-corpus", help="instead: embedding time and search latency on this JSONL corpus"
-    )
-    parser.add_argument("--speed-queries", type=int, default=200)
+    parser.add_argument("--sets", default="scifact,cranfield")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--split", choices=("test", "dev", "all"), default="test")
+    parser.add_argument("--mcp", action="store_true", help="also run `default` over /mcp")
+    parser.add_argument("--limit-queries", type=int, default=0)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--set", help=argparse.SUPPRESS)
+    parser.add_argument("--backend", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.speed_corpus:
-        with tempfile.TemporaryDirectory(prefix="bench-speed-") as directory:
-            setup_django(directory)
-            speed_on_corpus(args.speed_corpus, args.speed_queries)
+    if args.child:
+        print(json.dumps(run_child(args)))
         return
+    results = {}
+    for set_name in args.sets.split(","):
+        for backend in args.backends.split(","):
+            command = [
+                sys.executable, __file__, "--child", "--set", set_name, "--backend", backend,
+                "--modes", args.modes, "--split", args.split,
+                "--limit-queries", str(args.limit_queries), *(["--mcp"] if args.mcp else []),
+            ]  # fmt: skip
+            started = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(f"{set_name} on {backend} failed")
+            results[(set_name, backend)] = json.loads(done.stdout.strip().splitlines()[-1])
+            seconds = time.perf_counter() - started
+            print(f"{set_name} on {backend}: {seconds:.0f} s", file=sys.stderr)
+    print_table(results, args)
 
-    with tempfile.TemporaryDirectory(prefix="bench-quality-") as directory:
-        setup_django(directory)
-        from django.db import connection
 
-        from papers.search import semantic
-
-        docs, queries, qrels = load_scifact(args.corpus, args.split)
-        if args.limit_queries:
-            qrels = dict(list(qrels.items())[: args.limit_queries])
-        mapping = import_corpus(docs)
-        print(f"{len(qrels)} {args.split} claims; database: {connection.vendor}\n")
-
-        rows = [(name, *figures, "", "") for name, figures in PUBLISHED.items()]
-        bm25 = evaluate(bm25_ids, queries, qrels, mapping)
-        rows.append(("BM25 (ours)", bm25[0], bm25[1], f"{bm25[2]:.1f}", ""))
-        speed = []
-        for key in args.models.split(","):
-            name, load, rate, dims = embed_all(key)
-            speed.append((key, name, dims, load, rate))
-            sem = evaluate(
-                lambda text: semantic.semantic_ranked_ids(query=text, limit=100),
-                queries, qrels, mapping,
-            )  # fmt: skip
-            hyb = evaluate(
-                lambda text: [pk for pk, _ in semantic.hybrid_ranked(query=text, depth=100)],
-                queries, qrels, mapping,
-            )  # fmt: skip
-            rows.append((f"semantic {key}", sem[0], sem[1], f"{sem[2]:.1f}", ""))
-            label = f"hybrid BM25+{key} (min-max, full text {semantic.LEXICAL_WEIGHT})"
-            rows.append((label, hyb[0], hyb[1], f"{hyb[2]:.1f}", ""))
-            rankings = {
-                qid: semantic.hybrid_rankings(query=queries[qid], depth=100) for qid in qrels
-            }
-            rrf = evaluate_cached(
-                rankings,
-                lambda pair: reciprocal_rank_fusion([pair[0][0], pair[1][0]], [3.0, 1.0], k=5),
-                qrels, mapping,
-            )  # fmt: skip
-            rows.append((f"hybrid BM25+{key} (RRF k 5, full text 3)", *rrf, "", ""))
-            for weight in filter(None, args.lexical_weights.split(",")):
-                alpha = float(weight)
-                fused = evaluate_cached(
-                    rankings,
-                    lambda pair, a=alpha: [
-                        pk for pk, _ in semantic.min_max_fusion(pair, [a, 1 - a])
-                    ],
-                    qrels, mapping,
-                )  # fmt: skip
-                rows.append((f"hybrid BM25+{key} (min-max, full text {alpha})", *fused, "", ""))
-
-        print("| run | nDCG@10 | Recall@100 | p50 ms/query |")
-        print("|---|---|---|---|")
-        for name, ndcg, recall, ms, _ in rows:
-            print(f"| {name} | {ndcg:.3f} | {recall:.3f} | {ms} |")
-        print("\n| model key | stored name | dims | load s | abstracts/s (title+abstract) |")
-        print("|---|---|---|---|---|")
-        for key, name, dims, load, rate in speed:
-            print(f"| {key} | {name} | {dims} | {load:.2f} | {rate:.0f} |")
-        load_now = os.getloadavg()[0]
-        print(f"\ngoals: BM25 >= 0.66, hybrid >= 0.70 nDCG@10; load average now {load_now:.1f}")
+def print_table(results: dict[tuple[str, str], dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\nsplit: {args.split}; nDCG@10 / Recall@100 / median ms per query / empty results")
+    print("\n| set | backend | run | nDCG@10 | Recall@100 | ms | empty | vs reference |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (set_name, backend), result in results.items():
+        reference = result["reference"]
+        rows = [("plain FTS5 BM25 (reference)", reference)]
+        rows += [(mode, figures) for mode, figures in result["modes"].items()]
+        for label, figures in rows:
+            ratio = figures["ndcg"] / reference["ndcg"] if reference["ndcg"] else float("nan")
+            print(
+                f"| {set_name} ({result['queries']} q) | {backend} | {label} | "
+                f"{figures['ndcg']:.3f} | {figures['recall']:.3f} | {figures['ms']:.1f} | "
+                f"{figures['empty']} | {ratio:.2f}x |"
+            )
+        if "mcp" in result:
+            mcp = result["mcp"]
+            print(
+                f"| {set_name} | {backend} | default over /mcp (search_papers) | "
+                f"{mcp['ndcg']:.3f} | {mcp['recall']:.3f} | | | "
+                f"{mcp['identical_rankings']}/{result['queries']} rankings identical |"
+            )
+        if set_name in PUBLISHED and args.split == "test":
+            label, ndcg, recall = PUBLISHED[set_name]
+            print(f"| {set_name} | | {label} | {ndcg:.3f} | {recall:.3f} | | | |")
+    for (set_name, _), result in results.items():
+        for mode, figures in result["modes"].items():
+            if figures.get("empty_vs_reference"):
+                print(
+                    f"\n{set_name}: {mode} returned nothing for {figures['empty_vs_reference']} "
+                    "queries where the reference found something"
+                )
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

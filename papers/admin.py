@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connections
@@ -39,8 +40,8 @@ from papers.models import (
     PaperPdf,
     Venue,
 )
+from papers.search.admin_search import SEARCH_RANK, paper_search_admin
 from papers.search.index import papers_changed
-from papers.selectors import paper_search_admin
 from research_site.errors import DomainError
 
 
@@ -313,6 +314,19 @@ class AnnotationInline(admin.TabularInline):
 CITED_BY_SHOWN = 50
 
 
+class RelevanceChangeList(ChangeList):
+    """A search lists the best matches first (SEARCH_RANK, set by paper_search_admin)
+    unless a column was clicked; without a search, the model admin's ordering."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        queryset = super().get_queryset(request, exclude_parameters)
+        # Django orders before it searches, so the rank is applied here, after both.
+        ranked = SEARCH_RANK in queryset.query.annotations
+        if self.query and ranked and ORDER_VAR not in self.params:
+            queryset = queryset.order_by(SEARCH_RANK, "-paper_id")
+        return queryset
+
+
 @admin.register(Paper)
 class PaperAdmin(PaperCurationAdmin):
     list_display = ["paper_id", "human_id", "short_title", "year", "venue", "keyword_list",
@@ -378,6 +392,9 @@ class PaperAdmin(PaperCurationAdmin):
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
     ) -> tuple[QuerySet[Paper], bool]:
         return paper_search_admin(queryset, search_term), False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return RelevanceChangeList
 
     # --- the paper page ----------------------------------------------------------------
 

@@ -47,6 +47,7 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
+from papers import scoping
 from papers.models import (
     Category,
     Citation,
@@ -183,10 +184,7 @@ def _visible(scope: Sequence[str] | None) -> QuerySet[Any] | None:
     """The ids of the papers a scoped client sees, as a subquery; None: every paper."""
     if scope is None:
         return None
-    from projects.models import ProjectPaper
-    from projects.selectors import project_ids_for
-
-    return ProjectPaper.objects.filter(project__in=project_ids_for(scope)).values("paper_id")
+    return scoping.scope_paper_ids(scope)
 
 
 def _within(

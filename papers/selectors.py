@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from papers.models import Paper, PaperAuthor
+from papers.scoping import papers_in_project, project_find
+from papers.scoping import papers_in_scope as papers_in_scope
 from research_site.errors import InvalidInput, NotFound
 
 MAX_REF_LENGTH = 600
 # Larger numbers cannot be a paper_id (a 64-bit integer); the databases refuse to compare
 # them (SQLite: OverflowError, PostgreSQL: bigint out of range), so they simply match nothing.
 MAX_PAPER_ID = 2**63 - 1
-
-
-def papers_in_scope(scope: Sequence[str] | None) -> QuerySet[Paper]:
-    """All papers, or only those in the given projects (ids or names) for a scoped client."""
-    queryset = Paper.objects.all()
-    if scope is None:
-        return queryset
-    from projects.selectors import project_ids_for
-
-    return queryset.filter(project_links__project_id__in=project_ids_for(scope)).distinct()
 
 
 def paper_get(*, ref: str | int, scope: Sequence[str] | None = None) -> Paper:
@@ -177,33 +168,6 @@ def papers_filter(
         ids = [p.pk for p in papers_get_many(refs=refs, scope=scope)]
         queryset = queryset.filter(pk__in=ids)
     if project:
-        from projects.selectors import project_get
-
-        queryset = queryset.filter(project_links__project=project_get(ref=project, scope=scope))
+        found = project_find(ref=project, scope=scope)
+        queryset = queryset.filter(pk__in=papers_in_project(found).values("pk"))
     return with_relations(queryset.order_by("paper_id"))
-
-
-ADMIN_SEARCH_MAX_HITS = 10_000
-
-
-def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
-    """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
-    exactly, and words go through the full-text index (stems, abstracts, keywords; the
-    query language works too). Text that is not a valid query (an unclosed quote, say)
-    falls back to a plain title/author match, so the box never errors."""
-    from papers.search.fulltext import paper_search_ids
-
-    term = term.strip()
-    if not term:
-        return queryset
-    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
-    if term.isdigit():
-        condition |= Q(pk=int(term))
-    try:
-        ids = paper_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS, ranked=False)
-    except InvalidInput:
-        plain = " ".join(re.sub(r'["()*]', " ", term).split())
-        condition |= Q(title__icontains=plain) | Q(authors_string__icontains=plain)
-    else:
-        condition |= Q(pk__in=ids)
-    return queryset.filter(condition)

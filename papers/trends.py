@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet
 
+from papers import scoping
 from papers.models import (
     Author,
     Category,
@@ -198,10 +199,7 @@ def _lookup(found: dict[str, int], text: str) -> int | None:
 
 
 def _project_papers(project_id: str, scope: Sequence[str] | None) -> QuerySet[Paper]:
-    from projects.selectors import project_get
-
-    project = project_get(ref=project_id, scope=scope)
-    return Paper.objects.filter(project_links__project=project)
+    return scoping.papers_in_project(scoping.project_find(ref=project_id, scope=scope))
 
 
 # --- the counts ------------------------------------------------------------------------------
@@ -231,10 +229,9 @@ def _selected(papers: PaperSet, scope: Sequence[str] | None) -> _Selection:
     else:
         ids = [p.pk if isinstance(p, Paper) else int(p) for p in papers]
     if scope is not None:
-        from projects.models import ProjectPaper
-        from projects.selectors import project_ids_for
-
-        visible = ProjectPaper.objects.filter(project__in=project_ids_for(scope))
+        visible = scoping.membership_model()._default_manager.filter(
+            project__in=scoping.project_ids_for(scope)
+        )
         if ids is not None:
             visible = visible.filter(paper__in=ids)
         ids = visible.values("paper_id")

@@ -20,7 +20,11 @@ from django.urls import reverse
 from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart
 from papers.models import Paper
-from papers.selectors import ADMIN_SEARCH_MAX_HITS, paper_search_admin
+from papers.search.admin_search import (
+    ADMIN_SEARCH_MAX_HITS,
+    paper_search_admin,
+    with_search_rank,
+)
 from projects.models import Project
 from research_site.errors import InvalidInput
 
@@ -109,15 +113,13 @@ def project_papers_search(
     if not term:
         return queryset
     try:
-        ids = paper_search_ids(
-            query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS, ranked=False
-        )
+        ids = paper_search_ids(query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS)
     except InvalidInput:
         return paper_search_admin(queryset, term)  # not a valid query: its plain match
     condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
     if term.isdigit():
         condition |= Q(pk=int(term))
-    return queryset.filter(condition)
+    return with_search_rank(queryset.filter(condition), ids)
 
 
 class LibraryPickerAdmin(PaperAdmin):

@@ -4,36 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Q
-
+from papers import scoping
 from papers.models import Paper
 from papers.selectors import with_relations
 from projects.models import Project
-from research_site.errors import InvalidInput, NotFound
 
 
 def project_ids_for(refs: Sequence[str]) -> list[str]:
     """Project ids for references given as ids or names (case-insensitive); unknown ones
     match nothing, so a scoped client with a wrong name sees an empty library, never more."""
-    if not refs:
-        return []
-    condition = Q(id__in=list(refs))
-    for ref in refs:
-        condition |= Q(name__iexact=ref)
-    return list(Project.objects.filter(condition).values_list("id", flat=True))
+    return scoping.project_ids_for(refs)
 
 
 def project_get(*, ref: str, scope: Sequence[str] | None = None) -> Project:
     """The project with this id or (case-insensitive) name; NotFound otherwise or when the
     client's collection scope does not include it."""
-    text = (ref or "").strip()
-    if not text:
-        raise InvalidInput("project_id cannot be empty.", field="project_id")
-    project = (
-        Project.objects.filter(id=text).first() or Project.objects.filter(name__iexact=text).first()
-    )
-    if project is None or (scope is not None and project.id not in project_ids_for(scope)):
-        raise NotFound(f"No project {ref!r}.", project_id=ref)
+    project: Project = scoping.project_find(ref=ref, scope=scope)
     return project
 
 

@@ -141,6 +141,24 @@ def test_search_uses_the_full_text_index(admin_client: Client, library: list[Pap
     assert titles(response) == {"BERT", "GPT-3"}
 
 
+def test_search_lists_the_best_match_first_and_a_clicked_column_wins(
+    admin_client: Client, make_paper: Callable[..., Paper]
+) -> None:
+    best = make_paper("Neural Machine Translation by Jointly Learning to Align", year=2015,
+                      authors=["Dzmitry Bahdanau"])  # fmt: skip
+    for n in range(3):  # newer papers sharing one word of the question
+        make_paper(f"Translation study {n}", authors=[f"Author {n}"], year=2020 + n)
+    response = admin_client.get(
+        reverse(CHANGELIST), {"q": "how does neural machine translation learn to align"}
+    )
+    listed = [p.title for p in response.context["cl"].result_list]
+    assert listed[0] == best.title
+    assert len(listed) == 4  # any word may match: the studies follow
+    by_title = admin_client.get(reverse(CHANGELIST), {"q": "translation", "o": "3"})
+    titles_in_order = [p.title for p in by_title.context["cl"].result_list]
+    assert titles_in_order == sorted(titles_in_order)
+
+
 def test_search_box_never_errors_on_bad_query_syntax(
     admin_client: Client, library: list[Paper]
 ) -> None:

@@ -216,7 +216,7 @@ def test_review_runs_from_plan_to_a_project_with_prisma_counts(
 
 def test_export_results_in_every_format(tools: Tools, library: dict[str, int]) -> None:
     state = tools.start(max_results=10)
-    state = tools.decide(state, "edit", data={"queries": ["sparse attention"]})
+    state = tools.decide(state, "edit", data={"queries": ['"sparse attention"']})
     state = tools.decide(state, "approve")
     assert state["is_complete"]
     exports = {

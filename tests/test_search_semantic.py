@@ -221,11 +221,6 @@ def test_min_max_fusion_window_single_hits_and_empty_rankings() -> None:
     assert semantic.min_max_fusion([([], []), ([], [])], [0.5, 0.5]) == []
 
 
-def test_plain_queries_match_any_word_on_the_fulltext_side() -> None:
-    assert semantic.any_words_query("The role of protein folding") == "role OR protein OR folding"
-    assert semantic.any_words_query('"protein folding" NOT yeast') == '"protein folding" NOT yeast'
-
-
 @pytest.mark.parametrize("query", ["", "   ", "x" * 2001])
 def test_bad_queries_are_invalid_input(query: str) -> None:
     with pytest.raises(InvalidInput):
@@ -358,18 +353,3 @@ def test_new_papers_are_embedded_after_commit_in_process_or_by_the_worker() -> N
     embedding = PaperEmbedding.objects.get(paper=paper)
     assert embedding.dimensions > 0
     assert len(embedding.vector) == embedding.dimensions * 4  # float32
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("Basophils counteract lupus (SLE).", "basophils OR counteract OR lupus OR sle"),
-        ("the role of IL-6", "role OR il OR 6"),
-        ('"exact phrase" here', '"exact phrase" here'),
-        ("transl* models", "transl* models"),
-        ("bert NOT vision", "bert NOT vision"),
-    ],
-)
-def test_sentences_match_any_word_but_the_query_language_is_kept(query: str, expected: str) -> None:
-    """Parentheses alone are prose: only quotes, prefix* and operators mean the language."""
-    assert semantic.any_words_query(query) == expected

@@ -36,6 +36,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet
 
+from papers import scoping
 from papers.models import (
     Author,
     Category,
@@ -181,15 +182,7 @@ def _papers(*, filters: SearchFilters | None, scope: Sequence[str] | None) -> Qu
 
     queryset = Paper.objects.all()
     if scope is not None:
-        from projects.models import ProjectPaper
-        from projects.selectors import project_ids_for
-
-        # A subquery, not papers_in_scope's join + DISTINCT: it is used inside IN (...).
-        queryset = queryset.filter(
-            pk__in=ProjectPaper.objects.filter(project__in=project_ids_for(scope)).values(
-                "paper_id"
-            )
-        )
+        queryset = queryset.filter(pk__in=scoping.scope_paper_ids(scope))
     return apply_filters(queryset, filters, scope=scope)
 
 
@@ -382,19 +375,16 @@ def _categories(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]
 
 
 def _tags(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
-    from projects.models import Project, ProjectPaper
-    from projects.selectors import project_ids_for
-
-    links = ProjectPaper.objects.all()
+    links = scoping.membership_model()._default_manager.all()
     if scope is not None:
         # Papers in scope may also sit in projects outside it; those stay invisible.
-        links = links.filter(project__in=project_ids_for(scope))
+        links = links.filter(project__in=scoping.project_ids_for(scope))
     groups = _restrict(links, papers).values("project_id").annotate(n=Count("pk"))
 
     def names(ids: list[str]) -> dict[str, dict[str, Any]]:
         return {
             p.pk: {"name": p.name, "project_id": p.pk, "filter": {"project": p.pk}}
-            for p in Project.objects.filter(pk__in=ids).only("name")
+            for p in scoping.project_model()._default_manager.filter(pk__in=ids).only("name")
         }
 
     return _top(groups, "project_id", limit, names)

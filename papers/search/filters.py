@@ -26,6 +26,7 @@ from django.db.models import F, Lookup, Q, QuerySet
 from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
+from papers import scoping
 from papers.identifiers import fold_key, normalize_doi, parse_person_name
 from papers.models import (
     Author,
@@ -413,17 +414,14 @@ def linked(links: QuerySet[Any]) -> Q:
 
 
 def _project_links(ref: str, scope: Sequence[str] | None) -> QuerySet[Any]:
-    from projects.models import Project, ProjectPaper
-    from projects.selectors import project_ids_for
-
     if has_wildcard(ref):
         named = text_match("id", ref) | text_match("name", ref)
     else:
         named = Q(id=_unescape_glob(ref)) | text_match("name", ref)
-    projects = Project.objects.filter(named)
+    projects = scoping.project_model()._default_manager.filter(named)
     if scope is not None:
-        projects = projects.filter(id__in=project_ids_for(scope))
-    return ProjectPaper.objects.filter(project__in=projects.values("pk"))
+        projects = projects.filter(id__in=scoping.project_ids_for(scope))
+    return scoping.membership_model()._default_manager.filter(project__in=projects.values("pk"))
 
 
 # --- payload and keyword search ------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from papers.search import fulltext, semantic
+from papers.search import fulltext, postings, semantic
 
 
 def papers_changed(paper_ids: Iterable[int]) -> None:
@@ -18,4 +18,5 @@ def papers_changed(paper_ids: Iterable[int]) -> None:
     if not ids:
         return
     fulltext.index_papers(ids)
+    postings.index_papers(ids)
     semantic.schedule_embedding(ids)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from papers.scoping import project_find
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic
 from papers.search.types import SearchFilters, SearchPage
@@ -34,10 +35,8 @@ def search_filters_build(
     Raises InvalidInput for a bad payload or an empty date range, NotFound for an unknown
     project.
     """
-    from projects.selectors import project_get
-
     filters = search_filters.filters_from_payload(payload or {})
-    project_id = project_get(ref=project, scope=scope).id if project else None
+    project_id = project_find(ref=project, scope=scope).id if project else None
     return search_filters.filters_merge(
         filters, project=project_id, year_from=year_of(date_from), year_to=year_of(date_to)
     )

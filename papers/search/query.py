@@ -350,3 +350,142 @@ def to_tsquery_sql(node: Node, config: str = "english") -> tuple[str, list[str]]
     include_sql, include_params = to_tsquery_sql(node.include, config)
     exclude_sql, exclude_params = to_tsquery_sql(node.exclude, config)
     return f"({include_sql} && !!{exclude_sql})", [*include_params, *exclude_params]
+
+
+# --- what a query means: natural language or the query language ------------------------
+
+# `-word` / `-"a phrase"` at the start of a token excludes (a hyphen inside a word,
+# 'state-of-the-art', 'IL-6', is part of the word).
+_EXCLUSION_RE = re.compile(r'(?:(?<=\s)|(?<=^)|(?<=\())-("[^"]*"|[^\s"()]+)')
+_OPERATOR_RE = re.compile(r"(?:(?<=[\s(])|^)(AND|OR|NOT)(?=[\s()]|$)")
+_PREFIX_RE = re.compile(r"^\w[\w'-]*\*$")
+
+
+@dataclass(frozen=True)
+class Understood:
+    """A query as search uses it.
+
+    - `mode`: "natural" (no operators: any content word may match, more is better) or
+      "strict" (AND/OR/NOT: the boolean meaning of the query language);
+    - `constraint`: what a result must match (phrases, `prefix*`, exclusions, or the
+      whole boolean query), or None when any word may match;
+    - `words`: the words that rank results (stop words included; the analyzer drops them);
+    - `prefixes`: `prefix*` stems, for highlighting;
+    - `notes`: what was changed to make sense of the query (an unbalanced quote).
+    """
+
+    mode: str
+    constraint: Node | None
+    words: tuple[str, ...]
+    prefixes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _balanced(text: str, notes: list[str]) -> str:
+    """The text with an unpaired double quote and unmatched parentheses dropped."""
+    if text.count('"') % 2:
+        cut = text.rfind('"')
+        text = text[:cut] + " " + text[cut + 1 :]
+        notes.append("an unpaired double quote was ignored")
+    depth, kept = 0, []
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                notes.append("an unmatched ')' was ignored")
+                kept.append(" ")
+                continue
+            depth -= 1
+        kept.append(char)
+    text = "".join(kept)
+    while depth > 0:
+        cut = text.rfind("(")
+        text = text[:cut] + " " + text[cut + 1 :]
+        depth -= 1
+        notes.append("an unmatched '(' was ignored")
+    return text
+
+
+def _exclusions(text: str) -> tuple[str, list[Node]]:
+    """The text without its `-word` / `-"phrase"` parts, and those parts as nodes."""
+    excluded: list[Node] = []
+
+    def take(match: re.Match[str]) -> str:
+        raw = match.group(1)
+        node = _phrase_node(raw[1:-1]) if raw.startswith('"') else _word(raw)
+        if node is not None:
+            excluded.append(node)
+        return " "
+
+    return _EXCLUSION_RE.sub(take, text), excluded
+
+
+def _phrase_node(text: str) -> Node | None:
+    found = tuple(WORD_RE.findall(text))
+    if not found:
+        return None
+    return Phrase(found) if len(found) > 1 else Term(found[0])
+
+
+def _natural(text: str) -> tuple[list[Node], list[str], list[str]]:
+    """(required phrases and prefixes, ranking words, prefix stems) of a text without
+    operators. Parentheses and other punctuation only separate words."""
+    required: list[Node] = []
+    ranking: list[str] = []
+    prefixes: list[str] = []
+    for index, part in enumerate(text.split('"')):
+        if index % 2:  # inside quotes
+            node = _phrase_node(part)
+            if node is not None:
+                required.append(node)
+                ranking += positive_words(node)
+            continue
+        for token in part.replace("(", " ").replace(")", " ").split():
+            if _PREFIX_RE.match(token):
+                node = _word(token)  # raises for a prefix shorter than MIN_PREFIX_CHARS
+                if node is not None:
+                    required.append(node)
+                    ranking += [t.text for t in positive_terms(node) if not t.prefix]
+                    prefixes += [t.text for t in positive_terms(node) if t.prefix]
+                continue
+            ranking += WORD_RE.findall(token)
+    return required, ranking, prefixes
+
+
+def understand(text: str) -> Understood:
+    """What a query asks for (see Understood). Unbalanced quotes or parentheses are
+    dropped with a note, never an error. Raises InvalidInput (with a hint) for a misused
+    operator ('bleu AND'), a prefix shorter than MIN_PREFIX_CHARS, or nothing to search
+    for."""
+    notes: list[str] = []
+    rest, excluded = _exclusions(text)
+    rest = _balanced(rest, notes)
+    if _OPERATOR_RE.search(rest):
+        # Operators mean the query language: misusing one is an error with a hint.
+        node = parse_query(rest)
+        for part in excluded:
+            node = Not(node, part)
+        return Understood(
+            "strict",
+            node,
+            tuple(t.text for t in positive_terms(node) if not t.prefix),
+            tuple(t.text for t in positive_terms(node) if t.prefix),
+            tuple(notes),
+        )
+    required, ranking, prefixes = _natural(rest)
+    if not required and not ranking:
+        if excluded:
+            raise _invalid(
+                "The query only excludes words: say what to search for as well.",
+                "write 'transformer -vision'",
+            )
+        raise _invalid("The query has no words to search for.", "type at least one word")
+    constraint = _combine(And, list(required))
+    if excluded:
+        if constraint is None:
+            # "Anything but X" is not a search: exclusions narrow what the words find.
+            constraint = _combine(Or, [Term(word) for word in dict.fromkeys(ranking)])
+        for part in excluded:
+            constraint = Not(constraint, part) if constraint is not None else None
+    return Understood("natural", constraint, tuple(ranking), tuple(prefixes), tuple(notes))

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,11 +34,12 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 
 from papers.models import Paper, PaperEmbedding
 from papers.search.embedding import EmbeddingModel, load_model, paper_text, text_hash
+from papers.search.fulltext import paper_search_scored
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import REFRESH_SECONDS, Snapshot, vector_index
 from research_site.errors import InvalidInput
@@ -460,27 +460,6 @@ def rerank_enabled(rerank: bool | None) -> bool:
     return settings.SEARCH_RERANK if rerank is None else bool(rerank)
 
 
-def any_words_query(query: str) -> str:
-    """For a plain natural-language query (no operators, quotes or `prefix*`), the
-    full-text query matching ANY of its words except stop words, as BM25 is meant to be
-    used for ranking: the full-text language's implicit AND would find almost nothing for
-    a sentence. Queries that use the language are kept as they are."""
-    # Parentheses alone are prose ('interleukin-6 (IL-6)'): only quotes, `word*` and
-    # operators mean the query language. (11% of SciFact's claims have parentheses.)
-    if re.search(r'"|\w\*|\b(AND|OR|NOT)\b', query):
-        return query
-    words = [w for w in dict.fromkeys(re.findall(r"\w+", query.lower())) if w not in STOP_WORDS]
-    return " OR ".join(words) if words else query
-
-
-# Common English words that carry no topic (and would make an OR query match everything).
-STOP_WORDS = frozenset(
-    "a an and are as at be been by can could did do does for from had has have how in into "
-    "is it its may might no not of on or our than that the their them then there these they "
-    "this those to was we were what when where which while who why will with would".split()
-)
-
-
 def hybrid_rankings(
     *,
     query: str,
@@ -490,9 +469,10 @@ def hybrid_rankings(
     notes: list[str] | None = None,
 ) -> tuple[Ranking, Ranking]:
     """The two scored rankings hybrid search fuses, each `depth` deep: full text of
-    `any_words_query(query)` (BM25 on SQLite, ts_rank on PostgreSQL, higher is better)
+    `query` as the full-text search ranks it (fulltext.paper_search_scored: BM25, higher
+    is better)
     and cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
-    lexical = _lexical_ranking(any_words_query(query), filters, scope, depth)  # validates first
+    lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     model, snapshot = _prepare(notes if notes is not None else [])
     return lexical, _rank(snapshot, model.encode_query(query), depth, filters, scope)
 
@@ -500,34 +480,9 @@ def hybrid_rankings(
 def _lexical_ranking(
     query: str, filters: SearchFilters | None, scope: Sequence[str] | None, depth: int
 ) -> Ranking:
-    """fulltext.paper_search_ids's ranking with the scores it leaves out: the same
-    statements, as fulltext has no public scored variant yet. Raises InvalidInput like it.
-    """
-    from papers.search import fulltext as ft
-    from papers.search import query as query_language
-
-    node = ft._check_request(query, 1, 0)
-    restriction = ft._restriction(filters, scope)
-    connection = ft._connection(DEFAULT_DB_ALIAS)
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            match, prefilter = query_language.to_fts5(node), ft._title_prefilter(node)
-            ranked = ft._sqlite_rank(cursor, match, restriction, depth, 0, prefilter)
-            return ranked.ids, ranked.scores
-        # Not fulltext._pg_rank: it also counts every hit, which paging needs and fusion not.
-        sql, params = query_language.to_tsquery_sql(node, ft.PG_CONFIG)
-        where = "f.document @@ query.q"
-        if restriction is not None:
-            where += f" AND f.paper_id IN ({restriction[0]})"
-            params = [*params, *restriction[1]]
-        cursor.execute(
-            f"WITH query AS (SELECT {sql} AS q) SELECT f.paper_id, ts_rank('{ft.PG_WEIGHTS}', "  # noqa: S608
-            f"f.document, query.q, {ft.PG_NORMALIZATION}) AS r FROM {ft.FTS_TABLE} f, query "
-            f"WHERE {where} ORDER BY r DESC, f.paper_id LIMIT %s",
-            [*params, depth],
-        )
-        rows = cursor.fetchall()
-    return [row[0] for row in rows], [float(row[1]) for row in rows]
+    """The full-text search's ranking with its scores (fulltext.paper_search_scored).
+    Raises InvalidInput like paper_search."""
+    return paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
 
 
 def hybrid_ranked(
@@ -538,7 +493,7 @@ def hybrid_ranked(
     depth: int = HYBRID_DEPTH,
     notes: list[str] | None = None,
 ) -> list[tuple[int, float]]:
-    """(paper id, fused score) best first: the full-text ranking of `any_words_query(query)`
+    """(paper id, fused score) best first: the full-text ranking of `query`
     and the semantic ranking of `query`, each `depth` deep, fused by min_max_fusion."""
     lexical, semantic = hybrid_rankings(
         query=query, filters=filters, scope=scope, depth=depth, notes=notes
@@ -557,7 +512,7 @@ def hybrid_search(
     """Full-text (BM25) and semantic rankings fused by their scores (mode "hybrid").
 
     Each ranking is read to depth max(HYBRID_DEPTH, offset + limit); a plain query is
-    matched on any of its words on the full-text side (any_words_query). `score` is the
+    read as the full-text search reads it (natural language or the query language). `score` is the
     fused score (see min_max_fusion: 0..1, 1 for a paper first in both, higher is better);
     `total` is the number of distinct papers in the two rankings. A paper found only by
     meaning (no query word in it) still appears, which is the point.

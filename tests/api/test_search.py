@@ -82,8 +82,12 @@ def test_search_limits_are_400_naming_the_parameter(
 
 
 def test_search_input_refused_by_the_selectors_is_400(api: Api, library: Library) -> None:
-    unclosed = error(api.get("/api/search", {"query": '"unclosed phrase'}), 400)
-    assert unclosed["code"] == "invalid_input"
+    dangling = error(api.get("/api/search", {"query": "bleu AND"}), 400)
+    assert dangling["code"] == "invalid_input" and "bleu AND meteor" in dangling["hint"]
+    # An unclosed quote is not refused: the words are searched, with a note.
+    unclosed = api.get("/api/search", {"query": '"unclosed phrase'})
+    assert unclosed.status_code == 200
+    assert unclosed.json()["notes"] == ["query: an unpaired double quote was ignored"]
     reversed_range = error(api.get("/api/search", {"query": "x", "year": "2020-2010"}), 400)
     assert reversed_range["code"] == "invalid_input"
     dates = {"query": "x", "date_from": "2020", "date_to": "2019"}

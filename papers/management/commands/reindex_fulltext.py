@@ -1,4 +1,5 @@
-"""Rebuild the full-text search index from the library.
+"""Rebuild the full-text search indexes from the library: the database engine's (FTS5 /
+tsvector) and the BM25 postings (papers/search/postings.py).
 
     manage.py reindex_fulltext [--batch-size 2000] [--no-progress]
 
@@ -20,10 +21,11 @@ from tqdm import tqdm
 
 from papers.models import Paper
 from papers.search.fulltext import FTS_TABLE, rebuild_index
+from papers.search.postings import POSTING_TABLE, rebuild_postings
 
 
 class Command(BaseCommand):
-    help = "Rebuild the full-text search index (SQLite FTS5 / PostgreSQL tsvector)."
+    help = "Rebuild the full-text search indexes (FTS5 / tsvector, and the BM25 postings)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch-size", type=int, default=2000)
@@ -40,8 +42,11 @@ class Command(BaseCommand):
             if FTS_TABLE not in connection.introspection.table_names():
                 migration = importlib.import_module("papers.migrations.0003_fulltext")
                 migration.create_schema(connection)
+            if POSTING_TABLE not in connection.introspection.table_names():
+                migration = importlib.import_module("papers.migrations.0006_lexical_postings")
+                migration.create_schema(connection)
             with tqdm(
-                total=Paper.objects.using(using).count(),
+                total=2 * Paper.objects.using(using).count(),
                 desc="Indexing",
                 unit=" papers",
                 file=sys.stderr,
@@ -51,4 +56,5 @@ class Command(BaseCommand):
                 count = rebuild_index(
                     batch_size=options["batch_size"], using=using, progress=bar.update
                 )
+                rebuild_postings(batch_size=options["batch_size"], using=using, progress=bar.update)
         self.stdout.write(f"Indexed {count} papers in {time.monotonic() - started:.1f} s.")

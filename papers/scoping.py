@@ -1,0 +1,75 @@
+"""Project membership as the paper layer sees it: collection scoping and project filters.
+
+Projects live in the app above (projects.models: Project, and ProjectPaper, which links a
+project to a paper with `related_name="project_links"`). The paper layer never imports
+that app: it reads membership through the relation projects declares on Paper, and finds
+the two models through it (`membership_model`, `project_model`). projects.selectors
+resolves project references with these same functions, so there is one definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Model, Q, QuerySet
+
+from papers.models import Paper
+from research_site.errors import InvalidInput, NotFound
+
+# The relation from Paper to its membership rows, declared by projects.models.ProjectPaper.
+LINKS = "project_links"
+
+
+def membership_model() -> type[Model]:
+    """ProjectPaper (project, paper, added_at)."""
+    return Paper._meta.get_field(LINKS).related_model  # type: ignore[return-value]
+
+
+def project_model() -> type[Model]:
+    """Project (id, name, ...)."""
+    return membership_model()._meta.get_field("project").related_model  # type: ignore[return-value]
+
+
+def project_ids_for(refs: Sequence[str]) -> list[str]:
+    """Project ids for references given as ids or names (case-insensitive); unknown ones
+    match nothing, so a scoped client with a wrong name sees an empty library, never more."""
+    if not refs:
+        return []
+    condition = Q(id__in=list(refs))
+    for ref in refs:
+        condition |= Q(name__iexact=ref)
+    manager: Any = project_model()._default_manager
+    return list(manager.filter(condition).values_list("id", flat=True))
+
+
+def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
+    """The project with this id or (case-insensitive) name; NotFound otherwise or when the
+    client's collection scope does not include it. InvalidInput for an empty reference."""
+    text = (ref or "").strip()
+    if not text:
+        raise InvalidInput("project_id cannot be empty.", field="project_id")
+    manager: Any = project_model()._default_manager
+    project = manager.filter(id=text).first() or manager.filter(name__iexact=text).first()
+    if project is None or (scope is not None and project.id not in project_ids_for(scope)):
+        raise NotFound(f"No project {ref!r}.", project_id=ref)
+    return project
+
+
+def scope_paper_ids(scope: Sequence[str]) -> QuerySet[Any]:
+    """The ids of the papers in these projects, as a subquery (`paper_id` values)."""
+    manager: Any = membership_model()._default_manager
+    return manager.filter(project__in=project_ids_for(scope)).values("paper_id")
+
+
+def papers_in_scope(scope: Sequence[str] | None) -> QuerySet[Paper]:
+    """All papers, or only those in the given projects (ids or names) for a scoped client.
+    A semi-join (`paper_id IN (...)`), so a paper in two of the projects is one row."""
+    queryset = Paper.objects.all()
+    if scope is None:
+        return queryset
+    return queryset.filter(pk__in=scope_paper_ids(scope))
+
+
+def papers_in_project(project: Any) -> QuerySet[Paper]:
+    return Paper.objects.filter(**{f"{LINKS}__project": project})

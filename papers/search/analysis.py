@@ -1,0 +1,78 @@
+"""How text becomes index terms for BM25 ranking (papers/search/lexical.py).
+
+One analyzer for documents and queries, in Python, so SQLite and PostgreSQL rank with the
+same terms and the same statistics: words are runs of letters and digits, folded to
+lower-case ASCII ('García' -> 'garcia'), English stop words dropped, the rest stemmed by
+the Snowball English stemmer (PyStemmer, C), so 'translations' and 'translating' are one
+term. A term is stored as a 48-bit hash of its stem: no vocabulary table to keep in step
+(and to lock) across concurrent writers; two stems sharing a hash (about one pair per
+million terms) share their postings, which moves a rank by a hair at most.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+import Stemmer
+
+WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Common English words that carry no topic: a question's "what", "is", "the" never have to
+# match, and they are not indexed. Lucene's English list plus question words and the
+# filler of requests ("give", "please", "papers about").
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are aren as at be because
+    been before being below between both but by can cannot could did do does doing down
+    during each etc few for from further give had has have having he her here hers herself
+    him himself his how however i if in into is it its itself just let me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own
+    please possible same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+
+_stemmer = Stemmer.Stemmer("english")
+_stemmer.maxCacheSize = 200_000
+
+
+def fold(text: str) -> str:
+    """Lower-case ASCII where a letter has an ASCII base ('Ünïcödé' -> 'unicode')."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def words(text: str) -> list[str]:
+    """The folded words of a text, stop words included, in order."""
+    return WORD_RE.findall(fold(text))
+
+
+def is_stop_word(word: str) -> bool:
+    return word in STOP_WORDS or (len(word) == 1 and not word.isdigit())
+
+
+def stems(text: str) -> list[str]:
+    """The index terms of a text in order: words without stop words, stemmed."""
+    kept = [word for word in words(text) if not is_stop_word(word)]
+    return _stemmer.stemWords(kept) if kept else []
+
+
+def stem(word: str) -> str:
+    return _stemmer.stemWord(fold(word))
+
+
+@lru_cache(maxsize=500_000)
+def term_id(term: str) -> int:
+    """The stored id of a stem: the first 6 bytes of its BLAKE2b digest."""
+    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=6).digest(), "big")
+
+
+def term_counts(text: str) -> Counter[str]:
+    return Counter(stems(text))

@@ -1,0 +1,160 @@
+"""What the database's own full-text engine does for search: boolean matching of the query
+language (phrases, AND/OR/NOT, `prefix*`), ranking when no query word is a BM25 term (a
+query of stop words, or a bare `prefix*`), and typo-tolerant matching.
+
+SQLite: the FTS5 table (`bm25()` with column weights); PostgreSQL: the weighted tsvector
+table (`ts_rank`). Both are kept by fulltext.index_papers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from papers.search import query as q
+from papers.search.lexical import Ranked, Restriction, intersection
+from papers.search.source import FTS_TABLE
+from papers.search.vocabulary import FUZZY_MIN_CHARS, get_vocabulary
+
+# English stemming and stop words, accents folded (migration 0003).
+PG_CONFIG = "papers_english"
+# bm25 weight of each FTS5 column (title, abstract, authors, keywords, venue).
+BM25_WEIGHTS = (10.0, 1.0, 5.0, 5.0, 2.0)
+# ts_rank weights for D, C, B, A (abstract, -, authors/keywords/venue, title).
+PG_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
+# ts_rank normalisation 1: divide by 1 + log(document length).
+PG_NORMALIZATION = 1
+
+FUZZY_MAX_HITS = 100
+# Fuzzy matches are ranked among the newest this many title/author hits.
+FUZZY_CANDIDATES = 2_000
+
+
+def _postgres(using: str = DEFAULT_DB_ALIAS) -> bool:
+    return connections[using].vendor == "postgresql"
+
+
+def bm25_sql() -> str:
+    return f"bm25({FTS_TABLE}, {', '.join(str(w) for w in BM25_WEIGHTS)})"
+
+
+def match_restriction(node: q.Node) -> Restriction:
+    """SQL selecting the ids of the papers that match a query-language node."""
+    if _postgres():
+        sql, params = q.to_tsquery_sql(node, PG_CONFIG)
+        return f"SELECT paper_id FROM {FTS_TABLE} WHERE document @@ {sql}", list(params)  # noqa: S608
+    return (
+        f"SELECT rowid AS paper_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",  # noqa: S608
+        [q.to_fts5(node)],
+    )
+
+
+def rank(node: q.Node, restrictions: Sequence[Restriction], limit: int, offset: int) -> Ranked:
+    """Papers matching `node`, ranked by the engine (bm25 / ts_rank), with the count."""
+    where, params = "", list[Any]()
+    if restrictions:
+        sql, params = intersection(restrictions)
+        where = f" AND {{id}} IN ({sql})"
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        if _postgres():
+            tsquery, query_params = q.to_tsquery_sql(node, PG_CONFIG)
+            condition = f"f.document @@ query.q{where.format(id='f.paper_id')}"
+            head = f"WITH query AS (SELECT {tsquery} AS q) "
+            cursor.execute(
+                head + f"SELECT f.paper_id, ts_rank('{PG_WEIGHTS}', f.document, query.q, "  # noqa: S608
+                f"{PG_NORMALIZATION}) AS r FROM {FTS_TABLE} f, query WHERE {condition} "
+                "ORDER BY r DESC, f.paper_id LIMIT %s OFFSET %s",
+                [*query_params, *params, limit, offset],
+            )
+            rows = [(pid, float(r)) for pid, r in cursor.fetchall()]
+            cursor.execute(
+                head + f"SELECT count(*) FROM {FTS_TABLE} f, query WHERE {condition}",  # noqa: S608
+                [*query_params, *params],
+            )
+        else:
+            condition = f"{FTS_TABLE} MATCH %s{where.format(id='rowid')}"
+            match = q.to_fts5(node)
+            cursor.execute(
+                f"SELECT rowid, {bm25_sql()} AS r FROM {FTS_TABLE} WHERE {condition} "  # noqa: S608
+                "ORDER BY r LIMIT %s OFFSET %s",
+                [match, *params, limit, offset],
+            )
+            rows = [(pid, -r) for pid, r in cursor.fetchall()]
+            cursor.execute(
+                f"SELECT count(*) FROM {FTS_TABLE} WHERE {condition}",  # noqa: S608
+                [match, *params],
+            )
+        total = int(cursor.fetchone()[0])
+    return Ranked([pid for pid, _ in rows], [score for _, score in rows], total)
+
+
+# --- typo-tolerant matching ----------------------------------------------------------
+
+
+def fuzzy_matches(
+    words: list[str], excluded: list[q.Node], restrictions: Sequence[Restriction]
+) -> list[tuple[int, float]]:
+    """Papers whose title/authors hold each word or a close spelling of it (short
+    unknown words are left out), best first, at most FUZZY_MAX_HITS."""
+    groups = _close_groups(words)
+    if groups is None:
+        return []
+    where, params = "", list[Any]()
+    if restrictions:
+        sql, params = intersection(restrictions)
+        where = f" AND {{id}} IN ({sql})"
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        if _postgres():
+            node: q.Node = q.And(tuple(q.Or(tuple(q.Term(t) for t in g)) for g in groups))
+            for part in excluded:
+                node = q.Not(node, part)
+            ranked = rank(node, restrictions, FUZZY_MAX_HITS, 0)
+            return list(zip(ranked.ids, ranked.scores, strict=True))
+        alternatives = [" OR ".join(q.to_fts5(q.Term(t)) for t in g) for g in groups]
+        match = "{title authors} : (" + " AND ".join(f"({a})" for a in alternatives) + ")"
+        if excluded:
+            match = f"({match}) NOT ({' OR '.join(q.to_fts5(part) for part in excluded)})"
+        cursor.execute(
+            f"SELECT rowid, r FROM (SELECT rowid, {bm25_sql()} AS r FROM {FTS_TABLE} "  # noqa: S608
+            f"WHERE {FTS_TABLE} MATCH %s{where.format(id='rowid')} ORDER BY rowid DESC "
+            f"LIMIT {FUZZY_CANDIDATES}) ORDER BY r LIMIT %s",
+            [match, *params, FUZZY_MAX_HITS],
+        )
+        return [(row[0], -row[1]) for row in cursor.fetchall()]
+
+
+def _close_groups(words: list[str]) -> list[list[str]] | None:
+    """For each query word, the indexed title/author words it may be a misspelling of;
+    None when a (long enough) word has none, so nothing can match all of them."""
+    vocabulary = get_vocabulary()
+    groups = []
+    for word in words:
+        alternatives = vocabulary.close_terms(word.lower())
+        if not alternatives:
+            if len(word) < FUZZY_MIN_CHARS:
+                continue  # a short unknown word ('ned' for 'need') is left out
+            return None
+        groups.append(alternatives)
+    return groups or None
+
+
+def raw_ranked_ids(node: q.Node, limit: int) -> list[int]:
+    """The engine alone: top `limit` ids by bm25 / ts_rank, no restriction, no count."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        if _postgres():
+            sql, params = q.to_tsquery_sql(node, PG_CONFIG)
+            cursor.execute(
+                f"WITH query AS (SELECT {sql} AS q) SELECT f.paper_id FROM {FTS_TABLE} f, "  # noqa: S608
+                f"query WHERE f.document @@ query.q ORDER BY ts_rank('{PG_WEIGHTS}', "
+                f"f.document, query.q, {PG_NORMALIZATION}) DESC LIMIT %s",
+                [*params, limit],
+            )
+        else:
+            cursor.execute(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s "  # noqa: S608
+                f"ORDER BY {bm25_sql()} LIMIT %s",
+                [q.to_fts5(node), limit],
+            )
+        return [row[0] for row in cursor.fetchall()]

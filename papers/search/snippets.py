@@ -1,0 +1,99 @@
+"""The passage of a paper that shows why it matched: where most query words meet.
+
+Computed in Python from the abstract (or the title when the abstract has no query word),
+the same on both databases: the window of SNIPPET_WORDS words holding the most distinct
+query terms (then the most occurrences) is cut at word boundaries, the matched words set
+in **bold**, and markup in the paper's own text escaped so that a title holding
+`<script>` or `*` reaches an agent as text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from papers.search import analysis
+
+SNIPPET_WORDS = 30
+ELLIPSIS = "…"
+_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_MARKUP = str.maketrans({"*": "\\*", "_": "\\_", "`": "\\`", "<": "&lt;", ">": "&gt;"})
+
+
+def escape_markdown(text: str) -> str:
+    return text.translate(_MARKUP)
+
+
+class Highlighter:
+    """Which words of a text are query words: same stem as a query term, or starting with
+    a `prefix*` of the query."""
+
+    def __init__(self, words: Iterable[str], prefixes: Iterable[str] = ()) -> None:
+        self.stems = set(analysis.stems(" ".join(words)))
+        self.prefixes = tuple(analysis.fold(p) for p in prefixes if p)
+        self._seen: dict[str, str | None] = {}
+
+    def term(self, word: str) -> str | None:
+        if word not in self._seen:
+            self._seen[word] = self._term(word)
+        return self._seen[word]
+
+    def _term(self, word: str) -> str | None:
+        folded = analysis.fold(word)
+        if self.prefixes and folded.startswith(self.prefixes):
+            return "prefix:" + next(p for p in self.prefixes if folded.startswith(p))
+        if analysis.is_stop_word(folded):
+            return None
+        stem = analysis.stem(folded)
+        return stem if stem in self.stems else None
+
+    def passage(self, text: str) -> str:
+        """The best window of `text` with query words in bold, or "" if none matches."""
+        tokens = list(_TOKEN_RE.finditer(text))
+        terms = [self.term(token.group()) for token in tokens]
+        matched = [(i, term) for i, term in enumerate(terms) if term]
+        if not matched:
+            return ""
+        best, best_key = 0, (-1, -1)
+        for n, (start, _) in enumerate(matched):
+            window = [term for i, term in matched[n:] if i < start + SNIPPET_WORDS]
+            key = (len(set(window)), len(window))
+            if key > best_key:
+                best, best_key = start, key
+        # Start a few words before the first match, for context.
+        first = max(0, best - 3)
+        last = min(len(tokens), first + SNIPPET_WORDS)
+        return _render(text, tokens[first:last], terms[first:last], first > 0, last < len(tokens))
+
+
+def _render(
+    text: str,
+    tokens: Sequence[re.Match[str]],
+    terms: Sequence[str | None],
+    cut_before: bool,
+    cut_after: bool,
+) -> str:
+    out: list[str] = [ELLIPSIS] if cut_before else []
+    position = tokens[0].start()
+    for token, term in zip(tokens, terms, strict=True):
+        out.append(escape_markdown(text[position : token.start()]))
+        word = escape_markdown(token.group())
+        out.append(f"**{word}**" if term else word)
+        position = token.end()
+    if cut_after:
+        out.append(ELLIPSIS)
+    else:
+        out.append(escape_markdown(text[position:]))
+    return " ".join("".join(out).split())
+
+
+def passages(
+    rows: Iterable[tuple[int, str, str]], words: Sequence[str], prefixes: Sequence[str] = ()
+) -> dict[int, str]:
+    """{paper id: passage} for (paper id, title, abstract) rows: from the abstract when a
+    query word is there, else from the title."""
+    highlighter = Highlighter(words, prefixes)
+    found = {}
+    for paper_id, title, abstract in rows:
+        found[paper_id] = highlighter.passage(abstract or "") or highlighter.passage(title or "")
+    return found
