@@ -36,10 +36,18 @@ Query = Annotated[
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
         description=(
-            "Words to search for in titles, abstracts, authors, keywords and venues. "
-            'Supports "exact phrases", OR, -excluded words and prefix* matching; '
-            "at most 500 characters."
+            "A question or keywords, as you would type them: any word may match, papers "
+            'with more of them rank first. Also "exact phrase", -excluded, prefix*, '
+            "AND/OR/NOT. At most 500 characters."
         ),
+    ),
+]
+MeaningQuery = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=settings.MAX_QUERY_CHARS,
+        description="What the papers should be about, in plain words. At most 500 characters.",
     ),
 ]
 PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results, 1-100.")]
@@ -273,7 +281,7 @@ def register(registry: Registry) -> None:
         annotations=READ_ONLY,
     )
     def search_papers_semantic(
-        query: Query,
+        query: MeaningQuery,
         prompt: Annotated[
             str | None,
             Field(max_length=2000, description="Context to refine the query (optional)."),

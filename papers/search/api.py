@@ -36,8 +36,9 @@ SearchText = Annotated[
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
         description=(
-            'Words to search for; supports "exact phrases", OR, -excluded words and prefix*. '
-            "At most 500 characters."
+            "A question or keywords, as you would type them: any word may match, papers "
+            'with more of them rank first. Also "exact phrase", -excluded, prefix*, '
+            "AND/OR/NOT. At most 500 characters."
         ),
     ),
 ]

@@ -160,10 +160,18 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
                 for paper, length, terms in counted
                 for term, weighted in terms.items()
             ]
+            # The statistics follow this process's writes exactly (what the rows replaced is
+            # subtracted); other processes' writes are read every STATS_SECONDS.
+            cursor.execute(
+                f"SELECT count(*), coalesce(sum(length), 0) FROM {DOC_TABLE} "  # noqa: S608
+                f"WHERE paper_id IN {in_list(batch)}",
+                batch,
+            )
+            replaced, replaced_length = cursor.fetchone()
             _write(cursor, postgres, batch, docs, postings)
             with _stats_lock:
-                stats.documents += len(docs)
-                stats.total_length += sum(length for _, length in docs)
+                stats.documents += len(docs) - int(replaced)
+                stats.total_length += sum(length for _, length in docs) - int(replaced_length)
     forget_df()
 
 

@@ -74,7 +74,7 @@ def _render(
     cut_after: bool,
 ) -> str:
     out: list[str] = [ELLIPSIS] if cut_before else []
-    position = tokens[0].start()
+    position = tokens[0].start() if cut_before else 0
     for token, term in zip(tokens, terms, strict=True):
         out.append(escape_markdown(text[position : token.start()]))
         word = escape_markdown(token.group())
