@@ -9,7 +9,8 @@ query's words was measured and left out: it lowered nDCG@10 on both dev sets.)
 How the top k is found (`rank`):
 - restrictions that leave at most SMALL_SET papers (a project, a strict query's matches)
   are scored paper by paper (random access);
-- few postings in all, or a deep page: one aggregate over every posting;
+- no restriction and few postings in all, or a deep page: one aggregate over every
+  posting;
 - otherwise Fagin's threshold algorithm: each term's postings are read best first, a
   block at a time, keeping for every paper seen a lower bound (what it scored in the lists
   read) and an upper bound (plus, for each list it was not seen in, that list's last
@@ -119,7 +120,10 @@ def rank(
             small = _small_set(cursor, restrictions)
             if small is not None:
                 return _page(_score_papers(cursor, terms, small), offset, limit, exact=True)
-        if terms.postings <= EXHAUSTIVE_BELOW or depth > MAX_THRESHOLD_DEPTH:
+        # With restrictions, the aggregate would first read every allowed paper's id;
+        # sorted access checks only the papers it meets.
+        few = terms.postings <= EXHAUSTIVE_BELOW and not restrictions
+        if few or depth > MAX_THRESHOLD_DEPTH:
             return _exhaustive(cursor, terms, restrictions, limit, offset)
         scored, total = _threshold(cursor, terms, depth, restrictions)
     return _page((scored, total), offset, limit, exact=False)
