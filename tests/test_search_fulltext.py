@@ -449,10 +449,12 @@ def test_sorted_access_finds_the_same_top_papers_as_scoring_every_hit(
     full = {q: paper_search(query=q, limit=5) for q in queries}
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
-    for query, page in full.items():
-        pruned = paper_search(query=query, limit=5)
-        assert keys_of(pruned, corpus) == keys_of(page, corpus), query
-        assert [h.score for h in pruned.hits] == [h.score for h in page.hits]
+    for maxscore_from in (1, 99):
+        monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", maxscore_from)
+        for query, page in full.items():
+            pruned = paper_search(query=query, limit=5)
+            assert keys_of(pruned, corpus) == keys_of(page, corpus), query
+            assert [h.score for h in pruned.hits] == pytest.approx([h.score for h in page.hits])
 
 
 def test_raw_timing_helper_runs_the_engine_query(corpus: dict[str, int]) -> None:

@@ -128,16 +128,18 @@ def test_filters_and_projects_narrow_the_ranked_search(shelf: dict[str, int]) ->
 def test_every_plan_returns_the_same_ranking(
     shelf: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Aggregate, threshold algorithm (with and without a filter checked on the way) and
-    paper-by-paper scoring agree exactly."""
+    """Aggregate, MaxScore and the threshold algorithm (with and without a filter checked
+    on the way) and paper-by-paper scoring agree exactly."""
     question = "protein folding kinetics in yeast structure"
     filters = search_filters_build(date_from="2001")
     expected = [keys(local_search(query=question, filters=f), shelf) for f in (None, filters)]
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
     monkeypatch.setattr(lexical, "SMALL_SET", 0)
-    pruned = [keys(local_search(query=question, filters=f), shelf) for f in (None, filters)]
-    assert pruned == expected
+    for maxscore_from in (1, 99):  # MaxScore, then the threshold algorithm
+        monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", maxscore_from)
+        pruned = [keys(local_search(query=question, filters=f), shelf) for f in (None, filters)]
+        assert pruned == expected, maxscore_from
     monkeypatch.setattr(lexical, "SMALL_SET", 5_000)
     small = keys(local_search(query=question, filters=filters), shelf)
     assert small == expected[1]

@@ -44,6 +44,11 @@ FIRST_BLOCK = 256
 EXHAUSTIVE_BELOW = 20_000
 # Deeper pages are scored by one aggregate (sorted access pays off for the first pages).
 MAX_THRESHOLD_DEPTH = 1_000
+# Queries of this many terms or more take MaxScore instead of the threshold algorithm,
+# whose bounds fall slowly when many lists of similar impacts are read side by side.
+MAXSCORE_FROM_TERMS = 4
+# ... unless its essential terms hold more than this share of the query's postings.
+MAXSCORE_MAX_SHARE = 0.6
 # Restrictions leaving at most this many papers: score those papers one by one.
 SMALL_SET = 5_000
 
@@ -125,7 +130,10 @@ def rank(
         few = terms.postings <= EXHAUSTIVE_BELOW and not restrictions
         if few or depth > MAX_THRESHOLD_DEPTH:
             return _exhaustive(cursor, terms, restrictions, limit, offset)
-        scored, total = _threshold(cursor, terms, depth, restrictions)
+        if len(terms.ids) >= MAXSCORE_FROM_TERMS:
+            scored, total = _maxscore(cursor, terms, depth, restrictions)
+        else:
+            scored, total = _threshold(cursor, terms, depth, restrictions)
     return _page((scored, total), offset, limit, exact=False)
 
 
@@ -377,3 +385,86 @@ def _members(cursor: Any, restrictions: Sequence[Restriction], papers: list[int]
         cursor.execute(f"{sql} AND r0.paper_id IN {_in(chunk)}", [*params, *chunk])
         found.update(row[0] for row in cursor.fetchall())
     return found
+
+
+def _maxscore(
+    cursor: Any, terms: QueryTerms, depth: int, restrictions: Sequence[Restriction]
+) -> tuple[list[tuple[int, float]], int]:
+    """The exact top `depth` by MaxScore (Turtle & Flood 1995), in SQL.
+
+    1. A first block of each term's best postings, its most promising papers completed by
+       random access: theta, the depth-th best exact score found, is a lower bound of the
+       true depth-th score.
+    2. Terms are taken from the lowest bound (weight x best impact) up while their bounds
+       sum below theta: a paper holding only those cannot reach the top. The others are
+       essential.
+    3. One aggregate over the essential terms' postings keeps the papers whose partial
+       score plus the non-essential bounds reaches theta; random access completes them.
+    """
+    lists = [_List(*entry) for entry in zip(terms.ids, terms.weights, terms.df, strict=True)]
+    parts: dict[int, dict[int, float]] = {}
+    best: list[float] = []
+    for index, posting in enumerate(lists):
+        cursor.execute(
+            f"SELECT impact, paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608
+            "ORDER BY impact DESC, paper_id DESC LIMIT %s",
+            [posting.term, FIRST_BLOCK],
+        )
+        rows = cursor.fetchall()
+        best.append(posting.weight * rows[0][0] if rows else 0.0)
+        for impact, paper in rows:
+            parts.setdefault(paper, {})[index] = posting.weight * impact
+    if restrictions and parts:
+        members = _members(cursor, restrictions, list(parts))
+        parts = {p: v for p, v in parts.items() if p in members}
+    promising = sorted(parts, key=lambda p: -sum(parts[p].values()))[: 10 * depth]
+    exact = _exact_scores(cursor, lists, promising)
+    found = sorted(exact.values(), reverse=True)
+    theta = found[depth - 1] if len(found) >= depth else 0.0
+    order = sorted(range(len(lists)), key=lambda i: best[i])
+    optional: list[int] = []
+    bound = 0.0
+    for i in order:
+        if bound + best[i] >= theta:
+            break
+        optional.append(i)
+        bound += best[i]
+    essential = [i for i in range(len(lists)) if i not in optional]
+    if sum(lists[i].df for i in essential) > MAXSCORE_MAX_SHARE * terms.postings:
+        # Theta prunes too little here: the aggregate over every posting is cheaper.
+        everything = _exhaustive(cursor, terms, restrictions, depth, 0)
+        return list(zip(everything.ids, everything.scores, strict=True)), everything.total
+    whens = " ".join("WHEN %s THEN %s" for _ in essential)
+    params: list[Any] = []
+    for i in essential:
+        params += [lists[i].term, lists[i].weight]
+    ids = [lists[i].term for i in essential]
+    cursor.execute(
+        f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id IN {_in(ids)} "  # noqa: S608
+        f"GROUP BY paper_id HAVING sum(impact * CASE term_id {whens} END) + %s >= %s",
+        [*ids, *params, bound, theta],
+    )
+    candidates = [row[0] for row in cursor.fetchall() if row[0] not in exact]
+    if restrictions and candidates:
+        # Checked on the few candidates, not by reading every allowed id.
+        members = _members(cursor, restrictions, candidates)
+        candidates = [paper for paper in candidates if paper in members]
+    exact.update(_exact_scores(cursor, lists, candidates))
+    scored = sorted(exact.items(), key=lambda item: (-item[1], item[0]))
+    return scored[:depth], max(estimated_total(terms), len(exact))
+
+
+def _exact_scores(cursor: Any, lists: list[_List], papers: Sequence[int]) -> dict[int, float]:
+    """Every query term's contribution summed, for these papers (random access)."""
+    weight = {posting.term: posting.weight for posting in lists}
+    scores = dict.fromkeys(papers, 0.0)
+    for start in range(0, len(papers), 500):
+        chunk = list(papers[start : start + 500])
+        cursor.execute(
+            f"SELECT paper_id, term_id, impact FROM {POSTING_TABLE} "  # noqa: S608
+            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(list(weight))}",
+            [*chunk, *weight],
+        )
+        for paper, term, impact in cursor.fetchall():
+            scores[paper] += weight[term] * impact
+    return scores
