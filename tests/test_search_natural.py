@@ -11,7 +11,7 @@ from django.db import connection
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.search import lexical, postings
-from papers.search.fulltext import paper_search, raw_search_ms
+from papers.search.fulltext import paper_search, paper_search_ids, raw_search_ms
 from papers.search.local import local_search, search_filters_build
 from papers.services import papers_upsert
 from projects.services import project_add_papers, project_create
@@ -71,6 +71,13 @@ def test_the_query_language_stays_strict(shelf: dict[str, int]) -> None:
     # A phrase is required, the other words still rank.
     assert keys(paper_search(query='"protein folding" yeast kinetics'), shelf) == [
         "four", "three", "two"]  # fmt: skip
+
+
+def test_a_quoted_phrase_no_paper_has_is_searched_as_words(shelf: dict[str, int]) -> None:
+    page = paper_search(query='Does yeast show "protein kinetics folding"?')
+    assert keys(page, shelf)[0] == "four"
+    assert "its words were searched" in page.notes[-1]
+    assert paper_search_ids(query='"protein kinetics folding" AND yeast') == []  # strict
 
 
 def test_unbalanced_quotes_and_parentheses_are_plain_words_with_a_note(

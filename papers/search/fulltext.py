@@ -344,6 +344,10 @@ def paper_search(
     understood = _check_request(query, limit, offset)
     restrictions = _restrictions(filters, scope)
     ranked = _rank(understood, restrictions, limit, offset)
+    if ranked.total == 0 and (loose := q.relaxed(understood)) is not None:
+        # A question with "scare quotes" is still a question.
+        understood = loose
+        ranked = _rank(understood, restrictions, limit, offset)
     page = SearchPage(
         hits=_hits(ranked.ids, ranked.scores, understood),
         total=ranked.total,

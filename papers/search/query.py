@@ -489,3 +489,23 @@ def understand(text: str) -> Understood:
         for part in excluded:
             constraint = Not(constraint, part) if constraint is not None else None
     return Understood("natural", constraint, tuple(ranking), tuple(prefixes), tuple(notes))
+
+
+def relaxed(understood: Understood) -> Understood | None:
+    """A natural query whose required phrases and prefixes matched nothing, with them as
+    plain words (exclusions kept), or None when there is nothing to relax."""
+    if understood.mode != "natural" or understood.constraint is None:
+        return None
+    excluded = excluded_parts(understood.constraint)
+    words = [*understood.words, *understood.prefixes]
+    if not words:
+        return None
+    constraint: Node | None = None
+    if excluded:
+        constraint = _combine(Or, [Term(word) for word in dict.fromkeys(words)])
+        for part in excluded:
+            constraint = Not(constraint, part) if constraint is not None else None
+    if constraint == understood.constraint:
+        return None
+    note = "nothing matched the quoted phrase or prefix as written: its words were searched"
+    return Understood("natural", constraint, tuple(words), (), (*understood.notes, note))
