@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-pdf bench-engines bench-admin bench-load setup setup-dev
+.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-pdf bench-engines bench-admin bench-load bench-search-quality setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -64,7 +64,24 @@ bench-engines: setup-dev
 bench-admin: setup-dev
 	$(PY) benchmarks/bench_admin.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
+## Search quality (issue 16): nDCG@10 / Recall@100 on SciFact and Cranfield test queries
+## through local_search / semantic_search and search_papers over /mcp, SQLite and PostgreSQL.
+bench-search-quality: setup-dev
+	$(PY) benchmarks/bench_search_quality.py --mcp
+
 ## Load (issue 10): /mcp under 1, 10, 50, 200 clients on serve --workers 4 + Celery,
 ## PostgreSQL (a private database) + Redis db 14; ~7 min with the corpus import.
 bench-load: setup-dev
 	$(PY) benchmarks/bench_load.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
+
+## Search at scale (issue 16): full-text top-20 on SQLite and PostgreSQL with year, venue and
+## project filters, at 95k (the ACL corpus) and at 1M (a scaled corpus, made once into
+## SCALE_DIR); PostgreSQL in a database of its own (bench_scale). ~1.5 h in all.
+SCALE_DIR ?= ../scale-data
+SCALE_CORPUS ?= $(SCALE_DIR)/acl_scaled_1m.jsonl.gz
+.PHONY: bench-scale
+bench-scale: setup-dev
+	test -f $(SCALE_CORPUS) || $(PY) benchmarks/make_scaled_corpus.py --out $(SCALE_CORPUS)
+	$(PY) benchmarks/bench_search_scale.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-95k.json
+	$(PY) benchmarks/bench_search_scale.py --corpus $(SCALE_CORPUS) --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-1m.json
+	$(PY) benchmarks/bench_search_scale.py --report $(SCALE_DIR)/scale-95k.json $(SCALE_DIR)/scale-1m.json
