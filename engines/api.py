@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from core.schemas import with_errors
 from engines import selectors as engine_selectors
 from engines.base import AUTHOR, CATEGORIES, CITING, SEARCH, SearchRequest
 from engines.registry import LOCAL_ENGINE
@@ -29,7 +30,6 @@ from papers.search.filters import paper_search_by_author
 from papers.search.local import local_search, search_filters_build, year_of
 from papers.selectors import paper_detail, paper_get
 from projects.selectors import project_get
-from research_site.api_errors import with_errors
 
 router = Router(tags=["engines"])
 

@@ -26,6 +26,7 @@ from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 from django.conf import settings
 
+from core.errors import EngineUnavailable
 from engines import cache, ratelimit
 from engines.base import (
     AUTHOR,
@@ -42,7 +43,6 @@ from engines.base import (
 )
 from engines.registry import registry
 from papers.schemas import PaperRecord, record_as_dict
-from research_site.errors import EngineUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines.base import PaperRef
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
@@ -26,7 +27,6 @@ from papers.schemas import SCHOLAR_FIELDS, PaperRecord
 from papers.search.types import SearchHit, SearchPage
 from papers.selectors import paper_brief, papers_in_scope, with_relations
 from papers.services import citations_add, papers_upsert_retrying
-from research_site.errors import EngineUnavailable, InvalidInput, NotFound
 
 MAX_ENGINES = 20
 

@@ -18,10 +18,10 @@ from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from core.errors import DomainError
 from papers.models import Paper
 from papers.selectors import with_relations
 from papers.services import paper_keywords_update
-from research_site.errors import DomainError
 
 # One action works on at most this many papers: a request must finish in seconds, and a
 # bigger job has its command (export_library, import_*, reindex_embeddings).

@@ -17,10 +17,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
+from core.bootstrap import prepare_knowledge_base
+from core.errors import DomainError
 from papers.schemas import PaperRecord
 from papers.services import UpsertOutcome, papers_upsert
-from research_site.bootstrap import prepare_knowledge_base
-from research_site.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -203,9 +203,9 @@ class ImportCommand(BaseCommand):
 
     def resolve_project(self, ref: str) -> str:
         """The project id for --project; a new project is created when none has that name."""
+        from core.errors import NotFound
         from projects.selectors import project_get
         from projects.services import project_create
-        from research_site.errors import NotFound
 
         try:
             return project_get(ref=ref).id

@@ -18,8 +18,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from core.errors import DomainError
 from papers.models import Paper
-from research_site.errors import DomainError
 
 MAX_IDENTIFIERS = 20
 # The text travels back with the confirmation (multipart, so it is not %-encoded), and the

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from core.errors import InvalidInput
 from papers.bulk import insert_objects, insert_rows
 from papers.identifiers import (
     citekey_base,
@@ -42,7 +43,6 @@ from papers.models import (
 )
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord, keyword_key, keywords_clean
 from papers.search.index import papers_changed
-from research_site.errors import InvalidInput
 
 # Paper fields filled from a record when empty, and recorded as alternates when different.
 MERGED_TEXT_FIELDS = (

@@ -49,9 +49,9 @@ def download_pdf_task(self: Any, paper_id: int, url: str | None = None) -> dict[
     """Download the paper's pdf_url (or `url`) and attach it. Permanent failures (refused
     address, 404, not a PDF, too large) are reported in the result, not retried; nor is
     anything in-process, where a retry would block the caller."""
+    from core.errors import DomainError
     from papers.pdf.errors import DownloadFailed
     from papers.pdf.services import pdf_download
-    from research_site.errors import DomainError
 
     try:
         record = pdf_download(paper_id=paper_id, url=url)

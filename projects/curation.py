@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from core.errors import InvalidInput
 from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart
 from papers.models import Paper
@@ -26,7 +27,6 @@ from papers.search.admin_search import (
     with_search_rank,
 )
 from projects.models import Project
-from research_site.errors import InvalidInput
 
 TOP_ITEMS = 15  # authors, venues and keywords drawn on the trends page
 

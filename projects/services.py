@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.errors import Conflict, InvalidInput
 from papers.models import Paper
 from projects.models import Project, ProjectPaper
-from research_site.errors import Conflict, InvalidInput
 
 NAME_MAX_LENGTH = 200
 

@@ -22,9 +22,9 @@ from ninja import NinjaAPI, Schema
 from ninja.openapi.docs import Swagger
 from pydantic import BaseModel
 
+from core.errors import InvalidInput
 from research_site.api_auth import BearerToken, StaffSession
 from research_site.api_errors import install_error_handlers
-from research_site.errors import InvalidInput
 
 # URL prefix under /api/ -> "module.attribute" of a ninja Router.
 ROUTERS: list[tuple[str, str]] = [

@@ -17,6 +17,8 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 from django.db import transaction
 
+from core.atomic import write_atomic
+from core.errors import InvalidInput, NotFound
 from papers import assets
 from papers.models import Annotation, Paper, PaperAsset, PaperPdf
 from papers.pdf import download
@@ -37,8 +39,6 @@ from papers.pdf.locate import find_passage, text_key
 from papers.pdf.markdown import document_markdown
 from papers.pdf.selectors import annotations_export_text, paper_pdf_get, pdf_open
 from papers.pdf.spec import color_resolve
-from research_site.atomic import write_atomic
-from research_site.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 

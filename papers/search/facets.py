@@ -36,6 +36,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet
 
+from core.errors import InvalidInput
 from papers import scoping
 from papers.models import (
     Author,
@@ -50,7 +51,6 @@ from papers.models import (
 )
 from papers.search.filters import filters_as_dict, filters_empty
 from papers.search.types import SearchFilters
-from research_site.errors import InvalidInput
 
 FacetCategory = Literal["author", "venue", "keyword", "institution", "tag", "category", "year"]
 FACET_CATEGORIES: tuple[str, ...] = get_args(FacetCategory)

@@ -37,12 +37,12 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 
+from core.errors import InvalidInput
 from papers.models import Paper, PaperEmbedding
 from papers.search.embedding import EmbeddingModel, load_model, paper_text, text_hash
 from papers.search.fulltext import paper_search_scored
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import REFRESH_SECONDS, Snapshot, vector_index
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

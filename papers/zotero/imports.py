@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import DomainError
 from papers.identifiers import clean_text, normalize_arxiv_id
 from papers.imports import DEFAULT_BATCH_SIZE, ImportReport, RawItem, import_records
 from papers.models import PaperIdentifier, PaperPdf
 from papers.pdf.services import pdf_attach_file
 from papers.schemas import KEYWORD_MAX_LENGTH, PaperRecord
 from papers.zotero.bbt import BetterBibTeXClient
-from research_site.errors import DomainError
 
 # CSL item types -> the BibTeX entry types the library stores (Better BibTeX's choices).
 CSL_ENTRY_TYPES = {

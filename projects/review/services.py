@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH
 from engines.services import engine_ids_resolve
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
@@ -32,7 +33,6 @@ from projects.review.workflow import (
     next_stage,
     screening_apply,
 )
-from research_site.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from core.errors import Conflict, database_unavailable
 from projects.models import Project, ReviewCandidate, ReviewSession
 from projects.review import planning
 from projects.review.handler import DatabaseCheckpointHandler
@@ -37,7 +38,6 @@ from projects.review.planning import Plan, plan_propose
 from projects.review.searching import Gathered, Stopped, citations_gather, search_gather
 from projects.review.workflow import Checkpoint, CheckpointHandler
 from projects.services import project_add_papers, project_create
-from research_site.errors import Conflict, database_unavailable
 
 logger = logging.getLogger(__name__)
 
