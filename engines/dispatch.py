@@ -27,6 +27,6 @@ def engine_call_send(
     """Queue one engine call; its result is the EngineOutcome as a dict. Raises whatever the
     broker raises when it cannot take the message."""
     task = registered_task(ENGINE_CALL)
-    return task.apply_async(  # type: ignore[no-any-return]
+    return task.apply_async(
         args=(engine_id, operation, arguments, timeout_seconds), expires=expires
     )

@@ -32,6 +32,8 @@ ROUTERS: list[tuple[str, str]] = [
     ("/search", "papers.search.api.router"),
     ("/projects", "projects.api.router"),
     ("/engines", "engines.api.router"),
+    # The engine searches, under the same prefix: they can file results into a project.
+    ("/engines", "projects.engines_api.router"),
 ]
 
 DESCRIPTION = """\
