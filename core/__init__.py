@@ -1,2 +1,2 @@
-"""The shared base: errors, env readers, atomic writes, the knowledge-base folder, TimeStamped
-and the REST error schema. Imports no app of this project; every app may import it."""
+"""The shared base: errors, env readers, atomic writes, knowledge base, TimeStamped, REST errors.
+May import Django and libraries only; every app may import it (docs/LAYERS.md)."""
