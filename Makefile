@@ -37,10 +37,12 @@ test-faults: setup-dev
 test-security: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/security -p no:cacheprovider
 
+## Lint: ruff, mypy, and the layer contracts (no upward import, no cycle; docs/LAYERS.md).
 lint: setup-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
+	.venv/bin/lint-imports
 
 format: setup-dev
 	$(PY) -m ruff format .

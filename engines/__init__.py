@@ -1,1 +1,2 @@
-"""Search engines (issue 5): BaseSearchEngine, the built-in engines, plugins, rate limits."""
+"""Search engines (issue 5): BaseSearchEngine, the built-ins, plugins, rate limits, cache.
+May import papers and core; never projects, mcp_endpoint or research_site (docs/LAYERS.md)."""

@@ -1,117 +1,28 @@
-"""REST endpoints for the external engines (`/api/engines`), mirroring the MCP tools
-`list_search_engines`, `get_search_engine_categories`, `search_papers` / `search_by_author`
-(multi-engine), `add_paper` and `get_citing_papers`, over the same services.
+"""REST endpoints for the external engines (`/api/engines`) that only read them, mirroring
+the MCP tools `list_search_engines` and `get_search_engine_categories`.
 
-Engine searches add what they find to the library, so they are POSTs (write scope); the
-listing and categories are GETs.
+The engine searches (`search_papers`, `search_by_author`, `add_paper`, `get_citing_papers`)
+can file what they find into a project, so they are served under the same prefix from
+projects/engines_api.py, a layer above (docs/LAYERS.md).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from core.schemas import with_errors
 from engines import selectors as engine_selectors
-from engines.base import AUTHOR, CATEGORIES, CITING, SEARCH, SearchRequest
-from engines.registry import LOCAL_ENGINE
-from engines.runner import EngineCall
-from engines.services import (
-    EngineSearchResult,
-    citing_papers,
-    engine_ids_resolve,
-    engines_search,
-    paper_add_by_identifier,
-)
-from papers.search.filters import paper_search_by_author
-from papers.search.local import local_search, search_filters_build, year_of
-from papers.selectors import paper_detail, paper_get
-from projects.selectors import project_get
-from research_site.api_errors import with_errors
+from engines.base import CATEGORIES
+from engines.services import engine_ids_resolve
 
 router = Router(tags=["engines"])
-
-DATE = r"^\d{4}(-\d{2}(-\d{2})?)?$"
-EngineIds = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
-    Field(
-        max_length=20, description="Engine ids; omitted: the library and every available engine."
-    ),
-]
-MaxResults = Annotated[
-    int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Per engine, 1-100.")
-]
-
-
-class EngineSearchIn(Schema):
-    query: str = Field(min_length=1, max_length=settings.MAX_QUERY_CHARS)
-    engines: EngineIds = None
-    max_results: MaxResults = 10
-    offset: int = Field(default=0, ge=0, le=settings.MAX_OFFSET, description="Library offset.")
-    project_id: str | None = Field(default=None, max_length=200, description="Add results here.")
-    date_from: str | None = Field(default=None, pattern=DATE)
-    date_to: str | None = Field(default=None, pattern=DATE)
-    categories: list[Annotated[str, Field(max_length=64)]] | None = Field(
-        default=None, max_length=20
-    )
-    rerank: bool | None = None
-
-
-class AuthorSearchIn(Schema):
-    author_name: str = Field(min_length=1, max_length=200)
-    engines: EngineIds = None
-    max_results: MaxResults = 10
-    offset: int = Field(default=0, ge=0, le=settings.MAX_OFFSET)
-    project_id: str | None = Field(default=None, max_length=200)
-    date_from: str | None = Field(default=None, pattern=DATE)
-    date_to: str | None = Field(default=None, pattern=DATE)
-
-
-class EngineSearchOut(Schema):
-    results: list[dict[str, Any]] = Field(description="One entry per paper, with its engines.")
-    engines: dict[str, dict[str, Any]] = Field(description="Each engine's status.")
-    saved: int = Field(description="Papers new to the library.")
-    total_local: int | None = None
-    notes: list[str]
-
-
-class AddPaperIn(Schema):
-    identifier: str = Field(min_length=1, max_length=500, description="DOI, arXiv id or URL.")
-    project_id: str | None = Field(default=None, max_length=200)
-
-
-class AddPaperOut(Schema):
-    created: bool
-    paper: dict[str, Any]
-    engines: dict[str, dict[str, Any]]
-    notes: list[str]
-
-
-class CitingIn(Schema):
-    paper_id: str | int = Field(description="paper_id, human id or citekey.")
-    engines: EngineIds = None
-    max_results: MaxResults = 10
-    project_id: str | None = Field(default=None, max_length=200)
 
 
 class CategoriesParams(Schema):
     engines: list[str] | None = Field(default=None, max_length=20)
-
-
-def _projects(project_id: str | None) -> list[str]:
-    return [project_get(ref=project_id).id] if project_id else []
-
-
-def _out(result: EngineSearchResult) -> dict[str, Any]:
-    return {
-        "results": result.results,
-        "engines": result.engines,
-        "saved": result.saved,
-        "total_local": result.local_page.total if result.local_page else None,
-        "notes": result.notes,
-    }
 
 
 @router.get(
@@ -134,98 +45,3 @@ def engines_list(request: HttpRequest, refresh: bool = False) -> dict[str, Any]:
 def engines_categories(request: HttpRequest, params: Query[CategoriesParams]) -> dict[str, Any]:
     engine_ids = engine_ids_resolve(params.engines, operation=CATEGORIES)
     return engine_selectors.engines_categories(engine_ids=engine_ids)
-
-
-@router.post(
-    "/search",
-    operation_id="search_papers",
-    summary="Search the library and the external engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
-)
-def engines_search_view(request: HttpRequest, body: EngineSearchIn) -> dict[str, Any]:
-    """Engines run in parallel with a deadline; results are merged into the library."""
-    engine_ids = engine_ids_resolve(body.engines, operation=SEARCH)
-    search = SearchRequest(
-        query=body.query, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to, categories=tuple(body.categories or ()),
-    )  # fmt: skip
-    filters = search_filters_build(date_from=body.date_from, date_to=body.date_to)
-    project_ids = _projects(body.project_id)
-
-    def local() -> Any:
-        return local_search(
-            query=body.query, filters=filters, limit=body.max_results, offset=body.offset,
-            rerank=body.rerank,
-        )  # fmt: skip
-
-    calls = [EngineCall.search(e, search) for e in engine_ids if e != LOCAL_ENGINE]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=project_ids, save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
-
-
-@router.post(
-    "/search/author",
-    operation_id="search_by_author",
-    summary="An author's papers from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
-)
-def engines_author_view(request: HttpRequest, body: AuthorSearchIn) -> dict[str, Any]:
-    engine_ids = engine_ids_resolve(body.engines, operation=AUTHOR)
-    search = SearchRequest(
-        query=body.author_name, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to,
-    )  # fmt: skip
-
-    def local() -> Any:
-        return paper_search_by_author(
-            name=body.author_name, year_from=year_of(body.date_from),
-            year_to=year_of(body.date_to), limit=body.max_results, offset=body.offset,
-            scope=None,
-        )  # fmt: skip
-
-    calls = [
-        EngineCall.author(e, body.author_name, search) for e in engine_ids if e != LOCAL_ENGINE
-    ]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
-
-
-@router.post(
-    "/add-paper",
-    operation_id="add_paper",
-    summary="Add a paper by DOI, arXiv id or URL",
-    response=with_errors({200: AddPaperOut}, 403, 404, 503),
-)
-def add_paper_view(request: HttpRequest, body: AddPaperIn) -> dict[str, Any]:
-    """Never creates a duplicate; a paper already in the library is returned as it is."""
-    added = paper_add_by_identifier(
-        identifier=body.identifier, project_ids=_projects(body.project_id)
-    )
-    return {
-        "created": added.created,
-        "paper": paper_detail(ref=added.paper.pk),
-        "engines": added.engines,
-        "notes": added.notes,
-    }
-
-
-@router.post(
-    "/citing",
-    operation_id="get_citing_papers",
-    summary="Papers citing a paper, from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
-)
-def citing_view(request: HttpRequest, body: CitingIn) -> dict[str, Any]:
-    paper = paper_get(ref=body.paper_id)
-    engine_ids = engine_ids_resolve(body.engines, operation=CITING)
-    result = citing_papers(
-        paper=paper, engine_ids=engine_ids, max_results=body.max_results, scope=None,
-        project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)

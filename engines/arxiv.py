@@ -20,6 +20,7 @@ import arxiv
 import requests
 from django.conf import settings
 
+from core.errors import InvalidInput
 from engines.base import (
     AUTHOR,
     CATEGORIES,
@@ -35,7 +36,6 @@ from engines.base import (
     TransientEngineError,
 )
 from papers.schemas import PaperRecord
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ import requests
 from django.conf import settings
 from serpapi import GoogleScholarSearch
 
+from core.errors import InvalidInput
 from engines.base import (
     AUTHOR,
     BIBTEX,
@@ -44,7 +45,6 @@ from engines.base import (
     TransientEngineError,
 )
 from papers.schemas import PaperRecord
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

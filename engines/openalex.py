@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 
+from core.errors import InvalidInput
 from engines import http
 from engines.base import (
     AUTHOR,
@@ -30,7 +31,6 @@ from engines.base import (
 )
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

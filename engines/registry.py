@@ -20,8 +20,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from core.errors import EngineUnavailable
 from engines.base import BaseSearchEngine
-from research_site.errors import EngineUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -26,6 +26,7 @@ from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
 from django.conf import settings
 
+from core.errors import EngineUnavailable
 from engines import cache, ratelimit
 from engines.base import (
     AUTHOR,
@@ -40,9 +41,9 @@ from engines.base import (
     SearchRequest,
     TransientEngineError,
 )
+from engines.dispatch import engine_call_send
 from engines.registry import registry
 from papers.schemas import PaperRecord, record_as_dict
-from research_site.errors import EngineUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -290,12 +291,11 @@ def _gather(
 def _send(call: EngineCall, timeout_seconds: float, expires: float) -> AsyncResult | None:
     """The call as an `engines` task, or None when the broker cannot take it (Redis down
     or restarting): the caller then runs it itself rather than failing the search."""
-    from engines.tasks import engine_call_task
-
     try:
-        return engine_call_task.apply_async(
-            args=(call.engine, call.operation, call.arguments, timeout_seconds), expires=expires
-        )
+        return engine_call_send(
+            engine_id=call.engine, operation=call.operation, arguments=call.arguments,
+            timeout_seconds=timeout_seconds, expires=expires,
+        )  # fmt: skip
     except Exception as exc:  # kombu's OperationalError, redis' ConnectionError, ...
         logger.warning(
             "The task queue is unreachable (%s); engine calls run in this process meanwhile",

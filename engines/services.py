@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines.base import PaperRef
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
@@ -25,8 +26,7 @@ from papers.models import Paper
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord
 from papers.search.types import SearchHit, SearchPage
 from papers.selectors import paper_brief, papers_in_scope, with_relations
-from papers.services import citations_add, papers_upsert_retrying
-from research_site.errors import EngineUnavailable, InvalidInput, NotFound
+from papers.services import OnSaved, citations_add, papers_upsert_retrying
 
 MAX_ENGINES = 20
 
@@ -65,13 +65,14 @@ def engines_search(
     *,
     calls: list[EngineCall],
     local: Callable[[], SearchPage] | None,
-    project_ids: Sequence[str] = (),
     save: bool = True,
+    on_saved: OnSaved | None = None,
 ) -> EngineSearchResult:
     """Run `calls` (external engines) in parallel and `local` meanwhile; merge.
 
-    With `save`, every external record is upserted into the library (and added to
-    `project_ids`, as are the local hits); without it (read-only mode) external results
+    With `save`, every external record is upserted into the library, and `on_saved` gets
+    the saved papers' ids (in the upsert's transaction), then the local hits' ids (to file
+    them into a project: projects.intake); without it (read-only mode) external results
     are returned as they came, with no paper_id.
     """
     pending = start_calls(calls) if calls else None
@@ -100,7 +101,7 @@ def engines_search(
                 ranked.append((rank, engine_order[outcome.engine], outcome.engine, record))
     notes: list[str] = []
     if save:
-        entries, saved = _save_and_merge(local_page, ranked, project_ids)
+        entries, saved = _save_and_merge(local_page, ranked, on_saved)
     else:
         entries, saved = _merge_unsaved(local_page, ranked), 0
         if ranked:
@@ -108,7 +109,7 @@ def engines_search(
                 "Read-only mode: external results were not added to the library "
                 "(they have no paper_id)."
             )
-        if project_ids:
+        if on_saved is not None:
             notes.append("Read-only mode: results were not added to the project.")
     failed = [
         f"{engine}: {status['status']}" + (f" ({status['message']})" if "message" in status else "")
@@ -123,20 +124,16 @@ def engines_search(
 def _save_and_merge(
     local_page: SearchPage | None,
     ranked: list[tuple[int, int, str, PaperRecord]],
-    project_ids: Sequence[str],
+    on_saved: OnSaved | None,
 ) -> tuple[list[dict[str, Any]], int]:
     ranked.sort(key=lambda item: (item[0], item[1]))
     records = [record for _, _, _, record in ranked]
-    outcome = papers_upsert_retrying(records=records, project_ids=project_ids) if records else None
+    outcome = papers_upsert_retrying(records=records, on_saved=on_saved) if records else None
     saved_ids = outcome.paper_ids if outcome else []
 
     local_hits = local_page.hits if local_page else []
-    if project_ids and local_hits:
-        from projects.services import project_add_papers
-
-        for project_id in project_ids:
-            ids = [hit.record["paper_id"] for hit in local_hits]
-            project_add_papers(project=project_id, paper_ids=ids)
+    if on_saved is not None and local_hits:
+        on_saved([hit.record["paper_id"] for hit in local_hits])
 
     # One entry per paper, in rank order: local hits first at their rank, then external.
     order: list[int] = []
@@ -300,10 +297,11 @@ class AddedPaper:
     notes: list[str]
 
 
-def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
+def paper_add_by_identifier(*, identifier: str, on_saved: OnSaved | None = None) -> AddedPaper:
     """Add the paper an identifier names, with metadata from every engine that knows it
     (merged into one paper by the usual de-duplication). A paper already in the library is
-    returned as it is (and added to the projects); no duplicate is ever created.
+    returned as it is; no duplicate is ever created. `on_saved` gets the paper's id either
+    way (projects.intake files it into projects).
 
     Raises InvalidInput (unrecognised identifier), NotFound (no engine knows the paper) or
     EngineUnavailable (every engine that could tell failed).
@@ -311,11 +309,8 @@ def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ())
     parsed = identifier_parse(identifier)
     existing = _library_match(parsed)
     if existing is not None:
-        if project_ids:
-            from projects.services import project_add_papers
-
-            for project_id in project_ids:
-                project_add_papers(project=project_id, paper_ids=[existing.pk])
+        if on_saved is not None:
+            on_saved([existing.pk])
         return AddedPaper(existing, False, {}, ["Already in the library; nothing fetched."])
     outcomes = start_calls(parsed.lookups()).wait()
     statuses = {outcome.engine: outcome.summary() for outcome in outcomes}
@@ -330,7 +325,7 @@ def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ())
             identifier=identifier,
             engines=statuses,
         )
-    outcome = papers_upsert_retrying(records=records, project_ids=project_ids)
+    outcome = papers_upsert_retrying(records=records, on_saved=on_saved)
     paper_ids = list(dict.fromkeys(outcome.paper_ids))
     notes = []
     if len(paper_ids) > 1:
@@ -365,11 +360,12 @@ def citing_papers(
     engine_ids: list[str],
     max_results: int,
     scope: Sequence[str] | None,
-    project_ids: Sequence[str] = (),
     save: bool = True,
+    on_saved: OnSaved | None = None,
 ) -> EngineSearchResult:
     """Papers citing `paper`: those in the library (engine `local`) and those the external
-    engines know. External ones are added to the library with the citation recorded."""
+    engines know. External ones are added to the library with the citation recorded;
+    `on_saved` as for engines_search."""
     local: Callable[[], SearchPage] | None = None
     if LOCAL_ENGINE in engine_ids:
 
@@ -387,7 +383,7 @@ def citing_papers(
         for engine_id in engine_ids
         if engine_id != LOCAL_ENGINE
     ]
-    result = engines_search(calls=calls, local=local, project_ids=project_ids, save=save)
+    result = engines_search(calls=calls, local=local, save=save, on_saved=on_saved)
     if save:
         pairs = [
             (entry["paper_id"], paper.pk)

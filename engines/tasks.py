@@ -1,4 +1,6 @@
-"""Celery tasks of the engines app, run on the `engines` queue (CELERY_TASK_ROUTES)."""
+"""Celery tasks of the engines app, run on the `engines` queue (CELERY_TASK_ROUTES).
+
+Thin wrappers over the runner, which sends them by name through engines/dispatch.py."""
 
 from __future__ import annotations
 

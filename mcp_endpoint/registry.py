@@ -52,8 +52,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from core.errors import DomainError, InvalidInput, NotFound, database_unavailable
 from mcp_endpoint.scope import current_scope
-from research_site.errors import DomainError, InvalidInput, NotFound, database_unavailable
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
+from core.errors import DomainError
 from papers.curation import PaperCurationAdmin
 from papers.intake import add_by_identifier_view, import_bibtex_view
 from papers.models import (
@@ -42,7 +43,6 @@ from papers.models import (
 )
 from papers.search.admin_search import SEARCH_RANK, paper_search_admin
 from papers.search.index import papers_changed
-from research_site.errors import DomainError
 
 
 class TextInputFilter(admin.SimpleListFilter):

@@ -17,12 +17,12 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
+from core.schemas import with_errors
 from papers import assets
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
 from papers.exports import EXTENSIONS, FORMATS, export_papers, render_export
-from research_site.api_errors import with_errors
 
 router = Router(tags=["papers"])
 

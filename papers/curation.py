@@ -4,11 +4,16 @@ Each action is a thin adapter: it reads the action bar's fields, calls one servi
 same ones MCP and REST call) and reports the outcome, or the service's DomainError, as a
 message. Who may run what: keyword, PDF and embedding actions need permission to change
 papers; project membership needs permission to change projects; exports only to view.
+
+Projects and the search engines are layers above papers (docs/LAYERS.md), so what needs
+them is left to three methods that projects.curation.LibraryPaperAdmin, the Paper admin the
+site registers, implements: `project_resolve`, `project_add_papers` and
+`paper_add_by_identifier` (used here and by the intake pages, papers/intake.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django import forms
@@ -18,10 +23,10 @@ from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from core.errors import DomainError
 from papers.models import Paper
 from papers.selectors import with_relations
 from papers.services import paper_keywords_update
-from research_site.errors import DomainError
 
 # One action works on at most this many papers: a request must finish in seconds, and a
 # bigger job has its command (export_library, import_*, reindex_embeddings).
@@ -64,6 +69,22 @@ class PaperCurationAdmin(admin.ModelAdmin):
     def has_curate_projects_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("projects.change_project"))
 
+    # --- what the layers above papers supply (LibraryPaperAdmin) -------------------------
+
+    def project_resolve(self, ref: str) -> str:
+        """The id of the project `ref` names (its id or name); a DomainError if none does."""
+        raise NotImplementedError("the registered Paper admin resolves projects")
+
+    def project_add_papers(self, *, project: str, paper_ids: Sequence[int]) -> int:
+        """Add papers to a project (id or name); how many were not in it yet."""
+        raise NotImplementedError("the registered Paper admin adds papers to projects")
+
+    def paper_add_by_identifier(self, *, identifier: str, project: str) -> Any:
+        """Add the paper a DOI, arXiv id or URL names, asking the engines, and to `project`
+        unless it is ''. Returns what it became (`paper`, `created`, `notes`); raises a
+        DomainError when it cannot."""
+        raise NotImplementedError("the registered Paper admin asks the engines")
+
     # --- helpers -----------------------------------------------------------------------
 
     def selected_ids(self, request: HttpRequest, queryset: QuerySet[Paper]) -> list[int] | None:
@@ -96,8 +117,6 @@ class PaperCurationAdmin(admin.ModelAdmin):
         permissions=["curate_projects"],
     )
     def add_to_project(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
-        from projects.services import project_add_papers
-
         ids = self.selected_ids(request, queryset)
         if ids is None:
             return
@@ -105,7 +124,7 @@ class PaperCurationAdmin(admin.ModelAdmin):
         self.run_service(
             request,
             "Add to project",
-            lambda: f"{project_add_papers(project=project, paper_ids=ids)} papers added",
+            lambda: f"{self.project_add_papers(project=project, paper_ids=ids)} papers added",
         )
 
     # --- keywords ----------------------------------------------------------------------

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.errors import DomainError
 from papers.imports import RawItem
 from papers.models import Paper
 from papers.schemas import PaperRecord
 
 # The upsert's private matching helpers, used read-only here on purpose (see above).
 from papers.services import _find_existing, _match_keys
-from research_site.errors import DomainError
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from urllib.parse import quote
 
 from django.conf import settings
 
+from core.atomic import write_atomic
+from core.errors import InvalidInput
 from papers.bibtex import render_bibtex
 from papers.models import Paper
 from papers.ris import render_ris
 from papers.selectors import paper_record
-from research_site.atomic import write_atomic
-from research_site.errors import InvalidInput
 
 EXTENSIONS = {
     "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",

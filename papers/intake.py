@@ -1,25 +1,29 @@
 """Adding papers from the admin: by DOI / arXiv id / URL (the `add_paper` service, which
 asks the search engines), and by BibTeX, previewed entry by entry before anything is saved.
 
-Views only: they parse forms, call `engines.services.paper_add_by_identifier`,
-`papers.duplicates.bibtex_preview` and `papers.imports.import_records` (what
-`manage.py import_bibtex` runs), and show the outcome. `PaperAdmin.get_urls` routes them.
+Views only: they parse forms, call `papers.duplicates.bibtex_preview` and
+`papers.imports.import_records` (what `manage.py import_bibtex` runs), and show the
+outcome. `PaperAdmin.get_urls` routes them. Asking the engines and filing papers into a
+project go through the model admin's `paper_add_by_identifier`, `project_resolve` and
+`project_add_papers` (papers/curation.py says why).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from core.errors import DomainError
+from papers.curation import PaperCurationAdmin
 from papers.models import Paper
-from research_site.errors import DomainError
 
 MAX_IDENTIFIERS = 20
 # The text travels back with the confirmation (multipart, so it is not %-encoded), and the
@@ -27,20 +31,29 @@ MAX_IDENTIFIERS = 20
 MAX_BIBTEX_BYTES = 2_000_000
 
 
-def _project_id(value: str) -> str:
+def _project_id(value: str, resolve: Callable[[str], str]) -> str:
     """The id of the project named (id or name), or '' for none; ValidationError if unknown."""
-    from projects.selectors import project_get
-
     text = (value or "").strip()
     if not text:
         return ""
     try:
-        return project_get(ref=text).id
+        return resolve(text)
     except DomainError as error:
         raise forms.ValidationError(error.message) from None
 
 
-class IdentifiersForm(forms.Form):
+class ProjectForm(forms.Form):
+    """A form with a `project` field, checked with the model admin's `project_resolve`."""
+
+    def __init__(self, *args: Any, resolve_project: Callable[[str], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resolve_project = resolve_project
+
+    def clean_project(self) -> str:
+        return _project_id(self.cleaned_data.get("project", ""), self.resolve_project)
+
+
+class IdentifiersForm(ProjectForm):
     identifiers = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 6, "cols": 70}),
         help_text=(
@@ -62,9 +75,6 @@ class IdentifiersForm(forms.Form):
             )
         return identifiers
 
-    def clean_project(self) -> str:
-        return _project_id(self.cleaned_data.get("project", ""))
-
 
 @dataclass
 class IdentifierOutcome:
@@ -75,16 +85,15 @@ class IdentifierOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def add_by_identifier_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
+def add_by_identifier_view(model_admin: PaperCurationAdmin, request: HttpRequest) -> HttpResponse:
     """Look each identifier up (engines are asked outside any transaction) and show what
     became of it: added, already in the library, or why not."""
-    from engines.services import paper_add_by_identifier
-
     if not model_admin.has_add_permission(request):
         raise PermissionDenied
     form = IdentifiersForm(
         request.POST if request.method == "POST" else None,
         initial={"project": request.GET.get("project", "")},
+        resolve_project=model_admin.project_resolve,
     )
     outcomes: list[IdentifierOutcome] = []
     if form.is_valid():
@@ -92,9 +101,7 @@ def add_by_identifier_view(model_admin: admin.ModelAdmin, request: HttpRequest) 
         for identifier in form.cleaned_data["identifiers"]:
             outcome = IdentifierOutcome(identifier)
             try:
-                added = paper_add_by_identifier(
-                    identifier=identifier, project_ids=[project] if project else []
-                )
+                added = model_admin.paper_add_by_identifier(identifier=identifier, project=project)
             except DomainError as error:
                 outcome.error = error.message
             else:
@@ -123,7 +130,7 @@ def add_by_identifier_view(model_admin: admin.ModelAdmin, request: HttpRequest) 
 # --- BibTeX -------------------------------------------------------------------------------
 
 
-class BibtexUploadForm(forms.Form):
+class BibtexUploadForm(ProjectForm):
     file = forms.FileField(required=False, help_text="A .bib file (UTF-8), at most 2 MB.")
     text = forms.CharField(
         required=False,
@@ -133,9 +140,6 @@ class BibtexUploadForm(forms.Form):
     project = forms.CharField(
         required=False, help_text="Add the imported papers to this project (id or name)."
     )
-
-    def clean_project(self) -> str:
-        return _project_id(self.cleaned_data.get("project", ""))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -157,7 +161,7 @@ class BibtexUploadForm(forms.Form):
         return cleaned
 
 
-class BibtexConfirmForm(forms.Form):
+class BibtexConfirmForm(ProjectForm):
     bibtex = forms.CharField(widget=forms.Textarea(attrs={"hidden": True}), strip=False)
     project = forms.CharField(required=False, widget=forms.HiddenInput)
     skip_duplicates = forms.BooleanField(
@@ -175,11 +179,8 @@ class BibtexConfirmForm(forms.Form):
             raise forms.ValidationError("The text is over 2 MB.")
         return text
 
-    def clean_project(self) -> str:
-        return _project_id(self.cleaned_data.get("project", ""))
 
-
-def import_bibtex_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
+def import_bibtex_view(model_admin: PaperCurationAdmin, request: HttpRequest) -> HttpResponse:
     """Step 1: upload or paste, then a preview of every entry (new, in the library,
     repeated, unreadable). Step 2 ("_import"): import it as `import_bibtex` would."""
     from papers.duplicates import bibtex_preview
@@ -191,14 +192,17 @@ def import_bibtex_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
         "opts": model_admin.opts,
         "title": "Import BibTeX",
     }
+    resolve = model_admin.project_resolve
     if request.method == "POST" and "_import" in request.POST:
-        confirm = BibtexConfirmForm(request.POST)
+        confirm = BibtexConfirmForm(request.POST, resolve_project=resolve)
         if confirm.is_valid():
             return _import(model_admin, request, confirm.cleaned_data)
-        upload = BibtexUploadForm(initial={"project": request.POST.get("project", "")})
+        upload = BibtexUploadForm(
+            initial={"project": request.POST.get("project", "")}, resolve_project=resolve
+        )
         context.update(form=upload, errors=confirm.errors)
     elif request.method == "POST":
-        upload = BibtexUploadForm(request.POST, request.FILES)
+        upload = BibtexUploadForm(request.POST, request.FILES, resolve_project=resolve)
         if upload.is_valid():
             preview = bibtex_preview(text=upload.cleaned_data["bibtex"])
             context["preview"] = preview
@@ -206,16 +210,19 @@ def import_bibtex_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
                 initial={
                     "bibtex": upload.cleaned_data["bibtex"],
                     "project": upload.cleaned_data["project"],
-                }
+                },
+                resolve_project=resolve,
             )
         context["form"] = upload
     else:
-        context["form"] = BibtexUploadForm(initial={"project": request.GET.get("project", "")})
+        context["form"] = BibtexUploadForm(
+            initial={"project": request.GET.get("project", "")}, resolve_project=resolve
+        )
     return TemplateResponse(request, "admin/papers/paper/import_bibtex.html", context)
 
 
 def _import(
-    model_admin: admin.ModelAdmin, request: HttpRequest, data: dict[str, Any]
+    model_admin: PaperCurationAdmin, request: HttpRequest, data: dict[str, Any]
 ) -> HttpResponse:
     from papers.bibtex import read_bibtex, record_from_bibtex
     from papers.duplicates import bibtex_preview
@@ -228,8 +235,12 @@ def _import(
         skipped = len(entries) - len(items)
     else:
         items, skipped = list(read_bibtex(text)), 0
+
+    def file_into_project(paper_ids: list[int]) -> None:
+        model_admin.project_add_papers(project=project, paper_ids=paper_ids)
+
     report = import_records(
-        items, build=record_from_bibtex, project_ids=(project,) if project else ()
+        items, build=record_from_bibtex, on_saved=file_into_project if project else None
     )
     summary = report.summary() + (
         f"; {skipped} skipped as already in the library" if skipped else ""

@@ -15,13 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
 
-
-class TimeStamped(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
+from core.models import TimeStamped
 
 
 class Institution(TimeStamped):

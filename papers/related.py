@@ -47,6 +47,7 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
+from core.errors import InvalidInput
 from papers import scoping
 from papers.models import (
     Category,
@@ -59,7 +60,6 @@ from papers.models import (
 from papers.search.embedding import EmbeddingModel, load_model, paper_text
 from papers.search.semantic import _rank
 from papers.search.vector_index import Snapshot, vector_index
-from research_site.errors import InvalidInput
 
 WEIGHTS: dict[str, float] = {
     "keywords": 0.30,

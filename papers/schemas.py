@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import models
 
+from core.errors import InvalidInput
 from papers.identifiers import (
     PersonName,
     clean_text,
@@ -19,7 +20,6 @@ from papers.identifiers import (
     parse_person_name,
     title_key,
 )
-from research_site.errors import InvalidInput
 
 KEYWORD_MAX_LENGTH = 100
 _YEAR = re.compile(r"^\s*(\d{4})(?:[-/.]\d{1,2}(?:[-/.]\d{1,2})?)?\s*$")

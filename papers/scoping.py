@@ -14,8 +14,8 @@ from typing import Any
 
 from django.db.models import Model, Q, QuerySet
 
+from core.errors import InvalidInput, NotFound
 from papers.models import Paper
-from research_site.errors import InvalidInput, NotFound
 
 # The relation from Paper to its membership rows, declared by projects.models.ProjectPaper.
 LINKS = "project_links"

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
+from core.errors import InvalidInput, NotFound
 from papers.models import Paper, PaperAuthor
 from papers.scoping import papers_in_project, project_find
 from papers.scoping import papers_in_scope as papers_in_scope
-from research_site.errors import InvalidInput, NotFound
 
 MAX_REF_LENGTH = 600
 # Larger numbers cannot be a paper_id (a 64-bit integer); the databases refuse to compare

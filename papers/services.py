@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from core.errors import InvalidInput
 from papers.bulk import insert_objects, insert_rows
 from papers.identifiers import (
     citekey_base,
@@ -42,7 +43,6 @@ from papers.models import (
 )
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord, keyword_key, keywords_clean
 from papers.search.index import papers_changed
-from research_site.errors import InvalidInput
 
 # Paper fields filled from a record when empty, and recorded as alternates when different.
 MERGED_TEXT_FIELDS = (
@@ -79,19 +79,25 @@ class UpsertOutcome:
         self.unchanged += other.unchanged
 
 
-def paper_upsert(*, record: PaperRecord, project_ids: Sequence[str] = ()) -> tuple[Paper, bool]:
+# What a caller in a layer above papers does with the papers a write saved, inside the write's
+# transaction: `projects.services.projects_adder` files them into projects.
+OnSaved = Callable[[list[int]], object]
+
+
+def paper_upsert(*, record: PaperRecord, on_saved: OnSaved | None = None) -> tuple[Paper, bool]:
     """Create or merge one paper. Returns (paper, created)."""
-    outcome = papers_upsert(records=[record], project_ids=project_ids)
+    outcome = papers_upsert(records=[record], on_saved=on_saved)
     paper = Paper.objects.get(pk=outcome.paper_ids[0])
     return paper, outcome.created == 1
 
 
 @transaction.atomic
 def papers_upsert(
-    *, records: Sequence[PaperRecord], project_ids: Sequence[str] = ()
+    *, records: Sequence[PaperRecord], on_saved: OnSaved | None = None
 ) -> UpsertOutcome:
     """Create or merge many papers in one transaction, de-duplicating against the library
-    and within the batch. Optionally adds every paper to the given projects.
+    and within the batch. `on_saved`, if given, gets every record's paper_id (in record
+    order) before the transaction commits.
 
     Records that duplicate an earlier record of the same batch are applied in a later pass,
     after the first one is written, so they merge into it like any other duplicate.
@@ -105,16 +111,13 @@ def papers_upsert(
             outcome.paper_ids[index] = paper_id
         outcome.add(pass_outcome)
         pending = deferred
-    if project_ids:
-        from projects.services import project_add_papers
-
-        for project_id in project_ids:
-            project_add_papers(project=project_id, paper_ids=outcome.paper_ids)
+    if on_saved is not None:
+        on_saved(outcome.paper_ids)
     return outcome
 
 
 def papers_upsert_retrying(
-    *, records: Sequence[PaperRecord], project_ids: Sequence[str] = (), attempts: int = 5
+    *, records: Sequence[PaperRecord], on_saved: OnSaved | None = None, attempts: int = 5
 ) -> UpsertOutcome:
     """papers_upsert for writers that race others (engine searches, reviews, parallel
     clients). Two transactions saving the same new paper, or two new papers given the same
@@ -123,7 +126,7 @@ def papers_upsert_retrying(
     needs a fresh one)."""
     for attempt in range(1, attempts + 1):
         try:
-            return papers_upsert(records=records, project_ids=project_ids)
+            return papers_upsert(records=records, on_saved=on_saved)
         except IntegrityError:
             if attempt == attempts or transaction.get_connection().in_atomic_block:
                 raise

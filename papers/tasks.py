@@ -1,4 +1,7 @@
-"""Background work on papers, run by a Celery worker (or in-process without a broker)."""
+"""Background work on papers, run by a Celery worker (or in-process without a broker).
+
+Thin wrappers over the services, which start them by name through papers/dispatch.py; the
+names stay as they are, since messages already queued carry them."""
 
 from __future__ import annotations
 
@@ -8,6 +11,9 @@ from typing import Any
 from celery import shared_task
 from django.db import DatabaseError
 
+from core.errors import DomainError
+from papers.pdf.errors import DownloadFailed
+from papers.pdf.services import pdf_download, pdf_source_markdown_save
 from papers.search import semantic
 
 logger = logging.getLogger(__name__)
@@ -49,10 +55,6 @@ def download_pdf_task(self: Any, paper_id: int, url: str | None = None) -> dict[
     """Download the paper's pdf_url (or `url`) and attach it. Permanent failures (refused
     address, 404, not a PDF, too large) are reported in the result, not retried; nor is
     anything in-process, where a retry would block the caller."""
-    from papers.pdf.errors import DownloadFailed
-    from papers.pdf.services import pdf_download
-    from research_site.errors import DomainError
-
     try:
         record = pdf_download(paper_id=paper_id, url=url)
     except DownloadFailed as error:
@@ -85,8 +87,6 @@ def download_pdf_task(self: Any, paper_id: int, url: str | None = None) -> dict[
 def pdf_source_markdown_task(paper_id: int, replace: bool = False) -> dict[str, Any]:
     """Make the paper's source markdown from its PDF (keeping a hand-imported source unless
     `replace`)."""
-    from papers.pdf.services import pdf_source_markdown_save
-
     asset = pdf_source_markdown_save(paper_id=paper_id, replace=replace)
     if asset is None:
         return {"paper_id": paper_id, "status": "kept"}

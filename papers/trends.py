@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet
 
+from core.errors import InvalidInput, NotFound
 from papers import scoping
 from papers.models import (
     Author,
@@ -27,7 +28,6 @@ from papers.models import (
     PaperKeyword,
     Venue,
 )
-from research_site.errors import InvalidInput, NotFound
 
 ANALYSIS_TYPES: tuple[str, ...] = ("authors", "keywords", "timeline", "categories", "venues")
 MAX_REFS = 1_000

@@ -1,5 +1,8 @@
 """Projects in the admin: created, renamed and deleted through the services; each project's
-papers, the library to add from and its trends are pages of their own (projects.curation)."""
+papers, the library to add from and its trends are pages of their own (projects.curation).
+
+Also registers the Paper admin the site uses, `LibraryPaperAdmin` (papers' own, with the
+project and engine work papers may not import; projects.curation)."""
 
 from __future__ import annotations
 
@@ -13,9 +16,20 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 import projects.review.admin  # noqa: F401 - registers the review admin
-from projects.curation import library_picker_view, project_papers_view, project_trends_view
+from papers.models import Paper
+from projects.curation import (
+    LibraryPaperAdmin,
+    library_picker_view,
+    project_papers_view,
+    project_trends_view,
+)
 from projects.models import Project
 from projects.services import project_create, project_delete, project_rename
+
+# papers.admin registered papers' own; it is always imported first (projects.curation
+# imports it, and papers comes before projects in INSTALLED_APPS).
+admin.site.unregister(Paper)
+admin.site.register(Paper, LibraryPaperAdmin)
 
 
 @admin.register(Project)

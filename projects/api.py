@@ -12,12 +12,12 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
+from core.schemas import with_errors
 from papers import selectors as paper_selectors
 from papers.api import PaperBrief, PaperRefs
 from projects import selectors as project_selectors
 from projects import services as project_services
 from projects.models import Project
-from research_site.api_errors import with_errors
 
 router = Router(tags=["projects"])
 

@@ -1,4 +1,9 @@
-"""A project's pages in the admin: its papers, the library to add papers from, its trends.
+"""The Paper admin the site registers, and a project's pages in the admin: its papers, the
+library to add papers from, its trends.
+
+`LibraryPaperAdmin` is papers' own Paper admin plus what needs the layers above papers
+(docs/LAYERS.md): adding papers to projects and asking the engines for a paper by DOI /
+arXiv id / URL (the methods papers.curation leaves to it). projects/admin.py registers it.
 
 The papers page and the library picker are the Paper list itself (same columns, search,
 filters and bulk actions; see `papers.curation`), narrowed to one project or to the
@@ -8,6 +13,7 @@ the project. `ProjectAdmin.get_urls` routes here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin
@@ -17,6 +23,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from core.errors import InvalidInput
 from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart
 from papers.models import Paper
@@ -25,8 +32,10 @@ from papers.search.admin_search import (
     paper_search_admin,
     with_search_rank,
 )
+from projects.intake import paper_add_by_identifier
 from projects.models import Project
-from research_site.errors import InvalidInput
+from projects.selectors import project_get
+from projects.services import project_add_papers
 
 TOP_ITEMS = 15  # authors, venues and keywords drawn on the trends page
 
@@ -40,7 +49,22 @@ def _project_or_404(project_admin: admin.ModelAdmin, request: HttpRequest, pk: s
     return project
 
 
-class ProjectPapersAdmin(PaperAdmin):
+class LibraryPaperAdmin(PaperAdmin):
+    """The Paper list, filing papers into projects and asking the engines."""
+
+    def project_resolve(self, ref: str) -> str:
+        return project_get(ref=ref).id
+
+    def project_add_papers(self, *, project: str, paper_ids: Sequence[int]) -> int:
+        return project_add_papers(project=project, paper_ids=paper_ids)
+
+    def paper_add_by_identifier(self, *, identifier: str, project: str) -> Any:
+        return paper_add_by_identifier(
+            identifier=identifier, project_ids=[project] if project else []
+        )
+
+
+class ProjectPapersAdmin(LibraryPaperAdmin):
     """The papers of one project, with the Paper list's tools and the membership ones."""
 
     change_list_template = "admin/projects/project/papers.html"
@@ -122,7 +146,7 @@ def project_papers_search(
     return with_search_rank(queryset.filter(condition), ids)
 
 
-class LibraryPickerAdmin(PaperAdmin):
+class LibraryPickerAdmin(LibraryPaperAdmin):
     """The whole library less the project's papers, to search and add from."""
 
     change_list_template = "admin/projects/project/library_picker.html"

@@ -8,7 +8,8 @@ import uuid
 from django.db import models
 from django.db.models.functions import Lower
 
-from papers.models import Paper, TimeStamped
+from core.models import TimeStamped
+from papers.models import Paper
 
 
 class Project(TimeStamped):

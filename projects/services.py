@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.errors import Conflict, InvalidInput
 from papers.models import Paper
+from papers.services import OnSaved
 from projects.models import Project, ProjectPaper
-from research_site.errors import Conflict, InvalidInput
 
 NAME_MAX_LENGTH = 200
 
@@ -102,3 +103,17 @@ def project_remove_papers(*, project: Project | str, paper_ids: Sequence[int]) -
     target = project if isinstance(project, Project) else project_get(ref=project)
     removed, _ = ProjectPaper.objects.filter(project=target, paper_id__in=paper_ids).delete()
     return removed
+
+
+def projects_adder(project_ids: Sequence[str]) -> OnSaved | None:
+    """The hook the library's writes take (`on_saved`: papers_upsert, import_records, the
+    engine searches) to add the papers they save to these projects, in the same
+    transaction; None when there is no project, so those writes skip the step."""
+    if not project_ids:
+        return None
+
+    def add(paper_ids: list[int]) -> None:
+        for project_id in project_ids:
+            project_add_papers(project=project_id, paper_ids=paper_ids)
+
+    return add

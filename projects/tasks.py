@@ -1,4 +1,7 @@
-"""Celery tasks of the projects app: the literature-review steps (projects/review/)."""
+"""Celery tasks of the projects app: the literature-review steps (projects/review/).
+
+Thin wrappers over the review services, which send them by name through
+projects/dispatch.py."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
+from core.errors import InvalidInput
 from projects.models import Project
 from projects.selectors import project_get
 from projects.services import project_add_papers, project_remove_papers
-from research_site.errors import InvalidInput
 
 
 @transaction.atomic

@@ -22,9 +22,9 @@ from ninja import NinjaAPI, Schema
 from ninja.openapi.docs import Swagger
 from pydantic import BaseModel
 
+from core.errors import InvalidInput
 from research_site.api_auth import BearerToken, StaffSession
 from research_site.api_errors import install_error_handlers
-from research_site.errors import InvalidInput
 
 # URL prefix under /api/ -> "module.attribute" of a ninja Router.
 ROUTERS: list[tuple[str, str]] = [
@@ -32,6 +32,8 @@ ROUTERS: list[tuple[str, str]] = [
     ("/search", "papers.search.api.router"),
     ("/projects", "projects.api.router"),
     ("/engines", "engines.api.router"),
+    # The engine searches, under the same prefix: they can file results into a project.
+    ("/engines", "projects.engines_api.router"),
 ]
 
 DESCRIPTION = """\

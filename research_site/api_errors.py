@@ -33,12 +33,10 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
-from pydantic import ConfigDict, Field
 
-from papers.assets import AssetFetchFailed
-from research_site.errors import (
+from core.errors import (
     Conflict,
     DatabaseUnavailable,
     DomainError,
@@ -49,6 +47,7 @@ from research_site.errors import (
     StorageFull,
     database_unavailable,
 )
+from papers.assets import AssetFetchFailed
 
 logger = logging.getLogger(__name__)
 
@@ -75,23 +74,6 @@ CODE_BY_STATUS = {
     413: "payload_too_large",
     429: "throttled",
 }
-
-
-class ErrorDetail(Schema):
-    model_config = ConfigDict(extra="allow")
-
-    code: str = Field(description="Stable, machine-readable: not_found, invalid_input, ...")
-    message: str = Field(description="What went wrong and what to do, for people.")
-
-
-class ErrorOut(Schema):
-    error: ErrorDetail
-
-
-def with_errors(ok: Mapping[int, Any], *statuses: int) -> dict[int, Any]:
-    """A `response=` mapping: the success schema(s) plus the error answers an operation can
-    give. 400 (bad input), 401 (no credentials) and 500 are possible everywhere."""
-    return {**ok, **{status: ErrorOut for status in sorted({400, 401, 500, *statuses})}}
 
 
 class ApiError(Exception):

@@ -36,7 +36,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
-from research_site.errors import Conflict, DomainError, InvalidInput
+from core.errors import Conflict, DomainError, InvalidInput
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"

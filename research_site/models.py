@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from papers.models import TimeStamped
+from core.models import TimeStamped
 
 
 class ApiToken(TimeStamped):

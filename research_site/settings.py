@@ -14,8 +14,8 @@ from pathlib import Path
 
 import dj_database_url
 
-from research_site.env import env_bool, env_int, env_list, env_map, env_str
-from research_site.knowledge_base import ensure_layout, read_or_create_secret, resolve_directory
+from core.env import env_bool, env_int, env_list, env_map, env_str
+from core.knowledge_base import ensure_layout, read_or_create_secret, resolve_directory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from research_site.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from research_site.models import ApiToken
 
 # A data migration creates this group; its members can only read, whatever their tokens say.

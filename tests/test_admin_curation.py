@@ -14,10 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from papers import curation
-from papers.search import admin_search
 from papers.admin import EstimatedCountPaginator
 from papers.models import Paper, PaperEmbedding
 from papers.schemas import PaperRecord
+from papers.search import admin_search
 from papers.services import papers_upsert
 from projects import curation as projects_curation
 from projects.models import Project, ProjectPaper

@@ -25,9 +25,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from core.errors import DomainError, InvalidInput
 from papers import assets
 from papers.models import Paper, PaperAsset
-from research_site.errors import DomainError, InvalidInput
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "assets" / "library"
 ATTENTION = FIXTURES / "attention"

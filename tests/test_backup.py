@@ -28,14 +28,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections
 
+from core.errors import Conflict
+from core.knowledge_base import ensure_layout
 from papers.imports import RawItem, import_records
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
 from projects.services import project_add_papers, project_create
 from research_site.backup import ArchiveInvalid, backup_create, backup_restore
-from research_site.errors import Conflict
-from research_site.knowledge_base import ensure_layout
 
 ROOT = Path(__file__).resolve().parent.parent
 PDF_BYTES = b"%PDF-1.4\n" + bytes(range(256)) * 40 + b"\n%%EOF\n"

@@ -228,7 +228,7 @@ def test_import_bibtex_splits_names_the_bibtex_way(biblatex: None) -> None:
 
 
 def test_record_from_bibtex_needs_a_title() -> None:
-    from research_site.errors import InvalidInput
+    from core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="title"):
         record_from_bibtex({"ENTRYTYPE": "article", "ID": "x", "author": "Doe, Jane"})
@@ -299,7 +299,7 @@ def test_duplicate_keys_keep_the_first_entry_and_import_a_different_paper_separa
 
 
 def test_read_bibtex_reads_text_and_never_raises_on_garbage() -> None:
-    from research_site.errors import InvalidInput
+    from core.errors import InvalidInput
 
     text = "@article{a, title = {T}, year = {2020}}\n@article{\n@@@ }}} = ,,\n@book{b, title = {U"
     items = list(read_bibtex(text))

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from django.db import InterfaceError, OperationalError
 
-from research_site.errors import database_unavailable
+from core.errors import database_unavailable
 
 
 def django_error(cause: BaseException, kind: type[Exception] = OperationalError) -> Exception:

@@ -14,6 +14,7 @@ import bibtexparser
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import InvalidInput, StorageFull
 from papers.exports import FORMATS, export_papers, render_export
 from papers.management.commands.export_library import Command as ExportLibrary
 from papers.models import Paper
@@ -21,7 +22,6 @@ from papers.selectors import papers_filter
 from papers.services import paper_keywords_update
 from projects.models import Project
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput, StorageFull
 
 pytestmark = pytest.mark.django_db
 

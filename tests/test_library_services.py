@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.models import Author, Keyword, Paper, PaperIdentifier
 from papers.schemas import PaperRecord
 from papers.selectors import paper_detail, paper_get
 from papers.services import paper_keywords_update, papers_upsert
-from research_site.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db
 

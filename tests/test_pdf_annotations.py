@@ -13,11 +13,11 @@ from typing import Any
 import pymupdf
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.models import Annotation, Paper
 from papers.pdf import selectors, services
 from papers.pdf.annotate import annotation_pdf_name
 from papers.pdf.errors import PdfNotAvailable, TextNotFound
-from research_site.errors import InvalidInput, NotFound
 from tests.test_pdf_library import EXPOSITORY, FACTS, QUANTUM
 
 # Page 1 of 2304.02623v1: three lines, 'tech-' + 'nology' split by the line break.

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.models import Paper, PaperPdf
 from papers.pdf import selectors, services
 from papers.pdf.errors import NotAPdf, PdfFileMissing, PdfNotAvailable
-from research_site.errors import InvalidInput, NotFound
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdfs"
 FACTS: dict[str, Any] = json.loads((FIXTURES / "pdf_facts.json").read_text())

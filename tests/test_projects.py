@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from core.errors import Conflict, InvalidInput
 from papers.models import Paper
 from projects.models import Project, ProjectPaper
 from projects.selectors import project_get, project_papers
@@ -15,7 +16,6 @@ from projects.services import (
     project_delete,
     project_rename,
 )
-from research_site.errors import Conflict, InvalidInput
 
 pytestmark = pytest.mark.django_db
 

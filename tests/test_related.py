@@ -12,13 +12,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.errors import InvalidInput
 from papers.models import Paper, PaperEmbedding
 from papers.related import RelatedResult, papers_related
 from papers.search import semantic
 from papers.services import citations_add
 from projects.models import Project
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from research_site.env import env_bool, env_int
-from research_site.knowledge_base import SUBDIRECTORIES
+from core.env import env_bool, env_int
+from core.knowledge_base import SUBDIRECTORIES
 from research_site.tasks import ping
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def test_fresh_directory_is_created_and_migrated_and_old_one_upgraded(tmp_path: 
     env.pop("REDIS_URL", None)
     script = (
         "import django; django.setup();"
-        "from research_site.bootstrap import prepare_knowledge_base; prepare_knowledge_base();"
+        "from core.bootstrap import prepare_knowledge_base; prepare_knowledge_base();"
         "from papers.models import Paper; from django.contrib.auth.models import User;"
         "print(Paper.objects.count(), User.objects.filter(is_superuser=True).count())"
     )

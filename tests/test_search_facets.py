@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
+from core.errors import InvalidInput
 from papers.models import Author, Paper, PaperAuthor
 from papers.search import facets
 from papers.search.facets import facet_counts, top_facets
 from papers.search.types import SearchFilters
 from papers.services import paper_keywords_update
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.search.filters import (
     apply_filters,
@@ -19,7 +20,6 @@ from papers.search.filters import (
 from papers.search.types import SearchFilters
 from papers.selectors import papers_in_scope
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.search import lexical, postings, vocabulary
@@ -31,7 +32,6 @@ from papers.search.types import SearchFilters
 from papers.selectors import paper_brief, with_relations
 from papers.services import paper_keywords_update, paper_upsert, papers_upsert
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.search import lexical, postings
@@ -15,7 +16,6 @@ from papers.search.fulltext import paper_search, paper_search_ids, raw_search_ms
 from papers.search.local import local_search, search_filters_build
 from papers.services import papers_upsert
 from projects.services import project_add_papers, project_create
-from research_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import InvalidInput
 from papers.models import Paper, PaperEmbedding
 from papers.search import semantic
 from papers.search import vector_index as vector_index_module
@@ -22,7 +23,6 @@ from papers.search.embedding import load_model, paper_text, text_hash
 from papers.search.types import SearchFilters
 from papers.tasks import embed_papers_task
 from projects.services import project_add_papers, project_create
-from research_site.errors import InvalidInput
 
 PROTEIN = (
     "Predicting protein folding with deep learning",

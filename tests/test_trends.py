@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers import trends
 from papers.models import Paper
 from papers.trends import ANALYSIS_TYPES, papers_resolve, papers_trends, papers_trends_by_ref
 from projects.models import Project
 from projects.services import project_add_papers
-from research_site.errors import InvalidInput, NotFound
 
 Library = dict[str, Paper]
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.zotero.services import (
     rect_normalize,
     zotero_area_annotation_create,
     zotero_highlight_create,
 )
-from research_site.errors import InvalidInput, NotFound
 from tests.zotero_fake import FakeZotero, default_items
 
 SEED_COLORS = {

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.pdf.spec import OutlineEntry
 from papers.zotero.client import ZoteroClient
 from papers.zotero.errors import ZoteroError, ZoteroTimeout, ZoteroUnreachable
-from research_site.errors import InvalidInput, NotFound
 from tests.zotero_fake import FakeZotero, default_items
 
 

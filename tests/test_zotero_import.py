@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import NotFound
 from papers.models import Paper, PaperPdf
 from papers.zotero import bbt
 from papers.zotero.bbt import BetterBibTeXClient
 from papers.zotero.imports import item_key, record_from_csl
-from research_site.errors import NotFound
 from tests.zotero_fake import FakeAttachment, FakeItem, FakeZotero, default_items
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput, NotFound
 from papers.pdf.spec import OutlineEntry
 from papers.zotero.selectors import (
     NO_OUTLINE_HINT,
@@ -18,7 +19,6 @@ from papers.zotero.selectors import (
     zotero_pdf_outline,
     zotero_pdf_read,
 )
-from research_site.errors import InvalidInput, NotFound
 from tests.zotero_fake import FakeZotero, default_items
 
 

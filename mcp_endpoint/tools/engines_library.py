@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import CITING
-from engines.services import citing_papers, engine_ids_resolve, paper_add_by_identifier
+from engines.services import engine_ids_resolve
 from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.engines_search import (
@@ -27,6 +27,7 @@ from mcp_endpoint.tools.search import EngineStatus
 from papers.related import papers_related
 from papers.selectors import paper_detail, paper_get
 from papers.trends import ANALYSIS_TYPES, papers_trends_by_ref
+from projects.intake import citing_papers, paper_add_by_identifier
 
 PaperRef = Annotated[
     str | int,

@@ -22,7 +22,7 @@ from engines import selectors as engine_selectors
 from engines.base import AUTHOR, CATEGORIES, SEARCH, SearchRequest
 from engines.registry import LOCAL_ENGINE
 from engines.runner import EngineCall
-from engines.services import EngineSearchResult, engine_ids_resolve, engines_search
+from engines.services import EngineSearchResult, engine_ids_resolve
 from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.search import (
@@ -37,6 +37,7 @@ from papers.search import filters as search_filters
 from papers.search.local import local_search, year_of
 from papers.search.types import SearchPage
 from projects import selectors as project_selectors
+from projects.intake import engines_search
 
 MaxResults = Annotated[
     int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100.")

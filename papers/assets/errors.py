@@ -5,8 +5,8 @@ Messages and details name the paper and the asset, never a path or a URL.
 
 from __future__ import annotations
 
+from core.errors import DomainError, NotFound
 from papers.models import PaperAsset
-from research_site.errors import DomainError, NotFound
 
 Kind = PaperAsset.Kind
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from core.errors import InvalidInput
 from papers.models import PaperAsset
-from research_site.errors import InvalidInput
 
 Kind = PaperAsset.Kind
 

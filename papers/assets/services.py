@@ -8,14 +8,14 @@ import json
 from django.conf import settings
 from django.db import transaction
 
+from core.atomic import write_atomic
+from core.errors import InvalidInput
 from papers.assets.errors import Kind, TemplateNotAvailable
 from papers.assets.names import asset_relative_path, name_clean, template_name_clean
 from papers.assets.remote import fetch_remote
 from papers.assets.selectors import available_summary_templates
 from papers.assets.storage import check_summary_json, decode_text, local_path
 from papers.models import Paper, PaperAsset
-from research_site.atomic import write_atomic
-from research_site.errors import InvalidInput
 
 Storage = PaperAsset.Storage
 CONTENT_TYPES = {

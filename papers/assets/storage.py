@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from core.errors import InvalidInput
 from papers.assets.errors import (
     AssetFetchFailed,
     AssetParseFailed,
@@ -15,7 +16,6 @@ from papers.assets.errors import (
     asset_details,
     asset_label,
 )
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

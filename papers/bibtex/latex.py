@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pylatexenc.latex2text
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 
+from core.errors import InvalidInput
 from papers.identifiers import clean_text
-from research_site.errors import InvalidInput
 
 # --- LaTeX to text ----------------------------------------------------------------------
 

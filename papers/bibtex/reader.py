@@ -22,6 +22,7 @@ from bibtexparser.model import (
     String,
 )
 
+from core.errors import DomainError, InvalidInput
 from papers.bibtex.fields import (
     BOOKTITLE_TYPES,
     DEFAULT_PUBLISHER_FIELDS,
@@ -42,7 +43,6 @@ from papers.bibtex.latex import (
 from papers.identifiers import clean_text, normalize_arxiv_id, normalize_doi, title_key
 from papers.imports import RawItem
 from papers.schemas import PaperRecord, keyword_clean, parse_year
-from research_site.errors import DomainError, InvalidInput
 
 # --- reading ----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ a path on the server (agents must not learn internal locations)."""
 
 from __future__ import annotations
 
-from research_site.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
 
 
 def how_to_attach(paper_id: int) -> str:

@@ -23,8 +23,8 @@ from pathlib import Path
 import pymupdf
 from django.conf import settings
 
+from core.atomic import write_atomic
 from papers.pdf.errors import NotAPdf
-from research_site.atomic import write_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from typing import Any
 import pymupdf
 from django.db.models import QuerySet
 
+from core.errors import InvalidInput
 from papers.models import Annotation, Paper, PaperPdf
 from papers.pdf.errors import NotAPdf, PdfFileMissing, PdfNotAvailable, how_to_attach
 from papers.pdf.files import stored_path
 from papers.pdf.reading import outline_entries, outline_tree, page_text
 from papers.pdf.spec import SectionPages, page_spec_parse, sections_resolve
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

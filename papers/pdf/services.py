@@ -17,7 +17,10 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 from django.db import transaction
 
+from core.atomic import write_atomic
+from core.errors import InvalidInput, NotFound
 from papers import assets
+from papers.dispatch import pdf_download_enqueue, pdf_source_markdown_enqueue
 from papers.models import Annotation, Paper, PaperAsset, PaperPdf
 from papers.pdf import download
 from papers.pdf.annotate import page_box, page_to_pdf, pdf_to_page, write_annotated_copy
@@ -37,8 +40,6 @@ from papers.pdf.locate import find_passage, text_key
 from papers.pdf.markdown import document_markdown
 from papers.pdf.selectors import annotations_export_text, paper_pdf_get, pdf_open
 from papers.pdf.spec import color_resolve
-from research_site.atomic import write_atomic
-from research_site.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -440,20 +441,13 @@ def _has_curated_source(paper: Paper) -> bool:
 
 def schedule_source_markdown(paper_id: int) -> None:
     """Run the conversion task: in-process on the embedded default, else on a worker."""
-    from papers.tasks import pdf_source_markdown_task
-
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        pdf_source_markdown_task.apply(args=[paper_id], kwargs={"replace": False})
-    else:
-        pdf_source_markdown_task.delay(paper_id, replace=False)
+    pdf_source_markdown_enqueue(paper_id)
 
 
 def pdf_download_schedule(*, paper_ids: Iterable[int]) -> int:
     """Download these papers' pdf_url after the current transaction commits: in-process on
     the embedded default (results are logged), on a worker otherwise. Returns how many
     papers have a pdf_url and were scheduled."""
-    from papers.tasks import download_pdf_task
-
     ids = list(
         Paper.objects.filter(pk__in=list(paper_ids))
         .exclude(pdf_url="")
@@ -462,10 +456,7 @@ def pdf_download_schedule(*, paper_ids: Iterable[int]) -> int:
 
     def run() -> None:
         for paper_id in ids:
-            if settings.CELERY_TASK_ALWAYS_EAGER:
-                download_pdf_task.apply(args=[paper_id])
-            else:
-                download_pdf_task.delay(paper_id)
+            pdf_download_enqueue(paper_id)
 
     transaction.on_commit(run, robust=True)
     return len(ids)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from research_site.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound
 
 # Seed 003's semantic colour names, with Zotero's hex codes (ZOTERO.md).
 SEMANTIC_COLORS: dict[str, str] = {

@@ -11,9 +11,9 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.search.fulltext import paper_search_ids
-from research_site.errors import InvalidInput
 
 ADMIN_SEARCH_MAX_HITS = 10_000
 # The annotation paper_search_admin adds: a paper's place in the full-text ranking (0 for

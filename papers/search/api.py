@@ -17,12 +17,12 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
+from core.schemas import with_errors
 from papers.search import facets as search_facets
 from papers.search import filters as search_filters
 from papers.search import semantic
 from papers.search.local import LOCAL_ENGINE, local_search, search_filters_build, year_of
 from papers.search.types import SearchPage
-from research_site.api_errors import with_errors
 
 router = Router(tags=["search"])
 

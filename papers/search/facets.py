@@ -36,6 +36,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet
 
+from core.errors import InvalidInput
 from papers import scoping
 from papers.models import (
     Author,
@@ -50,7 +51,6 @@ from papers.models import (
 )
 from papers.search.filters import filters_as_dict, filters_empty
 from papers.search.types import SearchFilters
-from research_site.errors import InvalidInput
 
 FacetCategory = Literal["author", "venue", "keyword", "institution", "tag", "category", "year"]
 FACET_CATEGORIES: tuple[str, ...] = get_args(FacetCategory)
@@ -381,10 +381,12 @@ def _tags(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
         links = links.filter(project__in=scoping.project_ids_for(scope))
     groups = _restrict(links, papers).values("project_id").annotate(n=Count("pk"))
 
+    projects: Any = scoping.project_model()._default_manager
+
     def names(ids: list[str]) -> dict[str, dict[str, Any]]:
         return {
             p.pk: {"name": p.name, "project_id": p.pk, "filter": {"project": p.pk}}
-            for p in scoping.project_model()._default_manager.filter(pk__in=ids).only("name")
+            for p in projects.filter(pk__in=ids).only("name")
         }
 
     return _top(groups, "project_id", limit, names)
@@ -412,11 +414,10 @@ def library_version() -> str:
     `MAX(<primary key>)` from its b-tree without scanning (~1 ms on 95k papers), which it
     cannot do for `COUNT(col), MAX(col)` in one SELECT (~80 ms).
     """
-    from projects.models import ProjectPaper
-
     quote = connection.ops.quote_name
     parts = []
-    for model in (Paper, PaperAuthor, PaperKeyword, PaperCategory, ProjectPaper):
+    membership = scoping.membership_model()  # ProjectPaper, through papers.scoping
+    for model in (Paper, PaperAuthor, PaperKeyword, PaperCategory, membership):
         table, pk = quote(model._meta.db_table), quote(str(model._meta.pk.column))
         count, top = f"SELECT COUNT(*) FROM {table}", f"SELECT MAX({pk}) FROM {table}"  # noqa: S608
         parts.append(f"({count}), ({top})")

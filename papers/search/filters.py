@@ -26,6 +26,7 @@ from django.db.models import F, Lookup, Q, QuerySet
 from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
+from core.errors import InvalidInput
 from papers import scoping
 from papers.identifiers import fold_key, normalize_doi, parse_person_name
 from papers.models import (
@@ -40,7 +41,6 @@ from papers.models import (
     Venue,
 )
 from papers.search.types import SearchFilters, SearchHit, SearchPage
-from research_site.errors import InvalidInput
 
 MIN_YEAR, MAX_YEAR = 1000, 2999
 MAX_FILTER_CHARS = 500

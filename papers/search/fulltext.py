@@ -33,6 +33,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import QuerySet
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.search import lexical, native, snippets
 from papers.search import query as q
@@ -45,7 +46,6 @@ from papers.search.source import tables as source_tables
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vocabulary import get_vocabulary
 from papers.selectors import papers_in_scope
-from research_site.errors import InvalidInput
 
 # Column order of the FTS5 table.
 FTS_COLUMNS = ("title", "abstract", "authors", "keywords", "venue")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from research_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 OPERATORS = ("AND", "OR", "NOT")
 # Shorter prefixes expand to thousands of words: slow, and rarely what anyone means.

@@ -37,12 +37,13 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 
+from core.errors import InvalidInput
+from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding
 from papers.search.embedding import EmbeddingModel, load_model, paper_text, text_hash
 from papers.search.fulltext import paper_search_scored
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import REFRESH_SECONDS, Snapshot, vector_index
-from research_site.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
@@ -97,16 +98,8 @@ def schedule_embedding(paper_ids: Sequence[int]) -> None:
 
 
 def _enqueue(ids: list[int]) -> None:
-    from papers.tasks import embed_papers_task
-
     for start in range(0, len(ids), TASK_BATCH):
-        chunk = ids[start : start + TASK_BATCH]
-        if settings.CELERY_TASK_ALWAYS_EAGER:
-            # In-process: apply() directly (delay() would also set up a broker connection
-            # and warn that none is configured).
-            embed_papers_task.apply(args=[chunk], throw=True)
-        else:
-            embed_papers_task.delay(chunk)
+        embed_papers_enqueue(ids[start : start + TASK_BATCH])
 
 
 def drop_stale_embeddings(paper_ids: Sequence[int]) -> int:

@@ -18,9 +18,9 @@ from typing import Any
 
 from django.conf import settings
 
+from core.errors import DomainError, NotFound
 from papers.zotero.client import zotero_send
 from papers.zotero.errors import ZoteroError, ZoteroUnreachable
-from research_site.errors import DomainError, NotFound
 
 BBT_HINT = "is Zotero running with the Better BibTeX plugin?"
 INVALID_PARAMS = -32602

@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from core.errors import DomainError, InvalidInput, NotFound
 from papers.pdf.spec import OutlineEntry
 from papers.zotero.errors import ZoteroError, ZoteroTimeout, ZoteroUnreachable
-from research_site.errors import DomainError, InvalidInput, NotFound
 
 PLUGIN_HINT = "is Zotero running with the mcp-zotero-api plugin?"
 # Routes that change the user's Zotero library, and what they make.

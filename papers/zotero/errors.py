@@ -1,9 +1,9 @@
-"""Zotero's failures as domain errors (research_site.errors maps the rest: a 404 from Zotero
+"""Zotero's failures as domain errors (core.errors maps the rest: a 404 from Zotero
 is NotFound, a 400 is InvalidInput)."""
 
 from __future__ import annotations
 
-from research_site.errors import DomainError
+from core.errors import DomainError
 
 
 class ZoteroError(DomainError):

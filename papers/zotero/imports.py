@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import DomainError
 from papers.identifiers import clean_text, normalize_arxiv_id
 from papers.imports import DEFAULT_BATCH_SIZE, ImportReport, RawItem, import_records
 from papers.models import PaperIdentifier, PaperPdf
 from papers.pdf.services import pdf_attach_file
 from papers.schemas import KEYWORD_MAX_LENGTH, PaperRecord
+from papers.services import OnSaved
 from papers.zotero.bbt import BetterBibTeXClient
-from research_site.errors import DomainError
 
 # CSL item types -> the BibTeX entry types the library stores (Better BibTeX's choices).
 CSL_ENTRY_TYPES = {
@@ -189,7 +190,7 @@ def zotero_import(
     *,
     search: str | None = None,
     library: str | None = None,
-    project_ids: tuple[str, ...] = (),
+    on_saved: OnSaved | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     attach_pdfs: bool = True,
     on_progress: Callable[[int], None] | None = None,
@@ -197,7 +198,8 @@ def zotero_import(
     """Import the Zotero items matching `search` (all regular items by default) with
     their citekeys, and attach each item's first local PDF to its paper.
 
-    Side effects: papers created or merged (optionally added to projects), PDFs copied
+    Side effects: papers created or merged (`on_saved` gets their paper_ids, batch by
+    batch, as import_records says), PDFs copied
     into the knowledge base. Raises ZoteroUnreachable / ZoteroTimeout / ZoteroError when
     Better BibTeX cannot be asked (nothing is written then). Bad items and PDFs that cannot
     be attached are reported, not raised.
@@ -213,7 +215,7 @@ def zotero_import(
     report = import_records(
         raw,
         build=record_from_csl,
-        project_ids=project_ids,
+        on_saved=on_saved,
         batch_size=batch_size,
         on_progress=on_progress,
     )

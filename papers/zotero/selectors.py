@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import InvalidInput
 from papers.assets.truncation import truncate
 from papers.pdf.spec import OutlineEntry, SectionPages, page_spec_parse, sections_resolve
 from papers.zotero.client import PdfText, ZoteroClient
-from research_site.errors import InvalidInput
 
 NO_PDF_NOTE = (
     "This item has no PDF attachment in Zotero, so its text cannot be read or annotated "

@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from core.errors import InvalidInput
 from papers.pdf.spec import SEMANTIC_COLORS, color_resolve
 from papers.zotero.client import ZoteroClient
-from research_site.errors import InvalidInput
 
 
 def zotero_highlight_create(

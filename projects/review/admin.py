@@ -14,11 +14,11 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
 from projects.review.selectors import review_counts, review_pending_checkpoint
 from projects.review.services import review_cleanup, review_decide
 from projects.review.workflow import DecisionAction
-from research_site.errors import DomainError
 
 ABSTRACT_PREVIEW = 300
 SUMMARY_FIELDS = [

@@ -19,9 +19,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.errors import InvalidInput
 from engines.registry import LOCAL_ENGINE
 from papers.search.query import parse_query
-from research_site.errors import InvalidInput
 
 MAX_QUERIES = 5
 MAX_EXTERNAL_ENGINES = 4

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db import IntegrityError
 
+from core.errors import EngineUnavailable, InvalidInput
 from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall
@@ -32,7 +33,6 @@ from papers.models import Paper
 from papers.search.fulltext import paper_search
 from papers.search.types import SearchFilters, SearchPage
 from projects.review.planning import Plan
-from research_site.errors import EngineUnavailable, InvalidInput
 
 # Reciprocal-rank fusion constant (Cormack et al. 2009): 60 damps the top ranks' weight.
 RRF_K = 60

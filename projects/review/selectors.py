@@ -11,12 +11,12 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 
+from core.errors import InvalidInput, NotFound
 from papers.exports import render_export
 from papers.models import Paper
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
-from research_site.errors import InvalidInput, NotFound
 
 EXPORT_FORMATS = ("json", "bibtex", "markdown", "csv", "ris")
 DEFAULT_PAGE = 20

@@ -14,8 +14,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH
 from engines.services import engine_ids_resolve
+from projects.dispatch import review_step_revoke
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import planning, steps
 from projects.review.handler import DatabaseCheckpointHandler
@@ -32,7 +34,6 @@ from projects.review.workflow import (
     next_stage,
     screening_apply,
 )
-from research_site.errors import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ def review_cleanup(*, session_id: str) -> dict[str, Any]:
         task_id = session.task_id
         session.delete()
         if running and task_id:
-            transaction.on_commit(lambda: _revoke(task_id), robust=True)
+            transaction.on_commit(lambda: review_step_revoke(task_id), robust=True)
     return {"session_id": str(session_id), "removed": True, "cancelled": running}
 
 
@@ -229,13 +230,6 @@ def _screen(session: ReviewSession, source: str, decision: Decision) -> None:
             candidate.status = ReviewCandidate.Status.EXCLUDED
             candidate.reason = screening.excluded[candidate.paper_id]
     ReviewCandidate.objects.bulk_update(pending, ["status", "reason"])
-
-
-def _revoke(task_id: str) -> None:
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        from research_site.celery import app
-
-        app.control.revoke(task_id)
 
 
 def _lock(session_id: str) -> ReviewSession:

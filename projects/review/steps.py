@@ -30,6 +30,8 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from core.errors import Conflict, database_unavailable
+from projects.dispatch import review_step_send
 from projects.models import Project, ReviewCandidate, ReviewSession
 from projects.review import planning
 from projects.review.handler import DatabaseCheckpointHandler
@@ -37,7 +39,6 @@ from projects.review.planning import Plan, plan_propose
 from projects.review.searching import Gathered, Stopped, citations_gather, search_gather
 from projects.review.workflow import Checkpoint, CheckpointHandler
 from projects.services import project_add_papers, project_create
-from research_site.errors import Conflict, database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -273,14 +274,12 @@ def step_dispatch(session: ReviewSession, stage: str) -> None:
 def step_send(session: ReviewSession) -> None:
     """Send the session's step (its `task_id`) once the current transaction commits; also
     how a lost step is sent again, under the same id."""
-    from projects.tasks import review_step_task
-
     args = (str(session.pk), session.stage, session.round)
     task_id = session.task_id
 
     def send() -> None:
         try:
-            review_step_task.apply_async(args=args, task_id=task_id)
+            review_step_send(session_id=args[0], stage=args[1], round=args[2], task_id=task_id)
         except Exception:  # the broker is unreachable (Redis restarting, ...)
             # The state is committed: end the step's dispatch lease now, so the next look
             # at the review (review_resume) sends the step again instead of in a minute.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from research_site.errors import DomainError
+from core.errors import DomainError
 
 MAX_NOTE = 2000
 MAX_REASON = 500

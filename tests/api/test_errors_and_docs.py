@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from core.errors import EngineUnavailable
 from papers import assets
 from papers import selectors as paper_selectors
 from papers.assets import AssetFetchFailed, AssetParseFailed
 from papers.search import semantic
-from research_site.errors import EngineUnavailable
 from tests.api.conftest import Api, Library, error
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from research_site.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from research_site.models import ApiToken
 from research_site.tokens import READERS_GROUP, api_token_create, api_token_revoke
 from tests.api.conftest import Api

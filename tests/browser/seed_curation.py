@@ -23,10 +23,10 @@ django.setup()
 
 from django.contrib.auth.models import Group, User  # noqa: E402
 
+from core.bootstrap import prepare_knowledge_base  # noqa: E402
 from papers.models import Paper  # noqa: E402
 from papers.schemas import PaperRecord  # noqa: E402
 from papers.services import papers_upsert  # noqa: E402
-from research_site.bootstrap import prepare_knowledge_base  # noqa: E402
 
 PAPERS = {
     "attention": dict(

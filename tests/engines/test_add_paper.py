@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines import registry as registry_module
-from engines.services import identifier_parse, paper_add_by_identifier
+from engines.services import identifier_parse
 from papers.models import Paper
-from research_site.errors import EngineUnavailable, InvalidInput, NotFound
+from projects.intake import paper_add_by_identifier
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -93,7 +93,7 @@ import django
 django.setup()
 from pathlib import Path
 from papers.pdf.services import pdf_attach_file, pdf_download
-from research_site.errors import DomainError
+from core.errors import DomainError
 action, *items = sys.argv[1:]
 for item in items:
     paper_id, target = item.split("|", 1)

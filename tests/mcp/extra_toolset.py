@@ -11,9 +11,9 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from core.errors import Conflict, InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
-from research_site.errors import Conflict, InvalidInput
 
 
 class Echo(BaseModel):

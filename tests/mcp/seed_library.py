@@ -20,10 +20,10 @@ import django
 
 django.setup()
 
+from core.bootstrap import prepare_knowledge_base  # noqa: E402
 from papers.schemas import PaperRecord  # noqa: E402
 from papers.services import papers_upsert  # noqa: E402
 from projects.services import project_add_papers, project_create  # noqa: E402
-from research_site.bootstrap import prepare_knowledge_base  # noqa: E402
 
 PAPERS = {
     "attention": dict(

@@ -16,8 +16,8 @@ import django
 
 django.setup()
 
+from core.errors import DomainError  # noqa: E402
 from papers.pdf.services import pdf_download  # noqa: E402
-from research_site.errors import DomainError  # noqa: E402
 
 
 def main() -> None:

@@ -24,8 +24,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.knowledge_base import DEFAULT_DIRECTORY
 from mcp_endpoint.scope import InvalidScope, parse_collections, set_process_default
-from research_site.knowledge_base import DEFAULT_DIRECTORY
 
 TRANSPORTS = ("stdio", "http", "sse")
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class Command(BaseCommand):
             # An SSE session lives in the process that opened it; its POSTs must reach it.
             raise CommandError("--transport sse keeps sessions in memory: use --workers 1")
 
-        from research_site.bootstrap import prepare_knowledge_base
+        from core.bootstrap import prepare_knowledge_base
 
         # Nothing but protocol may reach stdout on stdio, so anything printed while
         # preparing goes to stderr (on every transport, for the same log stream).
@@ -143,11 +143,9 @@ class Command(BaseCommand):
     def _serve_http(self, transport: str, options: dict[str, Any]) -> None:
         import uvicorn
 
-        app = (
-            "research_site.asgi:sse_application"
-            if transport == "sse"
-            else ("research_site.asgi:application")
-        )
+        # The project's ASGI module (settings.ASGI_APPLICATION) also holds the SSE variant.
+        module, _, name = settings.ASGI_APPLICATION.rpartition(".")
+        app = f"{module}:{'sse_application' if transport == 'sse' else name}"
         host, port = options["host"], options["port"]
         if not settings.MCP_AUTH_TOKEN and host not in ("127.0.0.1", "localhost", "::1"):
             logger.warning(

@@ -19,12 +19,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError, InvalidInput, NotFound
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import PaperPdf
 from papers.pdf.files import stored_intact
 from papers.pdf.services import pdf_attach_file, pdf_download
 from papers.selectors import paper_get
-from research_site.errors import DomainError, InvalidInput, NotFound
 
 
 class Command(BaseCommand):

@@ -17,11 +17,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError, InvalidInput, NotFound
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.pdf.selectors import annotations_export_text
 from papers.pdf.services import annotations_export
 from papers.selectors import paper_get
-from research_site.errors import DomainError, InvalidInput, NotFound
 
 
 class Command(BaseCommand):

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError, StorageFull
 from papers.exports import FORMATS, export_papers, render_export
 from papers.selectors import papers_filter
-from research_site.errors import DomainError, StorageFull
 
 EXIT_BAD_INPUT = 2
 

@@ -24,10 +24,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from core.errors import DomainError
 from papers.assets import Kind, asset_register_remote, asset_save
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED, MAX_REPORTED_FAILURES
 from papers.selectors import paper_get
-from research_site.errors import DomainError
 
 
 @dataclass(frozen=True)

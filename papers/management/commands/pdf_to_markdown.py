@@ -16,11 +16,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import PaperPdf
 from papers.pdf.services import pdf_source_markdown_save
 from papers.selectors import paper_get
-from research_site.errors import DomainError
 
 
 class Command(BaseCommand):

@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from research_site.errors import DomainError
+from core.errors import DomainError
 from research_site.models import ApiToken
 from research_site.tokens import api_token_create, api_token_revoke, api_tokens_list
 

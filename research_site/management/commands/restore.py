@@ -17,8 +17,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError
 from research_site.backup import BackupError, ToolMissing, backup_restore
-from research_site.errors import DomainError
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

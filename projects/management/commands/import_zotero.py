@@ -25,10 +25,11 @@ from papers.imports import (
     EXIT_BAD_INPUT,
     EXIT_SOME_FAILED,
     MAX_REPORTED_FAILURES,
-    ImportCommand,
 )
 from papers.zotero.errors import ZoteroError
 from papers.zotero.imports import zotero_import
+from projects.imports import ImportCommand
+from projects.services import projects_adder
 
 
 class Command(ImportCommand):
@@ -56,9 +57,9 @@ class Command(ImportCommand):
             raise CommandError(
                 "--batch-size must be between 1 and 50000", returncode=EXIT_BAD_INPUT
             )
-        project_ids: tuple[str, ...] = ()
+        on_saved = None
         if options.get("project"):
-            project_ids = (self.resolve_project(options["project"]),)
+            on_saved = projects_adder([self.resolve_project(options["project"])])
         try:
             with tqdm(
                 desc="Importing",
@@ -70,7 +71,7 @@ class Command(ImportCommand):
                 result = zotero_import(
                     search=options.get("search"),
                     library=options.get("library"),
-                    project_ids=project_ids,
+                    on_saved=on_saved,
                     batch_size=batch_size,
                     attach_pdfs=not options["no_pdfs"],
                     on_progress=bar.update,

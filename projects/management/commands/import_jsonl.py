@@ -15,8 +15,9 @@ from typing import IO, Any
 
 from django.core.management.base import CommandParser
 
-from papers.imports import ImportCommand, RawItem
+from papers.imports import RawItem
 from papers.schemas import PaperRecord
+from projects.imports import ImportCommand
 
 ACL_HOST = "aclanthology.org"
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from research_site.knowledge_base import ensure_layout, read_or_create_secret
+from core.knowledge_base import ensure_layout, read_or_create_secret
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from papers.bibtex import read_bibtex, record_from_bibtex
-from papers.imports import ImportCommand, RawItem
+from papers.imports import RawItem
 from papers.schemas import PaperRecord
+from projects.imports import ImportCommand
 
 
 class Command(ImportCommand):

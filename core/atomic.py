@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from research_site.errors import StorageFull
+from core.errors import StorageFull
 
 # "No space left on device" and "Disk quota exceeded".
 FULL_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)

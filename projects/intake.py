@@ -1,0 +1,58 @@
+"""Papers the engines find, filed into projects as they enter the library.
+
+The engine services (engines/services.py) save what they find into the library; these
+add it to projects in the same step, through their `on_saved` hook: external papers in the
+upsert's transaction, then the library's own hits. It lives here because it needs both
+apps and projects is the upper one (docs/LAYERS.md). The MCP tools and the REST endpoints
+that take a `project_id` call these; everything else calls the engine services directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from engines import services as engine_services
+from engines.runner import EngineCall
+from engines.services import AddedPaper, EngineSearchResult
+from papers.models import Paper
+from papers.search.types import SearchPage
+from projects.services import projects_adder
+
+
+def engines_search(
+    *,
+    calls: list[EngineCall],
+    local: Callable[[], SearchPage] | None,
+    project_ids: Sequence[str] = (),
+    save: bool = True,
+) -> EngineSearchResult:
+    """engines.services.engines_search, adding every paper it returns to `project_ids`
+    (when it saves: not in read-only mode, where a note says so)."""
+    return engine_services.engines_search(
+        calls=calls, local=local, save=save, on_saved=projects_adder(project_ids)
+    )
+
+
+def citing_papers(
+    *,
+    paper: Paper,
+    engine_ids: list[str],
+    max_results: int,
+    scope: Sequence[str] | None,
+    project_ids: Sequence[str] = (),
+    save: bool = True,
+) -> EngineSearchResult:
+    """engines.services.citing_papers, adding the citing papers to `project_ids`."""
+    return engine_services.citing_papers(
+        paper=paper, engine_ids=engine_ids, max_results=max_results, scope=scope, save=save,
+        on_saved=projects_adder(project_ids),
+    )  # fmt: skip
+
+
+def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
+    """engines.services.paper_add_by_identifier, adding the paper (new or already in the
+    library) to `project_ids`. Raises what it raises: InvalidInput, NotFound,
+    EngineUnavailable."""
+    return engine_services.paper_add_by_identifier(
+        identifier=identifier, on_saved=projects_adder(project_ids)
+    )
