@@ -24,6 +24,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from core.errors import DomainError
+from papers import scoping
 from papers.curation import PaperCurationAdmin
 from papers.intake import add_by_identifier_view, import_bibtex_view
 from papers.models import (
@@ -155,12 +156,13 @@ class ProjectFilter(admin.SimpleListFilter):
     parameter_name = "project"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        from projects.models import Project
-
-        return list(Project.objects.order_by("name").values_list("id", "name")[:200])
+        projects: Any = scoping.project_model()._default_manager
+        return list(projects.order_by("name").values_list("id", "name")[:200])
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
-        return queryset.filter(project_links__project_id=self.value()) if self.value() else queryset
+        if not self.value():
+            return queryset
+        return queryset.filter(pk__in=scoping.scope_paper_ids([str(self.value())]))
 
 
 class PaperAuthorInline(admin.TabularInline):

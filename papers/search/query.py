@@ -493,8 +493,13 @@ def understand(text: str) -> Understood:
 
 def relaxed(understood: Understood) -> Understood | None:
     """A natural query whose required phrases and prefixes matched nothing, with them as
-    plain words (exclusions kept), or None when there is nothing to relax."""
+    plain words (exclusions kept), or None when there is nothing to relax. A query that is
+    only a phrase (or prefix) is taken at its word: only quotes inside a question are
+    read as emphasis."""
     if understood.mode != "natural" or understood.constraint is None:
+        return None
+    required = {w.lower() for w in positive_words(positive_only(understood.constraint))}
+    if not {w.lower() for w in understood.words} - required:
         return None
     excluded = excluded_parts(understood.constraint)
     words = [*understood.words, *understood.prefixes]

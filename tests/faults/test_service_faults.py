@@ -218,7 +218,11 @@ def test_a_worker_killed_mid_search_gives_a_timeout_not_a_hang(stack: Stack) -> 
 def test_a_review_step_survives_its_worker_being_killed(stack: Stack) -> None:
     session_id = REVIEW["session_id"]
     before = requests_to(stack.source, f"/{SLOW}/search")
-    data = {"engines": ["local", FAST, SLOW], "queries": ["memory transformers"], "snowball": True}
+    data = {
+        "engines": ["local", FAST, SLOW],
+        "queries": ['"memory transformers"'],
+        "snowball": True,
+    }
     state = ok(stack, "decide", session_id=session_id, action="edit", data=data, wait_seconds=0)
     REVIEW["decisions"].append("plan")
     assert state["state"] == "running" and state["stage"] == "search"

@@ -228,7 +228,12 @@ async def test_a_review_over_http_from_question_to_export(review_server: LiveSer
     assert state["state"] == "waiting" and state["current_checkpoint_kind"] == "plan"
     assert state["checkpoint"]["payload"]["plan"]["engines"] == ["local", FAST, SLOW]
     session_id = state["session_id"]
-    edit = {"engines": ["local", FAST], "queries": ["long document transformer"], "snowball": True}
+    # A phrase: the library's own papers mention transformers, but none this phrase.
+    edit = {
+        "engines": ["local", FAST],
+        "queries": ['"long document transformer"'],
+        "snowball": True,
+    }
     state = await state_of(
         url, "decide", session_id=session_id, action="edit", data=edit, checkpoint=1
     )
@@ -386,7 +391,7 @@ async def test_a_review_survives_its_worker_being_killed_mid_search(
 
             slow_calls = lambda: sum(r.path == f"/{SLOW}/search" for r in source.requests)  # noqa: E731
             before = slow_calls()
-            data = {"engines": ["local", FAST, SLOW], "queries": ["memory transformers"]}
+            data = {"engines": ["local", FAST, SLOW], "queries": ['"memory transformers"']}
             state = await state_of(
                 url, "decide", session_id=session_id, action="edit", data=data, wait_seconds=0
             )
