@@ -1,0 +1,202 @@
+"""Computing the second tier's vectors (EMBEDDING_MODEL_STRONG) in the background.
+
+The first tier is embedded as papers are written (semantic.schedule_embedding); the
+second, ~100x slower, always afterwards and never on the caller's time. `schedule(ids)`
+runs after the write's commit, behind the first tier, and dispatches like it:
+
+- with a Celery broker: one `papers.embed_papers_strong` task per STRONG_TASK_BATCH ids,
+  queued after the first tier's tasks (a worker takes them in order);
+- without one (tasks in-process, the embedded default): it wakes one background thread
+  per process (`backfill()`), which embeds every paper lacking a current second-tier
+  vector, newest first, STRONG_CHUNK papers per short transaction, at a lower CPU
+  priority (nice +10 on Linux) and on one core, so searches and imports keep theirs. A
+  bulk change (an import batch, more than semantic.EAGER_INLINE_MAX papers) does not wake
+  it, so an import keeps both cores; the next search does (`nudge()`), as does
+  `manage.py reindex_embeddings --tier strong` (in the foreground).
+
+When the setting is empty or the model's package is missing, all of this does nothing
+(papers/search/embedding.py logs why once). Papers lacking a second-tier vector are
+ranked by their first-tier vector meanwhile (papers/search/tiers.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Sequence
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
+
+from papers.models import Paper, PaperStrongEmbedding
+from papers.search.embedding import load_strong_model
+from papers.search.semantic import EmbedOutcome, embed_with
+from papers.search.vector_index import strong_vector_index
+
+logger = logging.getLogger(__name__)
+
+STRONG_TASK_BATCH = 200  # ~10 s of one worker process
+STRONG_CHUNK = 64  # papers per transaction of the background thread (~3 s)
+NUDGE_SECONDS = 10.0  # how often a search checks for papers lacking the second tier
+BACKGROUND_NICENESS = 10
+
+
+def enabled() -> bool:
+    """Whether the second tier is on here (setting set, package installed, embeddings on)."""
+    return bool(settings.EMBEDDINGS_ENABLED) and load_strong_model() is not None
+
+
+def schedule(paper_ids: Sequence[int]) -> None:
+    """After a write's commit (and after the first tier): have these papers' second-tier
+    vectors computed in the background; see the module docstring. Never embeds here."""
+    if not paper_ids or not enabled():
+        return
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        backfill().wake()
+        return
+    from papers.tasks import embed_papers_strong_task
+
+    ids = sorted({int(i) for i in paper_ids}, reverse=True)  # newest first
+    for start in range(0, len(ids), STRONG_TASK_BATCH):
+        embed_papers_strong_task.delay(ids[start : start + STRONG_TASK_BATCH])
+
+
+def embed_papers_strong(paper_ids: Sequence[int], *, force: bool = False) -> EmbedOutcome:
+    """Compute and store these papers' second-tier vectors (skipping unchanged text unless
+    `force`); the outcome is empty when the tier is off. Encoding happens outside any
+    transaction; each STRONG_CHUNK papers are written in one short one."""
+    model = load_strong_model()
+    if model is None:
+        return EmbedOutcome()
+    return embed_with(
+        model,
+        PaperStrongEmbedding,
+        strong_vector_index(),
+        paper_ids,
+        force=force,
+        chunk=STRONG_CHUNK,
+    )
+
+
+def papers_missing_strong(limit: int | None = None) -> list[int]:
+    """Ids of papers with no vector from the second-tier model, newest first (empty when
+    the tier is off)."""
+    model = load_strong_model()
+    if model is None:
+        return []
+    current = PaperStrongEmbedding.objects.filter(model=model.name).values("paper_id")
+    queryset = Paper.objects.exclude(pk__in=current).order_by("-pk").values_list("pk", flat=True)
+    return list(queryset[:limit] if limit is not None else queryset)
+
+
+def missing_count() -> int:
+    model = load_strong_model()
+    if model is None:
+        return 0
+    done = PaperStrongEmbedding.objects.filter(model=model.name).count()
+    return max(0, Paper.objects.count() - done)
+
+
+_nudged_at = -math.inf
+
+
+def nudge() -> None:
+    """From a search with tasks in-process: wake the background thread when papers lack
+    the second tier (an import, or a library from before the tier was on). At most one
+    count query every NUDGE_SECONDS; never waits for the embedding."""
+    global _nudged_at
+    now = time.monotonic()
+    if now - _nudged_at < NUDGE_SECONDS or backfill().busy:
+        return
+    _nudged_at = now
+    try:
+        if enabled() and missing_count():
+            backfill().wake()
+    except DatabaseError:
+        logger.warning("Cannot check for papers lacking second-tier vectors", exc_info=True)
+
+
+class Backfill:
+    """One background thread per process that embeds every paper lacking a second-tier
+    vector whenever it is woken; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread: threading.Thread | None = None
+        self.embedded = 0  # since the process started (for logs and tests)
+
+    @property
+    def busy(self) -> bool:
+        return not self._idle.is_set()
+
+    def wake(self) -> None:
+        """Start the thread if needed and have it look for work; returns at once."""
+        with self._lock:
+            self._idle.clear()
+            self._wake.set()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="strong-embeddings", daemon=True
+                )
+                self._thread.start()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the thread has no work left (for tests and benchmarks)."""
+        return self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        _lower_this_threads_priority()
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                self._embed_all_missing()
+            except Exception:
+                # Logged, not raised: the papers stay missing and the next wake retries.
+                logger.exception("Second-tier embedding failed")
+            finally:
+                connection.close()
+                if not self._wake.is_set():
+                    self._idle.set()
+
+    def _embed_all_missing(self) -> None:
+        close_old_connections()
+        started, done = time.perf_counter(), 0
+        while settings.EMBEDDINGS_ENABLED:
+            ids = papers_missing_strong(limit=STRONG_CHUNK)
+            if not ids:
+                break
+            embedded = embed_papers_strong(ids).embedded
+            if not embedded:
+                break  # every id vanished meanwhile, or nothing can be written: retry later
+            done += embedded
+            self.embedded += embedded
+        if done:
+            seconds = time.perf_counter() - started
+            logger.info(
+                "Second tier: embedded %d papers in %.0f s (%.1f/s)",
+                done,
+                seconds,
+                done / seconds if seconds else 0.0,
+            )
+
+
+def _lower_this_threads_priority() -> None:
+    """nice +BACKGROUND_NICENESS for this thread only (Linux: priority is per thread)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+    except (AttributeError, OSError):  # not Linux, or not allowed: full priority then
+        pass
+
+
+_backfill = Backfill()
+
+
+def backfill() -> Backfill:
+    return _backfill
