@@ -102,11 +102,20 @@ def titles(page: Any) -> list[str]:
 # --- how the tiers merge ------------------------------------------------------------------
 
 
-def test_calibrate_maps_first_tier_scores_onto_the_second_tiers_line() -> None:
+def test_calibrate_gives_first_tier_scores_the_second_tiers_top_mean_and_spread() -> None:
     first = np.asarray([0.1, 0.2, 0.3, 0.4] * 20, dtype=np.float32)
     second = 2.0 * first - 0.1
     mapped = tiers.calibrate(np.asarray([0.25, 0.5], np.float32), first, second)
     assert mapped == pytest.approx([0.4, 0.9], abs=1e-6)
+    # Only the top counts: a long tail of low first-tier scores does not move the map.
+    rng = np.random.default_rng(0)
+    first_top = rng.uniform(0.5, 0.9, tiers.CALIBRATION_TOP)
+    second_top = rng.uniform(0.3, 0.6, tiers.CALIBRATION_TOP)
+    tail = np.full(5_000, -0.5)
+    with_tail = tiers.calibrate(
+        np.asarray([0.7]), np.concatenate([first_top, tail]), np.concatenate([second_top, tail])
+    )
+    assert with_tail == pytest.approx(tiers.calibrate(np.asarray([0.7]), first_top, second_top))
 
 
 def test_calibrate_leaves_scores_alone_with_too_few_papers_in_both_tiers() -> None:
@@ -154,14 +163,15 @@ def test_papers_lacking_the_second_tier_keep_first_tier_scores_mapped_onto_its_s
     for pk in with_both:  # the second tier's own cosine
         row = second.snapshot.rows[pk]
         assert by_id[pk] == pytest.approx(float(second.snapshot.matrix[row] @ query.second))
-    # The protein paper's first-tier cosine, put on the line fitted for this query
-    # through the three papers that have both.
+    # The protein paper's first-tier cosine, shifted and stretched so that the first
+    # tier's scores of the three papers that have both get the mean and spread of
+    # their second-tier scores (all three are the "top" here).
     first = current.first.snapshot
     x = np.asarray([float(first.matrix[first.rows[pk]] @ query.first) for pk in with_both])
     y = np.asarray([by_id[pk] for pk in with_both])
-    slope, intercept = np.polyfit(x, y, 1)
     protein = float(first.matrix[first.rows[library["protein"].pk]] @ query.first)
-    assert by_id[library["protein"].pk] == pytest.approx(intercept + slope * protein, abs=1e-4)
+    expected = y.mean() + (protein - x.mean()) * y.std() / x.std()
+    assert by_id[library["protein"].pk] == pytest.approx(expected, abs=1e-4)
     page = semantic.semantic_search(query="protein folding", top_k=4)
     assert page.notes and "75%" in page.notes[0]
 
@@ -173,6 +183,22 @@ def test_hybrid_fuses_the_merged_semantic_ranking(
     lexical, ranking = semantic.hybrid_rankings(query="sourdough bread")
     assert lexical[0][0] == library["bread"].pk  # full text: the bread paper
     assert ranking[0][0] == library["galaxies"].pk  # semantic: the perverse second tier
+
+
+def test_hybrid_adds_the_first_tiers_own_ranking_by_coverage(
+    library: dict[str, Paper], fake_strong: str
+) -> None:
+    assert semantic.tiered_weights(0.0) == pytest.approx(
+        (semantic.LEXICAL_WEIGHT, semantic.SEMANTIC_WEIGHT, 0.0)
+    )
+    assert semantic.tiered_weights(1.0) == pytest.approx(semantic.TIERED_WEIGHTS)
+    assert sum(semantic.tiered_weights(0.4)) == pytest.approx(1.0)
+    strong_tier.embed_papers_strong([p.pk for p in library.values()])
+    fused = semantic.hybrid_ranked(query="protein folding")
+    # Full text and the first tier outvote the perverse second tier for the first place,
+    # and the galaxy paper it prefers is still fused in.
+    assert fused[0][0] == library["protein"].pk
+    assert library["galaxies"].pk in [pk for pk, _ in fused]
 
 
 def test_scope_and_filters_apply_to_the_merged_ranking(
