@@ -417,3 +417,31 @@ def test_minilm_reads_long_texts_only_up_to_its_token_limit(
     longer = long_text + " " + BREAD[1]
     a, b = real_strong.encode_documents([long_text, longer])
     assert float(a @ b) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_second_tier_follows_in_the_background_in_process_or_by_the_worker(
+    real_strong: embedding.EmbeddingModel,
+) -> None:
+    """The same write path on both setups: in-process, the background thread; with a
+    broker, a real Celery worker (CI's second run) runs papers.embed_papers_strong."""
+    import os
+    import time
+
+    from django.conf import settings
+
+    from papers.schemas import PaperRecord
+    from papers.services import paper_upsert
+
+    if not settings.CELERY_TASK_ALWAYS_EAGER and not os.environ.get("CELERY_WORKER_RUNNING"):
+        pytest.skip("a broker is configured but no worker was started (use make test-pg)")
+    paper, _ = paper_upsert(record=PaperRecord.build(title=PROTEIN[0], abstract=PROTEIN[1]))
+    deadline = time.monotonic() + 120
+    while not PaperStrongEmbedding.objects.filter(paper=paper).exists():
+        assert time.monotonic() < deadline, "the paper never got a second-tier vector"
+        time.sleep(0.2)
+    assert PaperEmbedding.objects.filter(paper=paper).exists()  # the first tier too
+    stored = PaperStrongEmbedding.objects.get(paper=paper)
+    assert stored.model == real_strong.name and stored.dimensions == 384
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        assert strong_tier.backfill().wait_idle(timeout=60)
