@@ -6,8 +6,9 @@ embeds every paper with the first tier (EMBEDDING_MODEL) and the second
 strong_tier.embed_papers_strong), then scores the claims of `qrels/<split>.tsv` through
 the functions the search tools call:
 
-- semantic: `semantic.semantic_ranked_ids` (the same ranking as `semantic_search`);
-- hybrid: `semantic.hybrid_ranked` (full text and semantic fused, as `hybrid_search`).
+- semantic: `semantic.semantic_search(top_k=100)`, what `search_papers_semantic` returns;
+- hybrid: `local.local_search(limit=100, rerank=True)`, what `search_papers` with
+  `rerank=true` (and REST /api/search) returns: `semantic.hybrid_search`.
 
 Rows: the first tier alone (second tier off), the second tier complete, and the second
 tier at partial coverage (`--coverage`: that share of papers keep their second-tier
@@ -37,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "scifact"
+MAX_QUERY = 500  # the search tools' query limit (no SciFact claim is longer)
 
 
 def setup_django(directory: str) -> None:
@@ -120,15 +122,19 @@ def evaluate(
 
 
 def semantic_ids(text: str) -> list[int]:
+    """What search_papers_semantic returns (top 100)."""
     from papers.search import semantic
 
-    return semantic.semantic_ranked_ids(query=text, limit=100)
+    page = semantic.semantic_search(query=text[:MAX_QUERY], top_k=100)
+    return [hit.record["paper_id"] for hit in page.hits]
 
 
 def hybrid_ids(text: str) -> list[int]:
-    from papers.search import semantic
+    """What search_papers with rerank=true (and REST /api/search) returns (top 100)."""
+    from papers.search.local import local_search
 
-    return [pk for pk, _ in semantic.hybrid_ranked(query=text, depth=100)]
+    page = local_search(query=text[:MAX_QUERY], limit=100, rerank=True)
+    return [hit.record["paper_id"] for hit in page.hits]
 
 
 def reset_indexes() -> None:
@@ -202,8 +208,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for mode, tier, coverage, ndcg, recall, ms, speed, _ in rows:
         print(
-            f"| {mode} | {tier} | {coverage} | {ndcg:.3f} | {recall:.3f} | {ms:.1f} "
-            f"| {speed:.0f} |"
+            f"| {mode} | {tier} | {coverage} | {ndcg:.3f} | {recall:.3f} | {ms:.1f} | {speed:.0f} |"
         )
 
 
