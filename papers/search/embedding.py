@@ -307,6 +307,12 @@ def load_strong_model() -> EmbeddingModel | None:
     return model
 
 
+def strong_tier_configured() -> bool:
+    """EMBEDDING_MODEL_STRONG is set and not known to be missing here (without loading)."""
+    key = settings.EMBEDDING_MODEL_STRONG
+    return bool(key) and key not in _unavailable
+
+
 def strong_tier_unavailable_reason() -> str | None:
     """Why the second tier is off in this process (None when it is on or not tried yet)."""
     key = settings.EMBEDDING_MODEL_STRONG

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
 from papers.models import Paper, PaperStrongEmbedding
-from papers.search.embedding import load_strong_model
+from papers.search.embedding import load_strong_model, strong_tier_configured
 from papers.search.semantic import EmbedOutcome, embed_with
 from papers.search.vector_index import strong_vector_index
 
@@ -51,8 +51,10 @@ def enabled() -> bool:
 
 def schedule(paper_ids: Sequence[int]) -> None:
     """After a write's commit (and after the first tier): have these papers' second-tier
-    vectors computed in the background; see the module docstring. Never embeds here."""
-    if not paper_ids or not enabled():
+    vectors computed in the background; see the module docstring. Never embeds, nor
+    loads the model, here: the thread or the worker does (and does nothing if the
+    model's package is missing there)."""
+    if not paper_ids or not settings.EMBEDDINGS_ENABLED or not strong_tier_configured():
         return
     if settings.CELERY_TASK_ALWAYS_EAGER:
         backfill().wake()
