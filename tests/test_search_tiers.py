@@ -326,6 +326,27 @@ def test_the_background_thread_embeds_every_missing_paper_newest_first(
     assert strong_tier.papers_missing_strong() == []
 
 
+@pytest.mark.django_db(transaction=True)
+def test_another_process_at_work_keeps_this_thread_idle(
+    make_paper: Callable[..., Paper], fake_strong: str, settings: Any
+) -> None:
+    import fcntl
+    from pathlib import Path
+
+    make_paper(PROTEIN[0], abstract=PROTEIN[1])
+    backfill = strong_tier.backfill()
+    before = backfill.embedded
+    with (Path(settings.RESEARCH_DIRECTORY) / ".strong-embeddings.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as another process's backfill would
+        backfill.wake()
+        assert backfill.wait_idle(timeout=30)
+    assert backfill.embedded == before
+    assert not PaperStrongEmbedding.objects.exists()
+    backfill.wake()  # the lock is free again
+    assert backfill.wait_idle(timeout=30)
+    assert PaperStrongEmbedding.objects.count() == 1
+
+
 def test_reindex_embeddings_tier_strong(make_paper: Callable[..., Paper], fake_strong: str) -> None:
     make_paper(PROTEIN[0], abstract=PROTEIN[1])
     make_paper(BREAD[0], abstract=BREAD[1])

@@ -12,7 +12,9 @@ runs after the write's commit, behind the first tier, and dispatches like it:
   priority (nice +10 on Linux) and on one core, so searches and imports keep theirs. A
   bulk change (an import batch, more than semantic.EAGER_INLINE_MAX papers) does not wake
   it, so an import keeps both cores; the next search does (`nudge()`), as does
-  `manage.py reindex_embeddings --tier strong` (in the foreground).
+  `manage.py reindex_embeddings --tier strong` (in the foreground). Processes of one
+  knowledge base (`serve --workers N`) take turns through a file lock in
+  RESEARCH_DIRECTORY, so they never embed the same papers at once.
 
 When the setting is empty or the model's package is missing, all of this does nothing
 (papers/search/embedding.py logs why once). Papers lacking a second-tier vector are
@@ -21,12 +23,15 @@ ranked by their first-tier vector meanwhile (papers/search/tiers.py).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
@@ -169,6 +174,11 @@ class Backfill:
 
     def _embed_all_missing(self) -> None:
         close_old_connections()
+        with _one_process_at_a_time() as mine:
+            if mine:
+                self._embed_until_none_missing()
+
+    def _embed_until_none_missing(self) -> None:
         started, done = time.perf_counter(), 0
         while settings.EMBEDDINGS_ENABLED:
             ids = papers_missing_strong(limit=STRONG_CHUNK)
@@ -187,6 +197,28 @@ class Backfill:
                 seconds,
                 done / seconds if seconds else 0.0,
             )
+
+
+@contextlib.contextmanager
+def _one_process_at_a_time() -> Iterator[bool]:
+    """True when this process holds the knowledge base's backfill lock (another process's
+    thread is at work otherwise: it will find the same papers)."""
+    path = Path(settings.RESEARCH_DIRECTORY) / ".strong-embeddings.lock"
+    try:
+        handle = path.open("a")
+    except OSError:  # a read-only folder: nothing can be written anyway
+        yield True
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _lower_this_threads_priority() -> None:
