@@ -333,11 +333,11 @@ def test_another_process_at_work_keeps_this_thread_idle(
     import fcntl
     from pathlib import Path
 
-    make_paper(PROTEIN[0], abstract=PROTEIN[1])
     backfill = strong_tier.backfill()
     before = backfill.embedded
     with (Path(settings.RESEARCH_DIRECTORY) / ".strong-embeddings.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # as another process's backfill would
+        make_paper(PROTEIN[0], abstract=PROTEIN[1])  # its commit wakes the thread
         backfill.wake()
         assert backfill.wait_idle(timeout=30)
     assert backfill.embedded == before
@@ -466,3 +466,43 @@ def test_the_second_tier_follows_in_the_background_in_process_or_by_the_worker(
     assert stored.model == real_strong.name and stored.dimensions == 384
     if settings.CELERY_TASK_ALWAYS_EAGER:
         assert strong_tier.backfill().wait_idle(timeout=60)
+
+
+def test_a_short_lived_process_that_adds_a_paper_exits_cleanly(
+    real_strong: embedding.EmbeddingModel, tmp_path: Any
+) -> None:
+    """A command that adds a paper wakes the background thread, then exits: the thread
+    stops after its chunk instead of being killed inside onnxruntime (which aborts the
+    process with 'terminate called without an active exception')."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = (
+        "import django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "call_command('migrate', verbosity=0)\n"
+        "import time\n"
+        "from papers.schemas import PaperRecord\n"
+        "from papers.services import papers_upsert\n"
+        f"papers_upsert(records=[PaperRecord.build(title=f'{PROTEIN[0]} {{i}}', "
+        f"abstract={PROTEIN[1] * 8!r}) for i in range(40)])\n"
+        # Exit while the thread is encoding (model load ~0.5 s, 40 long texts ~2-8 s).
+        "time.sleep(1.5)\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "research_site.settings",
+        "RESEARCH_DIRECTORY": str(tmp_path),
+        "EMBEDDING_MODEL_STRONG": embedding.DEFAULT_STRONG_MODEL,
+    }
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)  # the embedded default: the background thread
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+        timeout=180, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "terminate called" not in done.stderr

@@ -14,7 +14,9 @@ runs after the write's commit, behind the first tier, and dispatches like it:
   it, so an import keeps both cores; the next search does (`nudge()`), as does
   `manage.py reindex_embeddings --tier strong` (in the foreground). Processes of one
   knowledge base (`serve --workers N`) take turns through a file lock in
-  RESEARCH_DIRECTORY, so they never embed the same papers at once.
+  RESEARCH_DIRECTORY, so they never embed the same papers at once. A process that exits
+  (a management command that added a paper) stops the thread after its current chunk:
+  a thread left inside onnxruntime while the interpreter shuts down aborts the process.
 
 When the setting is empty or the model's package is missing, all of this does nothing
 (papers/search/embedding.py logs why once). Papers lacking a second-tier vector are
@@ -23,6 +25,7 @@ ranked by their first-tier vector meanwhile (papers/search/tiers.py).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import logging
@@ -44,7 +47,9 @@ from papers.search.vector_index import strong_vector_index
 logger = logging.getLogger(__name__)
 
 STRONG_TASK_BATCH = 200  # ~10 s of one worker process
-STRONG_CHUNK = 64  # papers per transaction of the background thread (~3 s)
+# Papers per transaction of the background thread: one model batch (1-4 s), which is also
+# the longest a process waits for the thread when it exits (see Backfill.stop).
+STRONG_CHUNK = 32
 NUDGE_SECONDS = 10.0  # how often a search checks for papers lacking the second tier
 BACKGROUND_NICENESS = 10
 
@@ -135,6 +140,7 @@ class Backfill:
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.embedded = 0  # since the process started (for logs and tests)
 
@@ -147,11 +153,24 @@ class Backfill:
         with self._lock:
             self._idle.clear()
             self._wake.set()
+            if self._stop.is_set():
+                self._idle.set()
+                return
             if self._thread is None or not self._thread.is_alive():
+                if self._thread is None:
+                    atexit.register(self.stop)
                 self._thread = threading.Thread(
                     target=self._run, name="strong-embeddings", daemon=True
                 )
                 self._thread.start()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Let the current chunk finish and end the thread (at interpreter exit)."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until the thread has no work left (for tests and benchmarks)."""
@@ -159,9 +178,11 @@ class Backfill:
 
     def _run(self) -> None:
         _lower_this_threads_priority()
-        while True:
+        while not self._stop.is_set():
             self._wake.wait()
             self._wake.clear()
+            if self._stop.is_set():
+                break
             try:
                 self._embed_all_missing()
             except Exception:
@@ -169,8 +190,9 @@ class Backfill:
                 logger.exception("Second-tier embedding failed")
             finally:
                 connection.close()
-                if not self._wake.is_set():
-                    self._idle.set()
+                with self._lock:  # wake() clears idle and sets wake under the same lock
+                    if not self._wake.is_set():
+                        self._idle.set()
 
     def _embed_all_missing(self) -> None:
         close_old_connections()
@@ -180,7 +202,7 @@ class Backfill:
 
     def _embed_until_none_missing(self) -> None:
         started, done = time.perf_counter(), 0
-        while settings.EMBEDDINGS_ENABLED:
+        while settings.EMBEDDINGS_ENABLED and not self._stop.is_set():
             ids = papers_missing_strong(limit=STRONG_CHUNK)
             if not ids:
                 break
