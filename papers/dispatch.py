@@ -14,6 +14,7 @@ from django.conf import settings
 from core.tasks import registered_task
 
 EMBED_PAPERS = "papers.embed_papers"
+EMBED_PAPERS_STRONG = "papers.embed_papers_strong"
 DOWNLOAD_PDF = "papers.download_pdf"
 PDF_SOURCE_MARKDOWN = "papers.pdf_source_markdown"
 
@@ -25,6 +26,12 @@ def embed_papers_enqueue(paper_ids: list[int]) -> None:
         task.apply(args=[paper_ids], throw=True)
     else:
         task.delay(paper_ids)
+
+
+def embed_papers_strong_enqueue(paper_ids: list[int]) -> None:
+    """Queue the second-tier vectors of these papers for a worker (scale-out path only:
+    the embedded default backfills in a thread of its own, papers/search/strong_tier.py)."""
+    registered_task(EMBED_PAPERS_STRONG).delay(paper_ids)
 
 
 def pdf_download_enqueue(paper_id: int) -> None:

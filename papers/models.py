@@ -350,6 +350,31 @@ class PaperEmbedding(models.Model):
         return f"{self.paper_id} ({self.model})"
 
 
+class PaperStrongEmbedding(models.Model):
+    """A paper's second-tier embedding: the same columns as PaperEmbedding, made by the
+    slower, stronger model of EMBEDDING_MODEL_STRONG in the background after the first
+    tier (papers/search/strong_tier.py). A paper has at most one of each; search uses this
+    one where it exists (papers/search/tiers.py)."""
+
+    paper = models.OneToOneField(
+        Paper, on_delete=models.CASCADE, primary_key=True, related_name="strong_embedding"
+    )
+    model = models.CharField(max_length=100)
+    dimensions = models.PositiveSmallIntegerField()
+    vector = models.BinaryField()
+    text_hash = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            # loading the second-tier index: every vector of the configured strong model.
+            models.Index(fields=["model"], name="paperstrongemb_model_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} ({self.model})"
+
+
 class PaperPdf(TimeStamped):
     """The PDF of a paper: a file under DOWNLOADS_DIR, its sha256 and page count.
 

@@ -13,7 +13,10 @@ A candidate's similarity to the paper is a weighted mean, in [0, 1], of four com
   average neighbour in the library: (cos - mean) / (1 - mean), clipped to [0, 1]. A static
   embedding model gives even unrelated papers a cosine of 0.1-0.35 (0.6-0.8 for the
   nearest neighbours, measured on the 95k ACL corpus), so a raw cosine would lift every
-  candidate; `reasons["embedding"]` shows the raw cosine.
+  candidate; `reasons["embedding"]` shows the raw cosine. With the second tier
+  (papers/search/tiers.py): when the paper has a second-tier vector, candidates that
+  have one too are compared in that tier (its own mean as baseline), the others in the
+  first; the nearest candidates come from the same merged ranking as semantic search.
 
 Only the components the paper has data for count, and the weights are renormalised over
 them: a paper without keywords is not marked down for it, and the result says which
@@ -57,9 +60,10 @@ from papers.models import (
     PaperCategory,
     PaperKeyword,
 )
-from papers.search.embedding import EmbeddingModel, load_model, paper_text
+from papers.search.embedding import paper_text
 from papers.search.semantic import _rank
-from papers.search.vector_index import Snapshot, vector_index
+from papers.search.tiers import QueryVectors, Tier, Tiers, current_tiers
+from papers.search.vector_index import Snapshot
 
 WEIGHTS: dict[str, float] = {
     "keywords": 0.30,
@@ -263,12 +267,12 @@ class _Profile:
 
 @dataclass
 class _Vectors:
-    """The paper's vector, the index, and the baseline its cosines are measured against."""
+    """The paper's vectors, the tiers' indexes, and the baselines its cosines are measured
+    against (one per tier used)."""
 
-    model: EmbeddingModel
-    snapshot: Snapshot
-    query: np.ndarray
-    baseline: float  # mean cosine of the paper with every other paper in the index
+    tiers: Tiers
+    query: QueryVectors
+    baselines: tuple[float, float]  # mean cosine of the paper with the other papers, per tier
 
     @classmethod
     def for_paper(
@@ -279,24 +283,25 @@ class _Vectors:
             notes.append("Embedding similarity is not used: embeddings are disabled here.")
             return None
         try:
-            model = load_model()
+            tiers = current_tiers()
         except (ImportError, ValueError) as error:
             notes.append(f"Embedding similarity is not used: the model is unavailable ({error}).")
             return None
-        snapshot = vector_index().snapshot(model)
-        row = snapshot.rows.get(paper.pk)
-        if row is not None:
-            query = snapshot.matrix[row]
-        else:
-            # Not embedded yet (a bulk import leaves that to a later pass): encode it here
-            # the way embed_papers would, without storing it.
-            query = model.encode_documents([paper_text(paper.title, paper.abstract)])[0]
-        others = snapshot.matrix.shape[0] - (row is not None)
-        baseline = 0.0
-        if others > 0:
-            # mean(M @ q) = mean(M) . q: one cached vector instead of a pass over the matrix.
-            total = float(_column_sum(snapshot) @ query) - (1.0 if row is not None else 0.0)
-            baseline = min(max(total / others, 0.0), 0.99)
+        first = _own_vector(tiers.first, paper, encode=True)
+        assert first is not None
+        second = None if tiers.second is None else _own_vector(tiers.second, paper, encode=False)
+        if second is None:
+            # Only a paper with its own second-tier vector is compared in that tier:
+            # encoding it here would cost a transformer pass on every call.
+            tiers = Tiers(tiers.first, None)
+        query = QueryVectors(first=first, second=second)
+        baselines = (
+            _baseline(tiers.first.snapshot, paper, first),
+            0.0
+            if tiers.second is None or second is None
+            else _baseline(tiers.second.snapshot, paper, second),
+        )
+        snapshot = tiers.first.snapshot
         if visible is None:
             missing = max(0, Paper.objects.count() - snapshot.count)
         else:  # counted within the collections: a scoped client never learns more
@@ -310,48 +315,82 @@ class _Vectors:
                 "and can only be found through keywords, categories and citations "
                 "(`manage.py reindex_embeddings` embeds them)."
             )
-        return cls(model=model, snapshot=snapshot, query=query, baseline=baseline)
+        return cls(tiers=tiers, query=query, baselines=baselines)
 
     def nearest(self, paper: Paper, depth: int, scope: Sequence[str] | None) -> list[int]:
         """The `depth` papers nearest by cosine (within scope), the paper itself excluded."""
         # semantic._rank is the index's ranking with scope handling (probe, then fall back
         # to reading every allowed id); reusing it keeps one implementation of that.
-        ids, _ = _rank(self.snapshot, self.query, depth + 1, None, scope)
+        ids, _ = _rank(self.tiers.score(self.query), depth + 1, None, scope)
         return [pk for pk in ids if pk != paper.pk][:depth]
 
-    def cosines(self, paper_ids: list[int]) -> dict[int, float]:
-        """Cosine with each of these papers; those without a stored vector are encoded."""
-        result: dict[int, float] = {}
+    def similarities(self, paper_ids: list[int]) -> dict[int, tuple[float, float]]:
+        """(raw cosine, score in 0..1) with each of these papers, in the strongest tier
+        both have; those without a stored first-tier vector are encoded."""
+        result: dict[int, tuple[float, float]] = {}
         missing: list[int] = []
+        second = self.tiers.second
         for pk in paper_ids:
-            row = self.snapshot.rows.get(pk)
+            if second is not None and self.query.second is not None:
+                row = second.snapshot.rows.get(pk)
+                if row is not None:
+                    cosine = float(second.snapshot.matrix[row] @ self.query.second)
+                    result[pk] = (cosine, _relative(cosine, self.baselines[1]))
+                    continue
+            row = self.tiers.first.snapshot.rows.get(pk)
             if row is None:
                 missing.append(pk)
             else:
-                result[pk] = float(self.snapshot.matrix[row] @ self.query)
+                cosine = float(self.tiers.first.snapshot.matrix[row] @ self.query.first)
+                result[pk] = (cosine, _relative(cosine, self.baselines[0]))
         if missing:
             rows = list(Paper.objects.filter(pk__in=missing).values_list("pk", "title", "abstract"))
-            encoded = self.model.encode_documents([paper_text(t, a) for _, t, a in rows])
+            model = self.tiers.first.model
+            encoded = model.encode_documents([paper_text(t, a) for _, t, a in rows])
             for (pk, _, _), vector in zip(rows, encoded, strict=True):
-                result[pk] = float(vector @ self.query)
+                cosine = float(vector @ self.query.first)
+                result[pk] = (cosine, _relative(cosine, self.baselines[0]))
         return result
 
-    def score(self, cosine: float) -> float:
-        return min(max((cosine - self.baseline) / (1.0 - self.baseline), 0.0), 1.0)
+
+def _own_vector(tier: Tier, paper: Paper, *, encode: bool) -> np.ndarray | None:
+    """The paper's stored vector in this tier; if it has none, encoded here the way
+    embedding would (without storing it) when `encode`, else None."""
+    row = tier.snapshot.rows.get(paper.pk)
+    if row is not None:
+        return tier.snapshot.matrix[row]
+    if not encode:
+        return None
+    # Not embedded yet (a bulk import leaves that to a later pass).
+    return tier.model.encode_documents([paper_text(paper.title, paper.abstract)])[0]
 
 
-_column_sums: tuple[Snapshot, np.ndarray] | None = None  # (snapshot, its column sum)
+def _baseline(snapshot: Snapshot, paper: Paper, vector: np.ndarray) -> float:
+    """Mean cosine of the paper with every other paper of the index, in [0, 0.99]."""
+    own = paper.pk in snapshot.rows
+    others = snapshot.matrix.shape[0] - own
+    if others <= 0:
+        return 0.0
+    # mean(M @ q) = mean(M) . q: one cached vector instead of a pass over the matrix.
+    total = float(_column_sum(snapshot) @ vector) - (1.0 if own else 0.0)
+    return min(max(total / others, 0.0), 0.99)
+
+
+def _relative(cosine: float, baseline: float) -> float:
+    return min(max((cosine - baseline) / (1.0 - baseline), 0.0), 1.0)
+
+
+_column_sums: dict[str, tuple[Snapshot, np.ndarray]] = {}  # model -> (snapshot, column sum)
 
 
 def _column_sum(snapshot: Snapshot) -> np.ndarray:
     """The sum of the index's vectors, computed once per snapshot (a refresh makes a new
     one; snapshots are never changed in place)."""
-    global _column_sums
-    cached = _column_sums
+    cached = _column_sums.get(snapshot.model)
     if cached is not None and cached[0] is snapshot:
         return cached[1]
     total = snapshot.matrix.sum(axis=0, dtype=np.float64).astype(np.float32)
-    _column_sums = (snapshot, total)
+    _column_sums[snapshot.model] = (snapshot, total)
     return total
 
 
@@ -382,8 +421,8 @@ def _candidates(
     found.update(dict.fromkeys(_most_shared(profile.cocited)))
     direct = sorted(profile.references | profile.citers, reverse=True)
     if len(direct) > DIRECT_CANDIDATES and vectors is not None:
-        cosines = vectors.cosines(direct)
-        direct.sort(key=lambda pk: -cosines[pk])
+        similarities = vectors.similarities(direct)
+        direct.sort(key=lambda pk: -similarities[pk][1])
     found.update(dict.fromkeys(direct[:DIRECT_CANDIDATES]))
     found.pop(paper.pk, None)
     return list(found)
@@ -437,7 +476,7 @@ def _score(
     keyword_names = _names(Keyword, profile.keywords)
     category_names = _names(Category, profile.categories)
     citations = _CitationCounts.of(profile, candidates) if "citations" in weights else None
-    cosines = vectors.cosines(candidates) if vectors is not None else {}
+    similarities = vectors.similarities(candidates) if vectors is not None else {}
 
     scored: list[dict[str, Any]] = []
     for pk in candidates:
@@ -456,9 +495,9 @@ def _score(
         if citations is not None:
             components["citations"] = citations.score(pk, reasons)
         if vectors is not None:
-            components["embedding"] = vectors.score(cosines[pk])
+            cosine, components["embedding"] = similarities[pk]
             if components["embedding"] > 0:
-                reasons["embedding"] = round(cosines[pk], DECIMALS)
+                reasons["embedding"] = round(cosine, DECIMALS)
         similarity = round(sum(weights[n] * s for n, s in components.items()), DECIMALS)
         if similarity > 0:
             scored.append(

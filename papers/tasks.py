@@ -35,6 +35,24 @@ def embed_papers_task(paper_ids: list[int]) -> dict[str, Any]:
     return semantic.embed_papers(paper_ids).as_dict()
 
 
+@shared_task(
+    name="papers.embed_papers_strong",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    retry_jitter=True,
+    max_retries=3,
+    # STRONG_TASK_BATCH (200) papers: ~10 s on one free core, a minute on a busy machine.
+    soft_time_limit=600,
+    time_limit=660,
+    serializer="json",
+)
+def embed_papers_strong_task(paper_ids: list[int]) -> dict[str, Any]:
+    """Second-tier vectors for these papers (papers/search/strong_tier.py); JSON counts."""
+    from papers.search import strong_tier
+
+    return strong_tier.embed_papers_strong(paper_ids).as_dict()
+
+
 class TransientDownloadError(Exception):
     """A download that may work later (timeout, refused connection, HTTP 5xx/429)."""
 

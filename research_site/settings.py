@@ -167,6 +167,9 @@ SEARCH_RERANK = env_bool("SEARCH_RERANK", False)
 EMBEDDINGS_ENABLED = env_bool("EMBEDDINGS_ENABLED", True)
 # The embedding model (papers/search/embedding.py lists them; docs/SEARCH.md compares them).
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
+# The second, stronger tier computed in the background after the first (docs/SEARCH.md,
+# "Two tiers"); empty turns it off. Off by itself when its package is not installed.
+EMBEDDING_MODEL_STRONG = env_str("EMBEDDING_MODEL_STRONG", "minilm-l6-int8")
 
 # --- paper assets: summaries, sources, translations (issue 8) ------------------------
 # Internal base URL that serves assets as <base>/<paper_id>/...; empty: local files only.

@@ -31,6 +31,14 @@ def _no_external_engines(settings: Any) -> None:
     settings.ENGINES_ENABLED = ["local"]
 
 
+@pytest.fixture(autouse=True)
+def _first_embedding_tier_only(settings: Any) -> None:
+    """No second-tier background thread or tasks unless a test turns the tier on
+    (tests/test_search_tiers.py): a thread writing while a test's transaction is open
+    would race with it."""
+    settings.EMBEDDING_MODEL_STRONG = ""
+
+
 @pytest.fixture
 def make_paper(db: None) -> Callable[..., Paper]:
     """Create (or merge into) a paper through paper_upsert, as every interface does."""

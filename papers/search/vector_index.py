@@ -3,7 +3,8 @@
 Each process that searches loads it lazily and refreshes it at most once a second by
 comparing the embedding table's count and newest `updated_at` with what it holds: only rows
 changed since are read, and a deletion triggers a full reload. Same table, same code on
-SQLite and PostgreSQL.
+SQLite and PostgreSQL. One index per tier: `vector_index()` over PaperEmbedding (the first
+tier), `strong_vector_index()` over PaperStrongEmbedding (the second, papers/search/tiers.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db.models import Count, Max
 
-from papers.models import PaperEmbedding
+from papers.models import PaperEmbedding, PaperStrongEmbedding
 from papers.search.embedding import EmbeddingModel
 
 REFRESH_SECONDS = 1.0
@@ -47,9 +48,10 @@ class Snapshot:
 
 
 class VectorIndex:
-    """All current-model vectors of the library in one matrix; see the module docstring."""
+    """All current-model vectors of one table in one matrix; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, table: type[PaperEmbedding] | type[PaperStrongEmbedding]) -> None:
+        self._table = table
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._checked_at = -math.inf
@@ -78,7 +80,7 @@ class VectorIndex:
             return self._snapshot
 
     def _refreshed(self, current: Snapshot | None, model: EmbeddingModel) -> Snapshot:
-        table = PaperEmbedding.objects.filter(model=model.name)
+        table = self._table.objects.filter(model=model.name)
         state = table.aggregate(count=Count("pk"), latest=Max("updated_at"))
         count, latest = state["count"], state["latest"]
         if current is None or current.model != model.name:
@@ -128,8 +130,15 @@ class VectorIndex:
         return Snapshot(current.model, all_ids, new_matrix, rows, len(all_ids), current.latest)
 
 
-_index = VectorIndex()
+_index = VectorIndex(PaperEmbedding)
+_strong_index = VectorIndex(PaperStrongEmbedding)
 
 
 def vector_index() -> VectorIndex:
+    """The first tier's index (PaperEmbedding)."""
     return _index
+
+
+def strong_vector_index() -> VectorIndex:
+    """The second tier's index (PaperStrongEmbedding)."""
+    return _strong_index

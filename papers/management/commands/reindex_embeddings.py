@@ -1,4 +1,5 @@
-"""Compute the embeddings semantic search needs: `manage.py reindex_embeddings [--all]`."""
+"""Compute the embeddings semantic search needs: `manage.py reindex_embeddings [--all]
+[--tier first|strong]` (the second tier, EMBEDDING_MODEL_STRONG, in the foreground)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from tqdm import tqdm
 
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import Paper
-from papers.search import semantic
-from papers.search.embedding import load_model
+from papers.search import semantic, strong_tier
+from papers.search.embedding import (
+    EmbeddingModel,
+    load_model,
+    load_strong_model,
+    strong_tier_unavailable_reason,
+)
 
 
 class Command(BaseCommand):
@@ -29,6 +35,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--force", action="store_true", help="With --all: re-embed unchanged text too."
         )
+        parser.add_argument(
+            "--tier",
+            choices=["first", "strong"],
+            default="first",
+            help="strong: the second tier (EMBEDDING_MODEL_STRONG), ~20 papers/s a core.",
+        )
         parser.add_argument("--batch-size", type=int, default=semantic.EMBED_CHUNK)
         parser.add_argument(
             "--no-progress", action="store_true", help="Do not draw a progress bar."
@@ -42,16 +54,15 @@ class Command(BaseCommand):
             )
         if options["force"] and not options["all"]:
             raise CommandError("--force needs --all", returncode=EXIT_BAD_INPUT)
-        try:
-            model = load_model()
-        except (ImportError, ValueError) as error:
-            raise CommandError(
-                f"Cannot load the embedding model: {error}", returncode=EXIT_BAD_INPUT
-            ) from None
+        strong = options["tier"] == "strong"
+        model = self._model(strong)
         if options["all"]:
             ids = list(Paper.objects.order_by("pk").values_list("pk", flat=True))
+        elif strong:
+            ids = strong_tier.papers_missing_strong()
         else:
             ids = semantic.papers_missing_embeddings()
+        embed = strong_tier.embed_papers_strong if strong else semantic.embed_papers
         outcome = semantic.EmbedOutcome()
         failed = 0
         with tqdm(
@@ -65,7 +76,7 @@ class Command(BaseCommand):
             for start in range(0, len(ids), batch_size):
                 chunk = ids[start : start + batch_size]
                 try:
-                    outcome.add(semantic.embed_papers(chunk, force=options["force"]))
+                    outcome.add(embed(chunk, force=options["force"]))
                 except DatabaseError as error:
                     failed += len(chunk)
                     self.stderr.write(f"batch from paper {chunk[0]} failed: {error}")
@@ -78,3 +89,18 @@ class Command(BaseCommand):
         )
         if failed:
             raise CommandError(f"{failed} of {len(ids)} papers failed", returncode=EXIT_SOME_FAILED)
+
+    @staticmethod
+    def _model(strong: bool) -> EmbeddingModel:
+        try:
+            model = load_strong_model() if strong else load_model()
+        except (ImportError, ValueError) as error:
+            raise CommandError(
+                f"Cannot load the embedding model: {error}", returncode=EXIT_BAD_INPUT
+            ) from None
+        if model is None:
+            raise CommandError(
+                f"The second tier is off here: {strong_tier_unavailable_reason()}.",
+                returncode=EXIT_BAD_INPUT,
+            )
+        return model

@@ -1,0 +1,122 @@
+"""Storing paper vectors, for either embedding tier: `embed_with` encodes papers whose
+stored vector is missing or stale (another model, or other text) and upserts them in short
+transactions; semantic.py (first tier) and strong_tier.py (second tier) both use it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
+from papers.search.embedding import EmbeddingModel, paper_text, text_hash
+from papers.search.vector_index import VectorIndex
+
+EMBED_CHUNK = 1_000
+
+
+@dataclass
+class EmbedOutcome:
+    embedded: int = 0
+    unchanged: int = 0
+    missing: int = 0  # ids with no paper (deleted meanwhile)
+    seconds: float = 0.0
+
+    def add(self, other: EmbedOutcome) -> None:
+        self.embedded += other.embedded
+        self.unchanged += other.unchanged
+        self.missing += other.missing
+        self.seconds += other.seconds
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "embedded": self.embedded,
+            "unchanged": self.unchanged,
+            "missing": self.missing,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+EmbeddingTable = type[PaperEmbedding] | type[PaperStrongEmbedding]
+
+
+def embed_with(
+    model: EmbeddingModel,
+    table: EmbeddingTable,
+    index: VectorIndex,
+    paper_ids: Iterable[int],
+    *,
+    force: bool = False,
+    chunk: int = EMBED_CHUNK,
+) -> EmbedOutcome:
+    """embed_papers for either tier: `model`'s vectors into `table`, `chunk` papers per
+    transaction, and `index` told to look again."""
+    started = time.perf_counter()
+    ids = sorted({int(i) for i in paper_ids})
+    outcome = EmbedOutcome()
+    for start in range(0, len(ids), chunk):
+        outcome.add(_embed_chunk(model, table, ids[start : start + chunk], force=force))
+        if outcome.embedded:
+            index.invalidate()  # each chunk is committed: searches may use it at once
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _embed_chunk(
+    model: EmbeddingModel, table: EmbeddingTable, ids: list[int], *, force: bool
+) -> EmbedOutcome:
+    rows = list(Paper.objects.filter(pk__in=ids).values_list("pk", "title", "abstract"))
+    stored = {
+        pk: (name, digest)
+        for pk, name, digest in table.objects.filter(paper_id__in=ids).values_list(
+            "paper_id", "model", "text_hash"
+        )
+    }
+    todo: list[tuple[int, str, str]] = []
+    for pk, title, abstract in rows:
+        text = paper_text(title, abstract)
+        digest = text_hash(text)
+        if not force and stored.get(pk) == (model.name, digest):
+            continue
+        todo.append((pk, text, digest))
+    outcome = EmbedOutcome(unchanged=len(rows) - len(todo), missing=len(ids) - len(rows))
+    if not todo:
+        return outcome
+    vectors = model.encode_documents([text for _, text, _ in todo])
+    objects = [
+        table(
+            paper_id=pk,
+            model=model.name,
+            dimensions=model.dimensions,
+            vector=vector.astype("<f4").tobytes(),
+            text_hash=digest,
+        )
+        for (pk, _, digest), vector in zip(todo, vectors, strict=True)
+    ]
+    for obj in objects:  # bulk_create does not run auto_now on conflict updates
+        obj.updated_at = _now()
+    with transaction.atomic():
+        # A paper deleted since it was read would violate the foreign key: skip it.
+        alive = set(
+            Paper.objects.filter(pk__in=[o.paper_id for o in objects]).values_list("pk", flat=True)
+        )
+        objects = [o for o in objects if o.paper_id in alive]
+        table.objects.bulk_create(
+            objects,  # type: ignore[arg-type]
+            update_conflicts=True,
+            unique_fields=["paper"],
+            update_fields=["model", "dimensions", "vector", "text_hash", "updated_at"],
+        )
+    outcome.embedded = len(objects)
+    outcome.missing += len(todo) - len(objects)
+    return outcome
+
+
+def _now() -> datetime:
+    from django.utils import timezone
+
+    return timezone.now()
