@@ -162,7 +162,7 @@ MCP_MAX_THREADS = env_int("MCP_MAX_THREADS", 8, minimum=1)
 
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
-SEARCH_RERANK = env_bool("SEARCH_RERANK", False)
+SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
 # Compute embeddings for semantic search when papers are added or changed.
 EMBEDDINGS_ENABLED = env_bool("EMBEDDINGS_ENABLED", True)
 # The embedding model (papers/search/embedding.py lists them; docs/SEARCH.md compares them).

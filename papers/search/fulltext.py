@@ -54,6 +54,8 @@ INDEX_BATCH = 500
 FUZZY_BELOW = 3
 # paper_search_ids returns at most this many ids.
 MAX_IDS = 10_000
+# A hit with no query word in its text (found by meaning) shows this much of its abstract.
+SNIPPET_LEAD_CHARS = 240
 
 
 # --- the text that is indexed ------------------------------------------------------------
@@ -202,7 +204,7 @@ def paper_briefs(ids: list[int]) -> dict[int, dict[str, Any]]:
 # --- searching ---------------------------------------------------------------------------
 
 
-def _check_request(query: str, limit: int, offset: int) -> q.Understood:
+def check_query(query: str, limit: int, offset: int) -> q.Understood:
     """The query understood (see query.understand); the limits apply to what was sent."""
     if not isinstance(query, str):
         raise InvalidInput("query must be text.", field="query")
@@ -341,7 +343,7 @@ def paper_search(
     Raises InvalidInput for an empty or oversized query, one that only excludes, and for
     limit or offset outside 1..MAX_PAGE_SIZE / 0..MAX_OFFSET.
     """
-    understood = _check_request(query, limit, offset)
+    understood = check_query(query, limit, offset)
     restrictions = _restrictions(filters, scope)
     ranked = _rank(understood, restrictions, limit, offset)
     if ranked.total == 0 and (loose := q.relaxed(understood)) is not None:
@@ -375,7 +377,7 @@ def paper_search_ids(
     most `limit` (None: up to MAX_IDS), best first; with `ranked=False` the same papers
     in id order. No snippets, records or fuzzy fallback: for facets over a query's
     results, the admin and hybrid fusion. Raises InvalidInput like paper_search."""
-    understood = _check_request(query, 1, 0)
+    understood = check_query(query, 1, 0)
     depth = min(limit or MAX_IDS, MAX_IDS)
     ids = _rank(understood, _restrictions(filters, scope), depth, 0).ids
     return ids if ranked else sorted(ids)
@@ -387,11 +389,33 @@ def paper_search_scored(
     filters: SearchFilters | None = None,
     scope: Sequence[str] | None = None,
     limit: int = 100,
-) -> tuple[list[int], list[float]]:
-    """paper_search's ranking with its scores, `limit` deep (for hybrid fusion)."""
-    understood = _check_request(query, 1, 0)
-    ranked = _rank(understood, _restrictions(filters, scope), min(limit, MAX_IDS), 0)
-    return ranked.ids, ranked.scores
+) -> Ranked:
+    """paper_search's ranking with its scores and total, `limit` deep (for hybrid fusion):
+    the same reading of the query, the same plans, no snippets or typo tolerance."""
+    understood = check_query(query, 1, 0)
+    restrictions = _restrictions(filters, scope)
+    depth = min(limit, MAX_IDS)
+    ranked = _rank(understood, restrictions, depth, 0)
+    if ranked.total == 0 and (loose := q.relaxed(understood)) is not None:
+        ranked = _rank(loose, restrictions, depth, 0)
+    return ranked
+
+
+def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchHit]:
+    """Hits for papers ranked elsewhere (hybrid search): records, and the passage where
+    most of the query's words meet (the abstract's lead when none is there)."""
+    hits = _hits(ids, scores, q.understand(query))
+    missing = [hit for hit in hits if not hit.snippet_markdown]
+    if missing:
+        leads = dict(
+            Paper.objects.filter(pk__in=[h.record["paper_id"] for h in missing]).values_list(
+                "pk", "abstract"
+            )
+        )
+        for hit in missing:
+            lead = (leads.get(hit.record["paper_id"]) or "")[:SNIPPET_LEAD_CHARS]
+            hit.snippet_markdown = snippets.escape_markdown(lead)
+    return hits
 
 
 # --- typo tolerance --------------------------------------------------------------------

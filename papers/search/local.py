@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
+
 from papers.scoping import project_find
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic
@@ -51,12 +53,39 @@ def local_search(
     scope: Sequence[str] | None = None,
     rerank: bool | None = None,
 ) -> SearchPage:
-    """Full-text search of the library, or hybrid (full text fused with semantic ranking)
-    when `rerank` is true, or None and SEARCH_RERANK is on. Errors as `paper_search`."""
-    if semantic.rerank_enabled(rerank):
+    """Search the library as `search_papers` (engine `local`) and REST /api/search do.
+
+    `rerank` true: hybrid (full text fused with semantic ranking); false: full text only.
+    None (the default): hybrid when SEARCH_RERANK is on (the default, chosen by
+    measurement: docs/SEARCH.md), the query is natural language (no phrase, prefix,
+    exclusion or operator, whose strict meaning a paper found by meaning would break),
+    the library has vectors, and the words match at least FUZZY_BELOW papers (fewer: a
+    misspelling, which typo-tolerant full text handles); else full text. Errors as
+    `paper_search`.
+    """
+    if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
+        return fulltext.paper_search(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        )
+    if rerank:
         return semantic.hybrid_search(
             query=query, filters=filters, limit=limit, offset=offset, scope=scope
         )
-    return fulltext.paper_search(
-        query=query, filters=filters, limit=limit, offset=offset, scope=scope
-    )
+    understood = fulltext.check_query(query, limit, offset)
+    if understood.mode != "natural" or understood.constraint is not None:
+        return fulltext.paper_search(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        )
+    if not semantic.vectors_available():
+        return fulltext.paper_search(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        )
+    page = semantic.hybrid_page(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope, lazy=False,
+        min_lexical=fulltext.FUZZY_BELOW,
+    )  # fmt: skip
+    if page is None:
+        return fulltext.paper_search(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        )
+    return page

@@ -39,7 +39,7 @@ from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search.embedding import load_model, paper_text, text_hash
-from papers.search.fulltext import paper_search_scored
+from papers.search.fulltext import paper_search_scored, search_hits
 from papers.search.tiers import Scored, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
@@ -257,12 +257,12 @@ def _check_query(query: str, name: str = "query") -> str:
     return query.strip()
 
 
-def _prepare(notes: list[str]) -> Tiers:
+def _prepare(notes: list[str], *, lazy: bool = True) -> Tiers:
     """The tiers and fresh indexes; with tasks in-process, first embeds papers missing the
     first tier for a bounded time (a bulk import leaves them to this pass or to
     reindex_embeddings) and wakes the second tier's background thread if papers lack it."""
     load_model()
-    if settings.EMBEDDINGS_ENABLED and settings.CELERY_TASK_ALWAYS_EAGER:
+    if lazy and settings.EMBEDDINGS_ENABLED and settings.CELERY_TASK_ALWAYS_EAGER:
         still_missing = _lazy_embed()
         if still_missing:
             notes.append(
@@ -416,10 +416,9 @@ def hybrid_rankings(
     depth: int = HYBRID_DEPTH,
     notes: list[str] | None = None,
 ) -> tuple[Ranking, Ranking]:
-    """The two scored rankings hybrid search fuses, each `depth` deep: full text of
-    `query` as the full-text search ranks it (fulltext.paper_search_scored: BM25, higher
-    is better)
-    and cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
+    """The two scored rankings hybrid search fuses, each `depth` deep: `query` as the
+    full-text search ranks it (fulltext.paper_search_scored: BM25, higher is better) and
+    cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     tiers = _prepare(notes if notes is not None else [])
     return lexical, _rank(tiers.score(tiers.encode(query)), depth, filters, scope)
@@ -428,9 +427,10 @@ def hybrid_rankings(
 def _lexical_ranking(
     query: str, filters: SearchFilters | None, scope: Sequence[str] | None, depth: int
 ) -> Ranking:
-    """The full-text search's ranking with its scores (fulltext.paper_search_scored).
-    Raises InvalidInput like paper_search."""
-    return paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+    """The full-text search's ranking with its scores. Raises InvalidInput like
+    paper_search."""
+    ranked = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+    return ranked.ids, ranked.scores
 
 
 def hybrid_ranked(
@@ -444,13 +444,34 @@ def hybrid_ranked(
     """(paper id, fused score) best first: the full-text ranking of `query` and the
     semantic ranking of `query`, each `depth` deep, fused by min_max_fusion; with the
     second tier on, the first tier's own ranking too (TIERED_WEIGHTS)."""
-    lexical, semantic = hybrid_rankings(
-        query=query, filters=filters, scope=scope, depth=depth, notes=notes
-    )
+    lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
+    return _fused(query, lexical, filters, scope, depth, notes if notes is not None else [])
+
+
+def _fused(
+    query: str,
+    lexical: Ranking,
+    filters: SearchFilters | None,
+    scope: Sequence[str] | None,
+    depth: int,
+    notes: list[str],
+    *,
+    lazy: bool = True,
+) -> list[tuple[int, float]]:
+    tiers = _prepare(notes, lazy=lazy)
+    semantic = _rank(tiers.score(tiers.encode(query)), depth, filters, scope)
     first, coverage = _first_tier_ranking(query, filters, scope, depth)
     if first is None:
         return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
     return min_max_fusion([lexical, semantic, first], tiered_weights(coverage))
+
+
+def vectors_available() -> bool:
+    """True when the library has first-tier vectors to rank by (hybrid is worth it)."""
+    try:
+        return current_tiers().first.snapshot.count > 0
+    except ImportError:  # the embedding model's package is missing
+        return False
 
 
 def tiered_weights(coverage: float) -> tuple[float, float, float]:
@@ -484,14 +505,37 @@ def hybrid_search(
     limit: int = 10,
     offset: int = 0,
     scope: Sequence[str] | None = None,
+    lazy: bool = True,
 ) -> SearchPage:
-    """Full-text (BM25) and semantic rankings fused by their scores (mode "hybrid").
+    """Full-text (BM25) and semantic rankings fused by their scores (mode "hybrid"); see
+    hybrid_page."""
+    page = hybrid_page(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope, lazy=lazy
+    )
+    assert page is not None  # min_lexical 0
+    return page
 
-    Each ranking is read to depth max(HYBRID_DEPTH, offset + limit); a plain query is
-    read as the full-text search reads it (natural language or the query language). `score` is the
-    fused score (see min_max_fusion: 0..1, 1 for a paper first in both, higher is better);
-    `total` is the number of distinct papers in the two rankings. A paper found only by
-    meaning (no query word in it) still appears, which is the point.
+
+def hybrid_page(
+    *,
+    query: str,
+    filters: SearchFilters | None = None,
+    limit: int = 10,
+    offset: int = 0,
+    scope: Sequence[str] | None = None,
+    lazy: bool = True,
+    min_lexical: int = 0,
+) -> SearchPage | None:
+    """Full-text (BM25) and semantic rankings fused by their scores (mode "hybrid"), or
+    None when the query's words match fewer than `min_lexical` papers.
+
+    Each ranking is read to depth max(HYBRID_DEPTH, offset + limit); the query is read
+    as the full-text search reads it (natural language or the query language). `score`
+    is the fused score (see min_max_fusion: 0..1, 1 for a paper first in both, higher is
+    better); `total` is the number of papers matching the query's words, or of papers in
+    the two rankings if more. A paper found only by meaning (no query word in it) still
+    appears, which is the point. Snippets show where the query's words meet. `lazy`
+    false skips embedding missing papers first (the default search must stay fast).
 
     Raises InvalidInput like paper_search (empty, malformed or oversized query, limit or
     offset out of range).
@@ -501,15 +545,14 @@ def hybrid_search(
     check_page(limit, offset)
     query = _check_query(query)
     notes: list[str] = []
-    fused = hybrid_ranked(
-        query=query,
-        filters=filters,
-        scope=scope,
-        depth=max(HYBRID_DEPTH, offset + limit),
-        notes=notes,
-    )
+    depth = max(HYBRID_DEPTH, offset + limit)
+    lexical = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+    if lexical.total < min_lexical:
+        return None
+    fused = _fused(query, (lexical.ids, lexical.scores), filters, scope, depth, notes, lazy=lazy)
     page_items = fused[offset : offset + limit]
-    hits = _hits([pk for pk, _ in page_items], dict(page_items))
+    hits = search_hits([pk for pk, _ in page_items], [score for _, score in page_items], query)
+    total = max(len(fused), lexical.total)
     return SearchPage(
-        hits=hits, total=len(fused), limit=limit, offset=offset, mode="hybrid", notes=notes
+        hits=hits, total=total, limit=limit, offset=offset, mode="hybrid", notes=notes
     )
