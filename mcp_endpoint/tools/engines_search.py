@@ -195,7 +195,7 @@ def register(registry: Registry) -> None:
         ] = None,
         rerank: Annotated[
             bool | None,
-            Field(description="Fuse full-text and semantic ranking for the library search."),
+            Field(description="Fuse full-text and semantic ranking (library; on for questions)."),
         ] = None,
     ) -> MultiEnginePage:
         engine_ids = engine_ids_resolve(engines, operation=SEARCH)
