@@ -78,7 +78,7 @@ bench-load: setup-dev
 
 ## Search at scale (issue 16): full-text top-20 on SQLite and PostgreSQL with year, venue and
 ## project filters, at 95k (the ACL corpus) and at 1M (a scaled corpus, made once into
-## SCALE_DIR); PostgreSQL in a database of its own (bench_scale). ~1.5 h in all. The 1M
+## SCALE_DIR); PostgreSQL in a database of its own (bench_scale). 1.5-2 h in all. The 1M
 ## PostgreSQL import goes in 25k slices (one import_jsonl, so one ANALYZE, each): in one go,
 ## on a server without autovacuum, it slows down quadratically (benchmarks/README.md).
 SCALE_DIR ?= ../scale-data

@@ -3,7 +3,7 @@ backends, unfiltered and with a year, a venue-glob and a project filter.
 
     benchmarks/bench_search_scale.py --corpus FILE [--backend sqlite|postgres|both]
         [--queries 200] [--seed 7] [--work-dir DIR | --directory DIR] [--keep] [--reuse]
-        [--limit N] [--chunk N] [--project-size 2000] [--reindex] [--cap-seconds 10]
+        [--limit N] [--chunk N] [--project-size 2000] [--reindex] [--cap-seconds 30]
         [--pg-url URL] [--json OUT]
     benchmarks/bench_search_scale.py --report OUT1.json OUT2.json ...   # tables only
 
@@ -37,7 +37,7 @@ For each backend, in a process of its own (Django reads DATABASE_URL once):
    none; `date_from="2018"`; payload `{"venue": "Findings*"}`; `project=<the project>`.
    Each query runs once per filter, the four in an order rotated from query to query,
    after 20 warm-up queries (other ones, uncapped; 5 of them with every filter too). A call still
-   running after --cap-seconds (10) is interrupted (sqlite3 `interrupt()`, psycopg
+   running after --cap-seconds (30) is interrupted (sqlite3 `interrupt()`, psycopg
    `cancel_safe()`, from a timer thread: nothing is set on the server) and counted as a
    timeout at the time it had taken; a filter is not run further once half of its first
    20+ calls timed out (the table says so), so a pathological plan costs minutes, not
@@ -69,6 +69,7 @@ import pkgutil
 import platform
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -94,7 +95,9 @@ FILTERS = ("none", "year ≥ 2018", "venue Findings*", "project")
 GOALS_P95 = {"sqlite": 100.0, "postgres": 150.0}
 GOAL_FILTER_RATIO = 2.0
 BACKENDS = ("sqlite", "postgres")
-DEFAULT_CAP_SECONDS = 10.0
+# Longer than a one-off per-process cache build (the fuzzy vocabulary: 14-17 s at 1M),
+# which a shorter cap would interrupt on every call once its TTL has run out.
+DEFAULT_CAP_SECONDS = 30.0
 STOP_AFTER = 20  # a filter stops once half of its first 20+ calls hit the cap
 
 
@@ -370,22 +373,27 @@ def call_raw(function: Callable[..., Any], query: str, filters: Any = None) -> f
     return float(value) if isinstance(value, float | int) else None
 
 
+# Tables that hold a search index: FTS5 (and its shadow tables), tsvector, BM25 postings.
+SEARCH_TABLE = re.compile(r"_fts|_lex_|posting")
+
+
 def database_sizes(directory: Path) -> dict[str, Any]:
+    """Database size, the size of every table with its indexes (the 12 largest kept), and
+    of the search-index tables among them (SEARCH_TABLE: whatever the engine names them)."""
     from django.db import connection
 
-    from papers.search import fulltext
-
-    table = getattr(fulltext, "FTS_TABLE", "papers_paper_fts")
     sizes: dict[str, Any] = {}
+    tables: dict[str, int] = {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_database_size(current_database())")
             sizes["database_bytes"] = cursor.fetchone()[0]
-            try:
-                cursor.execute("SELECT pg_total_relation_size(%s)", [table])
-                sizes["fulltext_bytes"] = cursor.fetchone()[0]
-            except Exception:
-                sizes["fulltext_bytes"] = None
+            cursor.execute(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+            )
+            tables = dict(cursor.fetchall())
             cursor.execute("SELECT version()")
             sizes["engine"] = cursor.fetchone()[0].split(" on ")[0]
         else:
@@ -394,12 +402,19 @@ def database_sizes(directory: Path) -> dict[str, Any]:
                 p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists()
             )
             try:
-                cursor.execute("SELECT SUM(pgsize) FROM dbstat WHERE name LIKE %s", [f"{table}%"])
-                sizes["fulltext_bytes"] = cursor.fetchone()[0]
-            except Exception:
-                sizes["fulltext_bytes"] = None
+                cursor.execute(
+                    "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
+                    "JOIN sqlite_master m ON m.name = s.name GROUP BY m.tbl_name"
+                )
+                tables = dict(cursor.fetchall())
+            except Exception as error:  # dbstat is optional in SQLite builds
+                print(f"no table sizes: {error}", file=sys.stderr)
             cursor.execute("SELECT sqlite_version()")
             sizes["engine"] = f"SQLite {cursor.fetchone()[0]}"
+    largest = sorted(tables.items(), key=lambda item: -item[1])
+    sizes["tables"] = dict(largest[:12])
+    search = [size for name, size in tables.items() if SEARCH_TABLE.search(name)]
+    sizes["fulltext_bytes"] = sum(search) if search else None
     return sizes
 
 
@@ -630,6 +645,7 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     stopped: dict[str, int] = {}
     started = time.perf_counter()
+    cpu_started = resource.getrusage(resource.RUSAGE_SELF)
     for number, (kind, query) in enumerate(queries):
         order = FILTERS[number % 4 :] + FILTERS[: number % 4]
         for name in order:
@@ -666,6 +682,16 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
                 flush=True,
             )
 
+    cpu_ended = resource.getrusage(resource.RUSAGE_SELF)
+    # This process's CPU (every thread: a background embedder shows here) over the wall
+    # time of the measured calls.
+    usage = {
+        "wall_seconds": time.perf_counter() - started,
+        "cpu_seconds": (cpu_ended.ru_utime - cpu_started.ru_utime)
+        + (cpu_ended.ru_stime - cpu_started.ru_stime),
+        "threads": threading.active_count(),
+    }
+
     # The slowest call of each filter again, every statement timed, and the plan of the
     # slowest statement (of the interrupted one on a timeout: EXPLAIN without ANALYZE).
     slowest = []
@@ -694,6 +720,7 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
         "raw_timer": raw[0] if raw else None,
         "slowest": slowest,
         "cap_seconds": cap,
+        "usage": usage,
         "stopped": stopped,
         "queries_planned": len(queries),
     }
@@ -717,6 +744,7 @@ def worker(spec_path: str) -> None:
         "corpus": spec["corpus"],
         "limit": spec.get("limit"),
         "chunk": spec.get("chunk"),
+        "env": spec.get("env", []),
         "migrate_seconds": time.perf_counter() - started,
         "load_before": os.getloadavg(),
         **git_state(),
@@ -724,7 +752,9 @@ def worker(spec_path: str) -> None:
     existing = Paper.objects.count()
     if existing and spec.get("reuse"):
         print(f"reusing {existing:,} papers", file=sys.stderr)
-        result["import"] = None
+        # The import figures of the run that imported them, when it left them here.
+        result["import"] = spec.get("previous_import")
+        result["import_reused"] = True
     elif existing:
         raise SystemExit(f"the knowledge base already holds {existing} papers (use --reuse)")
     else:
@@ -785,6 +815,9 @@ def run_backend(args: argparse.Namespace, backend: str) -> dict[str, Any]:
         RESEARCH_DIRECTORY=str(directory),
         LOG_LEVEL="WARNING",
     )
+    for item in args.env or []:
+        name, _, value = item.partition("=")
+        env[name] = value
     if backend == "postgres":
         pg_prepare(args.pg_url, args.reuse)
         env["DATABASE_URL"] = args.pg_url
@@ -799,10 +832,14 @@ def run_backend(args: argparse.Namespace, backend: str) -> dict[str, Any]:
         "reuse": args.reuse,
         "reindex": args.reindex,
         "cap_seconds": args.cap_seconds,
+        "env": args.env or [],
         "project_size": args.project_size,
         "directory": str(directory),
         "result": str(directory / "result.json"),
     }
+    previous = directory / "result.json"
+    if args.reuse and previous.is_file():
+        spec["previous_import"] = json.loads(previous.read_text()).get("import")
     spec_path = directory / "spec.json"
     spec_path.write_text(json.dumps(spec))
     print(f"\n== {backend}: knowledge base {directory}", file=sys.stderr, flush=True)
@@ -860,6 +897,8 @@ def report(results: list[dict[str, Any]]) -> str:
             if name == "none":
                 ratio, goal_p95 = "", GOALS_P95[backend]
                 goal = f"p95 ≤ {goal_p95:g}: {'met' if p95 <= goal_p95 else '**not met**'}"
+            elif cap_ms and base95 >= cap_ms:
+                ratio, goal = "n/a", "≤ 2×: unknown (unfiltered p95 hit the cap)"
             else:
                 value = p95 / base95 if base95 else float("nan")
                 ratio = ("≥ " if cap_ms and p95 >= cap_ms else "") + f"{value:.2f}×"
@@ -872,7 +911,7 @@ def report(results: list[dict[str, Any]]) -> str:
     add("")
     add(
         "| backend | papers | records in the file | import s | of which indexing s | of which "
-        "ANALYZE s | records/s | reindex_fulltext s | database | full-text index | engine |"
+        "ANALYZE s | records/s | reindex_fulltext s | database | search index tables | engine |"
     )
     add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for result in results:
@@ -886,6 +925,11 @@ def report(results: list[dict[str, Any]]) -> str:
             f"| {fmt(rate, 0)} | {fmt(result.get('reindex_seconds'))} "
             f"| {_mib(sizes.get('database_bytes'))} | {_mib(sizes.get('fulltext_bytes'))} "
             f"| {sizes.get('engine', '')} |")  # fmt: skip
+    for result in results:
+        largest = (result["sizes"].get("tables") or {}).items()
+        if largest:
+            parts = ", ".join(f"{name} {_mib(size)}" for name, size in list(largest)[:6])
+            add(f"\n{result['backend']}, {result['papers']:,}: largest tables {parts}")
     for result in results:
         each = (result.get("import") or {}).get("indexing_by_function") or {}
         if len(each) > 1:
@@ -903,7 +947,7 @@ def report(results: list[dict[str, Any]]) -> str:
             p50, p95 = p50_p95([r["ms"] for r in mine])
             raws = [r["raw_ms"] for r in mine if r.get("raw_ms") is not None]
             raw50, raw95 = p50_p95(raws) if raws else (None, None)
-            modes = Counter(r["mode"] for r in mine)
+            modes = Counter(r["mode"] or ("timeout" if r.get("timeout") else "?") for r in mine)
             add(f"| {result['backend']} | {result['papers']:,} | {kind} | {len(mine)} | {fmt(p50)} "
                 f"| {fmt(p95)} | {fmt(raw50)} | {fmt(raw95)} "
                 f"| {fmt(statistics.median([r['total'] or 0 for r in mine]), 0)} "
@@ -913,7 +957,8 @@ def report(results: list[dict[str, Any]]) -> str:
         add(f"Slowest on {result['backend']}, {result['papers']:,} papers (raw timer: "
             f"{result.get('raw_timer') or 'none'}; commit {result.get('commit')}"
             f"{', papers/search modified' if result.get('search_dirty') else ''}; load "
-            f"{result['load_before'][0]:.1f} -> {result['load_after'][0]:.1f}):")  # fmt: skip
+            f"{result['load_before'][0]:.1f} -> {result['load_after'][0]:.1f}"
+            f"{_usage(result)}{_env(result)}):")  # fmt: skip
         add("")
         for row in sorted(result["rows"], key=lambda r: -r["ms"])[:8]:
             add(f"- {row['ms']:,.0f} ms, {row['filter']}, {row['total']} hits, {row['kind']}: "
@@ -923,6 +968,20 @@ def report(results: list[dict[str, Any]]) -> str:
             add(f"- error, {row['filter']}: `{row['query']}`: {row['error']}")
         add("")
     return "\n".join(out)
+
+
+def _usage(result: dict[str, Any]) -> str:
+    usage = result.get("usage")
+    if not usage:
+        return ""
+    return (
+        f"; this process used {usage['cpu_seconds'] / usage['wall_seconds']:.2f} cores over "
+        f"the measured calls, {usage['threads']} threads"
+    )
+
+
+def _env(result: dict[str, Any]) -> str:
+    return f"; settings changed: {', '.join(result['env'])}" if result.get("env") else ""
 
 
 def plans(results: list[dict[str, Any]]) -> str:
@@ -971,6 +1030,14 @@ def main() -> None:
         type=float,
         default=DEFAULT_CAP_SECONDS,
         help="Interrupt a call after this long (a timeout; 0: never).",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        metavar="NAME=VALUE",
+        help="A setting for the knowledge base's process (repeatable), e.g. "
+        "EMBEDDING_MODEL_STRONG= to keep the background embedder out. Not the user's "
+        "default path: say so when quoting the figures.",
     )
     parser.add_argument("--json", help="Write the results here (for --report).")
     parser.add_argument("--report", nargs="+", help="Print the tables of saved --json files.")
