@@ -324,21 +324,30 @@ class PaperAsset(TimeStamped):
         return f"{self.paper_id} {self.kind} {self.name}".strip()
 
 
-class PaperEmbedding(models.Model):
-    """A paper's embedding for semantic search: float32 values, little-endian, in `vector`.
+class StoredVector(models.Model):
+    """The columns of a stored embedding, for either tier: float32 values, little-endian, in
+    `vector`; `text_hash` is the hash of the text that was embedded, so re-indexing skips
+    papers whose title and abstract did not change; `model` names the model that made it."""
 
-    `text_hash` is the hash of the text that was embedded, so re-indexing skips papers whose
-    title and abstract did not change; `model` names the model that made it.
-    """
-
-    paper = models.OneToOneField(
-        Paper, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
-    )
     model = models.CharField(max_length=100)
     dimensions = models.PositiveSmallIntegerField()
     vector = models.BinaryField()
     text_hash = models.CharField(max_length=64)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} ({self.model})"  # type: ignore[attr-defined]
+
+
+class PaperEmbedding(StoredVector):
+    """A paper's first-tier embedding for semantic search (papers/search/semantic.py)."""
+
+    paper = models.OneToOneField(
+        Paper, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
 
     class Meta:
         indexes = [
@@ -346,33 +355,22 @@ class PaperEmbedding(models.Model):
             models.Index(fields=["model"], name="paperembedding_model_idx"),
         ]
 
-    def __str__(self) -> str:
-        return f"{self.paper_id} ({self.model})"
 
-
-class PaperStrongEmbedding(models.Model):
-    """A paper's second-tier embedding: the same columns as PaperEmbedding, made by the
-    slower, stronger model of EMBEDDING_MODEL_STRONG in the background after the first
-    tier (papers/search/strong_tier.py). A paper has at most one of each; search uses this
-    one where it exists (papers/search/tiers.py)."""
+class PaperStrongEmbedding(StoredVector):
+    """A paper's second-tier embedding, made by the slower, stronger model of
+    EMBEDDING_MODEL_STRONG in the background after the first tier
+    (papers/search/strong_tier.py). A paper has at most one of each; search uses this one
+    where it exists (papers/search/tiers.py)."""
 
     paper = models.OneToOneField(
         Paper, on_delete=models.CASCADE, primary_key=True, related_name="strong_embedding"
     )
-    model = models.CharField(max_length=100)
-    dimensions = models.PositiveSmallIntegerField()
-    vector = models.BinaryField()
-    text_hash = models.CharField(max_length=64)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         indexes = [
             # loading the second-tier index: every vector of the configured strong model.
             models.Index(fields=["model"], name="paperstrongemb_model_idx"),
         ]
-
-    def __str__(self) -> str:
-        return f"{self.paper_id} ({self.model})"
 
 
 class PaperPdf(TimeStamped):

@@ -22,7 +22,7 @@ How the top k is found (`rank`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,15 +195,8 @@ def _score_papers(
     """Every given paper's score (random access); those matching no term are left out."""
     weight = dict(zip(terms.ids, terms.weights, strict=True))
     partial: dict[int, float] = {}
-    for start in range(0, len(papers), 500):
-        chunk = list(papers[start : start + 500])
-        cursor.execute(
-            f"SELECT paper_id, term_id, impact FROM {POSTING_TABLE} "  # noqa: S608
-            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(terms.ids)}",
-            [*chunk, *terms.ids],
-        )
-        for paper, term, impact in cursor.fetchall():
-            partial[paper] = partial.get(paper, 0.0) + weight[term] * impact
+    for paper, term, impact in _impacts(cursor, papers, terms.ids):
+        partial[paper] = partial.get(paper, 0.0) + weight[term] * impact
     scored = list(partial.items())
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored, len(scored)
@@ -363,17 +356,10 @@ def _complete(
 ) -> None:
     """Read every query term's impact for these papers (random access)."""
     index_of = {posting.term: i for i, posting in enumerate(lists)}
-    for start in range(0, len(papers), 500):
-        chunk = papers[start : start + 500]
-        cursor.execute(
-            f"SELECT paper_id, term_id, impact FROM {POSTING_TABLE} "  # noqa: S608
-            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(list(index_of))}",
-            [*chunk, *index_of],
-        )
-        for paper, term, impact in cursor.fetchall():
-            i = index_of[term]
-            parts[paper][i] = lists[i].weight * impact
-        exact.update(chunk)
+    for paper, term, impact in _impacts(cursor, papers, list(index_of)):
+        i = index_of[term]
+        parts[paper][i] = lists[i].weight * impact
+    exact.update(papers)
 
 
 def _members(cursor: Any, restrictions: Sequence[Restriction], papers: list[int]) -> set[int]:
@@ -458,13 +444,21 @@ def _exact_scores(cursor: Any, lists: list[_List], papers: Sequence[int]) -> dic
     """Every query term's contribution summed, for these papers (random access)."""
     weight = {posting.term: posting.weight for posting in lists}
     scores = dict.fromkeys(papers, 0.0)
+    for paper, term, impact in _impacts(cursor, papers, list(weight)):
+        scores[paper] += weight[term] * impact
+    return scores
+
+
+def _impacts(
+    cursor: Any, papers: Sequence[int], terms: Sequence[int]
+) -> Iterator[tuple[int, int, int]]:
+    """(paper, term, impact) of these terms in these papers (random access), 500 papers
+    a statement."""
     for start in range(0, len(papers), 500):
         chunk = list(papers[start : start + 500])
         cursor.execute(
             f"SELECT paper_id, term_id, impact FROM {POSTING_TABLE} "  # noqa: S608
-            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(list(weight))}",
-            [*chunk, *weight],
+            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(terms)}",
+            [*chunk, *terms],
         )
-        for paper, term, impact in cursor.fetchall():
-            scores[paper] += weight[term] * impact
-    return scores
+        yield from cursor.fetchall()

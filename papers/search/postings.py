@@ -127,6 +127,16 @@ def _weighted_counts(fields: Sequence[str | None]) -> tuple[int, dict[int, float
     return length, weighted
 
 
+def _texts(cursor: Any, paper_ids: list[int]) -> list[tuple[Any, ...]]:
+    """The five search fields of these papers (source.py), one row each."""
+    if cursor.db.vendor == "postgresql":
+        cursor.execute(PG_SOURCE.format(**tables()) + " WHERE p.paper_id = ANY(%s)", [paper_ids])
+    else:
+        where = f" WHERE p.paper_id IN {in_list(paper_ids)}"
+        cursor.execute(SQLITE_SOURCE.format(**tables()) + where, paper_ids)
+    return list(cursor.fetchall())
+
+
 def _impact(weighted: float, length: int, average_length: float) -> int:
     norm = K1 * (1 - B + B * length / average_length)
     return max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
@@ -141,16 +151,11 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
         return
     connection = connections[using]
     postgres = connection.vendor == "postgresql"
-    source = (PG_SOURCE if postgres else SQLITE_SOURCE).format(**tables())
     with connection.cursor() as cursor:
         stats = read_stats(cursor)
         for start in range(0, len(ids), INDEX_BATCH):
             batch = ids[start : start + INDEX_BATCH]
-            if postgres:
-                cursor.execute(source + " WHERE p.paper_id = ANY(%s)", [batch])
-            else:
-                cursor.execute(source + f" WHERE p.paper_id IN {in_list(batch)}", batch)
-            counted = [(row[0], *_weighted_counts(row[1:6])) for row in cursor.fetchall()]
+            counted = [(row[0], *_weighted_counts(row[1:6])) for row in _texts(cursor, batch)]
             average = stats.average_length
             if not average:  # an empty library: this batch sets the scale
                 average = sum(length for _, length, _ in counted) / max(len(counted), 1)
@@ -266,18 +271,11 @@ def _set_average_from_sample(ids: list[int], using: str, sample: int = 2_000) ->
         return
     step = max(1, len(ids) // sample)
     chosen = ids[::step][:sample]
-    connection = connections[using]
-    postgres = connection.vendor == "postgresql"
-    source = (PG_SOURCE if postgres else SQLITE_SOURCE).format(**tables())
     lengths: list[int] = []
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         for start in range(0, len(chosen), 500):
             chunk = chosen[start : start + 500]
-            if postgres:
-                cursor.execute(source + " WHERE p.paper_id = ANY(%s)", [chunk])
-            else:
-                cursor.execute(source + f" WHERE p.paper_id IN {in_list(chunk)}", chunk)
-            lengths += [_weighted_counts(row[1:6])[0] for row in cursor.fetchall()]
+            lengths += [_weighted_counts(row[1:6])[0] for row in _texts(cursor, chunk)]
     with _stats_lock:
         # Stand-in figures until the next read: `documents` x this average.
         _stats.documents = len(lengths)
