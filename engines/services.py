@@ -185,7 +185,8 @@ def _merge_unsaved(
     local_page: SearchPage | None, ranked: list[tuple[int, int, str, PaperRecord]]
 ) -> list[dict[str, Any]]:
     entries = [
-        {**hit.as_dict(), "engine": LOCAL_ENGINE} for hit in (local_page.hits if local_page else [])
+        {**hit.as_dict(), "engine": LOCAL_ENGINE, "engines": [LOCAL_ENGINE]}
+        for hit in (local_page.hits if local_page else [])
     ]
     ranked.sort(key=lambda item: (item[0], item[1]))
     for rank, _, engine, record in ranked:
