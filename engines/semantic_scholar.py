@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 
@@ -93,6 +92,9 @@ class SemanticScholarEngine(BaseSearchEngine):
     # 1 request a second is the keyed limit; keyless callers share a pool and see 429s.
     rate_limit = "1/second"
 
+    def probe_url(self) -> str:
+        return str(settings.SEMANTIC_SCHOLAR_API_URL)
+
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Papers matching `request.query` (S2 relevance), filtered by date and field of study.
 
@@ -135,7 +137,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         match = matches[0]
         author_id = str(match["authorId"])
         data = self._get(
-            f"/author/{quote(author_id, safe='')}/papers",
+            f"/author/{http.path_segment(author_id, what='author id')}/papers",
             {
                 "fields": PAPER_FIELDS,
                 "limit": max(1, min(request.max_results, MAX_LIST_LIMIT)),
@@ -164,7 +166,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         """
         key = paper_key(paper_id)
         data = self._get(
-            f"/paper/{_path(key)}",
+            f"/paper/{http.path_segment(key)}",
             {"fields": DETAIL_FIELDS},
             not_found=f"Semantic Scholar has no paper {paper_id!r}.",
         )
@@ -181,7 +183,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         """
         key = _ref_key(paper)
         data = self._get(
-            f"/paper/{_path(key)}/citations",
+            f"/paper/{http.path_segment(key)}/citations",
             {
                 "fields": f"contexts,intents,isInfluential,{PAPER_FIELDS}",
                 "limit": max(1, min(max_results, MAX_LIST_LIMIT)),
@@ -213,6 +215,7 @@ class SemanticScholarEngine(BaseSearchEngine):
             headers={"x-api-key": key} if key else {},
             engine_name=self.name,
             timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
             not_found=not_found,
         )
         if not isinstance(data, dict):
@@ -259,10 +262,6 @@ def _ref_key(paper: PaperRef) -> str:
     raise PaperNotFoundAtSource(
         "Semantic Scholar finds a paper by its S2 id, DOI or arXiv id; this paper has none."
     )
-
-
-def _path(key: str) -> str:
-    return quote(key, safe="/:")
 
 
 def _field_of_study(category: str) -> str:

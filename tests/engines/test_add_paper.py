@@ -81,7 +81,7 @@ def test_unrecognised_identifiers_say_what_is_accepted(text: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_doi_is_added_with_crossref_metadata_and_never_twice(sources: ReplayServer) -> None:
-    sources.add(f"/crossref/works/{PLOS_DOI}", crossref_work())
+    sources.add(f"/crossref/works/{PLOS_DOI.replace('/', '%2F')}", crossref_work())
     added = paper_add_by_identifier(identifier=f"https://doi.org/{PLOS_DOI}")
     assert added.created is True
     paper = added.paper
@@ -119,9 +119,9 @@ def test_an_unknown_paper_is_not_found_and_a_failing_lookup_unavailable(
     with pytest.raises(NotFound) as unknown:
         paper_add_by_identifier(identifier="10.9999/does-not-exist")
     assert set(unknown.value.details["engines"]) == {"crossref", "openalex", "semantic_scholar"}
-    sources.add("/crossref/works/10.9999/broken", Reply(500))
-    sources.add("/openalex/works/doi:10.9999/broken", Reply(503))
-    sources.add("/s2/graph/v1/paper/DOI:10.9999/broken", Reply(502))
+    sources.add("/crossref/works/10.9999%2Fbroken", Reply(500))
+    sources.add("/openalex/works/doi:10.9999%2Fbroken", Reply(503))
+    sources.add("/s2/graph/v1/paper/DOI:10.9999%2Fbroken", Reply(502))
     with pytest.raises(EngineUnavailable):
         paper_add_by_identifier(identifier="10.9999/broken")
     assert Paper.objects.count() == 0

@@ -198,7 +198,7 @@ def test_search_by_unknown_author_finds_nothing(s2, engine):
 
 
 def test_details_by_doi_include_the_tldr(s2, engine):
-    s2.add(f"{API}/paper/DOI:10.1093/mind/lix.236.433", Reply(200, recorded("paper.json")))
+    s2.add(f"{API}/paper/DOI:10.1093%2Fmind%2Flix.236.433", Reply(200, recorded("paper.json")))
 
     record = engine.get_paper_details("10.1093/MIND/LIX.236.433")
 
@@ -248,7 +248,7 @@ def test_details_with_an_unknown_kind_of_id_is_refused(s2, engine):
 
 def test_citing_papers_by_doi(s2, engine):
     s2.add(
-        f"{API}/paper/DOI:10.1093/mind/lix.236.433/citations",
+        f"{API}/paper/DOI:10.1093%2Fmind%2Flix.236.433/citations",
         Reply(200, recorded("citations.json")),
     )
 
