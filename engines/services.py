@@ -83,6 +83,7 @@ def engines_search(
     if local_page is not None:
         statuses[LOCAL_ENGINE] = {
             "status": "ok",
+            "outcome": "ok" if local_page.hits else "no_results",
             "count": len(local_page.hits),
             "total": local_page.total,
             "mode": local_page.mode,

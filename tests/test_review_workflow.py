@@ -617,3 +617,36 @@ def test_nul_characters_never_reach_the_database(tools: Tools, library: dict[str
     assert error.value.code == "invalid_decision"
     state = tools.decide(state, "approve", note="fine\x00 by me")
     assert state["decisions"][0]["note"] == "fine by me"
+
+
+def test_an_unreachable_engine_is_counted_as_not_reached_never_as_zero(
+    tools: Tools,
+    library: dict[str, int],
+    plugin_engines: tuple[ReplayServer, list[str]],
+    settings: Any,
+) -> None:
+    server, (alpha, _) = plugin_engines
+    settings.ENGINES_ENABLED = [alpha, "crossref"]
+    # RFC 6761: never resolves; on a worker without this setting the real host does not
+    # resolve either (no network in tests).
+    settings.CROSSREF_API_URL = "http://api.research-mcp-test.invalid"
+    engine_registry.refresh()
+    server.add(f"/{alpha}/search", Reply(200, [CORPUS["longformer"]]))
+    state = tools.start(max_results=20)
+    assert "crossref" in state["checkpoint"]["payload"]["plan"]["engines"]
+    state = tools.decide(state, "approve")
+
+    counts = state["counts"]
+    assert "crossref" not in counts["identified"] and counts["identified"][alpha] >= 1
+    assert counts["not_reached"] == {"crossref": "unreachable"}
+    crossref = counts["sources"]["crossref"]
+    assert crossref["outcome"] == "unreachable" and crossref["failed"] == crossref["searches"]
+    assert crossref["last_failure"]["reason"] in ("dns", "circuit_open")
+    assert counts["sources"][alpha]["outcome"] == "ok"
+    assert_counts_add_up(counts)
+    screen = state["checkpoint"]["payload"]["engines"]
+    assert all(per_engine["crossref"]["outcome"] == "unreachable" for per_engine in screen.values())
+
+    state = tools.decide(state, "approve")
+    markdown = tools("export_results", session_id=state["session_id"], format="markdown")
+    assert "| not reached: crossref | unreachable |" in markdown["content"]

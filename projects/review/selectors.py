@@ -162,6 +162,9 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
     def block(source: str, identification: dict[str, Any]) -> dict[str, Any]:
         values = {
             "identified": identification.get("identified", {}),
+            # Sources never reached (issue 20): their outcome, never a count of 0.
+            "not_reached": identification.get("not_reached", {}),
+            "sources": identification.get("sources", {}),
             "identified_total": identification.get("identified_total", 0),
             "duplicates_removed": identification.get("duplicates_removed", 0),
             "outside_date_range": identification.get("outside_date_range", 0),
@@ -361,6 +364,10 @@ def _count_rows(counts: dict[str, Any], prefix: str) -> list[str]:
     rows = [
         f"| {prefix}identified via {_cell(engine)} | {n} |"
         for engine, n in counts["identified"].items()
+    ]
+    rows += [
+        f"| {prefix}not reached: {_cell(engine)} | {_cell(outcome.replace('_', ' '))} |"
+        for engine, outcome in counts.get("not_reached", {}).items()
     ]
     rows += [
         f"| {prefix}duplicates removed | {counts['duplicates_removed']} |",
