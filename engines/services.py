@@ -18,7 +18,8 @@ from typing import Any
 from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines.base import PaperRef
+from engines.base import EngineError, PaperRef
+from engines.http import path_segment
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
 from papers.identifiers import normalize_arxiv_id, normalize_doi
@@ -263,6 +264,10 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         raise InvalidInput("identifier is empty.", field="identifier")
     doi = normalize_doi(text)
     if doi:
+        try:  # what no real DOI holds, and would choose an engine's URL path (issue 20)
+            path_segment(doi, what="DOI")
+        except EngineError as exc:
+            raise InvalidInput(exc.message, field="identifier") from None
         return ParsedIdentifier("doi", doi)
     arxiv_id = normalize_arxiv_id(text)
     if arxiv_id:

@@ -125,3 +125,15 @@ def test_an_unknown_paper_is_not_found_and_a_failing_lookup_unavailable(
     with pytest.raises(EngineUnavailable):
         paper_add_by_identifier(identifier="10.9999/broken")
     assert Paper.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["10.1000/../../../../admin?x=1#frag", "https://doi.org/10.1000/a/./b", "10.1000/%2e%2e/x"],
+)
+def test_hostile_dois_are_refused_before_any_engine_is_asked(
+    sources: ReplayServer, identifier: str
+) -> None:
+    with pytest.raises(InvalidInput, match="path segment"):
+        paper_add_by_identifier(identifier=identifier)
+    assert sources.requests == []
