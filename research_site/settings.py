@@ -200,6 +200,8 @@ ENGINE_BREAKER_RESET_SECONDS = env_int("ENGINE_BREAKER_RESET_SECONDS", 30, minim
 # engine under way at once; further calls wait for a turn within their deadline.
 ENGINE_POOL_SIZE = env_int("ENGINE_POOL_SIZE", 16, minimum=1)
 ENGINE_CONCURRENCY = env_int("ENGINE_CONCURRENCY", 4, minimum=1)
+# Threads running review steps in this process on the embedded default (no broker).
+REVIEW_STEP_THREADS = env_int("REVIEW_STEP_THREADS", 4, minimum=1)
 # Keys and contact addresses; keys are never logged or returned by any tool.
 SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")

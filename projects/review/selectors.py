@@ -122,8 +122,25 @@ def review_state(
                 f"identified); saved in project {session.project_id!r}."
             ),
         }
+    if session.status == ReviewSession.Status.RUNNING:
+        state["running"] = review_running(session)
     state["next"] = _next_hint(session, pending)
     return state
+
+
+def review_running(session: ReviewSession) -> dict[str, Any]:
+    """What a running review is doing: the step (plan, search, expand), whether it has
+    started (`started_at`) or waits for a worker, its attempt, and where it runs."""
+    return {
+        "step": {"screen": "search", "expand": "expand"}.get(session.stage, session.stage),
+        "started_at": session.started_at.isoformat() if session.started_at else None,
+        "attempt": session.attempt,
+        "runs_in": (
+            "background threads of this server"
+            if settings.CELERY_TASK_ALWAYS_EAGER
+            else "a Celery worker"
+        ),
+    }
 
 
 def review_decisions(*, session: ReviewSession) -> list[dict[str, Any]]:
