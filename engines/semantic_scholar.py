@@ -16,6 +16,7 @@ from django.conf import settings
 
 from core.errors import InvalidInput
 from engines import http
+from engines.acl import anthology_pdf_url
 from engines.base import (
     AUTHOR,
     CATEGORIES,
@@ -339,7 +340,9 @@ def _record(paper: dict[str, Any]) -> PaperRecord | None:
             source="semantic_scholar",
             source_id=paper_id,
             source_url=paper.get("url") or "",
-            pdf_url=(paper.get("openAccessPdf") or {}).get("url") or "",
+            # An Anthology paper's PDF address follows from its id.
+            pdf_url=(paper.get("openAccessPdf") or {}).get("url")
+            or anthology_pdf_url(str(external.get("ACL") or "")),
             citation_count=paper.get("citationCount") or 0,
             categories=_categories(paper),
             identifiers=identifiers,

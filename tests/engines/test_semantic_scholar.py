@@ -19,7 +19,7 @@ from engines.base import (
     SearchRequest,
     TransientEngineError,
 )
-from engines.semantic_scholar import SemanticScholarEngine, paper_key
+from engines.semantic_scholar import SemanticScholarEngine, _record, paper_key
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "semantic_scholar"
@@ -323,3 +323,16 @@ def test_bad_request_is_a_permanent_error(s2, engine):
         "Semantic Scholar refused the request (HTTP 400): "
         "Unrecognized or unsupported fields: [bogus]"
     )
+
+
+def test_an_anthology_paper_without_an_open_access_pdf_gets_the_anthology_pdf() -> None:
+    paper = {
+        "paperId": "a" * 40,
+        "title": "A paper",
+        "externalIds": {"ACL": "P18-1001"},
+        "openAccessPdf": None,
+    }
+    record = _record(paper)
+    assert record is not None
+    assert record.pdf_url == "https://aclanthology.org/P18-1001.pdf"
+    assert record.identifiers["acl"] == "P18-1001"
