@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engines import breaker, http, ratelimit
+from engines import breaker, http, probe, ratelimit
 from engines.base import (
     DETAILS,
     BadKey,
@@ -70,6 +70,7 @@ def engines_at(settings: Any, replay_server: ReplayServer) -> Iterator[ReplaySer
     settings.OPENALEX_API_URL = f"{replay_server.url}/openalex"
     settings.SEMANTIC_SCHOLAR_API_URL = f"{replay_server.url}/s2"
     registry.refresh()
+    probe.forget()
     for engine in registry.engines().values():
         ratelimit.reset(engine)  # no Retry-After pause left by another test
     yield replay_server
@@ -292,6 +293,22 @@ def test_the_breaker_is_shared_through_redis(engines_at: ReplayServer, settings:
     breaker._local.__dict__.clear()
     assert breaker.state("crossref").open
     assert crossref_search().reason == "circuit_open"
+
+
+def test_the_listing_probes_each_source_without_sending_a_request(
+    engines_at: ReplayServer, settings: Any
+) -> None:
+    settings.OPENALEX_API_URL = "http://api.research-mcp-test.invalid"
+    settings.SEMANTIC_SCHOLAR_API_URL = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    listed = {engine["id"]: engine for engine in engines_list()["engines"]}
+    assert time.monotonic() - started < 2.0
+    assert listed["openalex"]["is_available"] is False
+    assert listed["openalex"]["unavailable_reason"].startswith("no network: name resolution failed")
+    assert "refused the connection" in listed["semantic_scholar"]["unavailable_reason"]
+    assert listed["crossref"]["is_available"] is True
+    assert listed["crossref"]["breaker"] == {"state": "closed"}
+    assert engines_at.requests == []  # a TCP connection, no HTTP request
 
 
 # --- hostile identifiers ----------------------------------------------------------------------

@@ -333,21 +333,23 @@ def test_bad_request_is_a_permanent_error(serpapi, engine):
 
 
 @pytest.mark.parametrize(
-    ("status", "fixture"),
+    ("status", "fixture", "outcome"),
     [
-        (401, "error_401_invalid_api_key.json"),
-        (429, "error_429_out_of_searches.json"),
-        (200, "error_sample_account_credit.json"),
-        (429, "error_sample_account_credit.json"),
+        (401, "error_401_invalid_api_key.json", "bad_key"),
+        (429, "error_429_out_of_searches.json", "rate_limited"),
+        (200, "error_sample_account_credit.json", "rate_limited"),
+        (429, "error_sample_account_credit.json", "rate_limited"),
     ],
 )
-def test_account_problems_make_the_engine_unavailable(serpapi, engine, status, fixture):
+def test_account_problems_make_the_engine_unavailable(serpapi, engine, status, fixture, outcome):
     serpapi.add("/search", Reply(status, load(fixture)))
 
     with pytest.raises(EngineNotAvailable) as caught:
         engine.search(SearchRequest("math"))
 
     assert load(fixture)["error"] in caught.value.message
+    # Issue 20: a rejected key and spent searches are told apart.
+    assert caught.value.outcome == outcome
 
 
 @pytest.mark.parametrize(
