@@ -41,6 +41,8 @@ from tests.mcp.conftest import (
 
 # How long a multi-engine search may wait for its engines in the stack (seconds).
 ENGINE_DEADLINE = 10
+# Seconds an engine's circuit breaker stays open before a probe (engines/breaker.py).
+BREAKER_RESET = 5
 
 
 def free_port() -> int:
@@ -215,6 +217,7 @@ def stack(source: ReplayServer) -> Iterator[Stack]:
             REDIS_URL=redis.url,
             ENGINES_ENABLED=f"local,{FAST},{SLOW},{FLAKY},{LIMITED}",
             ENGINE_DEADLINE_SECONDS=str(ENGINE_DEADLINE),
+            ENGINE_BREAKER_RESET_SECONDS=str(BREAKER_RESET),
             EMBEDDINGS_ENABLED="false",
         )
         seeded = subprocess.run(
