@@ -258,6 +258,18 @@ def test_a_slow_engine_is_bounded_by_the_call_deadline(engines_at: ReplayServer)
     assert outcome.outcome == "timeout"
 
 
+def test_calls_to_one_engine_beyond_its_concurrency_wait_their_turn(
+    engines_at: ReplayServer, settings: Any
+) -> None:
+    settings.ENGINE_CONCURRENCY = 1
+    engines_at.add("/crossref/works", Reply(200, EMPTY_WORKS, delay=1.0))
+    request = SearchRequest(query="attention", max_results=3)
+    outcomes = run_calls([EngineCall.search("crossref", request)] * 2, deadline_seconds=4)
+    assert [outcome.status for outcome in outcomes] == ["ok", "ok"]
+    first, second = sorted(request.at for request in engines_at.requests)
+    assert second - first >= 0.9  # the second was sent when the first had its answer
+
+
 def test_statuses_of_a_fan_out_say_what_happened_to_each_engine(
     engines_at: ReplayServer, settings: Any
 ) -> None:
