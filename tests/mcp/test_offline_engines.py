@@ -42,6 +42,9 @@ def test_the_offline_benchmark_path_answers_what_mcp_answers(
         for engine, setting in bench.URL_SETTINGS.items()
     }
     env = {**offline, "SERP_API_KEY": "dummy", "ENGINES_ENABLED": ",".join(DEFAULT_ENGINES)}
+    # The benchmark's runtime, the embedded default (engine calls in the server process),
+    # also on the PostgreSQL + Redis run, whose workers have settings of their own.
+    env |= {"REDIS_URL": "", "CELERY_BROKER_URL": "", "CELERY_RESULT_BACKEND": ""}
     arguments = {"query": "transformers for long documents", "max_results": 5}
     with running_server(knowledge_base, env=env) as server:
         over_mcp = []
@@ -53,6 +56,7 @@ def test_the_offline_benchmark_path_answers_what_mcp_answers(
     for setting, value in offline.items():
         setattr(settings, setting, value)
     settings.SERP_API_KEY = "dummy"
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.ENGINES_ENABLED = list(DEFAULT_ENGINES)
     registry.refresh()
     in_process = [bench.search_once(bench.tools()["search_papers"])[1] for _ in range(2)]
