@@ -145,3 +145,30 @@ def test_a_bulk_import_refreshes_postgresql_statistics(tmp_path: Path) -> None:
     assert estimated_rows() < 1000  # never analysed yet (-1), or before this import
     run(str(target))
     assert estimated_rows() >= 1000
+
+
+def test_malformed_anthology_urls_are_repaired_and_reported(tmp_path: Path) -> None:
+    """Issue 20: the corpus glues LREC, doi.org and Springer addresses onto the Anthology's
+    (records taken from the 2024-08 dump)."""
+    lrec = "http://www.lrec-conf.org/proceedings/lrec2000/pdf/1.pdf"
+    doi = "https://doi.org/10.26615/978-954-452-049-6_001"
+    records = [
+        {"id": lrec, "title": "The Cost258 Signal Generation Test Array", "authors": ["G. Bailly"],
+         "year": 2000, "venue": "Proceedings of LREC", "venue_ids": ["lrec"],
+         "bibkey": "bailly-etal-2000-cost258", "url": f"https://aclanthology.org/{lrec}"},
+        {"id": doi, "title": "Parameter Transfer across Domains for Word Sense Disambiguation",
+         "authors": ["Sallam Abualhaija"], "year": 2017, "venue": "Proceedings of RANLP",
+         "venue_ids": ["ranlp"], "bibkey": "abualhaija-etal-2017-parameter",
+         "url": f"https://aclanthology.org/{doi}"},
+    ]  # fmt: skip
+    path = tmp_path / "glued.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records) + "\n")
+
+    out, _ = run(str(path))
+
+    assert "2 malformed Anthology URLs repaired" in out
+    cost = Paper.objects.get(title__startswith="The Cost258")
+    assert cost.source_url == lrec and cost.pdf_url == lrec
+    assert cost.metadata["alternates"]["url"] == f"https://aclanthology.org/{lrec}"
+    transfer = Paper.objects.get(title__startswith="Parameter Transfer")
+    assert transfer.source_url == doi and transfer.pdf_url == ""  # no PDF address known

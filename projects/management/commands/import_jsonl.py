@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
@@ -21,6 +22,10 @@ from papers.schemas import PaperRecord
 from projects.imports import ImportCommand
 
 ACL_HOST = "aclanthology.org"
+# The corpus glues some external addresses onto the Anthology's
+# ("https://aclanthology.org/http://www.lrec-conf.org/proceedings/...pdf"): 4,638 records
+# of the 2024-08 dump, LREC's PDFs, doi.org and Springer pages.
+_GLUED_URL = re.compile(r"^https?://(?:www\.)?aclanthology\.org/+(https?:/+.+)$", re.IGNORECASE)
 
 
 def open_text(path: str) -> IO[str]:
@@ -47,13 +52,30 @@ def read_jsonl(path: str) -> Iterator[RawItem]:
             yield RawItem(f"line {number}", data=data)
 
 
+def repaired_url(url: str) -> str | None:
+    """The external address glued onto the Anthology's in a malformed corpus URL, with
+    its `//` restored; None when `url` is not one of those."""
+    match = _GLUED_URL.match(url.strip())
+    if not match:
+        return None
+    return re.sub(r"^(https?):/+", r"\1://", match.group(1), flags=re.IGNORECASE)
+
+
 def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> PaperRecord:
     """Map one JSON object to a PaperRecord. ACL records are recognised by their URL and
-    keep their Anthology id and bibkey as identifiers; our own exports round-trip."""
+    keep their Anthology id and bibkey as identifiers; our own exports round-trip. A
+    malformed ACL URL (`repaired_url`) is replaced by the address it holds, the original
+    kept under metadata["alternates"]["url"]; its PDF address, if it is one, is used."""
     values = dict(data)
     url = str(values.pop("url", "") or values.pop("source_url", "") or "")
+    repaired = repaired_url(url) if "paper_id" not in values else None
+    if repaired:
+        values.setdefault("metadata", {}).setdefault("alternates", {})["url"] = url
+        url = repaired
+        if repaired.lower().endswith(".pdf") and not values.get("pdf_url"):
+            values["pdf_url"] = repaired
     # Our own exports carry paper_id; an ACL paper exported from the library is ours too.
-    is_acl = ("bibkey" in values or ACL_HOST in url) and "paper_id" not in values
+    is_acl = ("bibkey" in values or ACL_HOST in url or bool(repaired)) and "paper_id" not in values
     source = str(values.pop("source", None) or ("acl" if is_acl else default_source))
     identifiers = dict(values.pop("identifiers", None) or {})
     if is_acl:
@@ -66,7 +88,7 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
         venue_ids = values.pop("venue_ids", None) or []
         values["venue_short"] = venue_ids[0] if venue_ids else ""
         values.setdefault("source_id", str(anthology_id or ""))
-        if anthology_id and not values.get("pdf_url"):  # the corpus leaves it out
+        if anthology_id and not repaired and not values.get("pdf_url"):  # the corpus leaves it out
             values["pdf_url"] = anthology_pdf_url(str(anthology_id))
         venue = str(values.get("venue") or "")
         values["entry_type"] = "inproceedings" if "proceedings" in venue.lower() else "article"
@@ -107,5 +129,19 @@ class Command(ImportCommand):
             open_text(path).close()  # fail early, before the progress bar, on a bad path
         return read_jsonl(path)
 
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.repaired = 0
+        try:
+            super().handle(*args, **options)
+        finally:
+            if self.repaired:
+                self.stdout.write(
+                    f"{self.repaired} malformed Anthology URLs repaired (the originals are "
+                    "kept under metadata.alternates.url)"
+                )
+
     def build_record(self, data: dict[str, Any]) -> PaperRecord:
-        return record_from_json(data, self.default_source)
+        record = record_from_json(data, self.default_source)
+        if (record.metadata.get("alternates") or {}).get("url"):
+            self.repaired += 1
+        return record
