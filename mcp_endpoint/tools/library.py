@@ -15,12 +15,13 @@ from django.conf import settings
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import export_papers
+from papers.exports import export_papers, render_export
 from projects import selectors as project_selectors
 from projects import services as project_services
 
@@ -123,10 +124,42 @@ class BibtexEntry(BaseModel):
 
 
 class ExportDone(BaseModel):
-    filename: str
-    path: str = Field(description="Where the file is, relative to the knowledge-base directory.")
+    success: bool = True
     format: str
-    count: int = Field(description="How many papers were written.")
+    count: int = Field(description="How many papers were exported.")
+    content: str | None = Field(default=None, description="The export, when inline.")
+    filename: str | None = None
+    path: str | None = Field(default=None, description="Relative to the knowledge base.")
+    size_chars: int
+
+
+ExportFormat = Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"]
+# Exports up to this size come back inline (about 5,000 tokens); larger ones go to a file.
+INLINE_EXPORT_CHARS = 20_000
+
+
+def _export(
+    *, papers: list[Any], fmt: str, filename: str | None, to_file: bool, read_only: bool
+) -> ExportDone:
+    content = render_export(papers, fmt)
+    if not to_file and filename is None and len(content) <= INLINE_EXPORT_CHARS:
+        return ExportDone(format=fmt, count=len(papers), content=content, size_chars=len(content))
+    if read_only:
+        raise InvalidInput(
+            f"This server is read-only: exports come back inline only, up to "
+            f"{INLINE_EXPORT_CHARS} characters (this one has {len(content)}); export fewer "
+            "papers at a time, without filename or to_file.",
+            field="to_file" if to_file or filename else "paper_ids",
+        )
+    result = export_papers(papers=papers, fmt=fmt, filename=filename)
+    try:
+        shown = result.path.relative_to(settings.RESEARCH_DIRECTORY)
+    except ValueError:
+        shown = result.path
+    return ExportDone(
+        format=result.format, count=result.count, filename=result.filename, path=str(shown),
+        size_chars=len(content),
+    )  # fmt: skip
 
 
 def _record(data: dict[str, Any]) -> PaperRecord:
@@ -165,16 +198,61 @@ def _project_papers_markdown(project_ref: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+PaperRefs = Annotated[
+    list[PaperRefValue],
+    Field(
+        min_length=1,
+        max_length=MAX_PAPERS_PER_CALL,
+        description="paper_ids, human ids or citekeys.",
+    ),
+]
+Limit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
+Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
+
+
+class ProjectSummary(BaseModel):
+    project_id: str
+    name: str
+    description: str | None = None
+    paper_count: int
+
+
+class ProjectList(BaseModel):
+    projects: list[ProjectSummary]
+
+
+class MembershipChange(BaseModel):
+    project_id: str
+    added: int | None = None
+    removed: int | None = None
+    paper_count: int = Field(description="Papers in the project now.")
+
+
+class ProjectDeleted(BaseModel):
+    project_id: str
+    deleted: bool
+    memberships_removed: int
+
+
+def _summary(project: Any, paper_count: int) -> ProjectSummary:
+    return ProjectSummary(
+        project_id=project.id,
+        name=project.name,
+        description=project.description or None,
+        paper_count=paper_count,
+    )
+
+
 def register(registry: Registry) -> None:
     @registry.tool(
         name="get_paper_details",
         title="Get paper details",
         description=(
-            "Return the complete record of one paper in the library: title, authors with "
-            "affiliations, year, venue, abstract, DOI/arXiv id, keywords, categories, projects, "
-            "source URLs, citation count and source-specific metadata. Use it when you need "
-            "the abstract or everything known about a paper; for a compact record use "
-            "get_paper_metadata. Find paper ids first with list_project_papers or a search tool."
+            "The complete record of a library paper: abstract, authors with affiliations, "
+            "identifiers, urls, has_pdf, projects, keywords, summaries, annotation_count."
         ),
         annotations=READ_ONLY,
     )
@@ -185,11 +263,8 @@ def register(registry: Registry) -> None:
         name="get_paper_metadata",
         title="Get paper metadata",
         description=(
-            "Return the structured bibliographic record of one paper (identifiers, title, "
-            "authors, year, venue, DOI, keywords, categories, projects, counts) without the "
-            "abstract or large free-text fields, plus preferred_summary_template and "
-            "available_summary_templates (call it before get_paper_summary). Cheaper than "
-            "get_paper_details; call it first when you only need to identify or cite a paper."
+            "A paper's record without abstract and free text, plus its summary templates "
+            "(call before get_paper_summary)."
         ),
         annotations=READ_ONLY,
     )
@@ -197,25 +272,33 @@ def register(registry: Registry) -> None:
         return PaperMetadata.model_validate(_paper_metadata(paper_id))
 
     @registry.tool(
+        name="list_projects",
+        title="List projects",
+        description="Every project (collection) you can see, with its paper_count.",
+        annotations=READ_ONLY,
+    )
+    def list_projects() -> ProjectList:
+        listed = project_selectors.project_list(scope=current_scope())
+        return ProjectList(projects=[_summary(p, p.paper_links.count()) for p in listed])
+
+    @registry.tool(
+        name="get_project",
+        title="Get a project",
+        description="One project: name, description and paper_count.",
+        annotations=READ_ONLY,
+    )
+    def get_project(project_id: ProjectRef) -> ProjectSummary:
+        project = project_selectors.project_get(ref=project_id, scope=current_scope())
+        return _summary(project, project.paper_links.count())
+
+    @registry.tool(
         name="list_project_papers",
         title="List a project's papers",
-        description=(
-            "List the papers of one research project, most recently added first, as short "
-            "records (paper_id, human id, citekey, title, year, venue, authors, keywords). "
-            "Pages with limit (at most 100) and offset (at most 10000); the answer says the "
-            "total and the next offset. Accepts the project id or its name (see create_project)."
-        ),
+        description="A project's papers, most recently added first; page with limit/offset.",
         annotations=READ_ONLY,
     )
     def list_project_papers(
-        project_id: ProjectRef,
-        limit: Annotated[
-            int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Page size, 1-100.")
-        ] = 20,
-        offset: Annotated[
-            int,
-            Field(ge=0, le=settings.MAX_OFFSET, description="Papers to skip, 0-10000."),
-        ] = 0,
+        project_id: ProjectRef, limit: Limit = 20, offset: Offset = 0
     ) -> ProjectPapersPage:
         project = project_selectors.project_get(ref=project_id, scope=current_scope())
         papers, total = project_selectors.project_papers(
@@ -236,20 +319,14 @@ def register(registry: Registry) -> None:
         name="create_project",
         title="Create a research project",
         description=(
-            "Create a research project (a named collection of papers). Returns its project_id, "
-            "a slug made from the name; the name works as a reference too. Names are unique "
-            "regardless of case: creating an existing name returns a 'conflict' error naming "
-            "it, so call list_project_papers with the name to check for an existing project."
+            "Create a project (a named collection of papers); returns its project_id. "
+            "An existing name is a 'conflict' error."
         ),
         annotations=WRITE,
     )
     def create_project(
-        name: Annotated[
-            str, Field(min_length=1, max_length=200, description="The project's name.")
-        ],
-        description: Annotated[
-            str, Field(max_length=5000, description="What the project is about.")
-        ] = "",
+        name: Annotated[str, Field(min_length=1, max_length=200)],
+        description: Annotated[str, Field(max_length=5000)] = "",
     ) -> ProjectCreated:
         project = project_services.project_create(name=name, description=description)
         return ProjectCreated(
@@ -257,14 +334,71 @@ def register(registry: Registry) -> None:
         )
 
     @registry.tool(
+        name="add_papers_to_project",
+        title="Add library papers to a project",
+        description=(
+            "File papers already in the library in a project (add_paper fetches new ones). "
+            "All or nothing: an unknown paper changes nothing."
+        ),
+        annotations=WRITE_IDEMPOTENT,
+    )
+    def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> MembershipChange:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        papers = paper_selectors.papers_get_many(refs=paper_ids, scope=scope)
+        added = project_services.project_add_papers(
+            project=project, paper_ids=[p.pk for p in papers]
+        )
+        return MembershipChange(
+            project_id=project.id, added=added, paper_count=project.paper_links.count()
+        )
+
+    @registry.tool(
+        name="remove_papers_from_project",
+        title="Remove papers from a project",
+        description="Take papers out of a project; they stay in the library.",
+        annotations=WRITE_IDEMPOTENT,
+    )
+    def remove_papers_from_project(
+        project_id: ProjectRef, paper_ids: PaperRefs
+    ) -> MembershipChange:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        papers = paper_selectors.papers_get_many(refs=paper_ids, scope=scope)
+        removed = project_services.project_remove_papers(
+            project=project, paper_ids=[p.pk for p in papers]
+        )
+        return MembershipChange(
+            project_id=project.id, removed=removed, paper_count=project.paper_links.count()
+        )
+
+    @registry.tool(
+        name="delete_project",
+        title="Delete a project",
+        description=(
+            "Delete a project; its papers stay in the library. confirm_name must repeat the "
+            "project's name exactly."
+        ),
+        annotations=DESTRUCTIVE,
+    )
+    def delete_project(
+        project_id: ProjectRef, confirm_name: Annotated[str, Field(min_length=1, max_length=200)]
+    ) -> ProjectDeleted:
+        project = project_selectors.project_get(ref=project_id, scope=current_scope())
+        if confirm_name.strip() != project.name:
+            raise InvalidInput(
+                f"confirm_name must be the project's name exactly: {project.name!r}.",
+                field="confirm_name",
+            )
+        removed = project_services.project_delete(project=project)
+        return ProjectDeleted(project_id=project.id, deleted=True, memberships_removed=removed)
+
+    @registry.tool(
         name="manage_paper_keywords",
         title="Add, remove or set paper keywords",
         description=(
-            "Change the manually assigned keywords of one or several papers at once: "
-            "action 'add' adds the keywords, 'remove' removes them, 'set' replaces all of a "
-            "paper's keywords with the list (an empty list clears them). All or nothing: an "
-            "unknown paper changes nothing. Returns each paper's keywords after the change. "
-            "Keywords feed keyword search; read current ones with get_paper_metadata."
+            "Change the keywords of one or more papers: add, remove, or set (replace; [] "
+            "clears). All or nothing. Returns each paper's keywords."
         ),
         annotations=KEYWORDS_WRITE,
     )
@@ -272,19 +406,10 @@ def register(registry: Registry) -> None:
         paper_ids: Annotated[
             PaperRefValue
             | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
-            Field(
-                description=(
-                    "One paper (paper_id, human id or citekey) or a list of up to 100 of them."
-                )
-            ),
+            Field(description="One paper or a list."),
         ],
-        action: Annotated[
-            Literal["add", "remove", "set"], Field(description="'add', 'remove' or 'set'.")
-        ],
-        keywords: Annotated[
-            list[Keyword],
-            Field(max_length=50, description="Keywords, each up to 100 characters."),
-        ],
+        action: Literal["add", "remove", "set"],
+        keywords: Annotated[list[Keyword], Field(max_length=50)],
     ) -> KeywordsUpdated:
         refs = paper_ids if isinstance(paper_ids, list) else [paper_ids]
         updated = paper_services.paper_keywords_update(
@@ -298,10 +423,7 @@ def register(registry: Registry) -> None:
     @registry.tool(
         name="export_paper_bibtex",
         title="Export a paper as BibTeX",
-        description=(
-            "Return the BibTeX entry of one paper, keyed by its citekey, ready to paste into a "
-            "bibliography. For many papers at once, or a file, use export_search_results."
-        ),
+        description="One paper's BibTeX entry, keyed by its citekey.",
         annotations=READ_ONLY,
     )
     def export_paper_bibtex(paper_id: PaperRef) -> BibtexEntry:
@@ -311,58 +433,37 @@ def register(registry: Registry) -> None:
 
     @registry.tool(
         name="export_search_results",
-        title="Export papers to a file",
+        title="Export papers",
         description=(
-            "Write papers to a file in the knowledge base's exports/ folder as BibTeX, CSV, "
-            "JSON or Markdown, and return the file name, its path relative to the knowledge "
-            "base and the number of papers written. Pass the paper_ids (e.g. from a search or "
-            "list_project_papers); with project_id only papers of that project are exported. "
-            "filename is optional (letters, digits, '-', '_' and '.'; no extension, no folders)."
+            "Export papers (paper_ids, a project_id, or both) as BibTeX, CSV, JSON, JSONL, "
+            "Markdown or RIS. Small exports come back inline in content; larger ones, or "
+            "with to_file, are written to exports/ (never over an existing file)."
         ),
         annotations=WRITE_IDEMPOTENT,
+        saves_results=True,
     )
     def export_search_results(
+        format: ExportFormat,
         paper_ids: Annotated[
-            list[PaperRefValue],
-            Field(
-                min_length=1,
-                max_length=MAX_PAPERS_PER_CALL,
-                description="Up to 100 papers (paper_id, human id or citekey).",
-            ),
-        ],
-        format: Annotated[
-            Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"],
-            Field(description="The file format (ris: EndNote, Zotero, Mendeley)."),
-        ],
-        project_id: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description="Only export the listed papers that are in this project.",
-            ),
+            list[PaperRefValue] | None, Field(max_length=MAX_PAPERS_PER_CALL)
         ] = None,
+        project_id: Annotated[str | None, Field(max_length=200)] = None,
         filename: Annotated[
-            str | None,
-            Field(
-                max_length=100,
-                description="File name without extension; a dated default when omitted.",
-            ),
+            str | None, Field(max_length=100, description="Without extension.")
         ] = None,
+        to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
     ) -> ExportDone:
+        if not paper_ids and not project_id:
+            raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
         papers = list(
             paper_selectors.papers_filter(
-                refs=paper_ids, project=project_id or None, scope=current_scope()
+                refs=paper_ids or None, project=project_id or None, scope=current_scope()
             )
         )
-        result = export_papers(papers=papers, fmt=format, filename=filename)
-        path = result.path
-        try:
-            shown = path.relative_to(settings.RESEARCH_DIRECTORY)
-        except ValueError:
-            shown = path
-        return ExportDone(
-            filename=result.filename, path=str(shown), format=result.format, count=result.count
-        )
+        return _export(
+            papers=papers, fmt=format, filename=filename, to_file=to_file,
+            read_only=registry.read_only,
+        )  # fmt: skip
 
     @registry.resource(
         "papers://{project_id}",

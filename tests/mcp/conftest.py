@@ -240,6 +240,20 @@ async def mcp_client(
             yield client
 
 
+def tool_data(result: Any) -> Any:
+    """The JSON answer of a successful tool call (its one text block; docs/MCP.md
+    "Responses"); None for an error result."""
+    if result.is_error:
+        return None
+    assert result.structured_content is None, "answers carry compact JSON text only"
+    return json.loads(result.content[0].text)
+
+
+def result_json(result: dict[str, Any]) -> Any:
+    """The same for a raw JSON-RPC `result` object."""
+    return json.loads(result["content"][0]["text"])
+
+
 def tool_error(result: Any) -> dict[str, Any]:
     """The JSON body of an isError tool result."""
     assert result.is_error, result
