@@ -23,6 +23,7 @@ from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
 from papers.exports import EXTENSIONS, FORMATS, export_papers, render_export
+from papers.pdf import fetch
 
 router = Router(tags=["papers"])
 
@@ -90,9 +91,23 @@ class PaperBrief(Schema):
     title: str
     year: int | None = None
     venue: str | None = None
+    publication: str | None = Field(
+        default=None, description="Where it appeared: 'Journal Name, Volume(Issue), Pages'."
+    )
     authors: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     doi: str | None = None
+    arxiv_id: str | None = None
+    url: str | None = Field(default=None, description="The paper's page at its source.")
+    pdf_url: str | None = None
+    pages: str | None = None
+    publisher: str | None = None
+    has_pdf: bool = Field(
+        default=False, description="A PDF is in the library, or pdf_url says where one is."
+    )
+    projects: list[str] = Field(default_factory=list, description="Project ids.")
+    summaries: list[str] = Field(default_factory=list, description="Summary templates saved.")
+    annotation_count: int = 0
 
 
 class PaperDetail(PaperBrief):
@@ -100,12 +115,35 @@ class PaperDetail(PaperBrief):
 
     abstract: str | None = None
     authors_detail: list[dict[str, Any]] = Field(default_factory=list)
-    arxiv_id: str | None = None
     categories: list[str] = Field(default_factory=list)
-    projects: list[str] = Field(default_factory=list, description="Project ids.")
     identifiers: dict[str, str] = Field(default_factory=dict)
     created_at: str
     updated_at: str
+
+
+class PdfAttachIn(Schema):
+    url: str | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "An http(s) URL of the PDF. Omit it to use the paper's own open-access locations: "
+            "its pdf_url, arXiv, the ACL Anthology."
+        ),
+    )
+
+
+class PdfFacts(Schema):
+    page_count: int
+    size: int = Field(description="Bytes.")
+    origin: str
+    source_url: str | None = None
+
+
+class PaperWithPdf(PaperDetail):
+    pdf: PdfFacts
+    tried: list[dict[str, Any]] = Field(
+        default_factory=list, description="Locations that failed before the one that worked."
+    )
 
 
 class PaperMetadata(PaperBrief):
@@ -318,6 +356,19 @@ def keywords_change(request: HttpRequest, body: KeywordsChange) -> dict[str, Any
 )
 def paper_detail(request: HttpRequest, ref: str) -> dict[str, Any]:
     return paper_selectors.paper_detail(ref=ref)
+
+
+@router.post(
+    "/{ref}/pdf",
+    operation_id="attach_pdf",
+    summary="Fetch a PDF for a paper from a URL or its open-access locations",
+    response=with_errors({200: PaperWithPdf}, 403, 404, 502),
+)
+def paper_pdf_attach(request: HttpRequest, ref: str, body: PdfAttachIn) -> dict[str, Any]:
+    """Downloads with the same guard as every PDF download (no private addresses, size
+    and time limits, a real PDF). 404 `no_pdf_location` when no url is given and the paper
+    names none; 502 `asset_fetch_failed` lists every location tried and why it failed."""
+    return fetch.paper_pdf_attach(ref=ref, url=body.url)
 
 
 @router.get(
