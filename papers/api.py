@@ -17,12 +17,13 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
+from core.errors import InvalidInput
 from core.schemas import with_errors
 from papers import assets
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import EXTENSIONS, FORMATS, export_papers, render_export
+from papers.exports import EXTENSIONS, FORMATS, export_search_results, render_export
 from papers.pdf import fetch
 
 router = Router(tags=["papers"])
@@ -184,10 +185,13 @@ class BibtexEntry(Schema):
 
 
 class ExportFileIn(Schema):
-    paper_ids: PaperRefs
+    paper_ids: PaperRefs | None = Field(
+        default=None, description="Up to 100 papers; omit with project_id for the whole project."
+    )
     format: ExportFormat
     project_id: ProjectRef | None = Field(
-        default=None, description="Only export the listed papers that are in this project."
+        default=None,
+        description="The project to export; with paper_ids, only those of them in it.",
     )
     filename: str | None = Field(
         default=None,
@@ -195,13 +199,19 @@ class ExportFileIn(Schema):
         description="File name without extension (letters, digits, '-', '_', '.'); "
         "a dated default when omitted.",
     )
+    overwrite: bool = Field(
+        default=False,
+        description="Replace a file of that name; otherwise the export takes name-2, name-3...",
+    )
 
 
 class ExportFile(Schema):
+    success: bool
     filename: str
     path: str = Field(description="Where the file is, relative to the knowledge-base folder.")
     format: str
     count: int = Field(description="How many papers were written.")
+    size: int = Field(description="Bytes written.")
 
 
 class SummaryContent(Schema):
@@ -237,13 +247,17 @@ class SummarySaved(Schema):
 
 class ExportQuery(Schema):
     paper_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=MAX_PAPERS,
-        description="Up to 100 papers (paper_id, human id or citekey); repeat the parameter.",
+        description=(
+            "Up to 100 papers (paper_id, human id or citekey); repeat the parameter. Omit "
+            "with project_id to export the whole project."
+        ),
     )
     format: ExportFormat
     project_id: ProjectRef | None = Field(
-        default=None, description="Only export the listed papers that are in this project."
+        default=None,
+        description="The project to export; with paper_ids, only those of them in it.",
     )
 
 
@@ -292,7 +306,10 @@ def _content(text: str, max_chars: int | None, more: str) -> dict[str, Any]:
 )
 def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpResponse:
     """The papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS in the response body;
-    nothing is written on the server. Repeat paper_ids for several papers."""
+    nothing is written on the server. Repeat paper_ids for several papers, or give only
+    project_id for a whole project."""
+    if not query.paper_ids and not query.project_id:
+        raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
     content = render_export(papers, query.format)
     fmt = query.format.strip().lower()
@@ -309,20 +326,14 @@ def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpRespon
     response=with_errors({200: ExportFile}, 403, 404),
 )
 def export_to_file(request: HttpRequest, body: ExportFileIn) -> dict[str, Any]:
-    """As the MCP tool export_search_results: write the papers to
-    `<knowledge base>/exports/<filename>.<ext>` and say where."""
-    papers = paper_selectors.papers_filter(refs=body.paper_ids, project=body.project_id)
-    result = export_papers(papers=papers, fmt=body.format, filename=body.filename)
-    try:
-        shown = result.path.relative_to(settings.RESEARCH_DIRECTORY)
-    except ValueError:
-        shown = result.path
-    return {
-        "filename": result.filename,
-        "path": str(shown),
-        "format": result.format,
-        "count": result.count,
-    }
+    """As the MCP tool export_search_results, always to a file: write the papers to
+    `<knowledge base>/exports/<filename>.<ext>` (never over an existing file unless
+    `overwrite`) and say where. GET /api/papers/export returns the content instead."""
+    result = export_search_results(
+        fmt=body.format, refs=body.paper_ids, project=body.project_id, filename=body.filename,
+        overwrite=body.overwrite, inline_max_bytes=0,
+    )  # fmt: skip
+    return result
 
 
 # --- keywords of several papers ----------------------------------------------------------

@@ -178,6 +178,9 @@ ASSET_BASE_URL = env_str("ASSET_BASE_URL")
 ASSET_FETCH_TIMEOUT = env_int("ASSET_FETCH_TIMEOUT", 5, minimum=1)
 # Largest asset accepted from ASSET_BASE_URL or save_paper_summary, in bytes.
 ASSET_MAX_BYTES = env_int("ASSET_MAX_BYTES", 5_242_880, minimum=1024)
+# Exports (export_search_results) of at most this many bytes are returned inline; larger
+# ones are written to <directory>/exports/ and their path is returned. 0: always a file.
+EXPORT_INLINE_MAX_BYTES = env_int("EXPORT_INLINE_MAX_BYTES", 100_000, minimum=0)
 # Characters a resource read returns before it truncates (tools take max_chars).
 RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minimum=100)
 

@@ -228,6 +228,19 @@ def test_export_to_a_file_in_the_exports_folder(api: Api, library: Library) -> N
     assert error(api.post("/api/papers/export", bad_name), 400)["field"] == "filename"
 
 
+def test_export_a_whole_project_never_over_an_earlier_file(api: Api, library: Library) -> None:
+    body = {"project_id": "Transformers", "format": "jsonl", "filename": "survey"}
+    first = api.post("/api/papers/export", body).json()
+    second = api.post("/api/papers/export", body).json()
+    assert (first["filename"], second["filename"]) == ("survey.jsonl", "survey-2.jsonl")
+    assert first["count"] == 2 and first["success"] is True and "content" not in first
+    replaced = api.post("/api/papers/export", {**body, "overwrite": True}).json()
+    assert replaced["filename"] == "survey.jsonl"
+    inline = api.get("/api/papers/export", {"project_id": "transformers", "format": "csv"})
+    assert inline.status_code == 200 and library.bert.citekey in inline.content.decode()
+    assert error(api.post("/api/papers/export", {"format": "csv"}), 400)["field"] == "paper_ids"
+
+
 # --- summaries and sources ----------------------------------------------------------------
 
 
