@@ -269,6 +269,12 @@ WHITENOISE_AUTOREFRESH = DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Admin sessions live in the database, except in read-only mode, where nothing may be
+# written (a login would fail with HTTP 500): there a signed cookie holds the session
+# (signed with SECRET_KEY, HttpOnly; logging out clears it), and research_site's AppConfig
+# stops Django from recording the login time (`update_last_login`).
+if MCP_READ_ONLY:
+    SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 
 # --- logging: stderr only (stdout belongs to the stdio transport) -------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
