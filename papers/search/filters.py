@@ -38,6 +38,7 @@ from papers.models import (
     PaperAuthor,
     PaperCategory,
     PaperKeyword,
+    PaperPdf,
     Venue,
 )
 from papers.search.types import SearchFilters, SearchHit, SearchPage
@@ -314,12 +315,12 @@ def _parse_text(raw: Any, key: str) -> str:
 
 
 def has_pdf_condition() -> Q:
-    """Papers with a PDF. For now: a known PDF URL.
+    """Papers with a PDF: one in the library (attached, uploaded or downloaded), or a
+    known PDF URL to download it from, the same rule as the records' `has_pdf`.
 
-    Seam for the PDF issue: when papers get local PDF files, OR their condition in here
-    (e.g. `| Exists(PaperFile...)`) and every search mode and facet follows.
+    The attached ones as an uncorrelated `paper_id IN (...)`, like `linked`.
     """
-    return ~Q(pdf_url="")
+    return ~Q(pdf_url="") | Q(pk__in=PaperPdf.objects.values("paper"))
 
 
 def apply_filters(

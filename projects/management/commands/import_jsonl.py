@@ -50,7 +50,9 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
     """Map one JSON object to a PaperRecord. ACL records are recognised by their URL and
     keep their Anthology id and bibkey as identifiers; our own exports round-trip."""
     values = dict(data)
-    url = str(values.pop("url", "") or values.pop("source_url", "") or "")
+    # ACL records name it `url`; our own records carry it as both `url` and `source_url`.
+    url = str(values.pop("url", "") or "")
+    url = str(values.pop("source_url", "") or "") or url
     # Our own exports carry paper_id; an ACL paper exported from the library is ours too.
     is_acl = ("bibkey" in values or ACL_HOST in url) and "paper_id" not in values
     source = str(values.pop("source", None) or ("acl" if is_acl else default_source))
@@ -74,7 +76,11 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
                 values.pop(name, None)
     else:
         # Our own export: these are derived or local to the library they came from.
-        for name in ("paper_id", "id", "authors_detail", "projects", "created_at", "updated_at"):
+        derived = (
+            "paper_id", "id", "authors_detail", "projects", "created_at", "updated_at",
+            "publication", "has_pdf", "summaries", "annotation_count", "project_id",
+        )  # fmt: skip
+        for name in derived:
             values.pop(name, None)
         if values.get("citekey"):
             values["preferred_citekey"] = values.pop("citekey")
