@@ -97,6 +97,9 @@ INSTRUCTIONS = (
     "works wherever a tool takes a paper. Projects (collections) are referred to by id or name."
 )
 
+# Appended to the description of tools that keep what they find, on a read-only server.
+READ_ONLY_NOTE = "This server is read-only: nothing is kept or written."
+
 REQUIRE_COLLECTION_MESSAGE = (
     "This server requires a collection to be chosen at client initialisation: add "
     "?collections=<project>[,<project>] to the endpoint URL (or send the X-MCP-Collections "
@@ -315,7 +318,7 @@ class Registry:
         def decorator(fn: FnT) -> FnT:
             if name in self.tools or name in self.disabled:
                 raise ImproperlyConfigured(f"tool {name} is registered twice")
-            hints = annotations
+            hints, text = annotations, description
             if toolset not in self.selected:
                 self.disabled[name] = (
                     f"Tool {name} is in tool set '{toolset}', which this server does not list "
@@ -331,11 +334,12 @@ class Registry:
                     return fn
                 # In read-only mode it saves nothing: say so to the client.
                 hints = annotations.model_copy(update={"read_only_hint": True})
+                text = f"{description} {READ_ONLY_NOTE}"
             tool = Tool.from_function(
                 _guard_tool(fn, name),
                 name=name,
                 title=title,
-                description=description,
+                description=text,
                 annotations=hints,
                 structured_output=False,
             )

@@ -26,7 +26,7 @@ from mcp_endpoint.tools.engines_search import (
 )
 from mcp_endpoint.tools.library import PaperRef
 from mcp_endpoint.tools.search import EngineStatus
-from papers.related import papers_related
+from papers.related import DEFAULT_THRESHOLD, papers_related
 from papers.selectors import paper_detail, paper_get
 from papers.trends import papers_trends_by_ref
 from projects.intake import citing_papers, paper_add_by_identifier
@@ -75,9 +75,6 @@ class CitingPage(BaseModel):
     results: list[EngineResult]
     saved: int
     notes: list[str] = Field(default_factory=list)
-
-
-RELATED_THRESHOLD = 0.7
 
 
 def register(registry: Registry) -> None:
@@ -154,7 +151,7 @@ def register(registry: Registry) -> None:
     def find_related_papers(
         paper_id: PaperRef,
         limit: MaxResults = 10,
-        similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = RELATED_THRESHOLD,
+        similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_THRESHOLD,
         engines: Engines = None,
         project_id: ProjectTag = None,
     ) -> RelatedPage:
@@ -202,6 +199,6 @@ def register(registry: Registry) -> None:
     ) -> TrendsResult:
         result = papers_trends_by_ref(
             analysis_type=analysis_type, paper_ids=paper_ids, project_id=project_id,
-            scope=current_scope(), limit=limit, **({'query': query} if query else {}),
+            query=query, scope=current_scope(), limit=limit,
         )  # fmt: skip
         return TrendsResult.model_validate(result)

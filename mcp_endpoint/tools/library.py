@@ -21,7 +21,7 @@ from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import export_papers, render_export
+from papers.exports import export_search_results, render_export
 from projects import selectors as project_selectors
 from projects import services as project_services
 
@@ -123,42 +123,43 @@ class BibtexEntry(BaseModel):
     bibtex: str
 
 
-class ExportDone(BaseModel):
-    success: bool = True
-    format: str
-    count: int = Field(description="How many papers were exported.")
-    content: str | None = Field(default=None, description="The export, when inline.")
-    filename: str | None = None
-    path: str | None = Field(default=None, description="Relative to the knowledge base.")
-    size_chars: int
-
-
 ExportFormat = Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"]
 # Exports up to this size come back inline (about 5,000 tokens); larger ones go to a file.
-INLINE_EXPORT_CHARS = 20_000
+INLINE_EXPORT_BYTES = 20_000
 
 
 def _export(
-    *, papers: list[Any], fmt: str, filename: str | None, to_file: bool, read_only: bool
-) -> ExportDone:
-    content = render_export(papers, fmt)
-    if not to_file and filename is None and len(content) <= INLINE_EXPORT_CHARS:
-        return ExportDone(format=fmt, count=len(papers), content=content, size_chars=len(content))
+    *,
+    fmt: str,
+    refs: list[str | int] | None,
+    project: str | None,
+    filename: str | None,
+    to_file: bool,
+    read_only: bool,
+) -> dict[str, Any]:
+    scope = current_scope()
     if read_only:
-        raise InvalidInput(
-            f"This server is read-only: exports come back inline only, up to "
-            f"{INLINE_EXPORT_CHARS} characters (this one has {len(content)}); export fewer "
-            "papers at a time, without filename or to_file.",
-            field="to_file" if to_file or filename else "paper_ids",
-        )
-    result = export_papers(papers=papers, fmt=fmt, filename=filename)
-    try:
-        shown = result.path.relative_to(settings.RESEARCH_DIRECTORY)
-    except ValueError:
-        shown = result.path
-    return ExportDone(
-        format=result.format, count=result.count, filename=result.filename, path=str(shown),
-        size_chars=len(content),
+        # Nothing may be written: the export comes back inline or not at all.
+        if to_file or filename:
+            raise InvalidInput(
+                "This server is read-only: exports come back inline only; omit filename "
+                "and to_file.",
+                field="to_file" if to_file else "filename",
+            )
+        papers = list(paper_selectors.papers_filter(refs=refs, project=project, scope=scope))
+        content = render_export(papers, fmt)
+        size = len(content.encode("utf-8"))
+        if size > INLINE_EXPORT_BYTES:
+            raise InvalidInput(
+                f"This server is read-only: exports come back inline only, up to "
+                f"{INLINE_EXPORT_BYTES} bytes (this one has {size}); export fewer papers.",
+                field="paper_ids",
+            )
+        return {"success": True, "format": fmt, "count": len(papers), "size": size,
+                "content": content}  # fmt: skip
+    return export_search_results(
+        fmt=fmt, refs=refs, project=project, filename=filename,
+        inline_max_bytes=0 if to_file else INLINE_EXPORT_BYTES, scope=scope,
     )  # fmt: skip
 
 
@@ -213,39 +214,6 @@ Limit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
 Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 
 
-class ProjectSummary(BaseModel):
-    project_id: str
-    name: str
-    description: str | None = None
-    paper_count: int
-
-
-class ProjectList(BaseModel):
-    projects: list[ProjectSummary]
-
-
-class MembershipChange(BaseModel):
-    project_id: str
-    added: int | None = None
-    removed: int | None = None
-    paper_count: int = Field(description="Papers in the project now.")
-
-
-class ProjectDeleted(BaseModel):
-    project_id: str
-    deleted: bool
-    memberships_removed: int
-
-
-def _summary(project: Any, paper_count: int) -> ProjectSummary:
-    return ProjectSummary(
-        project_id=project.id,
-        name=project.name,
-        description=project.description or None,
-        paper_count=paper_count,
-    )
-
-
 def register(registry: Registry) -> None:
     @registry.tool(
         name="get_paper_details",
@@ -277,19 +245,18 @@ def register(registry: Registry) -> None:
         description="Every project (collection) you can see, with its paper_count.",
         annotations=READ_ONLY,
     )
-    def list_projects() -> ProjectList:
+    def list_projects() -> dict[str, Any]:
         listed = project_selectors.project_list(scope=current_scope())
-        return ProjectList(projects=[_summary(p, p.paper_links.count()) for p in listed])
+        return {"projects": [project_selectors.project_brief(p) for p in listed]}
 
     @registry.tool(
         name="get_project",
         title="Get a project",
-        description="One project: name, description and paper_count.",
+        description="One project: description, paper_count, years and top keywords.",
         annotations=READ_ONLY,
     )
-    def get_project(project_id: ProjectRef) -> ProjectSummary:
-        project = project_selectors.project_get(ref=project_id, scope=current_scope())
-        return _summary(project, project.paper_links.count())
+    def get_project(project_id: ProjectRef) -> dict[str, Any]:
+        return project_selectors.project_detail(ref=project_id, scope=current_scope())
 
     @registry.tool(
         name="list_project_papers",
@@ -342,16 +309,10 @@ def register(registry: Registry) -> None:
         ),
         annotations=WRITE_IDEMPOTENT,
     )
-    def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> MembershipChange:
+    def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
         scope = current_scope()
         project = project_selectors.project_get(ref=project_id, scope=scope)
-        papers = paper_selectors.papers_get_many(refs=paper_ids, scope=scope)
-        added = project_services.project_add_papers(
-            project=project, paper_ids=[p.pk for p in papers]
-        )
-        return MembershipChange(
-            project_id=project.id, added=added, paper_count=project.paper_links.count()
-        )
+        return project_services.project_papers_add(project=project, refs=paper_ids, scope=scope)
 
     @registry.tool(
         name="remove_papers_from_project",
@@ -359,18 +320,10 @@ def register(registry: Registry) -> None:
         description="Take papers out of a project; they stay in the library.",
         annotations=WRITE_IDEMPOTENT,
     )
-    def remove_papers_from_project(
-        project_id: ProjectRef, paper_ids: PaperRefs
-    ) -> MembershipChange:
+    def remove_papers_from_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
         scope = current_scope()
         project = project_selectors.project_get(ref=project_id, scope=scope)
-        papers = paper_selectors.papers_get_many(refs=paper_ids, scope=scope)
-        removed = project_services.project_remove_papers(
-            project=project, paper_ids=[p.pk for p in papers]
-        )
-        return MembershipChange(
-            project_id=project.id, removed=removed, paper_count=project.paper_links.count()
-        )
+        return project_services.project_papers_remove(project=project, refs=paper_ids, scope=scope)
 
     @registry.tool(
         name="delete_project",
@@ -383,15 +336,12 @@ def register(registry: Registry) -> None:
     )
     def delete_project(
         project_id: ProjectRef, confirm_name: Annotated[str, Field(min_length=1, max_length=200)]
-    ) -> ProjectDeleted:
-        project = project_selectors.project_get(ref=project_id, scope=current_scope())
-        if confirm_name.strip() != project.name:
-            raise InvalidInput(
-                f"confirm_name must be the project's name exactly: {project.name!r}.",
-                field="confirm_name",
-            )
-        removed = project_services.project_delete(project=project)
-        return ProjectDeleted(project_id=project.id, deleted=True, memberships_removed=removed)
+    ) -> dict[str, Any]:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        return project_services.project_delete_confirmed(
+            project=project, confirm_name=confirm_name, scope=scope
+        )
 
     @registry.tool(
         name="manage_paper_keywords",
@@ -452,16 +402,10 @@ def register(registry: Registry) -> None:
             str | None, Field(max_length=100, description="Without extension.")
         ] = None,
         to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
-    ) -> ExportDone:
-        if not paper_ids and not project_id:
-            raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
-        papers = list(
-            paper_selectors.papers_filter(
-                refs=paper_ids or None, project=project_id or None, scope=current_scope()
-            )
-        )
+    ) -> dict[str, Any]:
         return _export(
-            papers=papers, fmt=format, filename=filename, to_file=to_file,
+            fmt=format, refs=list(paper_ids) if paper_ids else None,
+            project=project_id or None, filename=filename, to_file=to_file,
             read_only=registry.read_only,
         )  # fmt: skip
 

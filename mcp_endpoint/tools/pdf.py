@@ -11,7 +11,7 @@ create_highlight and create_area_annotation write, so read-only mode hides them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -22,7 +22,7 @@ from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.assets import truncate
 from papers.models import Annotation
-from papers.pdf import selectors, services
+from papers.pdf import fetch, selectors, services
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.selectors import paper_get
 
@@ -30,6 +30,10 @@ MAX_CHARS_LIMIT = 10_000_000
 # Text returned when max_chars is omitted (about 5,000 tokens); the marker says how to go on.
 DEFAULT_MAX_CHARS = 20_000
 
+# Downloads (open world); with a url it replaces the paper's PDF, so clients should confirm.
+ATTACH = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+)
 # Each call adds one annotation to the library (and redraws the annotated copy).
 ANNOTATE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
@@ -135,6 +139,23 @@ def _record(annotation: Annotation) -> AnnotationRecord:
 
 
 def register(registry: Registry) -> None:
+    @registry.tool(
+        name="attach_pdf",
+        title="Attach a PDF to a paper",
+        description=(
+            "Fetch a paper's PDF into the library: from url, or from the open-access place its "
+            "record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it."
+        ),
+        annotations=ATTACH,
+    )
+    def attach_pdf(
+        paper_id: PaperRef,
+        url: Annotated[
+            str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
+        ] = None,
+    ) -> dict[str, Any]:
+        return fetch.paper_pdf_attach(ref=paper_id, url=url, scope=current_scope())
+
     @registry.tool(
         name="get_pdf_outline",
         title="Get a paper's PDF outline",

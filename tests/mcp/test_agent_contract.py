@@ -15,8 +15,10 @@ from tests.mcp.conftest import (
     LiveServer,
     mcp_client,
     running_server,
+    seeded_knowledge_base,
     tool_data,
 )
+from tests.test_pdf_download import PdfServer
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -173,3 +175,94 @@ async def test_comma_separated_engines_and_unknown_engines(library_server: LiveS
             await client.call_tool("search_papers", {"query": "x", "engines": "local,fakeeng"})
     assert caught.value.error.code == INVALID_PARAMS
     assert "fakeeng" in caught.value.error.message and "arxiv" in caught.value.error.message
+
+
+@pytest.fixture(scope="module")
+def pdf_site() -> Iterator[PdfServer]:
+    site = PdfServer()
+    yield site
+    site.close()
+
+
+@pytest.fixture(scope="module")
+def curating_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """A knowledge base of its own: the flow files, attaches and deletes."""
+    with seeded_knowledge_base(tmp_path_factory.mktemp("curating-kb"), "curating") as kb:
+        yield kb
+
+
+@pytest.fixture(scope="module")
+def curating_server(curating_kb: KnowledgeBase) -> Iterator[LiveServer]:
+    # The local PDF server stands for the web (the download guard refuses loopback).
+    env = {"PDF_ALLOW_PRIVATE_URLS": "true"}
+    with running_server(curating_kb, env=env) as server:
+        yield server
+
+
+async def test_an_agent_curates_a_reading_list_end_to_end(
+    curating_server: LiveServer, curating_kb: KnowledgeBase, pdf_site: PdfServer
+) -> None:
+    knowledge_base = curating_kb
+    """search -> create project -> add papers -> list_projects -> attach PDF -> export BibTeX,
+    every step over /mcp with the SDK client, as an agent answering "collect the papers on
+    deep networks in a project, get the PDF of the lone one and give me the BibTeX"."""
+    async with mcp_client(curating_server.mcp_url) as client:
+        found = tool_data(
+            await client.call_tool("search_papers", {"query": "deep networks", "engines": "local"})
+        )
+        hits = [hit["paper_id"] for hit in found["results"]]
+        assert knowledge_base.paper("resnet")["paper_id"] in hits
+        created = tool_data(await client.call_tool("create_project", {"name": "Agent Flow"}))
+        project_id = created["project_id"]
+        lone = knowledge_base.paper("unfiled")["citekey"]
+        added = tool_data(
+            await client.call_tool(
+                "add_papers_to_project", {"project_id": project_id, "paper_ids": [*hits, lone]}
+            )
+        )
+        # Hybrid search may already have found the lone paper: the project holds each once.
+        wanted = len({*hits, knowledge_base.paper("unfiled")["paper_id"]})
+        assert added["added"] == wanted
+        projects = tool_data(await client.call_tool("list_projects", {}))["projects"]
+        counts = {p["name"]: p["paper_count"] for p in projects}
+        assert counts["Agent Flow"] == wanted
+        attached = tool_data(
+            await client.call_tool(
+                "attach_pdf", {"paper_id": lone, "url": pdf_site.url("/paper.pdf")}
+            )
+        )
+        assert attached["has_pdf"] is True and attached["pdf"]["page_count"] >= 1
+        outline = await client.call_tool("get_pdf_outline", {"paper_id": lone})
+        assert not outline.is_error
+        exported = tool_data(
+            await client.call_tool(
+                "export_search_results", {"format": "bibtex", "project_id": "Agent Flow"}
+            )
+        )
+        assert exported["count"] == wanted and "path" not in exported
+        assert exported["content"].count("\n@") + exported["content"].startswith("@") == wanted
+        assert knowledge_base.paper("unfiled")["citekey"] in exported["content"]
+        details = tool_data(await client.call_tool("get_paper_details", {"paper_id": lone}))
+        assert details["has_pdf"] is True and project_id in details["projects"]
+        removed = tool_data(
+            await client.call_tool(
+                "remove_papers_from_project", {"project_id": project_id, "paper_ids": [lone]}
+            )
+        )
+        assert removed["removed"] == 1
+        with pytest.raises(MCPError) as unconfirmed:
+            await client.call_tool(
+                "delete_project", {"project_id": project_id, "confirm_name": "agent flow"}
+            )
+        assert unconfirmed.value.error.code == INVALID_PARAMS
+        deleted = tool_data(
+            await client.call_tool(
+                "delete_project", {"project_id": project_id, "confirm_name": "Agent Flow"}
+            )
+        )
+        assert deleted["deleted"] is True
+        after = tool_data(await client.call_tool("list_projects", {}))["projects"]
+        assert "Agent Flow" not in {p["name"] for p in after}
+        # The papers stay in the library.
+        still = await client.call_tool("get_paper_details", {"paper_id": lone})
+        assert not still.is_error
