@@ -21,6 +21,7 @@ import requests
 from django.conf import settings
 
 from core.errors import InvalidInput
+from engines import http
 from engines.base import (
     AUTHOR,
     CATEGORIES,
@@ -29,12 +30,12 @@ from engines.base import (
     BaseSearchEngine,
     Category,
     EngineError,
-    EngineTimeout,
     PaperNotFoundAtSource,
     RateLimited,
     SearchRequest,
     TransientEngineError,
 )
+from engines.failures import status_error, transport_error
 from papers.schemas import PaperRecord
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ _CATEGORY_ID = re.compile(r"[a-z-]+(?:\.[A-Za-z-]+)?")
 _ID_PREFIX = re.compile(
     r"^(?:arxiv:\s*|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)", re.IGNORECASE
 )
+# New-style ('2104.12255v2') and old-style ('quant-ph/0201082', 'math.CO/0601001') ids.
+_ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[A-Za-z]{2})?/\d{7}(?:v\d+)?")
 # arXiv's answer to a bad request is a feed whose only entry carries the reason.
 _ERROR_SUMMARY = re.compile(r"<summary>\s*(.*?)\s*</summary>", re.DOTALL)
 
@@ -98,12 +101,18 @@ class ArxivEngine(BaseSearchEngine):
         rejects the id as malformed.
         """
         arxiv_id = _ID_PREFIX.sub("", paper_id.strip()).removesuffix(".pdf")
-        if not arxiv_id:
-            raise EngineError("An arXiv id is needed, e.g. 2104.12255 or quant-ph/0201082.")
+        if not _ARXIV_ID.fullmatch(arxiv_id):
+            # Checked here, not left to arXiv: the id goes into a request.
+            raise EngineError(
+                f"{paper_id!r} is not an arXiv id; e.g. 2104.12255 or quant-ph/0201082."
+            )
         records = self._run(id_list=[arxiv_id], offset=0, max_results=1)
         if not records:
             raise PaperNotFoundAtSource(f"arXiv has no paper with id {arxiv_id!r}.")
         return records[0]
+
+    def probe_url(self) -> str:
+        return str(settings.ARXIV_API_URL)
 
     def categories(self) -> list[Category]:
         """arXiv's subject categories (the current taxonomy; no network)."""
@@ -131,7 +140,7 @@ class ArxivEngine(BaseSearchEngine):
         client = arxiv.Client(page_size=page_size, delay_seconds=0, num_retries=0)
         client.query_url_format = settings.ARXIV_API_URL + "?{}"
         try:
-            with _Session(timeout=self.timeout) as session:
+            with _Session(connect_timeout=self.connect_timeout, timeout=self.timeout) as session:
                 # The Client's own session has no timeout and keeps no response to read.
                 client._session = session
                 results = list(client.results(search, offset=offset))
@@ -140,10 +149,14 @@ class ArxivEngine(BaseSearchEngine):
         except arxiv.UnexpectedEmptyPageError as exc:
             # arXiv's known flake: a page that should have entries comes back empty.
             raise TransientEngineError("arXiv returned an unexpectedly empty page.") from exc
-        except requests.Timeout as exc:
-            raise EngineTimeout(f"arXiv did not answer within {self.timeout:g} seconds.") from exc
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            raise TransientEngineError(f"Could not reach arXiv ({type(exc).__name__}).") from exc
+        except (
+            requests.Timeout,
+            requests.ConnectionError,
+            requests.exceptions.ChunkedEncodingError,
+        ) as exc:
+            connect, read = http.request_timeouts(self.connect_timeout, self.timeout)
+            timeout = connect if isinstance(exc, requests.ConnectTimeout) else read
+            raise transport_error(self.name, exc, timeout=timeout) from None
         except requests.RequestException as exc:
             raise EngineError(f"The request to arXiv failed ({type(exc).__name__}).") from exc
         return [record for record in map(_record, results) if record is not None]
@@ -153,13 +166,14 @@ class _Session(requests.Session):
     """The session arxiv.Client fetches with: a timeout on every request, and the last
     response kept for its status, Retry-After and error text (arxiv.HTTPError has none)."""
 
-    def __init__(self, *, timeout: float) -> None:
+    def __init__(self, *, connect_timeout: float, timeout: float) -> None:
         super().__init__()
+        self.connect_timeout = connect_timeout
         self.timeout = timeout
         self.last_response: requests.Response | None = None
 
     def request(self, method: str, url: Any, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", self.timeout)
+        kwargs.setdefault("timeout", http.request_timeouts(self.connect_timeout, self.timeout))
         self.last_response = None
         self.last_response = super().request(method, url, *args, **kwargs)
         return self.last_response
@@ -220,12 +234,9 @@ def _http_error(status: int, response: requests.Response | None) -> EngineError:
     if status == 429:
         message = "arXiv is rate limiting us (HTTP 429); it asks for one request every 3 s."
         return RateLimited(message, http_status=status, retry_after=retry_after)
-    if status >= 500:
-        return TransientEngineError(
-            f"arXiv failed (HTTP {status}); try again later.",
-            http_status=status,
-            retry_after=retry_after,
-        )
+    classified = status_error("arXiv", status, "", retry_after=retry_after)
+    if classified is not None:
+        return classified
     reason = ""
     if response is not None:
         match = _ERROR_SUMMARY.search(response.text)

@@ -34,15 +34,27 @@ OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX)
 # into a per-engine status. Messages must never contain API keys.
 
 
+# Each error has a `status` (the per-engine status clients have always had) and an
+# `outcome`, what happened in the words of issue 20: ok | no_results | unreachable |
+# rate_limited | bad_key | timeout | unavailable | unsupported | not_found | error, with a
+# `reason` naming the exact failure (dns, refused, tls, connect_timeout, read_timeout,
+# server_error, quota, ...).
+
+
 class EngineError(Exception):
     """A permanent failure of one call (bad request, unparseable answer): not retried."""
 
     status = "error"
+    outcome = "error"
+    default_reason = "error"
 
-    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, http_status: int | None = None, reason: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.http_status = http_status
+        self.reason = reason or self.default_reason
 
 
 class TransientEngineError(EngineError):
@@ -51,41 +63,80 @@ class TransientEngineError(EngineError):
     `retry_after` (seconds) is the source's Retry-After when it sent one.
     """
 
+    outcome = "unreachable"
+    default_reason = "server_error"
+    # Retried by the runner (within the call's deadline) and counted by the engine's
+    # circuit breaker.
+    retryable = True
+
     def __init__(
-        self, message: str, *, http_status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        http_status: int | None = None,
+        retry_after: float | None = None,
+        reason: str | None = None,
     ) -> None:
-        super().__init__(message, http_status=http_status)
+        super().__init__(message, http_status=http_status, reason=reason)
         self.retry_after = retry_after
+
+
+class EngineUnreachable(TransientEngineError):
+    """No answer at all, for a reason a retry within seconds will not change: the name
+    did not resolve (no network), the connection was refused, TLS failed, no route.
+
+    Not retried; it opens the engine's circuit breaker at once (engines/breaker.py).
+    """
+
+    retryable = False
+    default_reason = "network"
 
 
 class EngineTimeout(TransientEngineError):
     """The source did not answer in time (an HTTP timeout)."""
 
     status = "timeout"
+    outcome = "timeout"
+    default_reason = "read_timeout"
 
 
 class RateLimited(TransientEngineError):
     """The source answered 429, or no rate-limit slot came free before the deadline."""
 
     status = "rate_limited"
+    outcome = "rate_limited"
+    default_reason = "quota"
 
 
 class EngineNotAvailable(EngineError):
     """The engine cannot be used at all right now: no API key, account out of credit."""
 
     status = "unavailable"
+    outcome = "unavailable"
+    default_reason = "not_configured"
+
+
+class BadKey(EngineNotAvailable):
+    """The source refused our credentials (HTTP 401/403, an account SerpAPI refuses)."""
+
+    outcome = "bad_key"
+    default_reason = "bad_key"
 
 
 class UnsupportedOperation(EngineError):
     """The source has no such operation (e.g. arXiv has no citation data)."""
 
     status = "unsupported"
+    outcome = "unsupported"
+    default_reason = "unsupported"
 
 
 class PaperNotFoundAtSource(EngineError):
     """get_paper_details / get_citing_papers: the source does not know this paper."""
 
     status = "not_found"
+    outcome = "not_found"
+    default_reason = "not_found"
 
 
 # --- what engines are given -------------------------------------------------------------
@@ -163,7 +214,9 @@ class BaseSearchEngine:
     rate_limit: ClassVar[str] = "1/second"
     # Seconds a cached answer stays fresh; ENGINE_CACHE_TTLS overrides it per engine.
     cache_ttl: ClassVar[int] = 24 * 3600
-    # Seconds one HTTP request may take.
+    # Seconds one HTTP request may take to connect (name resolution included), and to
+    # answer once connected; both are cut to what is left of the call's deadline.
+    connect_timeout: ClassVar[float] = 3.0
     timeout: ClassVar[float] = 20.0
 
     def unavailable_reason(self) -> str:
@@ -172,6 +225,11 @@ class BaseSearchEngine:
 
     def is_available(self) -> bool:
         return not self.unavailable_reason()
+
+    def probe_url(self) -> str:
+        """An address of the source whose host and port a connectivity probe may try (no
+        request is sent); empty for an engine with nothing to probe."""
+        return ""
 
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Papers matching `request.query`, best first, at most `request.max_results`."""

@@ -11,7 +11,6 @@ import html
 import logging
 import re
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 
@@ -77,6 +76,9 @@ class CrossrefEngine(BaseSearchEngine):
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
+    def probe_url(self) -> str:
+        return str(settings.CROSSREF_API_URL)
+
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Works matching `request.query` (Crossref relevance), filtered by publication date.
 
@@ -94,7 +96,9 @@ class CrossrefEngine(BaseSearchEngine):
         know it, EngineError when `paper_id` is not a DOI."""
         doi = _doi(paper_id)
         data = self._get(
-            f"/works/{_path(doi)}", {}, not_found=f"Crossref has no work with DOI {doi}."
+            f"/works/{http.path_segment(doi, what='DOI')}",
+            {},
+            not_found=f"Crossref has no work with DOI {doi}.",
         )
         message = data.get("message")
         if data.get("message-type") != "work" or not isinstance(message, dict):
@@ -111,11 +115,12 @@ class CrossrefEngine(BaseSearchEngine):
         if not doi:
             raise PaperNotFoundAtSource("Crossref gives BibTeX by DOI; this paper has none.")
         text = http.get_text(
-            f"{_base()}/works/{_path(doi)}/transform/application/x-bibtex",
+            f"{_base()}/works/{http.path_segment(doi, what='DOI')}/transform/application/x-bibtex",
             accept="application/x-bibtex",
             params=http.contact_params(),
             engine_name=self.name,
             timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
             not_found=f"Crossref has no work with DOI {doi}.",
         ).strip()
         if not text.startswith("@"):
@@ -160,6 +165,7 @@ class CrossrefEngine(BaseSearchEngine):
             params={**params, **http.contact_params()},
             engine_name=self.name,
             timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
             not_found=not_found,
         )
         if not isinstance(data, dict):
@@ -176,11 +182,6 @@ def _doi(paper_id: str) -> str:
     if not doi:
         raise EngineError(f"Crossref looks papers up by DOI; {paper_id!r} is not a DOI.")
     return doi
-
-
-def _path(doi: str) -> str:
-    # DOIs keep their slashes in Crossref paths; anything URL-special is escaped.
-    return quote(doi, safe="/:;()")
 
 
 # --- parsing -------------------------------------------------------------------------------

@@ -29,21 +29,23 @@ from django.conf import settings
 from serpapi import GoogleScholarSearch
 
 from core.errors import InvalidInput
+from engines import http
 from engines.base import (
     AUTHOR,
     BIBTEX,
     CITING,
     SEARCH,
+    BadKey,
     BaseSearchEngine,
     EngineError,
     EngineNotAvailable,
-    EngineTimeout,
     PaperNotFoundAtSource,
     PaperRef,
     RateLimited,
     SearchRequest,
     TransientEngineError,
 )
+from engines.failures import transport_error
 from papers.schemas import PaperRecord
 
 logger = logging.getLogger(__name__)
@@ -54,7 +56,8 @@ MISSING_KEY = "SERP_API_KEY is not set"
 # SerpApi's answer (HTTP 200) when Scholar found nothing: a result, not a failure.
 NO_RESULTS = "hasn't returned any results"
 # Error texts that mean the key or the account cannot be used until someone acts.
-ACCOUNT_PROBLEMS = ("run out of searches", "credit", "api key", "account has been", "permission")
+ACCOUNT_PROBLEMS = ("api key", "account has been", "permission")
+QUOTA_PROBLEMS = ("run out of searches", "credit")
 
 _ELLIPSIS = "…"
 _YEAR_AT_END = re.compile(r"(?:^|,\s*)(\d{4})$")
@@ -77,6 +80,9 @@ class GoogleScholarEngine(BaseSearchEngine):
 
     def unavailable_reason(self) -> str:
         return "" if settings.SERP_API_KEY else MISSING_KEY
+
+    def probe_url(self) -> str:
+        return str(settings.SERPAPI_URL)
 
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Scholar's results for the query (Scholar syntax: `author:`, `source:`, quotes),
@@ -151,14 +157,17 @@ class GoogleScholarEngine(BaseSearchEngine):
             raise EngineNotAvailable(MISSING_KEY)
         client = GoogleScholarSearch({**params, "hl": "en", "output": "json", "api_key": key})
         client.BACKEND = settings.SERPAPI_URL.rstrip("/")
-        client.timeout = self.timeout
+        connect, read = http.request_timeouts(self.connect_timeout, self.timeout)
+        client.timeout = (connect, read)  # requests takes (connect, read)
         try:
             response = client.get_response()
-        except requests.Timeout:
-            message = f"SerpApi did not answer within {self.timeout:g} seconds."
-            raise EngineTimeout(message) from None
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            raise TransientEngineError(f"Could not reach SerpApi ({type(exc).__name__}).") from None
+        except (
+            requests.Timeout,
+            requests.ConnectionError,
+            requests.exceptions.ChunkedEncodingError,
+        ) as exc:
+            timeout = connect if isinstance(exc, requests.ConnectTimeout) else read
+            raise transport_error("SerpApi", exc, timeout=timeout) from None
         except requests.RequestException as exc:
             raise EngineError(f"The request to SerpApi failed ({type(exc).__name__}).") from None
         return _answer(response, key)
@@ -167,10 +176,12 @@ class GoogleScholarEngine(BaseSearchEngine):
         if urlsplit(link).scheme not in ("http", "https"):
             raise EngineError("Google Scholar's BibTeX link is not a web address.")
         try:
-            response = httpx.get(link, timeout=self.timeout, follow_redirects=True)
-        except httpx.TimeoutException:
-            message = f"Google Scholar did not send the BibTeX within {self.timeout:g} seconds."
-            raise EngineTimeout(message) from None
+            connect, read = http.request_timeouts(self.connect_timeout, self.timeout)
+            response = httpx.get(
+                link, timeout=httpx.Timeout(read, connect=connect), follow_redirects=True
+            )
+        except httpx.TransportError as exc:
+            raise transport_error("Google Scholar", exc, timeout=read) from None
         except httpx.HTTPError as exc:
             message = f"Could not download the BibTeX from Google Scholar ({type(exc).__name__})."
             raise TransientEngineError(message) from None
@@ -210,8 +221,19 @@ def _answer(response: requests.Response, key: str) -> dict[str, Any]:
             return data
         if NO_RESULTS in message:
             return {}
+    if any(problem in message.lower() for problem in QUOTA_PROBLEMS):
+        # The plan's searches are spent: nothing to retry until someone tops it up.
+        exhausted = EngineNotAvailable(
+            f"SerpApi quota exhausted: {message}", http_status=status, reason="quota_exhausted"
+        )
+        exhausted.outcome = "rate_limited"
+        raise exhausted
     if status in (401, 403) or any(problem in message.lower() for problem in ACCOUNT_PROBLEMS):
-        raise EngineNotAvailable(f"SerpApi refused the account: {message or f'HTTP {status}'}")
+        raise BadKey(
+            f"SerpApi refused the account: {message or f'HTTP {status}'}",
+            http_status=status,
+            reason=f"http_{status}" if status in (401, 403) else "bad_key",
+        )
     if status == 429 or status >= 500:
         # 429 here is the hourly throughput limit (running out of searches is handled above).
         error = RateLimited if status == 429 else TransientEngineError

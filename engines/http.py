@@ -1,11 +1,18 @@
 """One GET request for the engines, with the source's failures turned into our errors.
 
-Every request has an explicit timeout (also bounding the whole download, not only each
-read), follows at most MAX_REDIRECTS redirects, refuses answers over MAX_RESPONSE_BYTES and
-names the product in its User-Agent. Failures map to engines.base errors: 429, 5xx,
-timeouts and dropped connections are transient (the runner retries them, honouring
-Retry-After); other 4xx and answers we cannot read are permanent. No retries, caching or
-rate limiting here: the runner does those for every engine alike.
+Every request has explicit deadlines: one to connect (name resolution included) and one
+to answer, both the engine's own (`connect_timeout`, `timeout`) cut to what is left of the
+call's deadline (`call_deadline`, set by the runner), the read one bounding the whole
+download, not only each read. It follows at most MAX_REDIRECTS redirects, refuses answers
+over MAX_RESPONSE_BYTES and names the product in its User-Agent. Failures map to
+engines.base errors (engines/failures.py has the table): no network, refused connections
+and TLS failures are `EngineUnreachable` (not retried); timeouts, dropped connections,
+429 and 5xx are transient; 401/403 are `BadKey`; other 4xx and answers we cannot read are
+permanent. No retries, caching, rate limiting or circuit breaking here: the runner does
+those for every engine alike.
+
+Identifiers go into a URL only through `path_segment`, which encodes them as one path
+segment and refuses dot segments, so a hostile DOI can never choose the path.
 
 Messages never contain API keys: any key sent in a header or a `*key*` parameter is masked
 in every message, and key headers are dropped if a redirect leads to another host or port.
@@ -17,23 +24,21 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
 from importlib import metadata
 from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 from django.conf import settings
 
-from engines.base import (
-    EngineError,
-    EngineTimeout,
-    PaperNotFoundAtSource,
-    RateLimited,
-    TransientEngineError,
-)
+from engines.base import EngineError, EngineTimeout, PaperNotFoundAtSource
+from engines.failures import status_error, transport_error
 
 MAX_REDIRECTS = 5
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024
@@ -43,6 +48,57 @@ SECRET_HEADERS = frozenset({"x-api-key", "authorization", "api-key"})
 _TAG = re.compile(r"<[^>]+>")
 
 Params = Mapping[str, str | int | None]
+# Seconds to connect when an engine does not say (BaseSearchEngine.connect_timeout).
+DEFAULT_CONNECT_TIMEOUT = 3.0
+# The shortest deadline a request is given, even when the call's is almost spent.
+MIN_REQUEST_SECONDS = 0.05
+
+# The monotonic time by which the engine call under way must end (runner.call_engine).
+_call_deadline: ContextVar[float | None] = ContextVar("engine_call_deadline", default=None)
+
+
+@contextmanager
+def call_deadline(deadline: float) -> Iterator[None]:
+    """Requests made inside end by `deadline` (a time.monotonic() value)."""
+    token = _call_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _call_deadline.reset(token)
+
+
+def request_timeouts(connect: float, read: float) -> tuple[float, float]:
+    """(connect, read) seconds for one request: the engine's own, cut to what is left of
+    the call's deadline."""
+    deadline = _call_deadline.get()
+    if deadline is None:
+        return connect, read
+    left = max(MIN_REQUEST_SECONDS, deadline - time.monotonic())
+    return min(connect, left), min(read, left)
+
+
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+
+
+def path_segment(value: str, *, what: str = "identifier") -> str:
+    """`value` as exactly one URL path segment: everything but letters, digits, `-._~` and
+    `:;()@` percent-encoded, `/` included (an identifier can never add segments).
+
+    Raises EngineError for an empty value, control characters, backslashes or a dot
+    segment (`.`/`..` between slashes, also once percent-decoded): such an identifier is
+    not real, and a server that decodes %2F before routing would still resolve it.
+    """
+    text = value.strip()
+    if not text:
+        raise EngineError(f"The {what} is empty.")
+    decoded = text
+    for _ in range(3):  # double-encoded dots too
+        decoded = unquote(decoded)
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded) or "\\" in decoded:
+        raise EngineError(f"The {what} {value!r} contains characters no identifier has.")
+    if any(part in (".", "..") for part in decoded.split("/")):
+        raise EngineError(f"The {what} {value!r} contains a '.' or '..' path segment.")
+    return quote(text, safe=":;()@")
 
 
 @cache
@@ -70,6 +126,7 @@ def get_json(
     *,
     engine_name: str,
     timeout: float,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     params: Params | None = None,
     headers: Mapping[str, str] | None = None,
     not_found: str = "",
@@ -78,12 +135,14 @@ def get_json(
 
     `not_found`: when given, a 404 raises PaperNotFoundAtSource with this message (a
     single-paper lookup); otherwise a 404 is an EngineError like any other refusal.
-    Raises TransientEngineError (RateLimited, EngineTimeout) or EngineError.
+    Raises TransientEngineError (RateLimited, EngineTimeout, EngineUnreachable) or
+    EngineError (BadKey).
     """
     body, content_type = _get(
         url,
         engine_name=engine_name,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         params=params,
         headers={"Accept": "application/json", **(headers or {})},
         not_found=not_found,
@@ -103,6 +162,7 @@ def get_text(
     engine_name: str,
     timeout: float,
     accept: str,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     params: Params | None = None,
     headers: Mapping[str, str] | None = None,
     not_found: str = "",
@@ -115,6 +175,7 @@ def get_text(
         url,
         engine_name=engine_name,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         params=params,
         headers={"Accept": accept, **(headers or {})},
         not_found=not_found,
@@ -145,6 +206,7 @@ def _get(
     *,
     engine_name: str,
     timeout: float,
+    connect_timeout: float,
     params: Params | None,
     headers: Mapping[str, str],
     not_found: str,
@@ -152,17 +214,20 @@ def _get(
     query = {name: str(value) for name, value in (params or {}).items() if value is not None}
     request_headers = {"User-Agent": user_agent(), **headers}
     mask = _masker(request_headers, query)
-    deadline = time.monotonic() + timeout
+    connect, read = request_timeouts(connect_timeout, timeout)
+    deadline = time.monotonic() + read
     try:
         parsed = httpx.URL(url)
         client = _client_for(parsed.scheme, parsed.host, parsed.port)
         with client.stream(
-            "GET", url, params=query, headers=request_headers, timeout=timeout
+            "GET",
+            url,
+            params=query,
+            headers=request_headers,
+            timeout=httpx.Timeout(read, connect=connect),
         ) as response:
-            body = _read_bounded(response, deadline, engine_name, timeout)
+            body = _read_bounded(response, deadline, engine_name, read)
             status, answer_headers = response.status_code, response.headers
-    except httpx.TimeoutException:
-        raise EngineTimeout(f"{engine_name} did not answer within {timeout:g} s.") from None
     except httpx.TooManyRedirects:
         raise EngineError(
             f"{engine_name} redirected more than {MAX_REDIRECTS} times; giving up."
@@ -171,28 +236,25 @@ def _get(
         # A bad base URL setting or a garbled body: retrying will not help.
         raise EngineError(mask(f"{engine_name} request failed: {exc}")) from None
     except httpx.TransportError as exc:
-        raise TransientEngineError(
-            mask(f"{engine_name} could not be reached ({type(exc).__name__}: {exc}).")
-        ) from None
+        error = transport_error(
+            engine_name, exc, timeout=connect if isinstance(exc, httpx.ConnectTimeout) else read
+        )
+        raise error from None
     content_type = answer_headers.get("content-type", "")
     if 200 <= status < 300:
         return body, content_type
     detail = mask(_detail(body))
-    suffix = f": {detail}" if detail else "."
-    if status == 429:
-        raise RateLimited(
-            f"{engine_name} is rate limiting us (HTTP 429){suffix}",
-            http_status=status,
-            retry_after=retry_after_seconds(answer_headers.get("retry-after")),
-        )
-    if status >= 500:
-        raise TransientEngineError(
-            f"{engine_name} failed (HTTP {status}){suffix}",
-            http_status=status,
-            retry_after=retry_after_seconds(answer_headers.get("retry-after")),
-        )
+    classified = status_error(
+        engine_name,
+        status,
+        detail,
+        retry_after=retry_after_seconds(answer_headers.get("retry-after")),
+    )
+    if classified is not None:
+        raise classified
     if status == 404 and not_found:
         raise PaperNotFoundAtSource(mask(not_found), http_status=status)
+    suffix = f": {detail}" if detail else "."
     raise EngineError(
         f"{engine_name} refused the request (HTTP {status}){suffix}", http_status=status
     )

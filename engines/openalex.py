@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 
@@ -103,6 +102,9 @@ class OpenAlexEngine(BaseSearchEngine):
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
+    def probe_url(self) -> str:
+        return str(settings.OPENALEX_API_URL)
+
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Works matching `request.query` (OpenAlex relevance), filtered by date and field.
 
@@ -170,7 +172,7 @@ class OpenAlexEngine(BaseSearchEngine):
                     "OpenAlex finds citing papers by OpenAlex id or DOI; this paper has neither."
                 )
             work = self._get(
-                f"/works/doi:{_quoted(doi)}",
+                f"/works/doi:{http.path_segment(doi, what='DOI')}",
                 {"select": "id"},
                 not_found=f"OpenAlex has no work with DOI {doi}.",
             )
@@ -222,6 +224,7 @@ class OpenAlexEngine(BaseSearchEngine):
             params=query,
             engine_name=self.name,
             timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
             not_found=not_found,
         )
         if not isinstance(data, dict):
@@ -287,13 +290,8 @@ def _work_key(paper_id: str) -> str:
         return f"pmid:{pmid.group(1)}"
     doi = normalize_doi(text)
     if doi:
-        return f"doi:{_quoted(doi)}"
+        return f"doi:{http.path_segment(doi, what='DOI')}"
     raise EngineError(f"{paper_id!r} is not an OpenAlex work id (W…), a DOI or a 'pmid:' id.")
-
-
-def _quoted(doi: str) -> str:
-    # DOIs keep their slashes in the path; '?', '#' and the like are escaped.
-    return quote(doi, safe="/:;()")
 
 
 def _short_id(value: object) -> str:

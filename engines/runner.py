@@ -1,24 +1,33 @@
-"""Calling engines: one call with cache, rate limit and retries; many calls in parallel.
+"""Calling engines: one call with cache, breaker, rate limit and retries; many in parallel.
 
 `call_engine` is what runs for one engine (in a Celery worker on the `engines` queue, or in
-a thread of this process on the embedded default): availability check, cache, rate-limit
-slot, the call, retries on transient failures only (exponential backoff with jitter, or the
-source's Retry-After), and the answer turned into JSON-safe data. Whatever happens, it
-returns an `EngineOutcome`; it never raises.
+a thread of this process on the embedded default): availability check, cache, a turn among
+the engine's ENGINE_CONCURRENCY calls, the engine's circuit breaker (engines/breaker.py:
+an engine that is down answers at once), a rate-limit slot, the call with its connect and
+read deadlines cut to the call's own (engines/http.py), retries of retryable failures only
+(timeouts, dropped connections, 429, 5xx: exponential backoff with jitter, or the source's
+Retry-After) while the deadline allows, and the answer turned into JSON-safe data.
+Whatever happens, it returns an `EngineOutcome`; it never raises.
 
-`start_calls` fans several calls out at once and returns a `PendingCalls`; `wait()` gathers
-them with one deadline, so a slow or failing engine never holds up the others: what has
-not arrived by then is reported as `timeout`.
+`start_calls` fans several calls out at once, on one bounded pool of ENGINE_POOL_SIZE
+threads shared by every search of the process (engine calls never take the threads that
+serve requests), and returns a `PendingCalls`; `wait()` gathers them with one deadline, so
+a slow or failing engine never holds up the others: what has not arrived by then is
+reported as `timeout`, and calls still queued then are cancelled.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cache as memoize
 from typing import Any
 
 from celery import current_task
@@ -27,7 +36,7 @@ from celery.result import AsyncResult
 from django.conf import settings
 
 from core.errors import EngineUnavailable
-from engines import cache, ratelimit
+from engines import breaker, cache, http, ratelimit
 from engines.base import (
     AUTHOR,
     BIBTEX,
@@ -37,6 +46,7 @@ from engines.base import (
     SEARCH,
     BaseSearchEngine,
     EngineError,
+    EngineTimeout,
     PaperRef,
     SearchRequest,
     TransientEngineError,
@@ -60,6 +70,12 @@ class EngineOutcome:
     """One engine's answer to one call.
 
     status: ok | error | timeout | unavailable | unsupported | not_found | rate_limited
+    outcome (what happened, issue 20): ok | no_results | unreachable | rate_limited |
+        bad_key | timeout | unavailable | unsupported | not_found | error
+    reason: the exact failure (dns, refused, tls, connect_timeout, read_timeout,
+        server_error, quota, http_401, circuit_open, deadline, ...); empty when ok
+    retry_after: seconds after which asking again may work (Retry-After, the breaker's
+        reopening); None when unknown or when asking again will not help
     """
 
     engine: str
@@ -69,6 +85,13 @@ class EngineOutcome:
     cached: bool = False
     attempts: int = 0
     elapsed_ms: float = 0.0
+    outcome: str = ""
+    reason: str = ""
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.outcome:
+            self.outcome = OUTCOME_OF_STATUS.get(self.status, "error")
 
     @property
     def ok(self) -> bool:
@@ -79,13 +102,23 @@ class EngineOutcome:
         return [PaperRecord.build(**values) for values in self.result or []]
 
     def summary(self) -> dict[str, Any]:
-        """The per-engine status shown to clients (without the result itself)."""
-        data = {
+        """The per-engine status shown to clients (without the result itself):
+        status, outcome, cached, attempts, elapsed_ms, and when they apply reason,
+        retry_after_seconds and message."""
+        outcome = self.outcome
+        if self.ok and isinstance(self.result, list) and not self.result:
+            outcome = "no_results"
+        data: dict[str, Any] = {
             "status": self.status,
+            "outcome": outcome,
             "cached": self.cached,
             "attempts": self.attempts,
             "elapsed_ms": round(self.elapsed_ms, 1),
         }
+        if self.reason:
+            data["reason"] = self.reason
+        if self.retry_after is not None:
+            data["retry_after_seconds"] = round(self.retry_after, 1)
         if self.message:
             data["message"] = self.message
         return data
@@ -148,6 +181,18 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
     return [record_as_dict(record) for record in records]
 
 
+# The outcome a status stands for when nothing more precise is known.
+OUTCOME_OF_STATUS = {
+    "ok": "ok",
+    "error": "error",
+    "timeout": "timeout",
+    "unavailable": "unavailable",
+    "unsupported": "unsupported",
+    "not_found": "not_found",
+    "rate_limited": "rate_limited",
+}
+
+
 def _backoff(attempt: int, error: TransientEngineError) -> float:
     if error.retry_after is not None:
         return max(0.0, error.retry_after)
@@ -183,6 +228,21 @@ def call_engine(
         elapsed = (time.monotonic() - started) * 1000
         return EngineOutcome(engine_id, status, message, elapsed_ms=elapsed, **values)
 
+    def failed(exc: EngineError, attempts: int) -> EngineOutcome:
+        status = "rate_limited" if exc.http_status == 429 else exc.status
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is None and isinstance(exc, TransientEngineError):
+            reopening = breaker.state(engine_id)
+            retry_after = reopening.retry_in if reopening.open else None
+        return outcome(
+            status,
+            exc.message,
+            attempts=attempts,
+            outcome=exc.outcome,
+            reason=exc.reason,
+            retry_after=retry_after,
+        )
+
     refusal = precheck(engine_id, operation)
     if refusal is not None:
         return refusal
@@ -191,34 +251,64 @@ def call_engine(
     if cached is not cache.MISSING:
         return outcome("ok", result=cached, cached=True)
 
-    attempt = 0
-    while True:
-        attempt += 1
+    def attempts() -> EngineOutcome:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                breaker.check(engine.id)
+                ratelimit.acquire(engine, deadline=deadline)
+                result = breaker.call(engine.id, lambda: _invoke(engine, operation, arguments))
+            except TransientEngineError as exc:
+                if exc.retry_after and not isinstance(exc, breaker.BreakerOpen):
+                    ratelimit.pause(engine.id, exc.retry_after)
+                delay = _backoff(attempt - 1, exc)
+                retries_left = exc.retryable and attempt <= settings.ENGINE_MAX_RETRIES
+                if not retries_left or time.monotonic() + delay >= deadline:
+                    return failed(exc, attempt)
+                logger.info(
+                    "%s %s failed (%s), retry %d in %.2fs", engine_id, operation, exc.message,
+                    attempt, delay,
+                )  # fmt: skip
+                time.sleep(delay)
+                continue
+            except EngineError as exc:
+                return failed(exc, attempt)
+            except Exception as exc:  # a bug in an engine (a plugin): report, never crash
+                logger.exception("Engine %s failed on %s", engine_id, operation)
+                message = f"{type(exc).__name__} in {engine.name}: {exc}"
+                return outcome("error", message, attempts=attempt, reason="engine_bug")
+            cache.store(engine, operation, arguments, result)
+            return outcome("ok", result=result, attempts=attempt)
+
+    with http.call_deadline(deadline):
         try:
-            ratelimit.acquire(engine, deadline=deadline)
-            result = _invoke(engine, operation, arguments)
-        except TransientEngineError as exc:
-            if exc.retry_after:
-                ratelimit.pause(engine.id, exc.retry_after)
-            delay = _backoff(attempt - 1, exc)
-            retries_left = attempt <= settings.ENGINE_MAX_RETRIES
-            if not retries_left or time.monotonic() + delay >= deadline:
-                status = "rate_limited" if exc.http_status == 429 else exc.status
-                return outcome(status, exc.message, attempts=attempt)
-            logger.info(
-                "%s %s failed (%s), retry %d in %.2fs", engine_id, operation, exc.message,
-                attempt, delay,
-            )  # fmt: skip
-            time.sleep(delay)
-            continue
-        except EngineError as exc:
-            return outcome(exc.status, exc.message, attempts=attempt)
-        except Exception as exc:  # a bug in an engine (a plugin): report, never crash
-            logger.exception("Engine %s failed on %s", engine_id, operation)
-            message = f"{type(exc).__name__} in {engine.name}: {exc}"
-            return outcome("error", message, attempts=attempt)
-        cache.store(engine, operation, arguments, result)
-        return outcome("ok", result=result, attempts=attempt)
+            with _engine_turn(engine, deadline):
+                return attempts()
+        except EngineTimeout as exc:  # no turn came before the deadline
+            return failed(exc, 0)
+
+
+_turns_lock = threading.Lock()
+_turns: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+
+
+@contextmanager
+def _engine_turn(engine: BaseSearchEngine, deadline: float) -> Iterator[None]:
+    """One of the engine's ENGINE_CONCURRENCY places in this process, waited for until
+    `deadline`; EngineTimeout (reason `queued`) if none frees up by then."""
+    size = settings.ENGINE_CONCURRENCY
+    with _turns_lock:
+        places = _turns.setdefault((engine.id, size), threading.BoundedSemaphore(size))
+    if not places.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        raise EngineTimeout(
+            f"{engine.name} already had {size} calls under way here; none finished in time.",
+            reason="queued",
+        )
+    try:
+        yield
+    finally:
+        places.release()
 
 
 # --- fan-out -----------------------------------------------------------------------------
@@ -232,8 +322,9 @@ class PendingCalls:
         self.deadline = time.monotonic() + deadline_seconds
         timeout_seconds = max(0.1, deadline_seconds - CALL_MARGIN_SECONDS)
         self._futures: list[Future[EngineOutcome] | AsyncResult | EngineOutcome] = []
-        self._executor: ThreadPoolExecutor | None = None
-        refusals = [precheck(call.engine, call.operation) for call in calls]
+        refusals = [
+            precheck(call.engine, call.operation) or _breaker_refusal(call.engine) for call in calls
+        ]
         runnable = [call for call, refusal in zip(calls, refusals, strict=True) if not refusal]
         launched: list[Future[EngineOutcome] | AsyncResult] = []
         in_process = _use_threads()
@@ -241,11 +332,7 @@ class PendingCalls:
             sent = None if in_process else _send(call, timeout_seconds, deadline_seconds)
             if sent is None:
                 in_process = True  # no queue (or it is unreachable): run the rest here
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(
-                        max_workers=len(runnable), thread_name_prefix="engine"
-                    )
-                sent = self._executor.submit(
+                sent = _pool().submit(
                     call_engine, call.engine, call.operation, call.arguments,
                     timeout_seconds=timeout_seconds,
                 )  # fmt: skip
@@ -260,10 +347,34 @@ class PendingCalls:
         for call, future in zip(self.calls, self._futures, strict=True):
             remaining = max(0.0, self.deadline - time.monotonic())
             outcomes.append(_gather(call, future, remaining))
-        if self._executor is not None:
-            # Threads still running finish on their own (bounded by their HTTP timeouts).
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        for future in self._futures:
+            # Calls still queued are dropped; running ones end by their own deadline.
+            if isinstance(future, Future):
+                future.cancel()
         return outcomes
+
+
+@memoize
+def _pool() -> ThreadPoolExecutor:
+    """The threads that call engines in this process, shared by every search."""
+    return ThreadPoolExecutor(max_workers=settings.ENGINE_POOL_SIZE, thread_name_prefix="engine")
+
+
+def _breaker_refusal(engine_id: str) -> EngineOutcome | None:
+    """The outcome of a call to an engine whose breaker is open: answered here, at once,
+    without sending it anywhere."""
+    try:
+        breaker.check(engine_id)
+    except breaker.BreakerOpen as exc:
+        return EngineOutcome(
+            engine_id,
+            exc.status,
+            exc.message,
+            outcome=exc.outcome,
+            reason=exc.reason,
+            retry_after=exc.retry_after,
+        )
+    return None
 
 
 def _gather(
@@ -282,10 +393,17 @@ def _gather(
     except (FutureTimeout, CeleryTimeout):
         if isinstance(future, AsyncResult):
             future.revoke()
-        return EngineOutcome(call.engine, "timeout", waited, elapsed_ms=remaining * 1000)
+        return EngineOutcome(
+            call.engine, "timeout", waited, elapsed_ms=remaining * 1000, reason="deadline"
+        )
     except Exception as exc:  # the worker died, the broker dropped the task, ...
         logger.exception("Engine call %s/%s was lost", call.engine, call.operation)
-        return EngineOutcome(call.engine, "error", f"The engine call failed: {type(exc).__name__}")
+        return EngineOutcome(
+            call.engine,
+            "error",
+            f"The engine call failed: {type(exc).__name__}",
+            reason="call_lost",
+        )
 
 
 def _send(call: EngineCall, timeout_seconds: float, expires: float) -> AsyncResult | None:

@@ -1,11 +1,14 @@
 """What the engines are and how they are doing (seed 004 `list_search_engines`,
-`engines://list`, `get_search_engine_categories`)."""
+`engines://list`, `get_search_engine_categories`): availability from the key settings,
+the circuit breakers and a connectivity probe."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from engines import cache, ratelimit
+from engines import breaker, cache, ratelimit
+from engines.probe import probe_reasons
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, run_calls
 
@@ -22,19 +25,38 @@ LOCAL_DESCRIPTION = {
 }
 
 
-def engines_list(*, refresh: bool = False) -> dict[str, Any]:
-    """Every engine with availability (and why not), operations, rate-limit state and cache
-    hit rate; plus plugin load errors. No network calls."""
+def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]:
+    """Every engine with availability (and why not), operations, breaker, rate-limit state
+    and cache hit rate; plus plugin load errors.
+
+    `is_available` is false, with `unavailable_reason`, when the engine cannot be used
+    (no key), its breaker is open (with the failure that opened it and when the next try
+    comes), its key was rejected or its quota ran out (until when, if the source said),
+    or, with `probe`, a connection to its source cannot be opened (engines/probe.py: no
+    request is sent; answers are kept a minute)."""
     if refresh:
         registry.refresh()
+    found = registry.engines()
+    reasons = {engine.id: engine.unavailable_reason() for engine in found.values()}
+    health = {engine.id: breaker.state(engine.id) for engine in found.values()}
+    for engine_id, state in health.items():
+        if not reasons[engine_id]:
+            reasons[engine_id] = _health_reason(state)
+    if probe:
+        unprobed = {
+            engine.id: engine.probe_url() for engine in found.values() if not reasons[engine.id]
+        }
+        for engine_id, reason in probe_reasons(unprobed).items():
+            reasons[engine_id] = reason
     engines = [dict(LOCAL_DESCRIPTION)]
-    for engine in registry.engines().values():
-        reason = engine.unavailable_reason()
+    for engine in found.values():
+        reason = reasons[engine.id]
         engines.append(
             {
                 **engine.describe(),
                 "is_available": not reason,
                 **({"unavailable_reason": reason} if reason else {}),
+                "breaker": health[engine.id].as_dict(),
                 "rate_limit": ratelimit.state(engine).as_dict(),
                 "cache": {"ttl_seconds": cache.ttl_for(engine), **cache.stats(engine.id)},
             }
@@ -43,6 +65,26 @@ def engines_list(*, refresh: bool = False) -> dict[str, Any]:
         "engines": engines,
         "load_errors": [error.as_dict() for error in registry.load_errors()],
     }
+
+
+def _health_reason(state: breaker.BreakerState) -> str:
+    """Why recent calls say the engine cannot be used now; empty when nothing does."""
+    failure = state.failure or {}
+    message = str(failure.get("message") or "").rstrip(".")
+    if state.open:
+        return f"{message or 'failing'}; not asked again for {state.retry_in:.0f} s"
+    if failure.get("outcome") == "bad_key":
+        return message
+    until = failure.get("until")
+    if failure.get("outcome") == "rate_limited" and until and until > _now_iso():
+        return f"{message}; quota exhausted until {until[11:16]} UTC"
+    if failure.get("outcome") == "rate_limited" and failure.get("reason") == "quota_exhausted":
+        return message
+    return ""
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def engines_markdown() -> str:

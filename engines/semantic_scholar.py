@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 
 from core.errors import InvalidInput
 from engines import http
+from engines.acl import anthology_pdf_url
 from engines.base import (
     AUTHOR,
     CATEGORIES,
@@ -93,6 +93,9 @@ class SemanticScholarEngine(BaseSearchEngine):
     # 1 request a second is the keyed limit; keyless callers share a pool and see 429s.
     rate_limit = "1/second"
 
+    def probe_url(self) -> str:
+        return str(settings.SEMANTIC_SCHOLAR_API_URL)
+
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Papers matching `request.query` (S2 relevance), filtered by date and field of study.
 
@@ -135,7 +138,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         match = matches[0]
         author_id = str(match["authorId"])
         data = self._get(
-            f"/author/{quote(author_id, safe='')}/papers",
+            f"/author/{http.path_segment(author_id, what='author id')}/papers",
             {
                 "fields": PAPER_FIELDS,
                 "limit": max(1, min(request.max_results, MAX_LIST_LIMIT)),
@@ -164,7 +167,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         """
         key = paper_key(paper_id)
         data = self._get(
-            f"/paper/{_path(key)}",
+            f"/paper/{http.path_segment(key)}",
             {"fields": DETAIL_FIELDS},
             not_found=f"Semantic Scholar has no paper {paper_id!r}.",
         )
@@ -181,7 +184,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         """
         key = _ref_key(paper)
         data = self._get(
-            f"/paper/{_path(key)}/citations",
+            f"/paper/{http.path_segment(key)}/citations",
             {
                 "fields": f"contexts,intents,isInfluential,{PAPER_FIELDS}",
                 "limit": max(1, min(max_results, MAX_LIST_LIMIT)),
@@ -213,6 +216,7 @@ class SemanticScholarEngine(BaseSearchEngine):
             headers={"x-api-key": key} if key else {},
             engine_name=self.name,
             timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
             not_found=not_found,
         )
         if not isinstance(data, dict):
@@ -259,10 +263,6 @@ def _ref_key(paper: PaperRef) -> str:
     raise PaperNotFoundAtSource(
         "Semantic Scholar finds a paper by its S2 id, DOI or arXiv id; this paper has none."
     )
-
-
-def _path(key: str) -> str:
-    return quote(key, safe="/:")
 
 
 def _field_of_study(category: str) -> str:
@@ -340,7 +340,9 @@ def _record(paper: dict[str, Any]) -> PaperRecord | None:
             source="semantic_scholar",
             source_id=paper_id,
             source_url=paper.get("url") or "",
-            pdf_url=(paper.get("openAccessPdf") or {}).get("url") or "",
+            # An Anthology paper's PDF address follows from its id.
+            pdf_url=(paper.get("openAccessPdf") or {}).get("url")
+            or anthology_pdf_url(str(external.get("ACL") or "")),
             citation_count=paper.get("citationCount") or 0,
             categories=_categories(paper),
             identifiers=identifiers,

@@ -18,7 +18,9 @@ from typing import Any
 from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines.base import PaperRef
+from engines.acl import anthology_id, anthology_page_url, anthology_pdf_url
+from engines.base import EngineError, PaperRef
+from engines.http import path_segment
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
 from papers.identifiers import normalize_arxiv_id, normalize_doi
@@ -83,6 +85,7 @@ def engines_search(
     if local_page is not None:
         statuses[LOCAL_ENGINE] = {
             "status": "ok",
+            "outcome": "ok" if local_page.hits else "no_results",
             "count": len(local_page.hits),
             "total": local_page.total,
             "mode": local_page.mode,
@@ -185,7 +188,8 @@ def _merge_unsaved(
     local_page: SearchPage | None, ranked: list[tuple[int, int, str, PaperRecord]]
 ) -> list[dict[str, Any]]:
     entries = [
-        {**hit.as_dict(), "engine": LOCAL_ENGINE} for hit in (local_page.hits if local_page else [])
+        {**hit.as_dict(), "engine": LOCAL_ENGINE, "engines": [LOCAL_ENGINE]}
+        for hit in (local_page.hits if local_page else [])
     ]
     ranked.sort(key=lambda item: (item[0], item[1]))
     for rank, _, engine, record in ranked:
@@ -230,7 +234,7 @@ _S2_ID = re.compile(r"semanticscholar\.org/paper/(?:[^/]+/)?([0-9a-f]{40})\b", r
 
 @dataclass(frozen=True)
 class ParsedIdentifier:
-    """What `add_paper` was given: kind is doi | arxiv | openalex | s2."""
+    """What `add_paper` was given: kind is doi | arxiv | acl | openalex | s2."""
 
     kind: str
     value: str
@@ -250,29 +254,40 @@ class ParsedIdentifier:
             ]
         if self.kind == "openalex":
             return [EngineCall.details("openalex", self.value)]
+        if self.kind == "acl":
+            return [EngineCall.details("semantic_scholar", f"ACL:{self.value}")]
         return [EngineCall.details("semantic_scholar", self.value)]
 
 
 def identifier_parse(identifier: str) -> ParsedIdentifier:
-    """A DOI, arXiv id, OpenAlex work id or a URL holding one of them (doi.org, arxiv.org,
-    openalex.org, semanticscholar.org). InvalidInput says what is accepted."""
+    """A DOI, arXiv id, ACL Anthology id, OpenAlex work id or a URL holding one of them
+    (doi.org, arxiv.org, aclanthology.org, openalex.org, semanticscholar.org). InvalidInput
+    says what is accepted."""
     text = identifier.strip()
     if not text:
         raise InvalidInput("identifier is empty.", field="identifier")
     doi = normalize_doi(text)
     if doi:
+        try:  # what no real DOI holds, and would choose an engine's URL path (issue 20)
+            path_segment(doi, what="DOI")
+        except EngineError as exc:
+            raise InvalidInput(exc.message, field="identifier") from None
         return ParsedIdentifier("doi", doi)
     arxiv_id = normalize_arxiv_id(text)
     if arxiv_id:
         return ParsedIdentifier("arxiv", arxiv_id)
+    acl_id = anthology_id(text)
+    if acl_id:
+        return ParsedIdentifier("acl", acl_id)
     if match := _OPENALEX_ID.search(text):
         return ParsedIdentifier("openalex", match.group(1).upper())
     if match := _S2_ID.search(text):
         return ParsedIdentifier("s2", match.group(1).lower())
     raise InvalidInput(
         f"Cannot tell which paper {identifier!r} is: give a DOI (10.xxxx/...), an arXiv id "
-        "(2106.01234 or hep-th/9901001), an OpenAlex work id (W...), or a doi.org, arxiv.org, "
-        "openalex.org or semanticscholar.org URL.",
+        "(2106.01234 or hep-th/9901001), an ACL Anthology id (2020.acl-main.1 or P18-1001), "
+        "an OpenAlex work id (W...), or a doi.org, arxiv.org, aclanthology.org, openalex.org "
+        "or semanticscholar.org URL.",
         field="identifier",
     )
 
@@ -315,6 +330,11 @@ def paper_add_by_identifier(*, identifier: str, on_saved: OnSaved | None = None)
     outcomes = start_calls(parsed.lookups()).wait()
     statuses = {outcome.engine: outcome.summary() for outcome in outcomes}
     records = [record for outcome in outcomes if outcome.ok for record in outcome.records()]
+    if parsed.kind == "acl":
+        for record in records:  # the Anthology's own addresses, whatever the engine said
+            record.identifiers.setdefault("acl", parsed.value)
+            record.pdf_url = record.pdf_url or anthology_pdf_url(parsed.value)
+            record.source_url = record.source_url or anthology_page_url(parsed.value)
     if not records:
         if all(outcome.status in ("not_found", "ok") for outcome in outcomes):
             raise NotFound(

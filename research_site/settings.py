@@ -195,6 +195,16 @@ ENGINE_MAX_RETRIES = env_int("ENGINE_MAX_RETRIES", 3, minimum=0)
 # the cache lifetime in seconds ("arxiv=3600"); 0 turns an engine's cache off.
 ENGINE_RATE_LIMITS = env_map("ENGINE_RATE_LIMITS")
 ENGINE_CACHE_TTLS = {name: int(ttl) for name, ttl in env_map("ENGINE_CACHE_TTLS").items()}
+# Circuit breakers (engines/breaker.py): failures in a row that open an engine's breaker,
+# and seconds it stays open before one call is let through to probe.
+ENGINE_BREAKER_FAILURES = env_int("ENGINE_BREAKER_FAILURES", 3, minimum=1)
+ENGINE_BREAKER_RESET_SECONDS = env_int("ENGINE_BREAKER_RESET_SECONDS", 30, minimum=1)
+# Threads of this process that call engines (shared by every search), and calls to one
+# engine under way at once; further calls wait for a turn within their deadline.
+ENGINE_POOL_SIZE = env_int("ENGINE_POOL_SIZE", 16, minimum=1)
+ENGINE_CONCURRENCY = env_int("ENGINE_CONCURRENCY", 4, minimum=1)
+# Threads running review steps in this process on the embedded default (no broker).
+REVIEW_STEP_THREADS = env_int("REVIEW_STEP_THREADS", 4, minimum=1)
 # Keys and contact addresses; keys are never logged or returned by any tool.
 SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from engines import breaker
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
@@ -29,6 +30,15 @@ def replay_server() -> Iterator[ReplayServer]:
 def _no_external_engines(settings: Any) -> None:
     """Only the local engine unless a test enables others (tests never reach the internet)."""
     settings.ENGINES_ENABLED = ["local"]
+
+
+@pytest.fixture(autouse=True)
+def _engine_breakers_closed() -> Iterator[None]:
+    """Every test starts with every engine's circuit breaker closed (engines/breaker.py):
+    a test that makes an engine fail must not leave it refused for the next one."""
+    breaker.reset_all()
+    yield
+    breaker.reset_all()
 
 
 @pytest.fixture(autouse=True)

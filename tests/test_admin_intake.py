@@ -90,7 +90,7 @@ def test_a_new_doi_is_fetched_from_the_engines(
     admin_client: Client,
     sources: ReplayServer,  # noqa: F811 - the fixture imported above
 ) -> None:
-    sources.add(f"/crossref/works/{PLOS_DOI}", crossref_work())
+    sources.add(f"/crossref/works/{PLOS_DOI.replace('/', '%2F')}", crossref_work())
     response = admin_client.post(
         reverse(BY_IDENTIFIER), {"identifiers": f"{PLOS_DOI}\n\n10.9999/does-not-exist\n"}
     )

@@ -37,6 +37,9 @@ def test_acl_sample_imports_with_identifiers_and_authors() -> None:
     assert paper.venue is not None and paper.venue.short_name == "emnlp"
     assert paper.entry_type == "inproceedings"
     assert paper.pages == "587--593"
+    # The corpus has no PDF addresses; the Anthology id gives them (issue 20).
+    assert paper.pdf_url == "https://aclanthology.org/D18-1057.pdf"
+    assert not Paper.objects.filter(source="acl", pdf_url="").exists()
     # the Anthology's bibkey resolves as an alias
     assert PaperIdentifier.objects.filter(scheme="citekey", value="zhuang-etal-2018-quantifying")
 

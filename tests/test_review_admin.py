@@ -104,3 +104,27 @@ def test_remove_action_cleans_up_reviews(admin_client: Client, library: dict[str
     )
     assert response.status_code == 302
     assert not ReviewSession.objects.exists()
+
+
+def test_sources_not_reached_are_shown_as_such_not_as_zero(
+    admin_client: Client, library: dict[str, int]
+) -> None:
+    session = started()
+    failure = {"outcome": "unreachable", "reason": "dns", "message": "arXiv: no network"}
+    session.identification = {
+        "search": {
+            "identified": {"local": 3},
+            "not_reached": {"arxiv": "unreachable"},
+            "sources": {
+                "local": {"outcome": "ok", "searches": 2, "failed": 0},
+                "arxiv": {
+                    "outcome": "unreachable", "searches": 2, "failed": 2, "last_failure": failure
+                },
+            },
+            "identified_total": 3,
+        }
+    }  # fmt: skip
+    session.save(update_fields=["identification"])
+    page = admin_client.get(change_url(session)).content.decode()
+    assert "Sources not reached" in page
+    assert "arxiv: unreachable (arXiv: no network)" in page

@@ -9,6 +9,7 @@ themselves (a crash, a redelivery) capture the sent steps instead and run them h
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -468,15 +469,14 @@ def test_read_only_mode_hides_the_write_tools() -> None:
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[Any, ...], str]]:
-    """Steps are captured instead of sent: the test plays the worker."""
-    from projects.tasks import review_step_task
-
+    """Steps are captured instead of sent (to a worker or this process's step threads):
+    the test plays the worker."""
     captured: list[tuple[tuple[Any, ...], str]] = []
 
-    def capture(*, args: tuple[Any, ...], task_id: str) -> None:
-        captured.append((tuple(args), task_id))
+    def capture(*, session_id: str, stage: str, round: int, task_id: str) -> None:
+        captured.append(((session_id, stage, round), task_id))
 
-    monkeypatch.setattr(review_step_task, "apply_async", capture)
+    monkeypatch.setattr(steps, "review_step_send", capture)
     return captured
 
 
@@ -629,3 +629,69 @@ def test_nul_characters_never_reach_the_database(tools: Tools, library: dict[str
     assert error.value.code == "invalid_decision"
     state = tools.decide(state, "approve", note="fine\x00 by me")
     assert state["decisions"][0]["note"] == "fine by me"
+
+
+def test_an_unreachable_engine_is_counted_as_not_reached_never_as_zero(
+    tools: Tools,
+    library: dict[str, int],
+    plugin_engines: tuple[ReplayServer, list[str]],
+    settings: Any,
+) -> None:
+    server, (alpha, _) = plugin_engines
+    settings.ENGINES_ENABLED = [alpha, "crossref"]
+    # RFC 6761: never resolves; on a worker without this setting the real host does not
+    # resolve either (no network in tests).
+    settings.CROSSREF_API_URL = "http://api.research-mcp-test.invalid"
+    engine_registry.refresh()
+    server.add(f"/{alpha}/search", Reply(200, [CORPUS["longformer"]]))
+    state = tools.start(max_results=20)
+    assert "crossref" in state["checkpoint"]["payload"]["plan"]["engines"]
+    state = tools.decide(state, "approve")
+
+    counts = state["counts"]
+    assert "crossref" not in counts["identified"] and counts["identified"][alpha] >= 1
+    assert counts["not_reached"] == {"crossref": "unreachable"}
+    crossref = counts["sources"]["crossref"]
+    assert crossref["outcome"] == "unreachable" and crossref["failed"] == crossref["searches"]
+    assert crossref["last_failure"]["reason"] in ("dns", "circuit_open")
+    assert counts["sources"][alpha]["outcome"] == "ok"
+    assert_counts_add_up(counts)
+    screen = state["checkpoint"]["payload"]["engines"]
+    assert all(per_engine["crossref"]["outcome"] == "unreachable" for per_engine in screen.values())
+
+    state = tools.decide(state, "approve")
+    markdown = tools("export_results", session_id=state["session_id"], format="markdown")
+    assert "| not reached: crossref | unreachable |" in markdown["content"]
+
+
+def test_start_and_decide_return_within_wait_seconds_while_a_step_runs_in_the_background(
+    tools: Tools,
+    library: dict[str, int],
+    plugin_engines: tuple[ReplayServer, list[str]],
+    settings: Any,
+) -> None:
+    """Issue 20: on the embedded default a step runs on a thread of the server process,
+    never inside the call (decide blocked 149 s before)."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        pytest.skip("the embedded default's in-process steps")
+    server, (alpha, beta) = plugin_engines
+    server.add(f"/{alpha}/search", Reply(200, [CORPUS["longformer"]], delay=3.0))
+    server.add(f"/{beta}/search", Reply(200, []))
+    started = time.monotonic()
+    state = tools.start(max_results=20, wait_seconds=1)
+    assert time.monotonic() - started < 2.0 and state["state"] == "waiting"
+
+    started = time.monotonic()
+    state = tools.decide(state, "approve", wait_seconds=1)
+    assert time.monotonic() - started < 2.0
+    assert state["state"] == "running" and state["stage"] == "search"
+    assert state["running"]["step"] == "search"
+    assert state["running"]["runs_in"] == "background threads of this server"
+
+    deadline = time.monotonic() + 15
+    while state["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        state = tools.get(state)
+    assert state["state"] == "waiting" and state["current_checkpoint_kind"] == "screen"
+    assert "running" not in state or state.get("running") is None
+    assert state["counts"]["identified"][alpha] >= 1

@@ -198,7 +198,21 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     @admin.display(description="counts")
     def counts_view(self, session: ReviewSession) -> SafeString:
         counts = review_counts(session=session)
-        return format_html("<pre>{}</pre>", _pretty(counts))
+        not_reached = [
+            (f"{engine}: {outcome.replace('_', ' ')}", _failure_text(counts, engine))
+            for block in (counts, counts.get("citation_search", {}))
+            for engine, outcome in block.get("not_reached", {}).items()
+        ]
+        if not not_reached:
+            return format_html("<pre>{}</pre>", _pretty(counts))
+        # Said first and plainly: a source never reached found nothing only because it
+        # was never asked, which a 0 would hide.
+        return format_html(
+            "<p><strong>Sources not reached</strong> (their records are not counted):</p>"
+            "<ul>{}</ul><pre>{}</pre>",
+            format_html_join("", "<li>{} {}</li>", not_reached),
+            _pretty(counts),
+        )
 
     def _plan_html(self, plan: dict[str, Any]) -> SafeString:
         items = [
@@ -261,3 +275,8 @@ class ReviewSessionAdmin(admin.ModelAdmin):
 
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _failure_text(counts: dict[str, Any], engine: str) -> str:
+    failure = counts.get("sources", {}).get(engine, {}).get("last_failure", {})
+    return f"({failure['message']})" if failure.get("message") else ""

@@ -77,6 +77,7 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
     false between queries."""
     found: dict[int, Found] = {}
     identified: Counter[str] = Counter()
+    sources: dict[str, dict[str, Any]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     year_from, year_to = plan.year_range()
@@ -84,8 +85,8 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
         if not keep_going():
             raise Stopped
         result = _search_one(query, plan, max_results, year_from, year_to)
-        _collect(result, query, found, identified, statuses, notes, label=query)
-    return _ranked(found, identified, statuses, notes, plan, max_results, known=set())
+        _collect(result, query, found, identified, sources, statuses, notes, label=query)
+    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=set())
 
 
 def citations_gather(
@@ -101,6 +102,7 @@ def citations_gather(
     candidates) count as duplicates."""
     found: dict[int, Found] = {}
     identified: Counter[str] = Counter()
+    sources: dict[str, dict[str, Any]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     engine_ids = [engine for engine in plan.engines if _has_citations(engine)]
@@ -114,8 +116,10 @@ def citations_gather(
         )
         result = _saved(search)
         label = f"cites paper {paper.pk}"
-        _collect(result, None, found, identified, statuses, notes, label=label, cites=paper.pk)
-    return _ranked(found, identified, statuses, notes, plan, max_results, known=known)
+        _collect(
+            result, None, found, identified, sources, statuses, notes, label=label, cites=paper.pk
+        )
+    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=known)
 
 
 # --- pieces ---------------------------------------------------------------------------------
@@ -146,7 +150,13 @@ def _search_one(
         )
     )
     if local_error:
-        result.engines[LOCAL_ENGINE] = {"status": "error", "message": local_error[0], "count": 0}
+        result.engines[LOCAL_ENGINE] = {
+            "status": "error",
+            "outcome": "error",
+            "reason": "bad_query",
+            "message": local_error[0],
+            "count": 0,
+        }
     return result
 
 
@@ -171,6 +181,7 @@ def _collect(
     query: str | None,
     found: dict[int, Found],
     identified: Counter[str],
+    sources: dict[str, dict[str, Any]],
     statuses: dict[str, dict[str, Any]],
     notes: list[str],
     *,
@@ -179,7 +190,20 @@ def _collect(
 ) -> None:
     statuses[label] = result.engines
     for engine, status in result.engines.items():
-        identified[engine] += int(status.get("count") or 0)
+        answered = status.get("status") == "ok"
+        if answered:
+            identified[engine] += int(status.get("count") or 0)
+        source = sources.setdefault(engine, {"asked": 0, "answered": 0})
+        source["asked"] += 1
+        if answered:
+            source["answered"] += 1
+        else:
+            source["failure"] = {
+                key: status[key]
+                for key in ("outcome", "reason", "message")
+                if status.get(key) is not None
+            }
+            source["failure"].setdefault("outcome", status.get("status", "error"))
     for note in result.notes:
         if note not in notes:
             notes.append(note)
@@ -202,6 +226,7 @@ def _collect(
 def _ranked(
     found: dict[int, Found],
     identified: Counter[str],
+    sources: dict[str, dict[str, Any]],
     statuses: dict[str, dict[str, Any]],
     notes: list[str],
     plan: Plan,
@@ -216,7 +241,17 @@ def _ranked(
     within.sort(key=lambda item: (-len(item.cites), -item.score, item.first_seen))
     kept = within[:max_results]
     identification = {
-        "identified": {engine: count for engine, count in identified.items()},
+        # Records per source that answered; a source that never did is not 0 here but
+        # under `not_reached` with what happened (unreachable, rate_limited, bad_key, ...).
+        "identified": {
+            engine: identified[engine] for engine, source in sources.items() if source["answered"]
+        },
+        "not_reached": {
+            engine: source["failure"]["outcome"]
+            for engine, source in sources.items()
+            if not source["answered"]
+        },
+        "sources": {engine: _source_summary(source) for engine, source in sources.items()},
         "identified_total": total,
         # Records of a paper already counted: the same paper from another engine or
         # query, or (citation search) a paper the review already has.
@@ -225,6 +260,19 @@ def _ranked(
         "over_limit": len(within) - len(kept),
     }
     return Gathered(kept, identification, statuses, notes)
+
+
+def _source_summary(source: dict[str, Any]) -> dict[str, Any]:
+    """How one source did over the step's searches: `outcome` ok (every search answered),
+    partial (some failed) or the failure's outcome (none answered), with the searches
+    asked and failed, and the last failure's reason and message."""
+    asked, answered = source["asked"], source["answered"]
+    failure = source.get("failure", {})
+    outcome = "ok" if answered == asked else "partial" if answered else failure["outcome"]
+    summary: dict[str, Any] = {"outcome": outcome, "searches": asked, "failed": asked - answered}
+    if failure:
+        summary["last_failure"] = failure
+    return summary
 
 
 def _within(year: int | None, year_from: int | None, year_to: int | None) -> bool:

@@ -122,8 +122,25 @@ def review_state(
                 f"identified); saved in project {session.project_id!r}."
             ),
         }
+    if session.status == ReviewSession.Status.RUNNING:
+        state["running"] = review_running(session)
     state["next"] = _next_hint(session, pending)
     return state
+
+
+def review_running(session: ReviewSession) -> dict[str, Any]:
+    """What a running review is doing: the step (plan, search, expand), whether it has
+    started (`started_at`) or waits for a worker, its attempt, and where it runs."""
+    return {
+        "step": {"screen": "search", "expand": "expand"}.get(session.stage, session.stage),
+        "started_at": session.started_at.isoformat() if session.started_at else None,
+        "attempt": session.attempt,
+        "runs_in": (
+            "background threads of this server"
+            if settings.CELERY_TASK_ALWAYS_EAGER
+            else "a Celery worker"
+        ),
+    }
 
 
 def review_decisions(*, session: ReviewSession) -> list[dict[str, Any]]:
@@ -162,6 +179,9 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
     def block(source: str, identification: dict[str, Any]) -> dict[str, Any]:
         values = {
             "identified": identification.get("identified", {}),
+            # Sources never reached (issue 20): their outcome, never a count of 0.
+            "not_reached": identification.get("not_reached", {}),
+            "sources": identification.get("sources", {}),
             "identified_total": identification.get("identified_total", 0),
             "duplicates_removed": identification.get("duplicates_removed", 0),
             "outside_date_range": identification.get("outside_date_range", 0),
@@ -361,6 +381,10 @@ def _count_rows(counts: dict[str, Any], prefix: str) -> list[str]:
     rows = [
         f"| {prefix}identified via {_cell(engine)} | {n} |"
         for engine, n in counts["identified"].items()
+    ]
+    rows += [
+        f"| {prefix}not reached: {_cell(engine)} | {_cell(outcome.replace('_', ' '))} |"
+        for engine, outcome in counts.get("not_reached", {}).items()
     ]
     rows += [
         f"| {prefix}duplicates removed | {counts['duplicates_removed']} |",

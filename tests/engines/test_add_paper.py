@@ -58,6 +58,12 @@ def arxiv_recorded(name: str) -> Reply:
         ("arXiv:1605.08386v1", "arxiv", "1605.08386"),
         ("https://arxiv.org/pdf/1605.08386", "arxiv", "1605.08386"),
         ("https://openalex.org/W2741809807", "openalex", "W2741809807"),
+        ("2020.acl-main.1", "acl", "2020.acl-main.1"),
+        ("https://aclanthology.org/2020.acl-main.1/", "acl", "2020.acl-main.1"),
+        ("https://aclanthology.org/2022.lrec-1.123.pdf", "acl", "2022.lrec-1.123"),
+        ("P18-1001", "acl", "P18-1001"),
+        ("https://www.aclanthology.org/p18-1001.pdf", "acl", "P18-1001"),
+        ("acl:W19-5301", "acl", "W19-5301"),
         (
             "https://www.semanticscholar.org/paper/Attention-is-All-you-Need/"
             "204e3073870fae3d05bcbc2f6a8e263d9b72e776",
@@ -81,7 +87,7 @@ def test_unrecognised_identifiers_say_what_is_accepted(text: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_doi_is_added_with_crossref_metadata_and_never_twice(sources: ReplayServer) -> None:
-    sources.add(f"/crossref/works/{PLOS_DOI}", crossref_work())
+    sources.add(f"/crossref/works/{PLOS_DOI.replace('/', '%2F')}", crossref_work())
     added = paper_add_by_identifier(identifier=f"https://doi.org/{PLOS_DOI}")
     assert added.created is True
     paper = added.paper
@@ -119,9 +125,42 @@ def test_an_unknown_paper_is_not_found_and_a_failing_lookup_unavailable(
     with pytest.raises(NotFound) as unknown:
         paper_add_by_identifier(identifier="10.9999/does-not-exist")
     assert set(unknown.value.details["engines"]) == {"crossref", "openalex", "semantic_scholar"}
-    sources.add("/crossref/works/10.9999/broken", Reply(500))
-    sources.add("/openalex/works/doi:10.9999/broken", Reply(503))
-    sources.add("/s2/graph/v1/paper/DOI:10.9999/broken", Reply(502))
+    sources.add("/crossref/works/10.9999%2Fbroken", Reply(500))
+    sources.add("/openalex/works/doi:10.9999%2Fbroken", Reply(503))
+    sources.add("/s2/graph/v1/paper/DOI:10.9999%2Fbroken", Reply(502))
     with pytest.raises(EngineUnavailable):
         paper_add_by_identifier(identifier="10.9999/broken")
     assert Paper.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["10.1000/../../../../admin?x=1#frag", "https://doi.org/10.1000/a/./b", "10.1000/%2e%2e/x"],
+)
+def test_hostile_dois_are_refused_before_any_engine_is_asked(
+    sources: ReplayServer, identifier: str
+) -> None:
+    with pytest.raises(InvalidInput, match="path segment"):
+        paper_add_by_identifier(identifier=identifier)
+    assert sources.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_anthology_url_is_added_with_its_pdf_address(sources: ReplayServer) -> None:
+    """Issue 20: add_paper takes Anthology ids and URLs (Semantic Scholar knows them by
+    `ACL:`), and the paper gets the Anthology's PDF address even when S2 names none."""
+    paper = json.loads((FIXTURES / "semantic_scholar" / "paper.json").read_text())
+    paper["openAccessPdf"] = None
+    paper["externalIds"] = {**(paper.get("externalIds") or {}), "ACL": "2020.acl-main.1"}
+    sources.add("/s2/graph/v1/paper/ACL:2020.acl-main.1", Reply(200, paper))
+
+    added = paper_add_by_identifier(identifier="https://aclanthology.org/2020.acl-main.1/")
+
+    assert added.created
+    assert added.paper.pdf_url == "https://aclanthology.org/2020.acl-main.1.pdf"
+    assert added.paper.identifiers.filter(scheme="acl", value="2020.acl-main.1").exists()
+    assert [request.path for request in sources.requests] == [
+        "/s2/graph/v1/paper/ACL:2020.acl-main.1"
+    ]
+    again = paper_add_by_identifier(identifier="2020.acl-main.1")
+    assert not again.created and again.paper.pk == added.paper.pk

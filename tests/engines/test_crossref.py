@@ -118,7 +118,7 @@ def test_categories_are_unsupported_without_a_request(crossref, engine):
 
 
 def test_details_by_doi(crossref, engine):
-    crossref.add("/works/10.1371/journal.pone.0033693", json_reply("work.json"))
+    crossref.add("/works/10.1371%2Fjournal.pone.0033693", json_reply("work.json"))
 
     record = engine.get_paper_details("https://doi.org/10.1371/journal.pone.0033693")
 
@@ -150,7 +150,7 @@ def test_details_by_doi(crossref, engine):
 
 def test_details_of_unknown_doi_is_not_found(crossref, engine):
     crossref.add(
-        "/works/10.1371/notarealdoi",
+        "/works/10.1371%2Fnotarealdoi",
         Reply(404, recorded("not_found.txt"), {"Content-Type": "text/plain"}),
     )
 
@@ -166,7 +166,7 @@ def test_details_needs_a_doi(crossref, engine):
 
 def test_bibtex_comes_from_the_transform_route(crossref, engine):
     crossref.add(
-        "/works/10.1126/science.169.3946.635/transform/application/x-bibtex",
+        "/works/10.1126%2Fscience.169.3946.635/transform/application/x-bibtex",
         Reply(200, recorded("bibtex.bib"), {"Content-Type": "application/x-bibtex"}),
     )
 

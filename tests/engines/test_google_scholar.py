@@ -17,6 +17,7 @@ from engines.base import (
     EngineError,
     EngineNotAvailable,
     EngineTimeout,
+    EngineUnreachable,
     PaperNotFoundAtSource,
     PaperRef,
     RateLimited,
@@ -308,7 +309,7 @@ def test_slow_bibtex_download_times_out_as_transient(serpapi, engine, monkeypatc
     serpapi.add("/search", Reply(200, cite_answer(serpapi)))
     serpapi.add("/scholar.bib", Reply(200, "@book{x,}", delay=2.0))
 
-    with pytest.raises(EngineTimeout, match=r"within 0\.3 seconds"):
+    with pytest.raises(EngineTimeout, match=r"within 0\.3 s"):
         engine.get_bibtex(PaperRef(scholar={"result_id": "PkuLyccmJ74J"}))
 
 
@@ -332,21 +333,23 @@ def test_bad_request_is_a_permanent_error(serpapi, engine):
 
 
 @pytest.mark.parametrize(
-    ("status", "fixture"),
+    ("status", "fixture", "outcome"),
     [
-        (401, "error_401_invalid_api_key.json"),
-        (429, "error_429_out_of_searches.json"),
-        (200, "error_sample_account_credit.json"),
-        (429, "error_sample_account_credit.json"),
+        (401, "error_401_invalid_api_key.json", "bad_key"),
+        (429, "error_429_out_of_searches.json", "rate_limited"),
+        (200, "error_sample_account_credit.json", "rate_limited"),
+        (429, "error_sample_account_credit.json", "rate_limited"),
     ],
 )
-def test_account_problems_make_the_engine_unavailable(serpapi, engine, status, fixture):
+def test_account_problems_make_the_engine_unavailable(serpapi, engine, status, fixture, outcome):
     serpapi.add("/search", Reply(status, load(fixture)))
 
     with pytest.raises(EngineNotAvailable) as caught:
         engine.search(SearchRequest("math"))
 
     assert load(fixture)["error"] in caught.value.message
+    # Issue 20: a rejected key and spent searches are told apart.
+    assert caught.value.outcome == outcome
 
 
 @pytest.mark.parametrize(
@@ -380,7 +383,7 @@ def test_slow_answer_times_out_as_transient(serpapi, engine, monkeypatch):
     serpapi.add("/search", Reply(200, load(MATH), delay=2.0))
 
     started = time.monotonic()
-    with pytest.raises(EngineTimeout, match=r"within 0\.3 seconds"):
+    with pytest.raises(EngineTimeout, match=r"within 0\.3 s"):
         engine.search(SearchRequest("math"))
 
     assert time.monotonic() - started < 1.5
@@ -390,8 +393,10 @@ def test_unreachable_serpapi_is_transient(settings, engine):
     settings.SERP_API_KEY = KEY
     settings.SERPAPI_URL = "http://127.0.0.1:9"  # discard port: nothing listens
 
-    with pytest.raises(TransientEngineError, match="Could not reach SerpApi") as caught:
+    with pytest.raises(EngineUnreachable, match="SerpApi could not be reached") as caught:
         engine.search(SearchRequest("math"))
+
+    assert caught.value.reason == "refused"
 
     # requests' own error text holds the URL, api_key included: it must not travel along.
     assert caught.value.__cause__ is None and caught.value.__suppress_context__

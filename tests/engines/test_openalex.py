@@ -184,11 +184,11 @@ def test_search_by_unknown_author_finds_nothing(openalex, engine):
     [
         ("W2492449078", "/works/W2492449078"),
         ("https://openalex.org/W2492449078", "/works/W2492449078"),
-        ("10.1080/01900692.2016.1201839", "/works/doi:10.1080/01900692.2016.1201839"),
-        ("doi:10.1080/01900692.2016.1201839", "/works/doi:10.1080/01900692.2016.1201839"),
+        ("10.1080/01900692.2016.1201839", "/works/doi:10.1080%2F01900692.2016.1201839"),
+        ("doi:10.1080/01900692.2016.1201839", "/works/doi:10.1080%2F01900692.2016.1201839"),
         (
             "https://doi.org/10.1080/01900692.2016.1201839",
-            "/works/doi:10.1080/01900692.2016.1201839",
+            "/works/doi:10.1080%2F01900692.2016.1201839",
         ),
     ],
 )
@@ -231,7 +231,7 @@ def test_citing_papers_by_openalex_id(openalex, engine):
 
 def test_citing_papers_by_doi_looks_the_work_up_first(openalex, engine):
     openalex.add(
-        "/works/doi:10.7717/peerj.4375", Reply(200, {"id": "https://openalex.org/W2741809807"})
+        "/works/doi:10.7717%2Fpeerj.4375", Reply(200, {"id": "https://openalex.org/W2741809807"})
     )
     openalex.add("/works", Reply(200, recorded("works_empty.json")))
 

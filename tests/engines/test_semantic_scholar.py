@@ -19,7 +19,7 @@ from engines.base import (
     SearchRequest,
     TransientEngineError,
 )
-from engines.semantic_scholar import SemanticScholarEngine, paper_key
+from engines.semantic_scholar import SemanticScholarEngine, _record, paper_key
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "semantic_scholar"
@@ -198,7 +198,7 @@ def test_search_by_unknown_author_finds_nothing(s2, engine):
 
 
 def test_details_by_doi_include_the_tldr(s2, engine):
-    s2.add(f"{API}/paper/DOI:10.1093/mind/lix.236.433", Reply(200, recorded("paper.json")))
+    s2.add(f"{API}/paper/DOI:10.1093%2Fmind%2Flix.236.433", Reply(200, recorded("paper.json")))
 
     record = engine.get_paper_details("10.1093/MIND/LIX.236.433")
 
@@ -248,7 +248,7 @@ def test_details_with_an_unknown_kind_of_id_is_refused(s2, engine):
 
 def test_citing_papers_by_doi(s2, engine):
     s2.add(
-        f"{API}/paper/DOI:10.1093/mind/lix.236.433/citations",
+        f"{API}/paper/DOI:10.1093%2Fmind%2Flix.236.433/citations",
         Reply(200, recorded("citations.json")),
     )
 
@@ -323,3 +323,16 @@ def test_bad_request_is_a_permanent_error(s2, engine):
         "Semantic Scholar refused the request (HTTP 400): "
         "Unrecognized or unsupported fields: [bogus]"
     )
+
+
+def test_an_anthology_paper_without_an_open_access_pdf_gets_the_anthology_pdf() -> None:
+    paper = {
+        "paperId": "a" * 40,
+        "title": "A paper",
+        "externalIds": {"ACL": "P18-1001"},
+        "openAccessPdf": None,
+    }
+    record = _record(paper)
+    assert record is not None
+    assert record.pdf_url == "https://aclanthology.org/P18-1001.pdf"
+    assert record.identifiers["acl"] == "P18-1001"

@@ -234,6 +234,28 @@ async def test_read_only_server_returns_external_results_without_saving(
     assert any("Read-only" in note for note in page["notes"])
 
 
+async def test_read_only_server_searches_the_library_with_the_engines(
+    engines_kb: KnowledgeBase,
+) -> None:
+    """Issue 18: library hits in read-only mode lacked `engines` (a -32603 error)."""
+    attention = engines_kb.paper("attention")["paper_id"]
+    with running_server(engines_kb, env={"MCP_READ_ONLY": "true"}) as server:
+        async with mcp_client(server.mcp_url) as client:
+            searched = await client.call_tool(
+                "search_papers", {"query": "attention", "engines": ["local", "fake_arxiv"]}
+            )
+            by_author = await client.call_tool(
+                "search_by_author", {"author_name": "Vaswani", "engines": ["local", "fake_arxiv"]}
+            )
+    for result in (searched, by_author):
+        assert not result.is_error, result.content
+        entries = result.structured_content["results"]
+        local = [entry for entry in entries if entry["paper_id"] == attention]
+        assert local and local[0]["engines"] == ["local"]
+    unsaved = [e for e in searched.structured_content["results"] if e["paper_id"] is None]
+    assert unsaved and unsaved[0]["engines"] == ["fake_arxiv"]
+
+
 async def test_engine_arguments_are_validated(engines_server: LiveServer) -> None:
     url = engines_server.mcp_url
     async with mcp_client(url) as client:

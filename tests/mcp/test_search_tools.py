@@ -79,8 +79,8 @@ async def test_search_papers_ranks_local_hits_with_snippets_and_engine_status(
     assert "**" in hit["snippet_markdown"] and hit["score"] > 0
     assert page["engines"] == {
         "local": {
-            "status": "ok", "count": len(page["results"]), "total": page["total"],
-            "mode": page["mode"],
+            "status": "ok", "outcome": "ok", "count": len(page["results"]),
+            "total": page["total"], "mode": page["mode"],
         }
     }  # fmt: skip
     assert page["has_more"] is False and page.get("next_offset") is None

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from django.core.management.base import CommandParser
 
+from engines.acl import anthology_pdf_url
 from papers.imports import RawItem
 from papers.schemas import PaperRecord
 from projects.imports import ImportCommand
@@ -67,6 +68,8 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
         venue_ids = values.pop("venue_ids", None) or []
         values["venue_short"] = venue_ids[0] if venue_ids else ""
         values.setdefault("source_id", str(anthology_id or ""))
+        if anthology_id and not values.get("pdf_url"):  # the corpus leaves it out
+            values["pdf_url"] = anthology_pdf_url(str(anthology_id))
         venue = str(values.get("venue") or "")
         values["entry_type"] = "inproceedings" if "proceedings" in venue.lower() else "article"
         for name in ("collection", "year_source"):

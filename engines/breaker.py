@@ -1,0 +1,272 @@
+"""A circuit breaker per engine (pybreaker), shared by every process through Redis.
+
+After ENGINE_BREAKER_FAILURES failures in a row that say the source is down (timeouts,
+dropped connections, 5xx), or one that says it cannot be reached from here at all (name
+resolution, refused connection, TLS; `EngineUnreachable`), the engine's breaker opens: for
+ENGINE_BREAKER_RESET_SECONDS every call to it answers at once as `unreachable` (reason
+`circuit_open`) without touching the network or a rate-limit slot. Then one call is let
+through (half-open): success closes the breaker, failure opens it again. Answers that
+prove the source is up (a 400, a 404, a 429, a bad key) do not count.
+
+The state lives in Redis when REDIS_URL is set (pybreaker's CircuitRedisStorage: every web
+process and Celery worker sees the same breaker) and in process memory otherwise. While
+Redis cannot be reached, pybreaker reads the breaker as closed (calls go through).
+
+pybreaker holds a lock for the whole guarded call; one breaker object per thread over the
+same storage keeps calls to one engine from queueing behind each other.
+
+Why the breaker opened is kept beside it (`last_failure`, in the engines cache), so a
+refused call and `list_search_engines` can say "name resolution failed" and when the next
+try comes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, TypeVar
+
+import pybreaker
+import redis
+from django.conf import settings
+from django.core.cache import caches
+
+from engines.base import EngineError, EngineUnreachable, RateLimited, TransientEngineError
+from engines.cache import store_unreachable
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+NAMESPACE = "research-mcp-engine-breaker"
+# How long a recorded failure is kept when the breaker does not hold it open longer.
+FAILURE_MEMORY_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class BreakerState:
+    """What an engine's breaker says now. `retry_in`: seconds until a call is let through
+    again (0 when closed or half-open)."""
+
+    state: str  # closed | open | half-open
+    retry_in: float
+    failure: dict[str, Any] | None
+
+    @property
+    def open(self) -> bool:
+        return self.state == pybreaker.STATE_OPEN and self.retry_in > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"state": self.state}
+        if self.open:
+            data["retry_in_seconds"] = round(self.retry_in, 1)
+        if self.failure:
+            data["last_failure"] = self.failure
+        return data
+
+
+def counts(error: BaseException) -> bool:
+    """Whether `error` says the source is down (see the module docstring)."""
+    return isinstance(error, TransientEngineError) and not isinstance(error, RateLimited)
+
+
+def _not_counted(error: BaseException) -> bool:
+    return not counts(error)
+
+
+@cache
+def _redis() -> redis.Redis:
+    # Short socket timeouts: a Redis that went away must not hold engine calls up.
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+
+
+_memory: dict[str, pybreaker.CircuitMemoryStorage] = {}
+_shared: dict[str, pybreaker.CircuitBreakerStorage] = {}
+_storage_lock = threading.Lock()
+
+
+def _storage(engine_id: str) -> pybreaker.CircuitBreakerStorage:
+    with _storage_lock:
+        if engine_id in _shared:
+            return _shared[engine_id]
+        if settings.REDIS_URL:
+            try:
+                storage = pybreaker.CircuitRedisStorage(
+                    pybreaker.STATE_CLOSED, _redis(), namespace=f"{NAMESPACE}:{engine_id}"
+                )
+            except redis.RedisError as exc:  # down now: this process's memory meanwhile
+                store_unreachable(exc)
+                return _memory.setdefault(
+                    engine_id, pybreaker.CircuitMemoryStorage(pybreaker.STATE_CLOSED)
+                )
+            _shared[engine_id] = storage
+            return storage
+        return _memory.setdefault(engine_id, pybreaker.CircuitMemoryStorage(pybreaker.STATE_CLOSED))
+
+
+_local = threading.local()
+# Engines whose breaker this process has used (reset_all forgets their failures).
+_recorded: set[str] = set()
+
+
+def breaker(engine_id: str) -> pybreaker.CircuitBreaker:
+    """This thread's breaker object for the engine (shared state, see the docstring)."""
+    breakers: dict[tuple[str, int, float], pybreaker.CircuitBreaker] = (
+        getattr(_local, "breakers", None) or {}
+    )
+    _local.breakers = breakers
+    fail_max = settings.ENGINE_BREAKER_FAILURES
+    reset = float(settings.ENGINE_BREAKER_RESET_SECONDS)
+    key = (engine_id, fail_max, reset)
+    found = breakers.get(key)
+    storage = _storage(engine_id)
+    if found is None or found._state_storage is not storage:
+        found = pybreaker.CircuitBreaker(
+            fail_max=fail_max,
+            reset_timeout=reset,
+            exclude=[_not_counted],
+            state_storage=storage,
+            # The caller gets the source's own error (with its reason), not a generic one.
+            throw_new_error_on_trip=False,
+            name=engine_id,
+        )
+        breakers[key] = found
+    return found
+
+
+def state(engine_id: str) -> BreakerState:
+    """The engine's breaker now, and the failure that opened it (if any)."""
+    guard = breaker(engine_id)
+    name = guard.current_state
+    retry_in = 0.0
+    if name == pybreaker.STATE_OPEN:
+        opened_at = guard._state_storage.opened_at
+        if opened_at is not None:
+            reopen = opened_at.timestamp() + guard.reset_timeout
+            retry_in = max(0.0, reopen - datetime.now(UTC).timestamp())
+    return BreakerState(name, retry_in, last_failure(engine_id))
+
+
+def check(engine_id: str) -> None:
+    """Raise BreakerOpen if the engine's breaker is open (before taking a rate-limit slot)."""
+    current = state(engine_id)
+    if current.open:
+        raise BreakerOpen(engine_id, current)
+
+
+def call(engine_id: str, function: Callable[[], T]) -> T:
+    """`function()` guarded by the engine's breaker. Raises BreakerOpen when the breaker
+    is open, the function's own error otherwise; an `EngineUnreachable` opens the breaker
+    at once."""
+    _recorded.add(engine_id)
+    guard = breaker(engine_id)
+    check(engine_id)
+    try:
+        result = guard.call(function)
+    except pybreaker.CircuitBreakerError:
+        raise BreakerOpen(engine_id, state(engine_id)) from None
+    except EngineError as error:
+        if counts(error):
+            failure_record(engine_id, error)
+            if isinstance(error, EngineUnreachable) and guard.current_state != "open":
+                guard.open()
+        elif error.outcome in ("bad_key", "rate_limited"):
+            failure_record(engine_id, error)
+        raise
+    failure_clear(engine_id)
+    return result
+
+
+class BreakerOpen(EngineUnreachable):
+    """The engine's breaker is open: the call was not made."""
+
+    status = "unavailable"
+
+    def __init__(self, engine_id: str, current: BreakerState) -> None:
+        failure = current.failure or {}
+        why = failure.get("message") or "it failed repeatedly"
+        super().__init__(
+            f"Not asked: {why.rstrip('.')}; next try in {current.retry_in:.0f} s.",
+            reason="circuit_open",
+            retry_after=current.retry_in,
+        )
+        self.cause = failure.get("reason", "")
+
+
+# --- why it failed ------------------------------------------------------------------------
+
+
+def _failure_key(engine_id: str) -> str:
+    return f"{NAMESPACE}:failure:{engine_id}"
+
+
+def failure_record(engine_id: str, error: EngineError) -> None:
+    """Remember the engine's latest failure (shared like the breaker) for the listing."""
+    retry_after = getattr(error, "retry_after", None)
+    value = {
+        "outcome": error.outcome,
+        "reason": error.reason,
+        "message": error.message,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if retry_after:
+        value["until"] = datetime.fromtimestamp(time.time() + retry_after, UTC).isoformat(
+            timespec="seconds"
+        )
+    keep = max(FAILURE_MEMORY_SECONDS, int(retry_after or 0) + 1)
+    try:
+        caches["engines"].set(_failure_key(engine_id), value, timeout=keep)
+    except Exception as exc:  # Redis down: the breaker itself still works
+        store_unreachable(exc)
+
+
+def failure_clear(engine_id: str) -> None:
+    try:
+        if caches["engines"].get(_failure_key(engine_id)) is not None:
+            caches["engines"].delete(_failure_key(engine_id))
+    except Exception as exc:
+        store_unreachable(exc)
+
+
+def last_failure(engine_id: str) -> dict[str, Any] | None:
+    try:
+        value = caches["engines"].get(_failure_key(engine_id))
+    except Exception as exc:
+        store_unreachable(exc)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def reset(engine_id: str) -> None:
+    """Close the engine's breaker and forget its failures (tests; after fixing a key)."""
+    breaker(engine_id).close()
+    try:
+        caches["engines"].delete(_failure_key(engine_id))
+    except Exception as exc:
+        store_unreachable(exc)
+
+
+def reset_all() -> None:
+    """Every breaker closed and every failure forgotten, in this process and in Redis
+    (tests start from here)."""
+    with _storage_lock:
+        _memory.clear()
+        _shared.clear()
+    _local.__dict__.clear()
+    if settings.REDIS_URL:
+        try:
+            client = _redis()
+            for key in client.scan_iter(match=f"{NAMESPACE}:*", count=500):
+                client.delete(key)
+        except redis.RedisError as exc:
+            store_unreachable(exc)
+    for engine_id in list(_recorded):
+        try:
+            caches["engines"].delete(_failure_key(engine_id))
+        except Exception as exc:
+            store_unreachable(exc)
+    _recorded.clear()
