@@ -139,8 +139,9 @@ def test_summary_resource_with_a_path_is_refused(server: LiveServer) -> None:
 @pytest.mark.parametrize("engines", [["../x"], "../../etc/passwd", ["/etc/passwd"], [".."]])
 def test_plugin_engine_ids_with_paths_are_unknown_engines(server: LiveServer, engines: Any) -> None:
     body = tool(server, "search_papers", {"query": "attention", "engines": engines})
-    statuses = result_json(body["result"])["engines"]
-    assert {s["status"] for s in statuses.values()} == {"unavailable"}
+    # Named as unknown, with the known ids (issue 19), before any engine is looked up.
+    error = invalid_params(body)
+    assert "Unknown engine" in error["message"] and "arxiv" in error["message"]
     listed = tool(server, "list_search_engines", {"refresh": True})
     assert "../" not in json.dumps(result_json(listed["result"]))
 
