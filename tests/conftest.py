@@ -32,6 +32,15 @@ def _no_external_engines(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_failed_sign_ins_carried_over() -> None:
+    """Each test starts with no failed sign-in or token guess counted (research_site.throttle):
+    the count is kept in a cache that outlives a test."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+
+
+@pytest.fixture(autouse=True)
 def _first_embedding_tier_only(settings: Any) -> None:
     """No second-tier background thread or tasks unless a test turns the tier on
     (tests/test_search_tiers.py): a thread writing while a test's transaction is open
