@@ -21,12 +21,15 @@ stray print cannot corrupt the stream.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.lowlevel
@@ -220,6 +223,27 @@ async def _forward(
     await forward.send(SessionMessage(parsed))
 
 
+def _stdin_lines(stdin: BinaryIO) -> asyncio.Queue[bytes | None]:
+    """Lines of stdin, read by a daemon thread (None at end of input): a thread blocked in
+    read() cannot be cancelled, and a worker thread of anyio's would keep the process alive
+    after a signal stopped the server (`serve` with stdio beside HTTP)."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def pump() -> None:
+        try:
+            for raw in iter(stdin.readline, b""):
+                loop.call_soon_threadsafe(lines.put_nowait, raw)
+        except (OSError, ValueError):
+            pass  # stdin closed under us
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=pump, name="mcp-stdin", daemon=True).start()
+    return lines
+
+
 @asynccontextmanager
 async def strict_stdio_server() -> AsyncIterator[
     tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
@@ -234,7 +258,7 @@ async def strict_stdio_server() -> AsyncIterator[
         stdout_buffer, restore_stdout = sdk_stdio._claim_fd(
             1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion
         )
-        stdin = anyio.wrap_file(stdin_buffer)
+        lines = _stdin_lines(stdin_buffer)
         framing = StdioFraming(anyio.wrap_file(stdout_buffer))
         read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_reader = create_context_streams[SessionMessage](0)
@@ -242,7 +266,7 @@ async def strict_stdio_server() -> AsyncIterator[
         async def stdin_reader() -> None:
             try:
                 async with read_writer:
-                    async for raw in stdin:
+                    while (raw := await lines.get()) is not None:
                         await framing.read_line(raw, read_writer)
                     # End of input: answer what was asked before closing (the SDK's loop
                     # cancels requests still running when its input ends).
