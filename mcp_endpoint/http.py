@@ -38,6 +38,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -458,6 +459,7 @@ class McpEndpoint:
             ),
             request_id=message.id,
         )
+        started = time.perf_counter()
         try:
             result = await serve_one(
                 lowlevel(self.server),
@@ -484,9 +486,26 @@ class McpEndpoint:
             # Handshake-era clients expect JSON-RPC errors on 200; the 2026-07-28
             # transport maps codes to statuses (400 bad params, 404 unknown method).
             status = ERROR_CODE_HTTP_STATUS.get(code, 200) if modern else 200
+            _log_request(message, started, f"error {code}")
             return jsonrpc_error(status, code, text, data=data, request_id=message.id)
+        _log_request(message, started, "isError" if _is_error_result(result) else "ok")
         body = {"jsonrpc": "2.0", "id": message.id, "result": result}
         return HttpResponse(200, list(JSON_HEADERS), jsonrpc.dump(body))
+
+
+def _log_request(message: JSONRPCRequest, started: float, outcome: str) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "HTTP %s (id %r): %s in %.1f ms",
+            jsonrpc.describe(message.method, message.params),
+            message.id,
+            outcome,
+            (time.perf_counter() - started) * 1000,
+        )
+
+
+def _is_error_result(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("isError") is True
 
 
 def body_too_large() -> HttpResponse:

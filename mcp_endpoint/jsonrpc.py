@@ -271,3 +271,13 @@ def resource_error_code(
     ):
         return RESOURCE_NOT_FOUND
     return code
+
+
+def describe(method: str, params: Any) -> str:
+    """`tools/call search_papers`, `resources/read paper://1/metadata`: for debug logs, with
+    no argument values (they are the client's data)."""
+    if isinstance(params, dict):
+        target = params.get("name") if method == "tools/call" else params.get("uri")
+        if isinstance(target, str):
+            return f"{method} {target[:80]}".encode("utf-8", "backslashreplace").decode()
+    return method.encode("utf-8", "backslashreplace").decode()

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -63,9 +64,11 @@ class _Batch:
 
 @dataclass
 class _Pending:
+    what: str  # method and tool or URI, for the debug log
     method: str
     modern: bool
     batch: _Batch | None = None
+    started: float = field(default_factory=time.perf_counter)
 
 
 class StdioFraming:
@@ -118,7 +121,8 @@ class StdioFraming:
         params = message.request.params or {}
         meta = params.get("_meta")
         modern = isinstance(meta, dict) and MODERN_ENVELOPE_KEY in meta
-        self._pending[message.request.id] = _Pending(message.request.method, modern, batch)
+        what = jsonrpc.describe(message.request.method, params)
+        self._pending[message.request.id] = _Pending(what, message.request.method, modern, batch)
 
     async def _read_batch(
         self, items: list[Any], forward: ContextSendStream[SessionMessage | Exception]
@@ -195,6 +199,18 @@ class StdioFraming:
             version = result.get("protocolVersion")
             self.negotiated = version if isinstance(version, str) else None
         error = body.get("error")
+        if logger.isEnabledFor(logging.DEBUG):
+            if isinstance(error, dict):
+                outcome = f"error {error.get('code')}"
+            else:
+                outcome = "isError" if isinstance(result, dict) and result.get("isError") else "ok"
+            logger.debug(
+                "stdio %s (id %r): %s in %.1f ms",
+                pending.what,
+                body.get("id"),
+                outcome,
+                (time.perf_counter() - pending.started) * 1000,
+            )
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             error["code"] = jsonrpc.resource_error_code(
                 pending.method,

@@ -291,8 +291,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # Secrets are redacted from every line, at every level (research_site/log_redaction.py).
+    "filters": {"redact": {"()": "research_site.log_redaction.RedactSecrets"}},
     "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "stream": sys.stderr, "formatter": "plain"}
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "stream": sys.stderr,
+            "formatter": "plain",
+            "filters": ["redact"],
+        }
     },
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {

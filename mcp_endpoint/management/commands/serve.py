@@ -96,6 +96,7 @@ class Command(BaseCommand):
             # An SSE session lives in the process that opened it; its POSTs must reach it.
             raise CommandError("--transport sse keeps sessions in memory: use --workers 1")
 
+        self._announce_new_knowledge_base(options["directory"])
         from core.bootstrap import prepare_knowledge_base
 
         # Nothing but protocol may reach stdout on stdio, so anything printed while
@@ -116,6 +117,25 @@ class Command(BaseCommand):
             self._serve_stdio()
         else:
             self._serve_http(transport, options)
+
+    def _announce_new_knowledge_base(self, directory: str | None) -> None:
+        """Say where a new, empty library is being created, and how to choose another: a
+        server started in the wrong folder would otherwise look like a library that lost
+        its papers."""
+        if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+            return
+        folder = Path(settings.RESEARCH_DIRECTORY)
+        if (folder / "research.db").exists():
+            return
+        if directory or os.environ.get("RESEARCH_DIRECTORY"):
+            logger.warning("No knowledge base in %s yet: creating a new, empty one.", folder)
+            return
+        logger.warning(
+            "No knowledge base in %s (the default ./knowledge-base: neither --directory nor "
+            "RESEARCH_DIRECTORY was given): creating a new, empty one there. To serve an "
+            "existing library, pass --directory PATH.",
+            folder,
+        )
 
     def _ensure_directory(self, directory: str | None) -> None:
         """--directory has to be known before settings load (they derive every path from it).
