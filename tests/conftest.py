@@ -32,11 +32,14 @@ def _no_external_engines(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_failed_sign_ins_carried_over() -> None:
-    """Each test starts with no failed sign-in or token guess counted (research_site.throttle):
-    the count is kept in a cache that outlives a test."""
+def _no_failed_sign_ins_carried_over(settings: Any) -> None:
+    """Each test starts with no failed sign-in or token guess counted (research_site.throttle),
+    in a cache of the test process's own: the configured one outlives a test, and with
+    REDIS_URL clearing it would flush the Redis database the Celery worker uses."""
     from django.core.cache import caches
 
+    throttle = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    settings.CACHES = {**settings.CACHES, "throttle": throttle}
     caches["throttle"].clear()
 
 
