@@ -238,7 +238,25 @@ CACHES = {
             "OPTIONS": {"MAX_ENTRIES": 20_000},
         }
     ),
+    # Failed sign-ins and token guesses (research_site.throttle): shared by every process.
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "research-mcp",
+        }
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(CACHE_DIR / "throttle"),
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    ),
 }
+# After this many failed admin sign-ins or API-token guesses from one address (or for one
+# user name) within the window, further attempts are refused until it has passed.
+AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 10, minimum=1)
+AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 900, minimum=1)
 
 # --- PDFs (issue 7) ---------------------------------------------------------------------
 # Largest PDF accepted by upload, attach or download, in bytes.
@@ -292,8 +310,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # Secrets are redacted from every line, at every level (research_site/log_redaction.py).
+    "filters": {"redact": {"()": "research_site.log_redaction.RedactSecrets"}},
     "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "stream": sys.stderr, "formatter": "plain"}
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "stream": sys.stderr,
+            "formatter": "plain",
+            "filters": ["redact"],
+        }
     },
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {

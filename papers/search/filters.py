@@ -27,6 +27,7 @@ from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
 from core.errors import InvalidInput
+from core.markdown import escape_markdown
 from papers import scoping
 from papers.identifiers import fold_key, normalize_doi, parse_person_name
 from papers.models import (
@@ -445,12 +446,13 @@ def check_page(limit: int, offset: int) -> None:
 
 
 def lead_snippet(paper: Paper, max_chars: int = SNIPPET_CHARS) -> str:
-    """The start of the abstract (or the stored snippet), cut at a word boundary."""
+    """The start of the abstract (or the stored snippet), cut at a word boundary, with its
+    markup escaped (it is returned as markdown)."""
     text = " ".join((paper.abstract or paper.snippet or "").split())
     if len(text) <= max_chars:
-        return text
+        return escape_markdown(text)
     cut = text[:max_chars].rsplit(" ", 1)[0]
-    return f"{cut} …"
+    return f"{escape_markdown(cut)} …"
 
 
 def _page(
@@ -548,8 +550,16 @@ def paper_search_by_keyword(
     )
 
     def snippet(paper: Paper) -> str:
-        matched = [f"**{k.name}**" for k in paper.keywords.all() if k.name in keyword_names]
-        matched += [f"**{c.name}**" for c in paper.categories.all() if c.name in category_names]
+        matched = [
+            f"**{escape_markdown(k.name)}**"
+            for k in paper.keywords.all()
+            if k.name in keyword_names
+        ]
+        matched += [
+            f"**{escape_markdown(c.name)}**"
+            for c in paper.categories.all()
+            if c.name in category_names
+        ]
         lead = lead_snippet(paper)
         head = f"Keywords: {', '.join(sorted(matched))}" if matched else ""
         return f"{head}\n\n{lead}".strip() if lead else head

@@ -349,7 +349,7 @@ async def test_disabled_mcp_is_404_on_the_asgi_path() -> None:
         "type": "http",
         "method": "POST",
         "path": "/mcp",
-        "headers": [(b"host", b"127.0.0.1")],
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
         "query_string": b"",
         "client": ("127.0.0.1", 5000),
     }

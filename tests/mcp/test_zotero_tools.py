@@ -286,7 +286,11 @@ async def test_missing_pdf_file_is_an_error_naming_the_file(setup: ZoteroSetup) 
     )
     error = tool_error(result)
     assert error["code"] == "zotero_error"
-    assert "PDF file not found" in error["message"]
+    assert error["reason"] == "pdf_file_missing"
+    assert error["key"] == "GONEFILE"
+    assert error["path"].endswith("/gone/deleted.pdf")
+    assert "Zotero item GONEFILE" in error["message"]
+    assert f"{error['path']} does not exist" in error["message"]
 
 
 # --- zotero_create_highlight --------------------------------------------------------------
