@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-pdf bench-engines bench-admin bench-load bench-search-quality setup setup-dev
+.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-endpoint bench-pdf bench-engines bench-admin bench-load bench-search-quality setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -53,6 +53,10 @@ bench-import: setup-dev
 
 bench-mcp: setup-dev
 	$(PY) benchmarks/bench_mcp.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
+
+## /mcp beside a minimal SDK-only MCP server over the same FTS5 index (issue 19, part C).
+bench-endpoint: setup-dev
+	$(PY) benchmarks/bench_endpoint.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz --limit 20000
 
 bench-pdf: setup-dev
 	$(PY) benchmarks/bench_pdf.py

@@ -460,9 +460,12 @@ def check(request: Request, status: int, payload: bytes) -> tuple[str, str] | No
         return None if ok else ("wrong paper", text)
     if result.get("isError") is not False:
         return "isError", text
-    structured = result.get("structuredContent")
+    try:
+        structured = json.loads(result["content"][0]["text"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        structured = None
     if not isinstance(structured, dict):
-        return "no structuredContent", text
+        return "no JSON answer", text
     if request.operation == DETAILS:
         return None if structured.get("paper_id") == request.paper_id else ("wrong paper", text)
     if request.operation == FACETS:

@@ -239,7 +239,10 @@ def is_success(status: int, payload: bytes, paper_id: int) -> bool:
     result = message.get("result") if isinstance(message, dict) else None
     if not isinstance(result, dict) or result.get("isError") is not False:
         return False
-    structured = result.get("structuredContent")
+    try:
+        structured = json.loads(result["content"][0]["text"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
     return isinstance(structured, dict) and structured.get("paper_id") == paper_id
 
 

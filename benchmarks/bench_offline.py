@@ -22,6 +22,7 @@ Each run starts from closed breakers. Prints a markdown table: median (and max) 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -68,15 +69,31 @@ def environment(directory: Path) -> None:
         os.environ[setting] = UNRESOLVABLE.format(engine=engine.replace("_", "-"))
 
 
-def tools() -> dict[str, Callable[..., Any]]:
-    """The MCP tools' functions, as the /mcp server registers them (write mode)."""
-    from mcp_endpoint.registry import Registry
-    from mcp_endpoint.tools import engines_search, review
+class _Answer(dict[str, Any]):
+    """A tool's JSON answer; null fields are left out of answers, so absent reads None."""
 
-    registry = Registry(read_only=False)
-    engines_search.register(registry)
-    review.register(registry)
-    return {name: tool.fn for name, tool in registry.tools.items()}
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def tools() -> dict[str, Callable[..., Any]]:
+    """The MCP tools as the /mcp server registers them (write mode): each call returns the
+    JSON answer an agent reads (an isError answer raises)."""
+    from mcp_endpoint.registry import build_registry
+
+    registry = build_registry(toolsets=["search", "review"], read_only=False)
+
+    def calling(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(**arguments: Any) -> dict[str, Any]:
+            result = fn(**arguments)
+            answer = json.loads(result.content[0].text, object_hook=_Answer)
+            if result.is_error:
+                raise RuntimeError(answer["error"])
+            return cast(dict[str, Any], answer)
+
+        return call
+
+    return {name: calling(tool.fn) for name, tool in registry.tools.items()}
 
 
 def fresh_engines() -> None:
@@ -92,8 +109,8 @@ def fresh_engines() -> None:
 
 def search_once(call: Callable[..., Any]) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
-    page = call(query="transformers for long documents", max_results=5)
-    return time.perf_counter() - started, page.model_dump()
+    page = call(query="transformers for long documents", limit=5)
+    return time.perf_counter() - started, page
 
 
 def bench_search(fns: dict[str, Callable[..., Any]], runs: int, open_calls: int) -> list[str]:
@@ -182,7 +199,7 @@ def bench_review(fns: dict[str, Callable[..., Any]], runs: int) -> list[str]:
             query="How do transformers handle long documents?",
             domain="cs",
             wait_seconds=REVIEW_WAIT_SECONDS,
-        ).model_dump()
+        )
         times["start"].append(time.perf_counter() - started)
         states["start"] = state["state"]
         plan = state["checkpoint"]["payload"]["plan"]
@@ -193,17 +210,17 @@ def bench_review(fns: dict[str, Callable[..., Any]], runs: int) -> list[str]:
             action="edit",
             data={"engines": engines},
             wait_seconds=REVIEW_WAIT_SECONDS,
-        ).model_dump()
+        )
         times["plan"].append(time.perf_counter() - started)
         states["plan"] = state["state"]
         deadline = time.monotonic() + 60
         while state["state"] == "running" and time.monotonic() < deadline:
             time.sleep(0.5)
-            state = fns["get_session"](session_id=state["session_id"]).model_dump()
+            state = fns["get_session"](session_id=state["session_id"])
         started = time.perf_counter()
         state = fns["decide"](
             session_id=state["session_id"], action="approve", wait_seconds=REVIEW_WAIT_SECONDS
-        ).model_dump()
+        )
         times["screen"].append(time.perf_counter() - started)
         states["screen"] = state["state"]
         print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),

@@ -293,9 +293,7 @@ def mcp_rankings(
                         "search_papers",
                         {"query": query_text(text), "engines": "local", "max_results": DEPTH},
                     )
-                    body = result.structured_content or json.loads(
-                        getattr(result.content[0], "text", "{}")
-                    )
+                    body = json.loads(getattr(result.content[0], "text", "{}"))
                     found[qid] = [
                         mapping[r["paper_id"]] for r in body["results"] if r["paper_id"] in mapping
                     ]

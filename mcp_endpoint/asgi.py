@@ -23,8 +23,8 @@ ASGIApp = Any
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
 
 
-class _Disconnected(Exception):
-    pass
+class ClientDisconnected(Exception):
+    """The client went away before its request body was read."""
 
 
 async def read_body(receive: Any, limit: int) -> tuple[bytes, bool]:
@@ -34,7 +34,7 @@ async def read_body(receive: Any, limit: int) -> tuple[bytes, bool]:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise _Disconnected
+            raise ClientDisconnected
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -77,7 +77,7 @@ class McpAsgiApp:
         else:
             try:
                 body, oversized = await read_body(receive, settings.MCP_MAX_BODY_BYTES)
-            except _Disconnected:
+            except ClientDisconnected:
                 return
         response = await self.endpoint.handle(to_http_request(scope, body, oversized))
         await send_response(send, response)
@@ -116,12 +116,16 @@ class McpRouter:
         if kind == "lifespan":
             await self._lifespan(receive, send)
             return
-        if kind == "http" and settings.MCP_ENABLED:
+        if kind == "http":
             path = scope["path"]
+            is_sse = path == "/sse" or path.startswith("/messages/")
+            if not settings.MCP_ENABLED and (path in MCP_PATHS or is_sse):
+                await send_response(send, http.not_found())  # JSON, not Django's HTML page
+                return
             if path in MCP_PATHS:
                 await self.mcp_app(scope, receive, send)
                 return
-            if self.sse_app is not None and (path == "/sse" or path.startswith("/messages/")):
+            if self.sse_app is not None and is_sse:
                 await self.sse_app(scope, receive, send)
                 return
         if kind == "http" and self.static_app is not None:

@@ -13,14 +13,23 @@ exactly the same rules:
    `WWW-Authenticate: Bearer`. Without a token only loopback clients are served -> else
    403, so binding 0.0.0.0 never exposes an open library.
 4. POST only -> else 405 with `Allow: POST`.
-5. `MCP-Protocol-Version`: absent means 2025-03-26; handshake versions and 2026-07-28 are
+5. `Accept` must allow application/json -> else 406; `Content-Type: application/json`
+   -> else 415.
+6. `MCP-Protocol-Version`: absent means 2025-03-26; handshake versions and 2026-07-28 are
    served; anything else -> 400 with a JSON-RPC error naming the supported versions.
-6. Body over MCP_MAX_BODY_BYTES -> 413; not JSON -> 400/-32700; a batch array -> 400/-32600.
-7. A notification (no id) -> 202 with no body (stateless: there is nothing to act on).
-8. One request -> the SDK's dispatch kernel (`serve_one`), answered as `application/json`,
-   never SSE, never with an `Mcp-Session-Id`.
+7. Body over MCP_MAX_BODY_BYTES -> 413; then JSON-RPC framing (`mcp_endpoint.jsonrpc`):
+   not JSON -> 400/-32700; not a JSON-RPC message (`"id": null` included) -> 400/-32600;
+   params too deep, with a lone surrogate or a cursor -> -32602 with the request's id.
+8. A batch (array) where the version has them (2025-03-26, and no header) -> an array of
+   answers (202 if it held no request); under any other version -> 400/-32600.
+9. A notification, or a JSON-RPC response the client POSTs -> 202 with no body
+   (stateless: there is nothing to act on).
+10. One request -> the SDK's dispatch kernel (`serve_one`), answered as `application/json`,
+    never SSE, never with an `Mcp-Session-Id`. A missing resource is -32002 up to
+    2025-11-25 and -32602 at 2026-07-28 (which retired -32002).
 
-Every rejection carries a JSON-RPC error body with `id: null` so MCP clients can show it.
+Every rejection carries a JSON-RPC error body (`id: null` when the request's id is not
+known) so MCP clients can show it.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,15 +65,15 @@ from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONRPCRequest,
     RequestId,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
+from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 from mcp_endpoint.scope import COLLECTIONS_HEADER, InvalidScope, client_scope, parse_collections
 
@@ -123,16 +133,47 @@ def jsonrpc_error(
     if data is not None:
         error["data"] = data
     body = {"jsonrpc": "2.0", "id": request_id, "error": error}
-    return HttpResponse(status, [*JSON_HEADERS, *headers], _dump(body))
+    return HttpResponse(status, [*JSON_HEADERS, *headers], jsonrpc.dump(body))
 
 
-def _dump(body: Any) -> bytes:
-    try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    except UnicodeEncodeError:
-        # A lone surrogate the client sent as a JSON escape (in an id, a method or tool
-        # name echoed back) has no UTF-8 form: answer with it escaped again, as received.
-        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode()
+def _rejected(rejection: jsonrpc.Rejection, version: str | None = None) -> HttpResponse:
+    """A message refused before dispatch: 400 for what is not a request at all (-32700,
+    -32600); a request whose params cannot be served gets its JSON-RPC error with the
+    status its protocol version gives -32602 (200 in the handshake era, as dispatch does)."""
+    if rejection.code != INVALID_PARAMS:
+        status = 400
+    elif version in MODERN_PROTOCOL_VERSIONS:
+        status = ERROR_CODE_HTTP_STATUS.get(rejection.code, 400)
+    else:
+        status = 200
+    return HttpResponse(status, list(JSON_HEADERS), jsonrpc.dump(rejection.body()))
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def check_media_types(request: HttpRequest) -> HttpResponse | None:
+    """`Accept` must allow a JSON answer (406) and the body must be JSON (415), as the
+    SDK's own server checks. No Accept header at all accepts anything (RFC 9110)."""
+    accept = request.header("accept")
+    if accept is not None:
+        accepted = {_media_type(part) for part in accept.split(",")}
+        if not accepted & {"application/json", "application/*", "*/*"}:
+            return jsonrpc_error(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: /mcp answers application/json; send "
+                "'Accept: application/json, text/event-stream'",
+            )
+    if _media_type(request.header("content-type") or "") != "application/json":
+        return jsonrpc_error(
+            415,
+            INVALID_REQUEST,
+            "Unsupported Media Type: POST the JSON-RPC message with "
+            "'Content-Type: application/json'",
+        )
+    return None
 
 
 # --- the transport-security rules (shared with the legacy SSE transport) -------------
@@ -299,6 +340,8 @@ class McpEndpoint:
                 "message (no SSE stream is offered)",
                 headers=[("allow", "POST")],
             )
+        if (refused := check_media_types(request)) is not None:
+            return refused
         version = request.header(PROTOCOL_VERSION_HEADER)
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             return jsonrpc_error(
@@ -315,38 +358,66 @@ class McpEndpoint:
         except InvalidScope as exc:
             return jsonrpc_error(400, INVALID_REQUEST, f"Invalid collections: {exc}")
 
-        try:
-            decoded = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return jsonrpc_error(400, PARSE_ERROR, "Parse error: the body is not valid JSON")
-        if isinstance(decoded, list):
-            return jsonrpc_error(
-                400,
-                INVALID_REQUEST,
-                "JSON-RPC batches are not supported (MCP removed batching in 2025-06-18): "
-                "POST one message per request",
-            )
-        if not isinstance(decoded, dict):
-            return jsonrpc_error(400, INVALID_REQUEST, "The body must be one JSON-RPC object")
-        if "id" not in decoded:
-            if isinstance(decoded.get("method"), str) and decoded.get("jsonrpc") == "2.0":
-                return HttpResponse(202)  # a notification: accepted, nothing to do when stateless
-            return jsonrpc_error(400, INVALID_REQUEST, "Not a JSON-RPC request or notification")
-        try:
-            message = JSONRPCRequest.model_validate(decoded)
-        except ValidationError:
-            return jsonrpc_error(
-                400,
-                INVALID_REQUEST,
-                "Not a JSON-RPC request: expected jsonrpc '2.0', an id and a method",
-                request_id=_plain_id(decoded.get("id")),
-            )
-
+        decoded = jsonrpc.parse(request.body)
+        if isinstance(decoded, jsonrpc.Rejection):
+            return _rejected(decoded, version)
         with client_scope(scope):
-            if version in MODERN_PROTOCOL_VERSIONS:
-                return await self._dispatch_modern(request, decoded, message)
-            connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
-            return await self._dispatch(request, message, connection, modern=False)
+            if isinstance(decoded, list):
+                return await self._batch(request, decoded, version)
+            message = jsonrpc.classify(decoded)
+            if isinstance(message, jsonrpc.Rejection):
+                return _rejected(message, version)
+            if message.request is None:
+                # A notification or a client's response: accepted, and nothing to act on
+                # (stateless: no request of ours is waiting for it).
+                return HttpResponse(202)
+            return await self._answer(request, message, version)
+
+    async def _answer(
+        self, request: HttpRequest, message: jsonrpc.Message, version: str | None
+    ) -> HttpResponse:
+        assert message.request is not None
+        if version in MODERN_PROTOCOL_VERSIONS:
+            return await self._dispatch_modern(request, message.decoded, message.request)
+        connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
+        return await self._dispatch(request, message.request, connection, modern=False)
+
+    async def _batch(
+        self, request: HttpRequest, batch: list[Any], version: str | None
+    ) -> HttpResponse:
+        """A JSON-RPC batch, where the protocol version has them (2025-03-26, also what a
+        request without MCP-Protocol-Version is taken to be): one answer per request, in
+        order, as a JSON array; 202 when it held only notifications and responses."""
+        negotiated = version or DEFAULT_NEGOTIATED_VERSION
+        if negotiated not in jsonrpc.BATCH_PROTOCOL_VERSIONS:
+            return jsonrpc_error(
+                400,
+                INVALID_REQUEST,
+                f"JSON-RPC batches are not supported in protocol version {negotiated} (MCP "
+                "removed batching in 2025-06-18): POST one message per request",
+            )
+        if not batch:
+            return jsonrpc_error(400, INVALID_REQUEST, "Invalid request: an empty batch")
+        answers: list[Any] = []
+        for item in batch:
+            message = jsonrpc.classify(item)
+            if isinstance(message, jsonrpc.Rejection):
+                answers.append(message.body())
+            elif message.request is not None:
+                if message.request.method == "initialize":
+                    answers.append(
+                        jsonrpc.error_body(
+                            INVALID_REQUEST,
+                            "initialize must not be part of a JSON-RPC batch",
+                            request_id=message.request.id,
+                        )
+                    )
+                    continue
+                answer = await self._answer(request, message, version)
+                answers.append(json.loads(answer.body))
+        if not answers:
+            return HttpResponse(202)
+        return HttpResponse(200, list(JSON_HEADERS), jsonrpc.dump(answers))
 
     async def _dispatch_modern(
         self, request: HttpRequest, decoded: dict[str, Any], message: JSONRPCRequest
@@ -388,6 +459,7 @@ class McpEndpoint:
             ),
             request_id=message.id,
         )
+        started = time.perf_counter()
         try:
             result = await serve_one(
                 lowlevel(self.server),
@@ -410,12 +482,30 @@ class McpEndpoint:
                 code, text, data = INTERNAL_ERROR, f"Internal error (incident {incident})", None
             else:
                 code, text, data = error.code, error.message, error.data
+                code = jsonrpc.resource_error_code(message.method, code, text, data, modern=modern)
             # Handshake-era clients expect JSON-RPC errors on 200; the 2026-07-28
             # transport maps codes to statuses (400 bad params, 404 unknown method).
             status = ERROR_CODE_HTTP_STATUS.get(code, 200) if modern else 200
+            _log_request(message, started, f"error {code}")
             return jsonrpc_error(status, code, text, data=data, request_id=message.id)
+        _log_request(message, started, "isError" if _is_error_result(result) else "ok")
         body = {"jsonrpc": "2.0", "id": message.id, "result": result}
-        return HttpResponse(200, list(JSON_HEADERS), _dump(body))
+        return HttpResponse(200, list(JSON_HEADERS), jsonrpc.dump(body))
+
+
+def _log_request(message: JSONRPCRequest, started: float, outcome: str) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "HTTP %s (id %r): %s in %.1f ms",
+            jsonrpc.describe(message.method, message.params),
+            message.id,
+            outcome,
+            (time.perf_counter() - started) * 1000,
+        )
+
+
+def _is_error_result(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("isError") is True
 
 
 def body_too_large() -> HttpResponse:
@@ -428,9 +518,3 @@ def body_too_large() -> HttpResponse:
 
 def not_found() -> HttpResponse:
     return jsonrpc_error(404, INVALID_REQUEST, "Not found: MCP is disabled (MCP_ENABLED=false)")
-
-
-def _plain_id(value: Any) -> RequestId | None:
-    if isinstance(value, bool):
-        return None
-    return value if isinstance(value, str | int) else None

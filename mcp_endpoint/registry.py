@@ -24,15 +24,19 @@ Errors are mapped here, once, for every transport:
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import importlib
 import json
 import logging
+import os
+import socket
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -50,7 +54,7 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.errors import DomainError, InvalidInput, NotFound, database_unavailable
 from mcp_endpoint.scope import current_scope
@@ -69,11 +73,32 @@ TOOLSET_MODULES: dict[str, str] = {
     "review": "mcp_endpoint.tools.review",
 }
 
+# The tools every agent needs, whatever else is chosen: tool set `core` is always listed.
+# Its budget is 4,000 tokens (tests/mcp/test_tool_budget.py).
+CORE = "core"
+CORE_TOOLS = frozenset(
+    {
+        "search_papers",
+        "get_paper_details",
+        "add_paper",
+        "list_projects",
+        "create_project",
+        "add_papers_to_project",
+        "list_project_papers",
+        "export_search_results",
+    }
+)
+# Listed only when chosen in MCP_TOOLSETS or when a Zotero is configured or answering.
+OPT_IN_TOOLSETS = frozenset({"zotero"})
+
 INSTRUCTIONS = (
     "A researcher's paper library. Papers are referred to by their integer paper_id, their "
     "human id such as '[Vaswani, A., Shazeer, N. 2017]', or their citekey; any of the three "
     "works wherever a tool takes a paper. Projects (collections) are referred to by id or name."
 )
+
+# Appended to the description of tools that keep what they find, on a read-only server.
+READ_ONLY_NOTE = "This server is read-only: nothing is kept or written."
 
 REQUIRE_COLLECTION_MESSAGE = (
     "This server requires a collection to be chosen at client initialisation: add "
@@ -92,9 +117,16 @@ FnT = TypeVar("FnT", bound=Callable[..., Any])
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
-# Tools that ask external engines and add what they find to the library (never deleting).
+# add_paper: asks external engines and adds the paper to the library (never deleting).
 EXTERNAL_SEARCH = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+# Searches of external engines: they change nothing the user made (projects, keywords,
+# notes, records already there); what they find is kept as a cache so that every result
+# has a paper_id, and only `project_id`, asked for explicitly, files results. Cautious
+# clients would otherwise ask approval for every search (issue 18).
+SEARCH_AND_KEEP = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
 
 
@@ -115,8 +147,33 @@ def _internal_error(what: str) -> MCPError:
     )
 
 
+def _lean(value: Any) -> Any:
+    """Drop what costs tokens and says nothing: null fields, at every depth (an absent
+    field is null). Empty lists stay: `"keywords": []` and `"results": []` are answers."""
+    if isinstance(value, dict):
+        return {key: _lean(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_lean(item) for item in value]
+    return value
+
+
+def tool_result(value: Any) -> CallToolResult:
+    """A tool's answer as one compact JSON text block (docs/MCP.md "Responses").
+
+    No `structuredContent` beside it: clients hand the model one or the other, and the two
+    together cost twice the tokens on the wire for the same data.
+    """
+    if isinstance(value, CallToolResult):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = json.dumps(_lean(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
 def _guard_tool(fn: FnT, name: str) -> FnT:
-    """Map service errors of one sync tool and keep its database connection healthy.
+    """Map service errors of one sync tool, shape its answer, and keep its database
+    connection healthy.
 
     Tools run on anyio worker threads, outside Django's request cycle, so nothing else
     closes connections that are broken or older than CONN_MAX_AGE.
@@ -126,13 +183,18 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
         try:
-            return fn(*args, **kwargs)
+            return tool_result(fn(*args, **kwargs))
         except InvalidInput as exc:
             raise MCPError(code=INVALID_PARAMS, message=exc.message, data=exc.as_dict()) from exc
         except DomainError as exc:
             return domain_error_result(exc)
         except MCPError:
             raise
+        except RecursionError:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid arguments for tool {name}: nested too deeply",
+            ) from None
         except Exception as exc:
             unavailable = database_unavailable(exc)
             if unavailable is not None:
@@ -142,6 +204,7 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
         finally:
             close_old_connections()
 
+    guarded.__annotations__ = {**fn.__annotations__, "return": CallToolResult}
     return guarded  # type: ignore[return-value]
 
 
@@ -174,6 +237,38 @@ def _guard_resource(fn: FnT, uri_template: str) -> FnT:
     return guarded  # type: ignore[return-value]
 
 
+def compact_schema(schema: Any) -> Any:
+    """An input schema as an agent needs it (docs/MCP.md "Tool budget"): no generated
+    titles, no `default: null`, optional values without their `null` branch (omitting
+    an argument is how an agent says "none"), and every object closed
+    (`additionalProperties: false`) unless it says otherwise."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: compact_schema(prop) for name, prop in value.items()}
+            continue
+        out[key] = compact_schema(value)
+    branches = out.get("anyOf")
+    if isinstance(branches, list):
+        kept = [b for b in branches if b != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            out.pop("anyOf")
+            out = {**kept[0], **out}
+        elif len(kept) < len(branches):
+            out["anyOf"] = kept
+    if out.get("type") == "object" and "properties" in out:
+        out.setdefault("additionalProperties", False)
+    return out
+
+
 @dataclass
 class _ResourceDef:
     uri: str
@@ -183,11 +278,19 @@ class _ResourceDef:
 
 @dataclass
 class Registry:
-    """What a tool-set module sees: decorators that register guarded tools and resources."""
+    """What a tool-set module sees: decorators that register guarded tools and resources.
+
+    Every module is registered; a tool that is not listed (its set not chosen, or a write
+    tool in read-only mode) is remembered in `disabled` with the reason, so a call to it
+    says why instead of "unknown tool".
+    """
 
     read_only: bool
+    selected: frozenset[str] = frozenset()
     tools: dict[str, Tool] = field(default_factory=dict)
     toolset_of: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
+    disabled: dict[str, str] = field(default_factory=dict)
     resources: list[_ResourceDef] = field(default_factory=list)
     _current_set: str = ""
 
@@ -199,31 +302,52 @@ class Registry:
         description: str,
         annotations: ToolAnnotations,
         saves_results: bool = False,
+        aliases: dict[str, str] | None = None,
     ) -> Callable[[FnT], FnT]:
-        """Register a sync tool. Write tools (read_only_hint False) vanish in read-only mode,
-        except `saves_results` tools: searches that keep what they find in the library when
-        they may, and only return it in read-only mode (check `registry.read_only`)."""
+        """Register a sync tool.
+
+        Write tools (read_only_hint False) are disabled in read-only mode, except
+        `saves_results` tools: searches that keep what they find when they may, and only
+        return it in read-only mode (check `registry.read_only`). `aliases` maps other
+        accepted argument names (a seed's `max_results`) to the listed one (`limit`).
+        """
         if annotations.read_only_hint is None:
             raise ImproperlyConfigured(f"tool {name}: annotations must say read_only_hint")
+        toolset = CORE if name in CORE_TOOLS else self._current_set
 
         def decorator(fn: FnT) -> FnT:
-            hints = annotations
+            if name in self.tools or name in self.disabled:
+                raise ImproperlyConfigured(f"tool {name} is registered twice")
+            hints, text = annotations, description
+            if toolset not in self.selected:
+                self.disabled[name] = (
+                    f"Tool {name} is in tool set '{toolset}', which this server does not list "
+                    f"(MCP_TOOLSETS); listed: {', '.join(sorted(self.selected))}."
+                )
+                return fn
             if self.read_only and not annotations.read_only_hint:
                 if not saves_results:
+                    self.disabled[name] = (
+                        f"Tool {name} is disabled: this server is read-only (MCP_READ_ONLY=true) "
+                        f"and {name} changes the library."
+                    )
                     return fn
                 # In read-only mode it saves nothing: say so to the client.
                 hints = annotations.model_copy(update={"read_only_hint": True})
-            if name in self.tools:
-                raise ImproperlyConfigured(f"tool {name} is registered twice")
-            self.tools[name] = Tool.from_function(
+                text = f"{description} {READ_ONLY_NOTE}"
+            tool = Tool.from_function(
                 _guard_tool(fn, name),
                 name=name,
                 title=title,
-                description=description,
+                description=text,
                 annotations=hints,
-                structured_output=True,
+                structured_output=False,
             )
-            self.toolset_of[name] = self._current_set
+            tool.parameters = compact_schema(tool.parameters)
+            self.tools[name] = tool
+            self.toolset_of[name] = toolset
+            if aliases:
+                self.aliases[name] = dict(aliases)
             return fn
 
         return decorator
@@ -232,7 +356,8 @@ class Registry:
         """Register a sync resource (template); options go to `MCPServer.resource`."""
 
         def decorator(fn: FnT) -> FnT:
-            self.resources.append(_ResourceDef(uri, _guard_resource(fn, uri), options))
+            if self._current_set in self.selected:
+                self.resources.append(_ResourceDef(uri, _guard_resource(fn, uri), options))
             return fn
 
         return decorator
@@ -244,8 +369,10 @@ class PolicyMiddleware:
     Runs before the SDK validates anything (see `mcp.server.context.ServerMiddleware`).
     """
 
-    def __init__(self, tools: dict[str, Tool], *, require_collection: bool) -> None:
-        self._tools = tools
+    def __init__(self, registry: Registry, *, require_collection: bool) -> None:
+        self._tools = registry.tools
+        self._disabled = registry.disabled
+        self._aliases = registry.aliases
         self._require_collection = require_collection
 
     async def __call__(
@@ -259,7 +386,9 @@ class PolicyMiddleware:
             if self._require_collection and current_scope() is None:
                 raise MCPError(code=INTERNAL_ERROR, message=REQUIRE_COLLECTION_MESSAGE)
         if method == "tools/call":
-            self._check_tool_call(ctx.params)
+            params = self._check_tool_call(ctx.params)
+            if params is not ctx.params:
+                ctx = dataclasses.replace(ctx, params=params)
         elif method == "resources/read":
             self._check_resource_uri(ctx.params)
         token = current_request_id.set(ctx.request_id)
@@ -288,30 +417,54 @@ class PolicyMiddleware:
                 data={"uri": uri.encode("utf-8", "backslashreplace").decode()},
             )
 
-    def _check_tool_call(self, params: Any) -> None:
+    def _check_tool_call(self, params: Any) -> Any:
+        """-32602 for what no tool can run; returns the params with aliases renamed."""
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            return  # the SDK's own params validation answers -32602
+            return params  # the SDK's own params validation answers -32602
         name = params["name"]
         tool = self._tools.get(name)
         if tool is None:
+            if name in self._disabled:
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=self._disabled[name],
+                    data={"tool": name, "disabled": True},
+                )
             raise MCPError(
                 code=INVALID_PARAMS,
-                message=f"Unknown tool: {name}",
-                data={"tool": name, "available": sorted(self._tools)},
+                message=f"Unknown tool: {_printable(name)}",
+                data={"tool": _printable(name), "available": sorted(self._tools)},
             )
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
-            return
-        if (where := _nul_character_at(arguments)) is not None:
-            # No tool takes one, and PostgreSQL cannot hold one in text (the query would fail).
+            return params
+        if (problem := _unusable_text_at(arguments)) is not None:
+            # No tool takes one: PostgreSQL cannot hold NUL in text, lone surrogates cannot
+            # be encoded at all, and nesting beyond any schema's depth only costs recursion.
+            where, what = problem
             raise MCPError(
                 code=INVALID_PARAMS,
-                message=f"Invalid arguments for tool {name}: {where}: contains a NUL character",
+                message=f"Invalid arguments for tool {name}: {where or 'arguments'}: {what}",
                 data={
                     "tool": name,
-                    "errors": [
-                        {"field": where, "message": "contains a NUL character", "type": "nul"}
-                    ],
+                    "errors": [{"field": where, "message": what, "type": "invalid_text"}],
+                },
+            )
+        arguments = self._renamed(name, arguments)
+        accepted = tool.parameters.get("properties", {})
+        unknown = [key for key in arguments if key not in accepted]
+        if unknown:
+            listed = ", ".join(accepted) or "none"
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=(
+                    f"Invalid arguments for tool {name}: unknown argument(s) "
+                    f"{', '.join(_printable(k) for k in unknown)}; accepted: {listed}"
+                ),
+                data={
+                    "tool": name,
+                    "unknown": [_printable(k) for k in unknown],
+                    "accepted": list(accepted),
                 },
             )
         try:
@@ -332,40 +485,110 @@ class PolicyMiddleware:
                 message=f"Invalid arguments for tool {name}: {summary}",
                 data={"tool": name, "errors": errors},
             ) from None
+        if arguments is params.get("arguments"):
+            return params
+        return {**params, "arguments": arguments}
+
+    def _renamed(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Accepted other names (a seed's `max_results`) under the listed one (`limit`)."""
+        aliases = self._aliases.get(name)
+        if not aliases or not any(key in aliases for key in arguments):
+            return arguments
+        renamed: dict[str, Any] = {}
+        for key, value in arguments.items():
+            target = aliases.get(key, key)
+            if target in renamed or (target != key and target in arguments):
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=f"Invalid arguments for tool {name}: {key} and {target} are the "
+                    f"same argument; pass only {target}",
+                    data={"tool": name, "errors": [{"field": key, "type": "duplicate"}]},
+                )
+            renamed[target] = value
+        return renamed
 
 
-def _nul_character_at(arguments: dict[str, Any]) -> str | None:
-    """The dotted path of the first string (value or key) holding a NUL, if any.
+MAX_ARGUMENT_DEPTH = 32
 
-    Iterative: arguments may be nested as deep as the JSON parser allows.
-    """
-    pending: list[tuple[str, Any]] = [("", arguments)]
-    while pending:
-        path, value = pending.pop()
-        if isinstance(value, str):
-            if "\x00" in value:
-                return path
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                where = f"{path}.{key}" if path else str(key)
-                if "\x00" in str(key):
-                    return where.replace("\x00", "\\x00")
-                pending.append((where, item))
-        elif isinstance(value, list):
-            pending.extend((f"{path}.{index}", item) for index, item in enumerate(value))
+
+def _printable(text: str) -> str:
+    """Text safe to echo in an error: lone surrogates and control characters escaped."""
+    return text.encode("utf-8", "backslashreplace").decode().encode("unicode_escape").decode()
+
+
+def _bad_text(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character"
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        return "contains a lone surrogate (not valid Unicode)"
     return None
 
 
+def _unusable_text_at(arguments: dict[str, Any]) -> tuple[str, str] | None:
+    """The dotted path of the first string (value or key) no tool can take, and why:
+    a NUL, a lone surrogate, or nesting deeper than any tool's schema.
+
+    Iterative: arguments may be nested as deep as the JSON parser allows.
+    """
+    pending: list[tuple[str, Any, int]] = [("", arguments, 0)]
+    while pending:
+        path, value, depth = pending.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return path, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(value, str):
+            if (why := _bad_text(value)) is not None:
+                return path, why
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                if (why := _bad_text(str(key))) is not None:
+                    return _printable(where), why
+                pending.append((where, item, depth + 1))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{i}", item, depth + 1) for i, item in enumerate(value))
+    return None
+
+
+def _zotero_answers() -> bool:
+    """Zotero is configured (ZOTERO_URL set) or a local Zotero accepts connections."""
+    if os.environ.get("ZOTERO_URL"):
+        return True
+    parts = urlsplit(settings.ZOTERO_URL)
+    if parts.hostname not in ("localhost", "127.0.0.1", "::1") or parts.port is None:
+        return False
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
 def selected_toolsets(requested: Iterable[str]) -> list[str]:
-    """The tool sets to register: all of them when `requested` is empty."""
+    """The tool sets to list: `core` and the requested ones; when none are requested,
+    every set (the opt-in `zotero` only when a Zotero is configured or answering)."""
     names = [name.strip().lower() for name in requested if name.strip()]
-    unknown = sorted(set(names) - set(TOOLSET_MODULES))
+    unknown = sorted(set(names) - set(TOOLSET_MODULES) - {CORE})
     if unknown:
         raise ImproperlyConfigured(
             f"MCP_TOOLSETS names unknown tool set(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(TOOLSET_MODULES))}"
+            f"known: {', '.join([CORE, *sorted(TOOLSET_MODULES)])}"
         )
-    return names or list(TOOLSET_MODULES)
+    if not names:
+        names = [n for n in TOOLSET_MODULES if n not in OPT_IN_TOOLSETS]
+        if _zotero_answers():
+            names.append("zotero")
+    return [CORE, *(name for name in names if name != CORE)]
+
+
+def build_registry(*, toolsets: Iterable[str] | None = None, read_only: bool = False) -> Registry:
+    """Every tool-set module registered; the chosen sets listed (the rest disabled)."""
+    requested = settings.MCP_TOOLSETS if toolsets is None else toolsets
+    registry = Registry(read_only=read_only, selected=frozenset(selected_toolsets(requested)))
+    for set_name, modules in TOOLSET_MODULES.items():
+        registry._current_set = set_name
+        for module_name in modules.split(","):
+            importlib.import_module(module_name).register(registry)
+    return registry
 
 
 def build_server(
@@ -378,18 +601,13 @@ def build_server(
     read_only = settings.MCP_READ_ONLY if read_only is None else read_only
     if require_collection is None:
         require_collection = settings.MCP_REQUIRE_COLLECTION
-    registry = Registry(read_only=read_only)
-    for set_name in selected_toolsets(settings.MCP_TOOLSETS if toolsets is None else toolsets):
-        registry._current_set = set_name
-        for module_name in TOOLSET_MODULES[set_name].split(","):
-            importlib.import_module(module_name).register(registry)
-
+    registry = build_registry(toolsets=toolsets, read_only=read_only)
     server: MCPServer = MCPServer(
         settings.MCP_SERVER_NAME,
         version=settings.MCP_SERVER_VERSION,
         instructions=INSTRUCTIONS,
         tools=list(registry.tools.values()),
-        middleware=[PolicyMiddleware(registry.tools, require_collection=require_collection)],
+        middleware=[PolicyMiddleware(registry, require_collection=require_collection)],
         # The SDK's in-process subscription bus is for stateful servers; /mcp is stateless.
         subscriptions=False,
     )

@@ -7,7 +7,7 @@ thread hops through Django's handler); both delegate every rule to `mcp_endpoint
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from mcp_endpoint import http
@@ -18,7 +18,7 @@ _endpoint = http.McpEndpoint()
 @csrf_exempt  # a JSON-RPC API authenticated by Origin/loopback/bearer rules, not cookies
 async def mcp(request: HttpRequest) -> HttpResponse:
     if not settings.MCP_ENABLED:
-        raise Http404("MCP is disabled")
+        return _as_django(http.not_found())
     oversized = False
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -36,6 +36,10 @@ async def mcp(request: HttpRequest) -> HttpResponse:
             oversized=oversized,
         )
     )
+    return _as_django(answer)
+
+
+def _as_django(answer: http.HttpResponse) -> HttpResponse:
     response = HttpResponse(answer.body, status=answer.status)
     if not answer.body:
         del response["Content-Type"]

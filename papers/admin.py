@@ -358,7 +358,7 @@ class PaperAdmin(PaperCurationAdmin):
     ]
     actions = [
         "add_to_project", "add_keywords", "set_keywords", "remove_keywords", "export_bibtex",
-        "export_csv", "export_ris", "download_pdfs", "reembed", "convert_pdfs",
+        "export_csv", "export_ris", "download_pdfs", "attach_pdfs", "reembed", "convert_pdfs",
     ]  # fmt: skip
     fieldsets = [
         (None, {"fields": ["paper_id", "human_id", "citekey", "entry_type", "title", "abstract"]}),
@@ -415,7 +415,8 @@ class PaperAdmin(PaperCurationAdmin):
             )
         if paper.pdf_url:
             return format_html(
-                'No PDF yet: fetch it from its pdf_url with the "Fetch PDFs" action, or '
+                'No PDF yet: fetch it from its pdf_url with the "Fetch PDFs" or "Attach PDFs" '
+                "action, or "
                 '<a href="{}">upload one</a>.',
                 upload,
             )

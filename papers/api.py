@@ -17,12 +17,14 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
+from core.errors import InvalidInput
 from core.schemas import with_errors
 from papers import assets
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import EXTENSIONS, FORMATS, export_papers, render_export
+from papers.exports import EXTENSIONS, FORMATS, export_search_results, render_export
+from papers.pdf import fetch
 
 router = Router(tags=["papers"])
 
@@ -90,9 +92,23 @@ class PaperBrief(Schema):
     title: str
     year: int | None = None
     venue: str | None = None
+    publication: str | None = Field(
+        default=None, description="Where it appeared: 'Journal Name, Volume(Issue), Pages'."
+    )
     authors: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     doi: str | None = None
+    arxiv_id: str | None = None
+    url: str | None = Field(default=None, description="The paper's page at its source.")
+    pdf_url: str | None = None
+    pages: str | None = None
+    publisher: str | None = None
+    has_pdf: bool = Field(
+        default=False, description="A PDF is in the library, or pdf_url says where one is."
+    )
+    projects: list[str] = Field(default_factory=list, description="Project ids.")
+    summaries: list[str] = Field(default_factory=list, description="Summary templates saved.")
+    annotation_count: int = 0
 
 
 class PaperDetail(PaperBrief):
@@ -100,12 +116,35 @@ class PaperDetail(PaperBrief):
 
     abstract: str | None = None
     authors_detail: list[dict[str, Any]] = Field(default_factory=list)
-    arxiv_id: str | None = None
     categories: list[str] = Field(default_factory=list)
-    projects: list[str] = Field(default_factory=list, description="Project ids.")
     identifiers: dict[str, str] = Field(default_factory=dict)
     created_at: str
     updated_at: str
+
+
+class PdfAttachIn(Schema):
+    url: str | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "An http(s) URL of the PDF. Omit it to use the paper's own open-access locations: "
+            "its pdf_url, arXiv, the ACL Anthology."
+        ),
+    )
+
+
+class PdfFacts(Schema):
+    page_count: int
+    size: int = Field(description="Bytes.")
+    origin: str
+    source_url: str | None = None
+
+
+class PaperWithPdf(PaperDetail):
+    pdf: PdfFacts
+    tried: list[dict[str, Any]] = Field(
+        default_factory=list, description="Locations that failed before the one that worked."
+    )
 
 
 class PaperMetadata(PaperBrief):
@@ -146,10 +185,13 @@ class BibtexEntry(Schema):
 
 
 class ExportFileIn(Schema):
-    paper_ids: PaperRefs
+    paper_ids: PaperRefs | None = Field(
+        default=None, description="Up to 100 papers; omit with project_id for the whole project."
+    )
     format: ExportFormat
     project_id: ProjectRef | None = Field(
-        default=None, description="Only export the listed papers that are in this project."
+        default=None,
+        description="The project to export; with paper_ids, only those of them in it.",
     )
     filename: str | None = Field(
         default=None,
@@ -157,13 +199,19 @@ class ExportFileIn(Schema):
         description="File name without extension (letters, digits, '-', '_', '.'); "
         "a dated default when omitted.",
     )
+    overwrite: bool = Field(
+        default=False,
+        description="Replace a file of that name; otherwise the export takes name-2, name-3...",
+    )
 
 
 class ExportFile(Schema):
+    success: bool
     filename: str
     path: str = Field(description="Where the file is, relative to the knowledge-base folder.")
     format: str
     count: int = Field(description="How many papers were written.")
+    size: int = Field(description="Bytes written.")
 
 
 class SummaryContent(Schema):
@@ -199,13 +247,17 @@ class SummarySaved(Schema):
 
 class ExportQuery(Schema):
     paper_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=MAX_PAPERS,
-        description="Up to 100 papers (paper_id, human id or citekey); repeat the parameter.",
+        description=(
+            "Up to 100 papers (paper_id, human id or citekey); repeat the parameter. Omit "
+            "with project_id to export the whole project."
+        ),
     )
     format: ExportFormat
     project_id: ProjectRef | None = Field(
-        default=None, description="Only export the listed papers that are in this project."
+        default=None,
+        description="The project to export; with paper_ids, only those of them in it.",
     )
 
 
@@ -254,7 +306,10 @@ def _content(text: str, max_chars: int | None, more: str) -> dict[str, Any]:
 )
 def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpResponse:
     """The papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS in the response body;
-    nothing is written on the server. Repeat paper_ids for several papers."""
+    nothing is written on the server. Repeat paper_ids for several papers, or give only
+    project_id for a whole project."""
+    if not query.paper_ids and not query.project_id:
+        raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
     content = render_export(papers, query.format)
     fmt = query.format.strip().lower()
@@ -271,20 +326,14 @@ def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpRespon
     response=with_errors({200: ExportFile}, 403, 404),
 )
 def export_to_file(request: HttpRequest, body: ExportFileIn) -> dict[str, Any]:
-    """As the MCP tool export_search_results: write the papers to
-    `<knowledge base>/exports/<filename>.<ext>` and say where."""
-    papers = paper_selectors.papers_filter(refs=body.paper_ids, project=body.project_id)
-    result = export_papers(papers=papers, fmt=body.format, filename=body.filename)
-    try:
-        shown = result.path.relative_to(settings.RESEARCH_DIRECTORY)
-    except ValueError:
-        shown = result.path
-    return {
-        "filename": result.filename,
-        "path": str(shown),
-        "format": result.format,
-        "count": result.count,
-    }
+    """As the MCP tool export_search_results, always to a file: write the papers to
+    `<knowledge base>/exports/<filename>.<ext>` (never over an existing file unless
+    `overwrite`) and say where. GET /api/papers/export returns the content instead."""
+    result = export_search_results(
+        fmt=body.format, refs=body.paper_ids, project=body.project_id, filename=body.filename,
+        overwrite=body.overwrite, inline_max_bytes=0,
+    )  # fmt: skip
+    return result
 
 
 # --- keywords of several papers ----------------------------------------------------------
@@ -318,6 +367,19 @@ def keywords_change(request: HttpRequest, body: KeywordsChange) -> dict[str, Any
 )
 def paper_detail(request: HttpRequest, ref: str) -> dict[str, Any]:
     return paper_selectors.paper_detail(ref=ref)
+
+
+@router.post(
+    "/{ref}/pdf",
+    operation_id="attach_pdf",
+    summary="Fetch a PDF for a paper from a URL or its open-access locations",
+    response=with_errors({200: PaperWithPdf}, 403, 404, 502),
+)
+def paper_pdf_attach(request: HttpRequest, ref: str, body: PdfAttachIn) -> dict[str, Any]:
+    """Downloads with the same guard as every PDF download (no private addresses, size
+    and time limits, a real PDF). 404 `no_pdf_location` when no url is given and the paper
+    names none; 502 `asset_fetch_failed` lists every location tried and why it failed."""
+    return fetch.paper_pdf_attach(ref=ref, url=body.url)
 
 
 @router.get(

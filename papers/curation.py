@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponse
 
 from core.errors import DomainError
 from papers.models import Paper
+from papers.pdf.fetch import paper_pdf_attach
 from papers.selectors import with_relations
 from papers.services import paper_keywords_update
 
@@ -223,6 +224,38 @@ class PaperCurationAdmin(admin.ModelAdmin):
                 "and are being downloaded; see their PDF section (failures are logged)"
             ),
         )
+
+    @admin.action(
+        description="Attach PDFs from open-access locations (pdf_url, arXiv, ACL Anthology)",
+        permissions=["change"],
+    )
+    def attach_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:
+        """attach_pdf for each selected paper, in this request (at most
+        INLINE_DOWNLOADS_MAX): the locations its metadata names, first PDF wins."""
+        ids = self.selected_ids(request, queryset)
+        if ids is None:
+            return
+        if len(ids) > INLINE_DOWNLOADS_MAX:
+            self.message_user(
+                request,
+                f"PDFs are fetched while this page waits: select at most "
+                f'{INLINE_DOWNLOADS_MAX} papers ("Fetch PDFs" queues many pdf_url downloads).',
+                level=messages.ERROR,
+            )
+            return
+        attached, failures = 0, []
+        for paper_id in ids:
+            try:
+                paper_pdf_attach(ref=paper_id)
+                attached += 1
+            except DomainError as error:
+                failures.append(f"paper {paper_id}: {error.message}")
+        if attached:
+            self.message_user(
+                request, f"Attach PDFs: {attached} of {len(ids)} papers have their PDF."
+            )
+        for failure in failures[:10]:
+            self.message_user(request, f"Attach PDFs: {failure}", level=messages.WARNING)
 
     @admin.action(
         description="Re-embed selected papers for semantic search (missing or outdated vectors)",

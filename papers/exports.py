@@ -3,7 +3,12 @@
 Files are written only into `settings.EXPORTS_DIR` (read at call time), under a name the
 caller may choose from a safe alphabet, and atomically: a temporary file in the same
 folder, fsync, then `os.replace`, so a reader never sees half a file and a failure leaves
-no file behind.
+no file behind. An existing file is never replaced unless the caller says `overwrite`: the
+export takes the next free numbered name (`refs-2.bib`).
+
+`export_search_results` is what interfaces call (MCP `export_search_results`, REST): a
+list of papers, a whole project, or both, returned inline up to EXPORT_INLINE_MAX_BYTES
+and written to a file beyond that (or when a file name is given).
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ import csv
 import io
 import json
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
@@ -25,7 +31,7 @@ from core.errors import InvalidInput
 from papers.bibtex import render_bibtex
 from papers.models import Paper
 from papers.ris import render_ris
-from papers.selectors import paper_record
+from papers.selectors import paper_record, papers_filter
 
 EXTENSIONS = {
     "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",
@@ -54,36 +60,100 @@ class ExportResult:
 
 
 def export_papers(
-    *, papers: Iterable[Paper], fmt: str, filename: str | None = None
+    *,
+    papers: Iterable[Paper],
+    fmt: str,
+    filename: str | None = None,
+    overwrite: bool = False,
+    content: str | None = None,
 ) -> ExportResult:
     """Write papers (relations prefetched, e.g. from `selectors.papers_filter`) to a file
-    in EXPORTS_DIR and say where.
+    in EXPORTS_DIR and say where. `content`: the export already rendered (render_export).
 
     `filename` is a name without folders, of letters, digits, '-', '_', '.' and spaces;
     the extension of the format is added (a name that already ends in it is kept as is).
-    A file of that name is replaced atomically. Without a name, `export-<UTC time>` is used,
-    with '-2', '-3', ... so that default names never replace an earlier export.
+    An existing file is never replaced: the export takes '<name>-2', '-3', ... unless
+    `overwrite` is true, which replaces a file of that name atomically. Without a name,
+    `export-<UTC time>` is used, numbered the same way.
 
     Raises InvalidInput for an unknown format, an unsafe file name or no papers; StorageFull
     when the disk is full, OSError if the folder cannot be written (nothing is left behind).
     """
     fmt = _check_format(fmt)
     papers = list(papers)
-    content = render_export(papers, fmt)
+    text = render_export(papers, fmt) if content is None else content
     folder = Path(settings.EXPORTS_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     extension = EXTENSIONS[fmt]
     if filename is None:
-        path = _unused_default_path(folder, extension)
+        path = _unused_path(folder, f"export-{datetime.now(UTC):%Y%m%d-%H%M%S}", extension)
     else:
         name = safe_filename(filename)
         if name.lower().endswith(f".{extension}"):
             name = name[: -len(extension) - 1]
-        path = folder / f"{name}.{extension}"
+        path = (
+            folder / f"{name}.{extension}" if overwrite else _unused_path(folder, name, extension)
+        )
     if path.resolve().parent != folder.resolve():  # defence in depth; names have no folders
         raise InvalidInput("The export must stay in the exports folder.", field="filename")
-    write_atomic(path, content.encode("utf-8"))
+    write_atomic(path, text.encode("utf-8"))
     return ExportResult(path=path, filename=path.name, count=len(papers), format=fmt)
+
+
+def export_search_results(
+    *,
+    fmt: str,
+    refs: Sequence[str | int] | None = None,
+    project: str | None = None,
+    filename: str | None = None,
+    overwrite: bool = False,
+    inline_max_bytes: int | None = None,
+    scope: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Export papers named by reference (any paper id form), a whole project (id or name;
+    no need to list its papers), or the listed papers that are in the project.
+
+    Without `filename`, an export of at most `inline_max_bytes` (UTF-8; default the
+    EXPORT_INLINE_MAX_BYTES setting, 0: always a file) is returned inline (`content`) and
+    no file is written; a larger one is written to EXPORTS_DIR under a dated default name.
+    With `filename` the file is always written (never over an existing one unless
+    `overwrite`: `refs-2.bib` instead), and its content is inline too when small.
+
+    Returns {success, format, count, size (bytes), content (inline only), path (written
+    only: relative to the knowledge base), filename (written only)}. Raises InvalidInput
+    (neither refs nor project, bad format or file name, empty selection), NotFound
+    (unknown papers or project, or outside the scope), StorageFull.
+    """
+    fmt = _check_format(fmt)
+    if not refs and not project:
+        raise InvalidInput(
+            "Give paper_ids, a project_id (to export the whole project), or both.",
+            field="paper_ids",
+        )
+    papers = list(papers_filter(refs=refs or None, project=project or None, scope=scope))
+    content = render_export(papers, fmt)
+    size = len(content.encode("utf-8"))
+    limit = settings.EXPORT_INLINE_MAX_BYTES if inline_max_bytes is None else inline_max_bytes
+    inline = size <= limit
+    result: dict[str, Any] = {"success": True, "format": fmt, "count": len(papers), "size": size}
+    if inline:
+        result["content"] = content
+    if filename is not None or not inline:
+        written = export_papers(
+            papers=papers, fmt=fmt, filename=filename, overwrite=overwrite, content=content
+        )
+        result["path"] = _shown_path(written.path)
+        result["filename"] = written.filename
+    return result
+
+
+def _shown_path(path: Path) -> str:
+    """A written file's path relative to the knowledge base (clients never see the server's
+    own folders)."""
+    try:
+        return str(path.relative_to(settings.RESEARCH_DIRECTORY))
+    except ValueError:
+        return str(Path(path.parent.name) / path.name)
 
 
 def render_export(papers: Iterable[Paper], fmt: str) -> str:
@@ -130,8 +200,8 @@ def safe_filename(raw: str) -> str:
     return name
 
 
-def _unused_default_path(folder: Path, extension: str) -> Path:
-    stem = f"export-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+def _unused_path(folder: Path, stem: str, extension: str) -> Path:
+    """`<stem>.<ext>`, or the first of `<stem>-2.<ext>`, `-3`, ... that does not exist."""
     path, number = folder / f"{stem}.{extension}", 1
     while path.exists():
         number += 1
@@ -199,7 +269,21 @@ _MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#"})
 
 
 def _md(text: str) -> str:
-    return text.translate(_MARKDOWN_SPECIAL)
+    # One line (a newline in a title could start a heading or a list), markup escaped.
+    return " ".join(text.split()).translate(_MARKDOWN_SPECIAL)
+
+
+def _web_url(url: str) -> str | None:
+    """The URL if it is an http(s) address fit for an autolink, else None: a
+    `javascript:` or `data:` source_url from an import must not become a link."""
+    text = (url or "").strip()
+    if not text or any(c in text for c in ' <>"\n\r\t') or len(text) > 2000:
+        return None
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    return text if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
 def _render_markdown(papers: list[Paper]) -> str:
@@ -215,13 +299,13 @@ def _render_markdown(papers: list[Paper]) -> str:
         details = [_md(d) for d in details if d]
         if details:
             line += f" ({', '.join(details)})" if authors else f"  \n   {', '.join(details)}"
-        links = [f"`{paper.citekey}`"]
+        links = [f"`{paper.citekey.replace('`', '')}`"]
         if paper.doi:
             links.append(f"[doi:{_md(paper.doi)}](https://doi.org/{quote(paper.doi, safe='/:;.')})")
         if paper.arxiv_id:
             links.append(f"[arXiv:{paper.arxiv_id}](https://arxiv.org/abs/{paper.arxiv_id})")
-        elif paper.source_url and not any(c in paper.source_url for c in " <>"):
-            links.append(f"<{paper.source_url}>")
+        elif url := _web_url(paper.source_url):
+            links.append(f"<{url}>")
         keywords = _keywords(paper)
         if keywords:
             links.append("keywords: " + _md(", ".join(keywords)))

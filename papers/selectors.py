@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from core.errors import InvalidInput, NotFound
-from papers.models import Paper, PaperAuthor
+from papers.models import Annotation, Paper, PaperAsset, PaperAuthor, PaperIdentifier, PaperPdf
 from papers.scoping import papers_in_project, project_find
 from papers.scoping import papers_in_scope as papers_in_scope
 
@@ -16,6 +17,8 @@ MAX_REF_LENGTH = 600
 # Larger numbers cannot be a paper_id (a 64-bit integer); the databases refuse to compare
 # them (SQLite: OverflowError, PostgreSQL: bigint out of range), so they simply match nothing.
 MAX_PAPER_ID = 2**63 - 1
+# papers_resolve: most references in one call.
+MAX_REFS = 1_000
 
 
 def paper_get(*, ref: str | int, scope: Sequence[str] | None = None) -> Paper:
@@ -57,19 +60,103 @@ def papers_get_many(
     return [paper_get(ref=ref, scope=scope) for ref in refs]
 
 
+def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = None) -> list[int]:
+    """The paper_ids of these references (paper_id, human id, citekey or citekey alias, as
+    paper_get accepts), in the order given, each once, in a few queries whatever the count.
+
+    Raises InvalidInput for more than MAX_REFS references or an empty, oversized or
+    non-text one; NotFound naming every reference that matches no paper (in scope).
+    """
+    if isinstance(refs, str | bytes) or not isinstance(refs, Sequence):
+        raise InvalidInput("paper_ids must be a list of paper identifiers.", field="paper_ids")
+    if len(refs) > MAX_REFS:
+        raise InvalidInput(f"At most {MAX_REFS} paper_ids at a time.", field="paper_ids")
+    texts = [_ref_text(ref) for ref in refs]
+    numbers = {int(t) for t in texts if t.isdigit()}
+    human_ids = {t for t in texts if t.startswith("[")}
+    keys = {t for t in texts if not t.isdigit() and not t.startswith("[")}
+
+    visible = papers_in_scope(scope) if scope is not None else Paper.objects.all()
+    found: dict[str, int] = {}
+    for pk in visible.filter(pk__in=numbers).values_list("pk", flat=True):
+        found[str(pk)] = pk
+    for pk, human_id in visible.filter(human_id__in=human_ids).values_list("pk", "human_id"):
+        found[human_id] = pk
+    for pk, citekey in visible.filter(citekey__in=keys).values_list("pk", "citekey"):
+        found[citekey] = pk
+    aliases = keys - found.keys()
+    if aliases:
+        alias_rows = PaperIdentifier.objects.filter(
+            scheme="citekey", value__in=aliases, paper__in=visible.values("pk")
+        ).values_list("value", "paper_id")
+        for value, pk in alias_rows:
+            found.setdefault(value, pk)
+    unknown = [ref for ref, text in zip(refs, texts, strict=True) if _lookup(found, text) is None]
+    if unknown:
+        listed = ", ".join(repr(ref) for ref in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        raise NotFound(
+            f"No paper {listed}{more} in the library.", paper_ids=[str(ref) for ref in unknown]
+        )
+    return list(dict.fromkeys(_lookup(found, text) or 0 for text in texts))
+
+
+def _ref_text(ref: object) -> str:
+    if isinstance(ref, bool) or not isinstance(ref, str | int):
+        raise InvalidInput(
+            "Each paper_id must be a number or a text identifier.", field="paper_ids"
+        )
+    text = str(ref).strip()
+    if not text:
+        raise InvalidInput("A paper_id cannot be empty.", field="paper_ids")
+    if len(text) > MAX_REF_LENGTH:
+        raise InvalidInput("A paper_id is too long.", field="paper_ids")
+    return text
+
+
+def _lookup(found: dict[str, int], text: str) -> int | None:
+    # Digits are keyed by their canonical form, so '007' finds paper 7 as paper_get does.
+    return found.get(str(int(text))) if text.isdigit() else found.get(text)
+
+
 def with_relations(queryset: QuerySet[Paper]) -> QuerySet[Paper]:
-    """Prefetch what records show, so a page of papers costs a fixed number of queries."""
-    return queryset.select_related("venue").prefetch_related(
-        Prefetch(
-            "author_links",
-            queryset=PaperAuthor.objects.select_related("author", "affiliation").order_by(
-                "position"
+    """Prefetch and annotate what records show, so a page of papers costs a fixed number
+    of queries (the paper rows with `has_pdf_file` and `annotation_total`, then one query
+    per relation), whatever the page size."""
+    annotations = (
+        Annotation.objects.filter(paper=OuterRef("pk"))
+        .order_by()
+        .values("paper")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return (
+        queryset.select_related("venue")
+        .annotate(
+            has_pdf_file=Exists(PaperPdf.objects.filter(paper=OuterRef("pk"))),
+            annotation_total=Coalesce(
+                Subquery(annotations, output_field=IntegerField()), 0, output_field=IntegerField()
             ),
-        ),
-        "keywords",
-        "categories",
-        "projects",
-        "identifiers",
+        )
+        .prefetch_related(
+            Prefetch(
+                "author_links",
+                queryset=PaperAuthor.objects.select_related("author", "affiliation").order_by(
+                    "position"
+                ),
+            ),
+            "keywords",
+            "categories",
+            "projects",
+            "identifiers",
+            Prefetch(
+                "assets",
+                queryset=PaperAsset.objects.filter(kind=PaperAsset.Kind.SUMMARY).only(
+                    "pk", "paper_id", "kind", "name"
+                ),
+                to_attr="summary_assets",
+            ),
+        )
     )
 
 
@@ -77,20 +164,94 @@ def _authors(paper: Paper) -> list[str]:
     return [link.author.name for link in paper.author_links.all()]
 
 
-def paper_brief(paper: Paper) -> dict[str, Any]:
-    """The short record used in lists and search results."""
+def publication_text(
+    *, publication_info: str, venue: str | None, volume: str, number: str, pages: str
+) -> str | None:
+    """Seed 004's `publication`: where the paper appeared, as one line, 'Journal Name,
+    Volume(Issue), Pages'. The source's own line (Scholar's publication summary, arXiv's
+    journal reference) when there is one, else made from the venue, volume, issue and
+    pages; None when nothing is known."""
+    if publication_info:
+        return publication_info
+    if not venue:
+        return None
+    issue = f"({number})" if number else ""
+    parts = [venue, f"{volume}{issue}", pages]
+    return ", ".join(part for part in parts if part)
+
+
+def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The brief record from plain values: `paper_brief` (model instances) and the search's
+    one-statement loader (papers.search.fulltext.paper_briefs) both build it here, so the
+    two can never differ. `values` holds the paper's columns by field name, plus `venue`
+    (its name), `authors`, `keywords`, `projects`, `summaries` (lists), `has_pdf_file`
+    and `annotation_count`."""
     return {
-        "paper_id": paper.pk,
-        "id": paper.human_id,
-        "citekey": paper.citekey,
-        "title": paper.title,
-        "year": paper.year,
-        "venue": paper.venue.name if paper.venue else None,
-        "authors": _authors(paper),
-        "keywords": sorted(k.name for k in paper.keywords.all()),
-        "source": paper.source,
-        "doi": paper.doi,
+        "paper_id": values["paper_id"],
+        "id": values["human_id"],
+        "citekey": values["citekey"],
+        "title": values["title"],
+        "year": values["year"],
+        "venue": values["venue"],
+        "publication": publication_text(
+            publication_info=values["publication_info"],
+            venue=values["venue"],
+            volume=values["volume"],
+            number=values["number"],
+            pages=values["pages"],
+        ),
+        "authors": list(values["authors"]),
+        "keywords": sorted(values["keywords"]),
+        "source": values["source"],
+        "doi": values["doi"],
+        "arxiv_id": values["arxiv_id"],
+        "url": values["source_url"] or None,
+        "pdf_url": values["pdf_url"] or None,
+        "pages": values["pages"] or None,
+        "publisher": values["publisher"] or None,
+        # A PDF in the library, or a location to download one from (attach_pdf).
+        "has_pdf": bool(values["has_pdf_file"] or values["pdf_url"]),
+        "projects": sorted(values["projects"]),
+        "summaries": sorted(values["summaries"]),
+        "annotation_count": int(values["annotation_count"] or 0),
     }
+
+
+# The paper columns a brief record reads (brief_from_values' plain fields).
+BRIEF_COLUMNS = (
+    "paper_id", "human_id", "citekey", "title", "year", "source", "doi", "arxiv_id",
+    "publication_info", "volume", "number", "pages", "publisher", "source_url", "pdf_url",
+)  # fmt: skip
+
+
+def paper_brief(paper: Paper) -> dict[str, Any]:
+    """The short record used in lists and search results: identifiers, title, year, venue
+    and `publication`, authors, keywords, links (url, pdf_url, doi, arxiv_id), `has_pdf`,
+    the paper's `projects`, its `summaries` (template names) and `annotation_count`.
+
+    Costs no query for a paper loaded through `with_relations`; otherwise the relations
+    are read one query each."""
+    summaries = getattr(paper, "summary_assets", None)
+    if summaries is None:
+        summaries = paper.assets.filter(kind=PaperAsset.Kind.SUMMARY).only("name")
+    has_pdf_file = getattr(paper, "has_pdf_file", None)
+    if has_pdf_file is None:
+        has_pdf_file = PaperPdf.objects.filter(paper=paper).exists()
+    annotation_count = getattr(paper, "annotation_total", None)
+    if annotation_count is None:
+        annotation_count = paper.annotations.count()
+    return brief_from_values(
+        {
+            **{column: getattr(paper, column) for column in BRIEF_COLUMNS},
+            "venue": paper.venue.name if paper.venue else None,
+            "authors": _authors(paper),
+            "keywords": [k.name for k in paper.keywords.all()],
+            "projects": [p.id for p in paper.projects.all()],  # type: ignore[attr-defined]
+            "summaries": [asset.name for asset in summaries],
+            "has_pdf_file": has_pdf_file,
+            "annotation_count": annotation_count,
+        }
+    )
 
 
 def paper_record(paper: Paper) -> dict[str, Any]:

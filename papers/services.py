@@ -9,6 +9,7 @@ the one kept is recorded under `metadata["alternates"][field]` with its source.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -499,6 +500,10 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
         )
     )
     taken |= set(Paper.objects.filter(citekey__in=wanted).values_list("citekey", flat=True))
+    # A generated key never takes a key another paper of this batch asks for, nor one that
+    # is already another paper's citekey alias (the key it had in an imported BibTeX file):
+    # that key must keep naming that paper.
+    avoided = wanted | _citekey_aliases({p.citekey_base for p in papers})
     pending = list(zip(papers, records, strict=True))
     while pending:
         for paper, record in pending:
@@ -510,6 +515,7 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
                     paper.citekey_base + suffix
                     for suffix in citekey_suffixes()
                     if paper.citekey_base + suffix not in taken
+                    and paper.citekey_base + suffix not in avoided
                 )
             taken.add(paper.citekey)
         # A suffixed key can be another base's plain key ('anonrole' + 's' = 'anonroles'),
@@ -517,6 +523,19 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
         chosen = {paper.citekey: (paper, record) for paper, record in pending}
         clashes = set(Paper.objects.filter(citekey__in=chosen).values_list("citekey", flat=True))
         pending = [chosen[key] for key in clashes]
+
+
+def _citekey_aliases(bases: set[str]) -> set[str]:
+    """Citekey aliases recorded for any paper that a key generated from `bases` could hit
+    (the base itself and its first Better-BibTeX suffixes)."""
+    candidates = {
+        base + suffix for base in bases for suffix in itertools.islice(citekey_suffixes(), 27)
+    }
+    return set(
+        PaperIdentifier.objects.filter(scheme="citekey", value__in=candidates).values_list(
+            "value", flat=True
+        )
+    )
 
 
 # --- related rows: venues, authors, keywords, categories, identifiers -----------------

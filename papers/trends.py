@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet
 
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput
 from papers import scoping
 from papers.models import (
     Author,
@@ -24,15 +24,14 @@ from papers.models import (
     Paper,
     PaperAuthor,
     PaperCategory,
-    PaperIdentifier,
     PaperKeyword,
     Venue,
 )
+from papers.search.fulltext import MAX_IDS, paper_search_ids
+from papers.selectors import papers_resolve
 
 ANALYSIS_TYPES: tuple[str, ...] = ("authors", "keywords", "timeline", "categories", "venues")
-MAX_REFS = 1_000
 MAX_ITEMS = 1_000
-MAX_REF_LENGTH = 600
 
 PaperSet = QuerySet[Paper] | Sequence[Paper] | Sequence[int]
 
@@ -49,15 +48,17 @@ def papers_trends(
     - "authors": `[{name, paper_count, first_year, last_year}]`, the years of the author's
       papers among these (not their whole career);
     - "keywords", "categories", "venues": `[{name, paper_count}]`;
-    - "timeline": `[{year, paper_count}]` for every year from the first to the last,
-      years without papers included as 0.
+    - "timeline": `[{year, paper_count}]` for every year from the first with papers to
+      the last, oldest first, years without papers as 0; a span longer than `limit`
+      years is cut to the `limit` most recent, with a note counting the papers before
+      (one paper dated 1805 no longer adds 219 empty years to a 100-row answer).
 
     Returns `{"analysis_type", "items", "summary", "notes"}`. Items are sorted by
-    paper_count descending then name (the timeline by year) and cut at `limit` (never the
-    timeline). `summary`: total_papers, first_year, last_year, papers_without_year, and
-    for the other analyses distinct_values (before the cut) and papers_without_value
-    (papers with no author, keyword, category or venue). With `scope`, papers outside
-    the client's projects are left out.
+    paper_count descending then name (the timeline by year) and cut at `limit`.
+    `summary`: total_papers, first_year, last_year, papers_without_year, and for the
+    other analyses distinct_values (before the cut) and papers_without_value (papers with
+    no author, keyword, category or venue); for the timeline years_with_papers. With
+    `scope`, papers outside the client's projects are left out.
 
     Raises InvalidInput for an unknown analysis_type (listing the allowed ones) or a limit
     outside 1-1000.
@@ -76,6 +77,14 @@ def papers_trends(
     notes: list[str] = []
     if analysis_type == "timeline":
         items = _timeline(selected, summary)
+        if len(items) > limit:
+            left_out = sum(item["paper_count"] for item in items[:-limit])
+            notes.append(
+                f"The timeline spans {len(items)} years ({items[0]['year']}-"
+                f"{items[-1]['year']}); showing the {limit} most recent. {_papers(left_out)} "
+                f"from {items[0]['year']}-{items[-limit - 1]['year']} are not shown."
+            )
+            items = items[-limit:]
         if summary["papers_without_year"]:
             undated = summary["papers_without_year"]
             notes.append(
@@ -96,21 +105,27 @@ def papers_trends_by_ref(
     analysis_type: str,
     paper_ids: Sequence[str | int] | None = None,
     project_id: str | None = None,
+    query: str | None = None,
     scope: Sequence[str] | None = None,
     limit: int = 100,
 ) -> dict[str, Any]:
     """`papers_trends` over papers named by reference (paper_id, human id or citekey; at
-    most 1000), over a project's papers (id or name), or both: the listed papers that are
-    in the project, with a note naming how many were left out.
+    most 1000), over a project's papers (id or name), over the papers matching a
+    full-text `query` (as search_papers reads it; the best MAX_IDS), or their
+    intersection: e.g. the listed papers that are in the project, with a note naming how
+    many were left out, or a project's papers that match the query.
 
-    Raises InvalidInput when neither is given, for too many or malformed references, and
-    like papers_trends; NotFound naming every unknown reference, or for an unknown project
-    (or one outside the scope).
+    Raises InvalidInput when none is given, for too many or malformed references, a bad
+    query (like paper_search), and like papers_trends; NotFound naming every unknown
+    reference, or for an unknown project (or one outside the scope).
     """
-    if not paper_ids and not project_id:
-        raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
+    if not paper_ids and not project_id and not query:
+        raise InvalidInput(
+            "Give a query, paper_ids or a project_id (or several, to intersect them).",
+            field="paper_ids",
+        )
     notes: list[str] = []
-    papers: PaperSet
+    papers: PaperSet | None = None
     if paper_ids:
         ids = papers_resolve(refs=paper_ids, scope=scope)
         papers = ids
@@ -126,76 +141,34 @@ def papers_trends_by_ref(
                     f"in project {project_id!r} and {'was' if left_out == 1 else 'were'} "
                     "left out."
                 )
-    else:
+    elif project_id:
         papers = _project_papers(str(project_id), scope)
-    result = papers_trends(papers=papers, analysis_type=analysis_type, scope=scope, limit=limit)
+    if query:
+        matched = paper_search_ids(query=query, scope=scope, ranked=False)
+        if len(matched) >= MAX_IDS:
+            notes.append(f"Only the best {MAX_IDS:,} papers matching the query are counted.")
+        if papers is None:
+            papers = matched
+        elif isinstance(papers, QuerySet):
+            papers = papers.filter(pk__in=matched)
+        else:
+            wanted = set(matched)
+            papers = [pk for pk in _ids_of(papers) if pk in wanted]
+        notes.append(f"Counting the papers that match the query {query!r}.")
+    result = papers_trends(
+        papers=papers if papers is not None else [], analysis_type=analysis_type, scope=scope,
+        limit=limit,
+    )  # fmt: skip
     result["notes"] = notes + result["notes"]
     return result
 
 
-def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = None) -> list[int]:
-    """The paper_ids of these references (paper_id, human id, citekey or citekey alias, as
-    paper_get accepts), in the order given, each once, in a few queries whatever the count.
-
-    Raises InvalidInput for more than MAX_REFS references or an empty, oversized or
-    non-text one; NotFound naming every reference that matches no paper (in scope).
-    """
-    from papers.selectors import papers_in_scope
-
-    if isinstance(refs, str | bytes) or not isinstance(refs, Sequence):
-        raise InvalidInput("paper_ids must be a list of paper identifiers.", field="paper_ids")
-    if len(refs) > MAX_REFS:
-        raise InvalidInput(f"At most {MAX_REFS} paper_ids at a time.", field="paper_ids")
-    texts = [_ref_text(ref) for ref in refs]
-    numbers = {int(t) for t in texts if t.isdigit()}
-    human_ids = {t for t in texts if t.startswith("[")}
-    keys = {t for t in texts if not t.isdigit() and not t.startswith("[")}
-
-    visible = papers_in_scope(scope) if scope is not None else Paper.objects.all()
-    found: dict[str, int] = {}
-    for pk in visible.filter(pk__in=numbers).values_list("pk", flat=True):
-        found[str(pk)] = pk
-    for pk, human_id in visible.filter(human_id__in=human_ids).values_list("pk", "human_id"):
-        found[human_id] = pk
-    for pk, citekey in visible.filter(citekey__in=keys).values_list("pk", "citekey"):
-        found[citekey] = pk
-    aliases = keys - found.keys()
-    if aliases:
-        alias_rows = PaperIdentifier.objects.filter(
-            scheme="citekey", value__in=aliases, paper__in=visible.values("pk")
-        ).values_list("value", "paper_id")
-        for value, pk in alias_rows:
-            found.setdefault(value, pk)
-    unknown = [ref for ref, text in zip(refs, texts, strict=True) if _lookup(found, text) is None]
-    if unknown:
-        listed = ", ".join(repr(ref) for ref in unknown[:20])
-        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
-        raise NotFound(
-            f"No paper {listed}{more} in the library.", paper_ids=[str(ref) for ref in unknown]
-        )
-    return list(dict.fromkeys(_lookup(found, text) or 0 for text in texts))
+def _ids_of(papers: Sequence[Paper] | Sequence[int]) -> list[int]:
+    return [p.pk if isinstance(p, Paper) else int(p) for p in papers]
 
 
 def _papers(count: int) -> str:
     return f"{count} paper" if count == 1 else f"{count} papers"
-
-
-def _ref_text(ref: object) -> str:
-    if isinstance(ref, bool) or not isinstance(ref, str | int):
-        raise InvalidInput(
-            "Each paper_id must be a number or a text identifier.", field="paper_ids"
-        )
-    text = str(ref).strip()
-    if not text:
-        raise InvalidInput("A paper_id cannot be empty.", field="paper_ids")
-    if len(text) > MAX_REF_LENGTH:
-        raise InvalidInput("A paper_id is too long.", field="paper_ids")
-    return text
-
-
-def _lookup(found: dict[str, int], text: str) -> int | None:
-    # Digits are keyed by their canonical form, so '007' finds paper 7 as paper_get does.
-    return found.get(str(int(text))) if text.isdigit() else found.get(text)
 
 
 def _project_papers(project_id: str, scope: Sequence[str] | None) -> QuerySet[Paper]:
@@ -260,6 +233,7 @@ def _timeline(selection: _Selection, summary: dict[str, Any]) -> list[dict[str, 
         return []
     groups = selection.papers.filter(year__isnull=False).values("year").annotate(n=Count("pk"))
     counts = dict(groups.values_list("year", "n"))
+    summary["years_with_papers"] = len(counts)
     return [{"year": year, "paper_count": counts.get(year, 0)} for year in range(first, last + 1)]
 
 

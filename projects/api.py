@@ -1,6 +1,7 @@
-"""REST endpoints for research projects (`/api/projects`): create, list, read, and the
-papers they hold. The same selectors and services as the MCP `library` tools; a project
-is named by its id (a slug such as `llm-evaluation`) or its name (URL-encoded).
+"""REST endpoints for research projects (`/api/projects`): create, list (with paper
+counts), read (with keyword counts), delete (confirmed by name), and the papers they hold.
+The same selectors and services as the MCP `library` tools; a project is named by its id
+(a slug such as `llm-evaluation`) or its name (URL-encoded).
 """
 
 from __future__ import annotations
@@ -35,6 +36,36 @@ class ProjectOut(Schema):
     updated_at: datetime
 
 
+class ProjectSummary(ProjectOut):
+    paper_count: int = Field(description="How many papers the project holds.")
+
+
+class KeywordCount(Schema):
+    name: str
+    paper_count: int
+
+
+class ProjectDetail(ProjectSummary):
+    first_year: int | None = Field(description="The oldest paper's year.")
+    last_year: int | None = Field(description="The newest paper's year.")
+    last_added_at: datetime | None = Field(description="When a paper was last added.")
+    keywords: list[KeywordCount] = Field(description="The 20 most used keywords, most first.")
+    distinct_keywords: int
+
+
+class DeleteParams(Schema):
+    confirm_name: str = Field(
+        max_length=200, description="The project's exact name: a guard against deleting by mistake."
+    )
+
+
+class ProjectDeleted(Schema):
+    project_id: str
+    name: str
+    deleted: bool
+    papers_removed: int = Field(description="Memberships removed; the papers stay in the library.")
+
+
 class PageParams(Schema):
     limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="1-100.")] = 20
     offset: Annotated[int, Field(ge=0, le=settings.MAX_OFFSET, description="0-10000.")] = 0
@@ -58,6 +89,11 @@ class MembershipChanged(Schema):
     project_id: str
     added: int | None = Field(default=None, description="Papers added (others were already in).")
     removed: int | None = Field(default=None, description="Papers removed (others were not in).")
+    already_in: int | None = Field(default=None, description="Listed papers already in it.")
+    not_in_project: list[int] | None = Field(
+        default=None, description="Listed papers that were not in it (nothing to remove)."
+    )
+    paper_ids: list[int] | None = Field(default=None, description="The papers named, resolved.")
 
 
 def _project(project: Project) -> dict[str, Any]:
@@ -85,21 +121,32 @@ def project_create(request: HttpRequest, body: ProjectIn) -> Status[dict[str, An
 @router.get(
     "",
     operation_id="list_projects",
-    summary="All projects, by name",
-    response=with_errors({200: list[ProjectOut]}),
+    summary="All projects, by name, with their paper counts",
+    response=with_errors({200: list[ProjectSummary]}),
 )
 def project_list(request: HttpRequest) -> list[dict[str, Any]]:
-    return [_project(project) for project in project_selectors.project_list()]
+    return [project_selectors.project_brief(p) for p in project_selectors.project_list()]
 
 
 @router.get(
     "/{ref}",
     operation_id="get_project",
-    summary="One project",
-    response=with_errors({200: ProjectOut}, 404),
+    summary="One project, with its paper count, years and most used keywords",
+    response=with_errors({200: ProjectDetail}, 404),
 )
 def project_get(request: HttpRequest, ref: str) -> dict[str, Any]:
-    return _project(project_selectors.project_get(ref=ref))
+    return project_selectors.project_detail(ref=ref)
+
+
+@router.delete(
+    "/{ref}",
+    operation_id="delete_project",
+    summary="Delete a project, confirmed by its name (the papers stay in the library)",
+    response=with_errors({200: ProjectDeleted}, 403, 404),
+)
+def project_delete(request: HttpRequest, ref: str, query: Query[DeleteParams]) -> dict[str, Any]:
+    """`?confirm_name=` must be the project's exact name, else 400 saying what to pass."""
+    return project_services.project_delete_confirmed(project=ref, confirm_name=query.confirm_name)
 
 
 @router.get(
@@ -132,13 +179,9 @@ def project_papers(request: HttpRequest, ref: str, page: Query[PageParams]) -> d
     response=with_errors({200: MembershipChanged}, 403, 404),
 )
 def project_papers_add(request: HttpRequest, ref: str, body: PapersIn) -> dict[str, Any]:
-    """Papers already in the project stay as they are; an unknown paper adds nothing (404)."""
-    project = project_selectors.project_get(ref=ref)
-    papers = paper_selectors.papers_get_many(refs=body.paper_ids)
-    added = project_services.project_add_papers(
-        project=project, paper_ids=[paper.pk for paper in papers]
-    )
-    return {"project_id": project.id, "added": added}
+    """Papers already in the project stay as they are. Any unknown paper adds nothing: 404
+    whose `paper_ids` lists every unknown reference."""
+    return project_services.project_papers_add(project=ref, refs=body.paper_ids)
 
 
 @router.post(
@@ -148,12 +191,8 @@ def project_papers_add(request: HttpRequest, ref: str, body: PapersIn) -> dict[s
     response=with_errors({200: MembershipChanged}, 403, 404),
 )
 def project_papers_remove(request: HttpRequest, ref: str, body: PapersIn) -> dict[str, Any]:
-    project = project_selectors.project_get(ref=ref)
-    papers = paper_selectors.papers_get_many(refs=body.paper_ids)
-    removed = project_services.project_remove_papers(
-        project=project, paper_ids=[paper.pk for paper in papers]
-    )
-    return {"project_id": project.id, "removed": removed}
+    """`not_in_project` lists the papers that were not in it; unknown papers: 404."""
+    return project_services.project_papers_remove(project=ref, refs=body.paper_ids)
 
 
 @router.delete(

@@ -71,7 +71,7 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
     actions = [
         "remove_from_project", "move_to_project", "add_to_project", "add_keywords",
         "set_keywords", "remove_keywords", "export_bibtex", "export_csv", "export_ris",
-        "download_pdfs", "reembed",
+        "download_pdfs", "attach_pdfs", "reembed",
     ]  # fmt: skip
 
     def __init__(self, project: Project, admin_site: admin.AdminSite) -> None:

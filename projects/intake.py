@@ -27,10 +27,16 @@ def engines_search(
     save: bool = True,
 ) -> EngineSearchResult:
     """engines.services.engines_search, adding every paper it returns to `project_ids`
-    (when it saves: not in read-only mode, where a note says so)."""
-    return engine_services.engines_search(
+    (when it saves: not in read-only mode, where a note says so). Each result that was
+    added then carries the (first) project's `project_id`, as seed 004's results do."""
+    result = engine_services.engines_search(
         calls=calls, local=local, save=save, on_saved=projects_adder(project_ids)
     )
+    if project_ids and save:
+        for entry in result.results:
+            if entry.get("paper_id") is not None:
+                entry["project_id"] = project_ids[0]
+    return result
 
 
 def citing_papers(

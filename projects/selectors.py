@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Count, Max, Min
 
 from papers import scoping
-from papers.models import Paper
+from papers.models import Keyword, Paper, PaperKeyword
 from papers.selectors import with_relations
-from projects.models import Project
+from projects.models import Project, ProjectPaper
+
+# project_detail: how many of the project's most used keywords it lists.
+DETAIL_KEYWORDS = 20
 
 
 def project_ids_for(refs: Sequence[str]) -> list[str]:
@@ -34,7 +40,65 @@ def project_papers(*, project: Project, limit: int, offset: int) -> tuple[list[P
 
 
 def project_list(*, scope: Sequence[str] | None = None) -> list[Project]:
-    queryset = Project.objects.all()
+    """Every project (only those in the client's scope), by name, each with `paper_count`
+    annotated: one query, whatever the number of projects."""
+    queryset = Project.objects.annotate(paper_count=Count("paper_links"))
     if scope is not None:
         queryset = queryset.filter(id__in=project_ids_for(scope))
     return list(queryset.order_by("name"))
+
+
+def project_brief(project: Project) -> dict[str, Any]:
+    """The record of a project in lists: id, name, description, paper_count, dates.
+    `paper_count` comes from project_list's annotation, else from one count query."""
+    count = getattr(project, "paper_count", None)
+    if count is None:
+        count = ProjectPaper.objects.filter(project=project).count()
+    return {
+        "project_id": project.id,
+        "name": project.name,
+        "description": project.description,
+        "paper_count": count,
+        "created_at": project.created_at,
+        "updated_at": project.updated_at,
+    }
+
+
+def project_detail(*, ref: str, scope: Sequence[str] | None = None) -> dict[str, Any]:
+    """One project (id or name) as `get_project` shows it: project_brief, plus the years
+    its papers span, when a paper was last added, and the DETAIL_KEYWORDS keywords most
+    used by its papers with their counts (`keywords`: [{name, paper_count}], most used
+    first; `distinct_keywords`: how many there are in all). A few queries, whatever the
+    project's size. Raises NotFound (unknown or outside the scope), InvalidInput (empty)."""
+    project = project_get(ref=ref, scope=scope)
+    links = ProjectPaper.objects.filter(project=project)
+    totals = links.aggregate(
+        papers=Count("pk"),
+        first_year=Min("paper__year"),
+        last_year=Max("paper__year"),
+        last_added=Max("added_at"),
+    )
+    keyword_links = PaperKeyword.objects.filter(paper__in=links.values("paper_id")).order_by()
+    groups = list(
+        keyword_links.values("keyword_id")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "keyword_id")[:DETAIL_KEYWORDS]
+    )
+    names = dict(
+        Keyword.objects.filter(pk__in=[row["keyword_id"] for row in groups]).values_list(
+            "pk", "name"
+        )
+    )
+    keywords = sorted(
+        ({"name": names[row["keyword_id"]], "paper_count": row["n"]} for row in groups),
+        key=lambda item: (-item["paper_count"], item["name"].casefold()),
+    )
+    project.paper_count = totals["papers"]  # type: ignore[attr-defined]
+    return {
+        **project_brief(project),
+        "first_year": totals["first_year"],
+        "last_year": totals["last_year"],
+        "last_added_at": totals["last_added"],
+        "keywords": keywords,
+        "distinct_keywords": keyword_links.values("keyword_id").distinct().count(),
+    }

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import transaction
 from django.utils.text import slugify
 
 from core.errors import Conflict, InvalidInput
 from papers.models import Paper
+from papers.selectors import papers_resolve
 from papers.services import OnSaved
 from projects.models import Project, ProjectPaper
 
@@ -73,6 +75,97 @@ def project_delete(*, project: Project | str) -> int:
     removed, _ = ProjectPaper.objects.filter(project=target).delete()
     target.delete()
     return removed
+
+
+@transaction.atomic
+def project_delete_confirmed(
+    *, project: Project | str, confirm_name: str, scope: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Delete a project after the caller has typed its name (`delete_project`, REST DELETE):
+    `confirm_name` must be the project's name exactly (spaces around it are ignored), so
+    a project is never deleted by a mistaken id. Papers stay in the library.
+
+    Returns {project_id, name, deleted: True, papers_removed}. Raises InvalidInput when
+    the name does not match (saying what to pass), NotFound for an unknown project (or one
+    outside the client's scope).
+    """
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project, scope=scope)
+    typed = confirm_name.strip() if isinstance(confirm_name, str) else ""
+    if typed != target.name:
+        count = ProjectPaper.objects.filter(project=target).count()
+        raise InvalidInput(
+            f"To delete project {target.name!r} (id {target.id!r}, {count} papers), pass "
+            f"confirm_name={target.name!r}, its exact name"
+            + (f"; got {typed!r}." if typed else ".")
+            + " The papers stay in the library.",
+            field="confirm_name",
+            project_id=target.id,
+        )
+    project_id, name = target.id, target.name
+    removed = project_delete(project=target)
+    return {"project_id": project_id, "name": name, "deleted": True, "papers_removed": removed}
+
+
+@transaction.atomic
+def project_papers_add(
+    *, project: Project | str, refs: Sequence[str | int], scope: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Add papers already in the library to a project, named by any paper id form
+    (paper_id, human id, citekey or citekey alias). All or nothing: when any reference
+    matches no paper (in the client's scope), nothing is added and NotFound names every
+    unknown one (`paper_ids`), so the caller can fix the list in one go.
+
+    Returns {project_id, added, already_in, paper_ids} (the resolved ids, in the order
+    given). Raises InvalidInput (empty list, over MAX_REFS, a malformed reference),
+    NotFound (unknown references; unknown project or one outside the scope).
+    """
+    target, ids = _membership_targets(project, refs, scope)
+    added = project_add_papers(project=target, paper_ids=ids)
+    return {
+        "project_id": target.id,
+        "added": added,
+        "already_in": len(ids) - added,
+        "paper_ids": ids,
+    }
+
+
+@transaction.atomic
+def project_papers_remove(
+    *, project: Project | str, refs: Sequence[str | int], scope: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Remove papers from a project (they stay in the library and in other projects),
+    named as project_papers_add takes them, all or nothing the same way.
+
+    Returns {project_id, removed, not_in_project, paper_ids}: `not_in_project` lists the
+    paper_ids that were not in the project (nothing to remove). Raises as
+    project_papers_add.
+    """
+    target, ids = _membership_targets(project, refs, scope)
+    present = set(
+        ProjectPaper.objects.filter(project=target, paper_id__in=ids).values_list(
+            "paper_id", flat=True
+        )
+    )
+    removed = project_remove_papers(project=target, paper_ids=sorted(present))
+    return {
+        "project_id": target.id,
+        "removed": removed,
+        "not_in_project": [pk for pk in ids if pk not in present],
+        "paper_ids": ids,
+    }
+
+
+def _membership_targets(
+    project: Project | str, refs: Sequence[str | int], scope: Sequence[str] | None
+) -> tuple[Project, list[int]]:
+    from projects.selectors import project_get
+
+    target = project if isinstance(project, Project) else project_get(ref=project, scope=scope)
+    if isinstance(refs, str | bytes | int) or not refs:
+        raise InvalidInput("paper_ids must be a non-empty list of paper ids.", field="paper_ids")
+    return target, papers_resolve(refs=refs, scope=scope)
 
 
 @transaction.atomic

@@ -3,7 +3,9 @@
 Authentication, tried in order:
 
 1. `Authorization: Bearer <token>`: a per-user API token (`research_site.tokens`). A bad,
-   revoked or expired token is refused with 401 even if a session cookie is present.
+   revoked or expired token is refused with 401 even if a session cookie is present; after
+   AUTH_FAILURE_LIMIT of those from one address, every token is refused with 429 and
+   `Retry-After` for a while (`research_site.throttle`), so tokens cannot be guessed.
 2. The admin's session cookie, for staff users in a browser (the API docs page); writes
    then need the CSRF token in `X-CSRFToken`, as every cookie-authenticated form does.
 
@@ -24,11 +26,13 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from core.errors import ReadOnlyMode
+from research_site import throttle
 from research_site.api_errors import BEARER_REALM, ApiError
 from research_site.models import ApiToken
 from research_site.tokens import TokenRejected, api_token_authenticate, user_is_reader
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+TOKEN_SCOPE = "api-token"  # noqa: S105 - a throttle scope name
 
 
 def authorize(request: HttpRequest, user: User | AnonymousUser, token: ApiToken | None) -> None:
@@ -60,9 +64,21 @@ class BearerToken(HttpBearer):
     """`Authorization: Bearer rmcp_...`: an API token from `manage.py api_token create`."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
+        keys = [throttle.client_key(request)]
+        try:
+            throttle.check(TOKEN_SCOPE, keys)
+        except throttle.Throttled as exc:
+            raise ApiError(
+                429,
+                "too_many_attempts",
+                f"{exc.message} (too many invalid tokens from this address)",
+                headers={"Retry-After": str(exc.retry_after)},
+                retry_after_seconds=exc.retry_after,
+            ) from None
         try:
             api_token = api_token_authenticate(secret=token.strip())
         except TokenRejected as exc:
+            throttle.record_failure(TOKEN_SCOPE, keys)
             raise ApiError(
                 401,
                 "invalid_token",

@@ -1,4 +1,6 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.contrib.auth.signals import user_logged_in
 
 
 class ResearchSiteConfig(AppConfig):
@@ -11,3 +13,8 @@ class ResearchSiteConfig(AppConfig):
         from research_site.celery import app
 
         app.autodiscover_tasks(force=True)
+
+        if settings.MCP_READ_ONLY:
+            # django.contrib.auth saves `last_login` on every login: a write the read-only
+            # database refuses. (Sessions are signed cookies in this mode: settings.py.)
+            user_logged_in.disconnect(dispatch_uid="update_last_login")

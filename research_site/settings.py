@@ -178,6 +178,9 @@ ASSET_BASE_URL = env_str("ASSET_BASE_URL")
 ASSET_FETCH_TIMEOUT = env_int("ASSET_FETCH_TIMEOUT", 5, minimum=1)
 # Largest asset accepted from ASSET_BASE_URL or save_paper_summary, in bytes.
 ASSET_MAX_BYTES = env_int("ASSET_MAX_BYTES", 5_242_880, minimum=1024)
+# Exports (export_search_results) of at most this many bytes are returned inline; larger
+# ones are written to <directory>/exports/ and their path is returned. 0: always a file.
+EXPORT_INLINE_MAX_BYTES = env_int("EXPORT_INLINE_MAX_BYTES", 100_000, minimum=0)
 # Characters a resource read returns before it truncates (tools take max_chars).
 RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minimum=100)
 
@@ -235,7 +238,25 @@ CACHES = {
             "OPTIONS": {"MAX_ENTRIES": 20_000},
         }
     ),
+    # Failed sign-ins and token guesses (research_site.throttle): shared by every process.
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "research-mcp",
+        }
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(CACHE_DIR / "throttle"),
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    ),
 }
+# After this many failed admin sign-ins or API-token guesses from one address (or for one
+# user name) within the window, further attempts are refused until it has passed.
+AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 10, minimum=1)
+AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 900, minimum=1)
 
 # --- PDFs (issue 7) ---------------------------------------------------------------------
 # Largest PDF accepted by upload, attach or download, in bytes.
@@ -276,6 +297,12 @@ WHITENOISE_AUTOREFRESH = DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Admin sessions live in the database, except in read-only mode, where nothing may be
+# written (a login would fail with HTTP 500): there a signed cookie holds the session
+# (signed with SECRET_KEY, HttpOnly; logging out clears it), and research_site's AppConfig
+# stops Django from recording the login time (`update_last_login`).
+if MCP_READ_ONLY:
+    SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 
 # --- logging: stderr only (stdout belongs to the stdio transport) -------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
@@ -283,8 +310,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # Secrets are redacted from every line, at every level (research_site/log_redaction.py).
+    "filters": {"redact": {"()": "research_site.log_redaction.RedactSecrets"}},
     "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "stream": sys.stderr, "formatter": "plain"}
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "stream": sys.stderr,
+            "formatter": "plain",
+            "filters": ["redact"],
+        }
     },
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {

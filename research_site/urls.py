@@ -4,9 +4,12 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
+from research_site.admin_login import ThrottledAdminLoginForm
+
 admin.site.site_header = "Research MCP"
 admin.site.site_title = "Research MCP"
 admin.site.index_title = "Library"
+admin.site.login_form = ThrottledAdminLoginForm
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),

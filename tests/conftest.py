@@ -42,6 +42,18 @@ def _engine_breakers_closed() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _no_failed_sign_ins_carried_over(settings: Any) -> None:
+    """Each test starts with no failed sign-in or token guess counted (research_site.throttle),
+    in a cache of the test process's own: the configured one outlives a test, and with
+    REDIS_URL clearing it would flush the Redis database the Celery worker uses."""
+    from django.core.cache import caches
+
+    throttle = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    settings.CACHES = {**settings.CACHES, "throttle": throttle}
+    caches["throttle"].clear()
+
+
+@pytest.fixture(autouse=True)
 def _first_embedding_tier_only(settings: Any) -> None:
     """No second-tier background thread or tasks unless a test turns the tier on
     (tests/test_search_tiers.py): a thread writing while a test's transaction is open

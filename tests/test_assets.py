@@ -548,6 +548,30 @@ def test_import_a_folder_in_the_storage_layout(
     assert assets.source_get(paper=paper).text == SOURCE
 
 
+def test_import_folder_skips_symbolic_links(paper: Paper, tmp_path: Path, assets_dir: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("PRIVATE KEY")
+    outside = tmp_path / "outside"
+    (outside / "summary").mkdir(parents=True)
+    (outside / "summary" / "linked.json").write_text('{"summary": "from outside"}')
+    folder = tmp_path / "export"
+    paper_dir = folder / paper.citekey
+    (paper_dir / "summary").mkdir(parents=True)
+    (paper_dir / "summary" / "brief.json").write_text('{"summary": "real"}')
+    (paper_dir / "source.md").symlink_to(secret)
+    (paper_dir / "translation").symlink_to(outside / "summary", target_is_directory=True)
+    (folder / str(paper.pk)).symlink_to(outside, target_is_directory=True)
+    out, err = run_import(str(folder))
+    assert "Imported 1 asset, 0 failed." in out
+    assert f"{paper_dir / 'source.md'} is a symbolic link; skipped" in err
+    assert f"{paper_dir / 'translation'} is a symbolic link; skipped" in err
+    assert f"{folder / str(paper.pk)} is a symbolic link; skipped" in err
+    assert not (assets_dir / str(paper.pk) / "source.md").exists()
+    assert "PRIVATE KEY" not in "".join(
+        p.read_text(errors="replace") for p in assets_dir.rglob("*") if p.is_file()
+    )
+
+
 def test_import_folder_reports_failures_and_exits_1(
     paper: Paper, tmp_path: Path, assets_dir: Path
 ) -> None:

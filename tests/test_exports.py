@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import InvalidInput, StorageFull
-from papers.exports import FORMATS, export_papers, render_export
+from papers.exports import FORMATS, export_papers, export_search_results, render_export
 from papers.management.commands.export_library import Command as ExportLibrary
 from papers.models import Paper
 from papers.selectors import papers_filter
@@ -180,11 +181,22 @@ def test_default_names_never_replace_an_earlier_export(
     assert files_under(exports_dir) == {first.path, second.path}
 
 
-def test_a_chosen_name_is_replaced(library: list[Paper], exports_dir: Path) -> None:
-    export_papers(papers=everything(), fmt="json", filename="refs")
-    result = export_papers(papers=everything()[:1], fmt="json", filename="refs")
-    assert len(json.loads(result.path.read_text(encoding="utf-8"))) == 1
-    assert files_under(exports_dir) == {result.path}
+def test_a_chosen_name_is_never_overwritten_unless_asked(
+    library: list[Paper], exports_dir: Path
+) -> None:
+    first = export_papers(papers=everything(), fmt="json", filename="refs")
+    second = export_papers(papers=everything()[:1], fmt="json", filename="refs.json")
+    third = export_papers(papers=everything()[:2], fmt="json", filename="refs")
+    assert [r.filename for r in (first, second, third)] == [
+        "refs.json",
+        "refs-2.json",
+        "refs-3.json",
+    ]
+    assert len(json.loads(first.path.read_text(encoding="utf-8"))) == 3  # untouched
+    replaced = export_papers(papers=everything()[:1], fmt="json", filename="refs", overwrite=True)
+    assert replaced.path == first.path
+    assert len(json.loads(first.path.read_text(encoding="utf-8"))) == 1
+    assert files_under(exports_dir) == {first.path, second.path, third.path}
 
 
 @pytest.mark.parametrize(
@@ -306,3 +318,68 @@ def test_jsonl_export_of_an_acl_paper_imports_back(
     again = Paper.objects.get()
     assert again.citekey == paper.citekey
     assert dict(again.identifiers.values_list("scheme", "value")) == {"acl": "N19-1423"}
+
+
+# --- export_search_results: inline or a file, whole projects (issue 18, item 5) ----------------
+
+
+def test_a_small_export_is_returned_inline_and_writes_nothing(
+    library: list[Paper], exports_dir: Path
+) -> None:
+    result = export_search_results(fmt="bibtex", refs=[library[0].citekey, library[2].pk])
+    assert result["success"] is True and result["count"] == 2 and result["format"] == "bibtex"
+    assert result["content"].startswith("@") and library[2].citekey in result["content"]
+    assert result["size"] == len(result["content"].encode("utf-8"))
+    assert "path" not in result
+    assert not exports_dir.exists() or files_under(exports_dir) == set()
+
+
+def test_a_whole_project_is_exported_without_listing_its_papers(library: list[Paper]) -> None:
+    result = export_search_results(fmt="json", project="Transformers")
+    titles = {record["title"] for record in json.loads(result["content"])}
+    assert titles == {library[0].title, library[2].title} and result["count"] == 2
+    # The listed papers that are in the project only.
+    both = export_search_results(fmt="json", project="transformers", refs=[library[0].pk])
+    assert both["count"] == 1
+    with pytest.raises(InvalidInput, match="project_id"):
+        export_search_results(fmt="json")
+
+
+def test_an_export_over_the_inline_size_goes_to_a_file(
+    library: list[Paper], exports_dir: Path, settings: object
+) -> None:
+    settings.EXPORT_INLINE_MAX_BYTES = 200  # type: ignore[attr-defined]
+    settings.RESEARCH_DIRECTORY = exports_dir.parent  # type: ignore[attr-defined]
+    result = export_search_results(fmt="markdown", project="Transformers")
+    assert "content" not in result
+    assert result["path"].startswith("exports/export-") and result["path"].endswith(".md")
+    written = exports_dir / result["filename"]
+    assert written.read_text(encoding="utf-8").startswith("# Papers (2)")
+    assert result["size"] == written.stat().st_size > 200
+    # A name given: written, and inline too when small; never over the earlier file.
+    settings.EXPORT_INLINE_MAX_BYTES = 100_000  # type: ignore[attr-defined]
+    named = export_search_results(fmt="bibtex", project="Transformers", filename="survey")
+    again = export_search_results(fmt="bibtex", refs=[library[1].pk], filename="survey")
+    assert (named["filename"], again["filename"]) == ("survey.bib", "survey-2.bib")
+    assert named["content"] == (exports_dir / "survey.bib").read_text(encoding="utf-8")
+    assert (exports_dir / "survey.bib").read_text(encoding="utf-8") == named["content"]
+
+
+def test_markdown_links_only_web_urls_and_escapes_markup(
+    make_paper: Callable[..., Paper],
+) -> None:
+    hostile = make_paper(
+        "Click [here](javascript:alert(1)) <script>x</script>\n# Heading",
+        authors=["Eve <img src=x onerror=alert(1)>"],
+        source_url="javascript:alert(document.cookie)",
+    )
+    data = make_paper("Data URL", source_url="data:text/html,<b>x</b>", authors=["Ann Data"])
+    web = make_paper("A Web Page", source_url="https://example.org/p?a=1&b=2", authors=["W"])
+    text = render_export(papers_filter(refs=[hostile.pk, data.pk, web.pk]), "markdown")
+    assert "cookie" not in text  # the javascript: source_url is not shown at all
+    assert "<javascript" not in text and "<data:" not in text
+    assert re.search(r"(?<!\\)\]\(javascript", text) is None  # the title's link is escaped
+    assert re.search(r"(?<!\\)<(script|img)", text) is None  # only escaped, as text
+    assert "\\[here\\]" in text and "\\<script\\>" in text
+    assert "\n# Heading" not in text  # the newline cannot start a heading
+    assert "<https://example.org/p?a=1&b=2>" in text

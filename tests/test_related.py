@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from core.errors import InvalidInput
 from papers.models import Paper, PaperEmbedding
-from papers.related import RelatedResult, papers_related
+from papers.related import DEFAULT_THRESHOLD, RelatedResult, papers_related
 from papers.search import semantic
 from papers.services import citations_add
 from projects.models import Project
@@ -130,12 +130,19 @@ def test_other_components_outweigh_a_closer_embedding(library: Library) -> None:
 
 
 def test_the_threshold_filters_and_says_what_it_hid(library: Library, no_embeddings: None) -> None:
-    result = papers_related(paper=library["query"])  # default threshold 0.7
+    result = papers_related(paper=library["query"], similarity_threshold=0.7)
     assert found(result) == [(library["strong"].pk, 1.0)]
     assert result.similarity_threshold == 0.7
     assert "3 papers scored 0.10-0.40, under the similarity_threshold of 0.7" in " ".join(
         result.notes
     )
+
+
+def test_the_default_threshold_is_the_measured_one(library: Library, no_embeddings: None) -> None:
+    """0.45, chosen on the ACL corpus (docs/SEARCH.md, "Related papers")."""
+    result = papers_related(paper=library["query"])
+    assert result.similarity_threshold == DEFAULT_THRESHOLD == 0.45
+    assert all(row["similarity"] >= 0.45 for row in result.results)
 
 
 def test_nothing_above_the_threshold_is_explained(library: Library, no_embeddings: None) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.utils import timezone
@@ -110,6 +110,11 @@ class ToolError(Exception):
         self.body = body
 
 
+class AbsentIsNone(dict[str, Any]):
+    def __missing__(self, key: str) -> None:
+        return None
+
+
 @dataclass
 class Tools:
     """The `review` tool set, called in-process. A domain error raises ToolError with its
@@ -117,18 +122,25 @@ class Tools:
 
     read_only: bool = False
     fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        registry = Registry(read_only=self.read_only)
+        registry = Registry(read_only=self.read_only, selected=frozenset({"review"}))
+        registry._current_set = "review"
         review_tools.register(registry)
         self.fns = {name: tool.fn for name, tool in registry.tools.items()}
+        self.aliases = registry.aliases
 
     def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result = self.fns[name](**arguments)
-        if isinstance(result, CallToolResult):
-            assert result.is_error
-            raise ToolError(json.loads(result.content[0].text)["error"])
-        return result.model_dump()
+        # The names the registry accepts besides the listed ones (max_results -> limit).
+        renamed = self.aliases.get(name, {})
+        result = self.fns[name](**{renamed.get(k, k): v for k, v in arguments.items()})
+        assert isinstance(result, CallToolResult)
+        # Answers leave null fields out (docs/MCP.md "Responses"): absent reads as None.
+        body = json.loads(result.content[0].text, object_hook=AbsentIsNone)
+        if result.is_error:
+            raise ToolError(body["error"])
+        return cast(dict[str, Any], body)
 
     def start(self, query: str = LONG_DOCS, **arguments: Any) -> dict[str, Any]:
         arguments.setdefault("domain", "general")
@@ -179,7 +191,7 @@ def test_review_runs_from_plan_to_a_project_with_prisma_counts(
     state = tools.start(max_results=10)
     assert state["state"] == "waiting" and state["current_checkpoint_kind"] == "plan"
     plan = state["checkpoint"]["payload"]["plan"]
-    assert plan["engines"] == ["local"] and plan["date_from"] is None
+    assert plan["engines"] == ["local"] and plan.get("date_from") is None
     assert "transformers handle long documents" in plan["queries"]
     assert any("Addresses the question" in criterion for criterion in plan["criteria"])
     assert state["checkpoint"]["actions"]["approve"]
@@ -323,8 +335,8 @@ def test_candidates_are_paged(tools: Tools, library: dict[str, int]) -> None:
     state = tools.decide(state, "approve")
     total = state["checkpoint"]["candidates"]["total"]
     assert total >= 4
-    first = tools.get(state, candidates_offset=0, candidates_limit=2)["checkpoint"]["candidates"]
-    rest = tools.get(state, candidates_offset=2, candidates_limit=100)["checkpoint"]["candidates"]
+    first = tools.get(state, offset=0, limit=2)["checkpoint"]["candidates"]
+    rest = tools.get(state, offset=2, limit=100)["checkpoint"]["candidates"]
     assert first["has_more"] and first["next_offset"] == 2 and len(first["items"]) == 2
     assert [i["rank"] for i in first["items"] + rest["items"]] == list(range(1, total + 1))
 
@@ -404,7 +416,7 @@ def test_decide_while_a_step_is_running_has_no_pending_checkpoint(tools: Tools) 
         tools("decide", session_id=str(session.pk), action="approve", wait_seconds=0)
     assert error.value.code == "no_pending_checkpoint"
     state = tools("get_session", session_id=str(session.pk))
-    assert state["state"] == "running" and state["checkpoint"] is None
+    assert state["state"] == "running" and state.get("checkpoint") is None
 
 
 def test_a_failing_step_fails_the_review_with_its_error(

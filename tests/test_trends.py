@@ -72,6 +72,7 @@ def test_timeline_has_every_year_in_range_including_empty_ones(library: Library)
         "first_year": 2017,
         "last_year": 2021,
         "papers_without_year": 1,
+        "years_with_papers": 3,
     }
     assert result["notes"] == ["1 paper has no year and is not on the timeline."]
 
@@ -282,4 +283,42 @@ def test_a_project_outside_the_scope_is_not_found(
 
 def test_neither_references_nor_project_is_invalid(db: None) -> None:
     with pytest.raises(InvalidInput):
+        papers_trends_by_ref(analysis_type="timeline")
+
+
+def test_timeline_honours_limit_keeping_the_most_recent_years(
+    library: Library, make_paper: Callable[..., Paper]
+) -> None:
+    """One paper dated 1805 used to add 212 empty years to the answer, whatever the limit."""
+    old = make_paper("A Very Old Treatise", authors=["Ada Old"], year=1805)
+    papers = [*all_of(library), old]
+    result = papers_trends(papers=papers, analysis_type="timeline", limit=3)
+    assert result["items"] == [
+        {"year": 2019, "paper_count": 2},
+        {"year": 2020, "paper_count": 0},
+        {"year": 2021, "paper_count": 1},
+    ]
+    assert result["summary"]["years_with_papers"] == 4
+    assert any("217 years (1805-2021)" in note and "2 papers" in note for note in result["notes"])
+    assert len(papers_trends(papers=papers, analysis_type="timeline", limit=100)["items"]) == 100
+
+
+def test_trends_over_the_papers_matching_a_query(library: Library) -> None:
+    result = papers_trends_by_ref(analysis_type="venues", query="transformers")
+    # Full-text matches: the two with the word in the title or keywords.
+    names = {item["name"]: item["paper_count"] for item in result["items"]}
+    assert sum(names.values()) == result["summary"]["total_papers"] >= 2
+    assert "NeurIPS" in names and "JMLR" in names
+    assert any("transformers" in note for note in result["notes"])
+    # Intersected with references: only the listed papers that match.
+    listed = papers_trends_by_ref(
+        analysis_type="timeline",
+        query="switch",
+        paper_ids=[library["a"].pk, library["c"].citekey],
+    )
+    assert listed["summary"]["total_papers"] == 1
+    assert listed["items"] == [{"year": 2021, "paper_count": 1}]
+    with pytest.raises(InvalidInput):
+        papers_trends_by_ref(analysis_type="timeline", query="   ")
+    with pytest.raises(InvalidInput, match="query"):
         papers_trends_by_ref(analysis_type="timeline")

@@ -104,14 +104,16 @@ def test_item_without_pdf_is_not_found(client: ZoteroClient) -> None:
     assert raised.value.message == "Zotero: No PDF attachment for key (key: NOPDF234)"
 
 
-def test_a_500_is_a_zotero_error_with_zoteros_message(client: ZoteroClient) -> None:
+def test_a_missing_pdf_file_names_the_item_and_the_path(client: ZoteroClient) -> None:
     with pytest.raises(ZoteroError) as raised:
         client.pdf_outline("GONEFILE")
     assert raised.value.code == "zotero_error"
-    assert "Zotero failed on /pdfoutline (HTTP 500): Internal error: PDF file not found" in (
-        raised.value.message
+    path = raised.value.as_dict()["path"]
+    assert path.endswith("deleted.pdf")
+    assert raised.value.message.startswith(
+        f"The PDF of Zotero item GONEFILE is missing on this machine: {path} does not exist "
+        "(Zotero: Internal error: PDF file not found"
     )
-    assert "deleted.pdf" in raised.value.message
 
 
 def test_highlight_out_of_range_is_invalid_input_with_the_range(client: ZoteroClient) -> None:

@@ -166,6 +166,12 @@ def test_missing_pdf_file_is_reported(fake: FakeZotero) -> None:
     with pytest.raises(Exception, match="PDF file not found") as raised:
         zotero_pdf_read(key="GONEFILE", pages="1", max_chars=None)
     assert getattr(raised.value, "code", None) == "zotero_error"
+    details = raised.value.as_dict()  # type: ignore[attr-defined]
+    assert details["reason"] == "pdf_file_missing" and details["key"] == "GONEFILE"
+    assert details["path"].endswith("deleted.pdf")
+    assert f"Zotero item GONEFILE is missing on this machine: {details['path']}" in str(
+        details["message"]
+    )
 
 
 def test_max_chars_cuts_with_a_marker(fake: FakeZotero) -> None:

@@ -11,7 +11,8 @@ the message (the registry's resource errors carry no details).
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -26,6 +27,17 @@ from papers.selectors import paper_get
 # Large enough for any asset (ASSET_MAX_BYTES is 5 MB by default); a bigger value is a
 # -32602 validation error rather than a silent clamp.
 MAX_CHARS_LIMIT = 10_000_000
+# What a content tool returns when max_chars is omitted (about 5,000 tokens); the marker
+# at the cut says how to read on.
+DEFAULT_MAX_CHARS = 20_000
+
+
+SummaryText = Annotated[str, Field(min_length=2, max_length=settings.ASSET_MAX_BYTES)]
+
+
+def _summary_text(content: dict[str, Any]) -> str:
+    return json.dumps(content, ensure_ascii=False)
+
 
 SAVE_SUMMARY = ToolAnnotations(
     # Replaces the summary of the same template, so repeating a call changes nothing more.
@@ -38,10 +50,7 @@ Template = Annotated[
     str,
     Field(
         pattern=assets.TEMPLATE_PATTERN,
-        description=(
-            "Summary template name, e.g. 'brief' or 'deep_read' (letters, digits, '_', '-', "
-            "'.'); see available_summary_templates in get_paper_metadata."
-        ),
+        description="e.g. 'brief'; see available_summary_templates.",
     ),
 ]
 MaxChars = Annotated[
@@ -49,28 +58,9 @@ MaxChars = Annotated[
     Field(
         ge=1,
         le=MAX_CHARS_LIMIT,
-        description=(
-            "Return at most this many characters; longer content is cut and ends with a "
-            "[TRUNCATED: ...] marker saying how much was cut. Omit for the full content."
-        ),
+        description=f"Cut longer text with a [TRUNCATED] marker; default {DEFAULT_MAX_CHARS}.",
     ),
 ]
-
-
-class SummaryContent(BaseModel):
-    paper_id: int
-    template: str = Field(description="The template returned (the preferred one by default).")
-    content: str = Field(description="The summary: its full JSON text (unless truncated).")
-    total_chars: int = Field(description="Length of the whole summary in characters.")
-    truncated: bool
-
-
-class SourceContent(BaseModel):
-    paper_id: int
-    lang: str | None = Field(description="The translation's language; null for the original.")
-    content: str = Field(description="The paper's source markdown (unless truncated).")
-    total_chars: int = Field(description="Length of the whole source in characters.")
-    truncated: bool
 
 
 class SummarySaved(BaseModel):
@@ -81,16 +71,11 @@ class SummarySaved(BaseModel):
     available_summary_templates: list[str]
 
 
-def _content_result(
-    text: str, max_chars: int | None, more: str, **fields: object
-) -> CallToolResult:
-    """The content as the text block an LLM reads, and the same with its facts as
-    structured content."""
-    shown = assets.truncate(text, max_chars, more=more)
-    structured = {**fields, "content": shown, "total_chars": len(text), "truncated": shown != text}
-    return CallToolResult(
-        content=[TextContent(type="text", text=shown)], structured_content=structured
-    )
+def _content_result(text: str, max_chars: int | None, more: str) -> CallToolResult:
+    """The content as the one text block an LLM reads, cut at max_chars (a default budget
+    when omitted) with a marker that says how much is left and how to get it."""
+    shown = assets.truncate(text, max_chars or DEFAULT_MAX_CHARS, more=more)
+    return CallToolResult(content=[TextContent(type="text", text=shown)])
 
 
 def _resource_more(tool: str, total: int) -> str:
@@ -105,12 +90,8 @@ def register(registry: Registry) -> None:
         name="get_paper_summary",
         title="Get a paper summary",
         description=(
-            "Return a stored summary of one paper as its full JSON text. Papers can have "
-            "several summaries made with different templates (e.g. 'brief', 'deep_read'): "
-            "call get_paper_metadata first to see available_summary_templates and the "
-            "preferred_summary_template, which is returned when template is omitted. "
-            "An unknown template is a 'template_not_available' error listing the available "
-            "ones. Use max_chars to limit the size; cut content ends with a truncation marker."
+            "A paper's stored summary (JSON text) in a template; default: its preferred one. "
+            "get_paper_metadata lists the templates."
         ),
         annotations=READ_ONLY,
     )
@@ -118,28 +99,21 @@ def register(registry: Registry) -> None:
         paper_id: PaperRef,
         template: Template | None = None,
         max_chars: MaxChars = None,
-    ) -> Annotated[CallToolResult, SummaryContent]:
+    ) -> CallToolResult:
         paper = paper_get(ref=paper_id, scope=current_scope())
         summary = assets.summary_get(paper=paper, template=template)
         more = (
             f"Call get_paper_summary with template='{summary.name}' and "
             f"max_chars={len(summary.text)} for the full summary."
         )
-        return _content_result(
-            summary.text, max_chars, more, paper_id=paper.pk, template=summary.name
-        )
+        return _content_result(summary.text, max_chars, more)
 
     @registry.tool(
         name="get_paper_source",
         title="Get a paper's full text (markdown)",
         description=(
-            "Return the full text of one paper as markdown (converted from its PDF or source). "
-            "Warning: this can be very large (hundreds of thousands of characters); pass "
-            "max_chars (e.g. 10000) to limit it, and prefer get_paper_summary when a summary "
-            "is enough. Cut content ends with a truncation marker saying how much was cut. "
-            "With lang (e.g. 'zh', 'pt-BR') it returns the paper's translation into that "
-            "language instead. A paper without source markdown (or without that translation) "
-            "gives an 'asset_not_found' error."
+            "A paper's full text as markdown, or its translation with lang ('zh', 'pt-BR'). "
+            "Large: read it in parts with max_chars."
         ),
         annotations=READ_ONLY,
     )
@@ -148,12 +122,9 @@ def register(registry: Registry) -> None:
         max_chars: MaxChars = None,
         lang: Annotated[
             str | None,
-            Field(
-                pattern=assets.LANGUAGE_PATTERN,
-                description="A language code: return the translation into it instead.",
-            ),
+            Field(pattern=assets.LANGUAGE_PATTERN),
         ] = None,
-    ) -> Annotated[CallToolResult, SourceContent]:
+    ) -> CallToolResult:
         paper = paper_get(ref=paper_id, scope=current_scope())
         if lang is None:
             source = assets.source_get(paper=paper)
@@ -161,20 +132,14 @@ def register(registry: Registry) -> None:
             source = assets.translation_get(paper=paper, lang=lang)
         language = f"lang='{source.name}' and " if lang else ""
         more = f"Call get_paper_source with {language}max_chars={len(source.text)} for all of it."
-        return _content_result(
-            source.text, max_chars, more, paper_id=paper.pk, lang=source.name or None
-        )
+        return _content_result(source.text, max_chars, more)
 
     @registry.tool(
         name="save_paper_summary",
         title="Save a paper summary",
         description=(
-            "Store a summary you wrote for one paper under a template name (e.g. 'brief'), "
-            "replacing an earlier summary of that template. content must be a JSON object "
-            "(the summary itself, not a string holding JSON), at most "
-            f"{settings.ASSET_MAX_BYTES} bytes. The paper's first summary becomes its "
-            "preferred one; set_preferred=true makes this one preferred. Returns the "
-            "paper's templates after saving."
+            "Store your summary of a paper under a template name, replacing that template's "
+            "earlier one. content: a JSON object (or JSON text of one)."
         ),
         annotations=SAVE_SUMMARY,
     )
@@ -182,23 +147,18 @@ def register(registry: Registry) -> None:
         paper_id: PaperRef,
         template: Template,
         content: Annotated[
-            str,
-            Field(
-                min_length=2,
-                max_length=settings.ASSET_MAX_BYTES,
-                description='The summary as JSON text, e.g. \'{"tldr": "...", "findings": []}\'.',
-            ),
+            dict[str, Any]
+            | Annotated[str, Field(min_length=2, max_length=settings.ASSET_MAX_BYTES)],
+            Field(description='e.g. {"tldr": "...", "findings": []}'),
         ],
-        set_preferred: Annotated[
-            bool, Field(description="Make this template the paper's preferred summary.")
-        ] = False,
+        set_preferred: bool = False,
     ) -> SummarySaved:
         paper = paper_get(ref=paper_id, scope=current_scope())
         asset = assets.asset_save(
             paper=paper,
             kind=assets.Kind.SUMMARY,
             name=template,
-            content=content,
+            content=content if isinstance(content, str) else _summary_text(content),
             set_preferred=set_preferred,
         )
         info = assets.summary_templates_info(paper_id=paper.pk)

@@ -8,13 +8,14 @@ keywords, categories, venues or years over given papers or a project (papers/tre
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import CITING
 from engines.services import engine_ids_resolve
-from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
+from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, SEARCH_AND_KEEP, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.engines_search import (
     EngineResult,
@@ -23,16 +24,12 @@ from mcp_endpoint.tools.engines_search import (
     ProjectTag,
     tag_projects,
 )
+from mcp_endpoint.tools.library import PaperRef
 from mcp_endpoint.tools.search import EngineStatus
-from papers.related import papers_related
+from papers.related import DEFAULT_THRESHOLD, papers_related
 from papers.selectors import paper_detail, paper_get
-from papers.trends import ANALYSIS_TYPES, papers_trends_by_ref
+from papers.trends import papers_trends_by_ref
 from projects.intake import citing_papers, paper_add_by_identifier
-
-PaperRef = Annotated[
-    str | int,
-    Field(description="paper_id (integer), human id '[Vaswani, A., Shazeer, N. 2017]' or citekey."),
-]
 
 
 class AddedPaperResult(BaseModel):
@@ -87,19 +84,14 @@ def register(registry: Registry) -> None:
         name="add_paper",
         title="Add a paper by DOI, arXiv id or URL",
         description=(
-            "Add one paper to the library from a DOI ('10.18653/v1/N19-1423'), an arXiv id "
-            "('1706.03762'), an OpenAlex work id ('W2963403868') or a doi.org / arxiv.org / "
-            "openalex.org / semanticscholar.org URL. Metadata comes from every engine that "
-            "knows the paper (Crossref, OpenAlex, Semantic Scholar, arXiv), merged into one "
-            "paper; a paper already in the library is returned unchanged (created=false), "
-            "never duplicated. project_id also adds it to a project. Costs a few API calls."
+            "Add a paper by DOI, arXiv id, OpenAlex id or a doi.org/arxiv.org/openalex.org/"
+            "semanticscholar.org URL, with metadata merged from the engines. An existing paper "
+            "is returned (created=false), never duplicated."
         ),
         annotations=EXTERNAL_SEARCH,
     )
     def add_paper(
-        identifier: Annotated[
-            str, Field(min_length=1, max_length=500, description="DOI, arXiv id or URL.")
-        ],
+        identifier: Annotated[str, Field(min_length=1, max_length=500)],
         project_id: ProjectTag = None,
     ) -> AddedPaperResult:
         project_ids, notes = tag_projects(project_id, True)
@@ -115,18 +107,16 @@ def register(registry: Registry) -> None:
         name="get_citing_papers",
         title="Papers citing a paper",
         description=(
-            "Papers that cite a paper: those in the library (engine 'local', from recorded "
-            "citations) and those external engines know (Google Scholar via the paper's "
-            "cites_id, OpenAlex and Semantic Scholar via its DOI/arXiv id). External citing "
-            "papers are added to the library with the citation recorded, so the citation "
-            "network grows as you explore. Engines without citation data say so in `engines`."
+            "Papers citing a paper: recorded in the library (engine local) and from the "
+            "engines (Google Scholar, OpenAlex, Semantic Scholar), kept in the library."
         ),
-        annotations=EXTERNAL_SEARCH,
+        annotations=SEARCH_AND_KEEP,
         saves_results=True,
+        aliases={"max_results": "limit"},
     )
     def get_citing_papers(
         paper_id: PaperRef,
-        max_results: MaxResults = 10,
+        limit: MaxResults = 10,
         engines: Engines = None,
         project_id: ProjectTag = None,
     ) -> CitingPage:
@@ -136,7 +126,7 @@ def register(registry: Registry) -> None:
         external = any(engine_id != "local" for engine_id in engine_ids)
         project_ids, notes = tag_projects(project_id, external)
         result = citing_papers(
-            paper=paper, engine_ids=engine_ids, max_results=max_results, scope=scope,
+            paper=paper, engine_ids=engine_ids, max_results=limit, scope=scope,
             project_ids=project_ids, save=save,
         )  # fmt: skip
         return CitingPage(
@@ -151,23 +141,17 @@ def register(registry: Registry) -> None:
         name="find_related_papers",
         title="Find related papers",
         description=(
-            "Papers in the library related to a paper, scored 0-1 from shared keywords and "
-            "categories, citations (direct, shared references, co-citation) and meaning "
-            "(embeddings); each result says why (reasons). similarity_threshold (default 0.7) "
-            "hides weak matches; notes say how many scored below it, so lower it if nothing "
-            "comes back. engines (e.g. ['openalex','semantic_scholar']) first fetches the "
-            "papers citing it from those engines into the library (network, seconds); "
-            "without engines nothing leaves the machine."
+            "Library papers related to a paper, scored 0-1 from shared keywords, citations "
+            "and meaning, with reasons. engines first fetches its citing papers."
         ),
-        annotations=EXTERNAL_SEARCH,
+        annotations=SEARCH_AND_KEEP,
         saves_results=True,
+        aliases={"max_results": "limit"},
     )
     def find_related_papers(
         paper_id: PaperRef,
-        max_results: MaxResults = 10,
-        similarity_threshold: Annotated[
-            float, Field(ge=0.0, le=1.0, description="Minimum similarity, 0-1.")
-        ] = 0.7,
+        limit: MaxResults = 10,
+        similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_THRESHOLD,
         engines: Engines = None,
         project_id: ProjectTag = None,
     ) -> RelatedPage:
@@ -179,13 +163,13 @@ def register(registry: Registry) -> None:
             engine_ids = [e for e in engine_ids_resolve(engines, operation=CITING) if e != "local"]
             project_ids, notes = tag_projects(project_id, bool(engine_ids))
             fetched = citing_papers(
-                paper=paper, engine_ids=engine_ids, max_results=max_results, scope=scope,
+                paper=paper, engine_ids=engine_ids, max_results=limit, scope=scope,
                 project_ids=project_ids, save=save,
             )  # fmt: skip
             statuses = {n: EngineStatus.model_validate(s) for n, s in fetched.engines.items()}
             notes += fetched.notes
         related = papers_related(
-            paper=paper, limit=max_results, similarity_threshold=similarity_threshold,
+            paper=paper, limit=limit, similarity_threshold=similarity_threshold,
             scope=list(scope) if scope is not None else None,
         )  # fmt: skip
         return RelatedPage(
@@ -201,29 +185,20 @@ def register(registry: Registry) -> None:
         name="analyze_paper_trends",
         title="Analyse trends in papers",
         description=(
-            "Counts over a set of papers, ready to chart: analysis_type 'authors' (papers per "
-            "author, first and last year), 'keywords', 'categories', 'venues', or 'timeline' "
-            "(papers per year, every year in the range). The papers: paper_ids (up to 1000 "
-            "paper_ids, human ids or citekeys), a project_id, or both (the listed papers in "
-            "that project). Library only; no network."
+            "Counts to chart over papers (paper_ids, a project_id and/or a full-text query): "
+            "authors, keywords, categories, venues, or a timeline of papers per year."
         ),
         annotations=READ_ONLY,
     )
     def analyze_paper_trends(
-        analysis_type: Annotated[
-            str, Field(description=f"One of: {', '.join(ANALYSIS_TYPES)}.", max_length=20)
-        ],
-        paper_ids: Annotated[
-            list[str | int] | None,
-            Field(max_length=1000, description="The papers to analyse."),
-        ] = None,
-        project_id: Annotated[
-            str | None, Field(max_length=200, description="Analyse this project's papers.")
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Most values listed.")] = 100,
+        analysis_type: Literal["authors", "keywords", "categories", "venues", "timeline"],
+        paper_ids: Annotated[list[str | int] | None, Field(max_length=1000)] = None,
+        project_id: Annotated[str | None, Field(max_length=200)] = None,
+        query: Annotated[str | None, Field(max_length=settings.MAX_QUERY_CHARS)] = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> TrendsResult:
         result = papers_trends_by_ref(
             analysis_type=analysis_type, paper_ids=paper_ids, project_id=project_id,
-            scope=current_scope(), limit=limit,
+            query=query, scope=current_scope(), limit=limit,
         )  # fmt: skip
         return TrendsResult.model_validate(result)

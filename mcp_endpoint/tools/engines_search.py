@@ -18,18 +18,20 @@ from typing import Annotated, Any
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
 from engines import selectors as engine_selectors
 from engines.base import AUTHOR, CATEGORIES, SEARCH, SearchRequest
-from engines.registry import LOCAL_ENGINE
+from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
+from engines.registry import registry as engine_registry
 from engines.runner import EngineCall
-from engines.services import EngineSearchResult, engine_ids_resolve
-from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, Registry
+from engines.services import MAX_ENGINES, EngineSearchResult, engine_ids_resolve
+from mcp_endpoint.registry import READ_ONLY, SEARCH_AND_KEEP, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.search import (
     DateBound,
     EngineStatus,
+    Filters,
     Offset,
-    PayloadFilters,
     Query,
     filters_build,
 )
@@ -39,30 +41,37 @@ from papers.search.types import SearchPage
 from projects import selectors as project_selectors
 from projects.intake import engines_search
 
-MaxResults = Annotated[
-    int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results per engine, 1-100.")
-]
+DEFAULT_MAX_RESULTS = 5  # seed 004: search_papers(max_results=5)
+MaxResults = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Per engine.")]
 Engines = Annotated[
     str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
     Field(
         description=(
-            "An engine id or a list of ids (see list_search_engines): 'local' (papers already "
-            "in the library), 'arxiv', 'google_scholar', 'openalex', 'crossref', "
-            "'semantic_scholar'. Omitted: the library and every available engine."
+            "Engine ids, a list or 'a,b': local (the library), arxiv, google_scholar, "
+            "openalex, crossref, semantic_scholar. Default: all available."
         ),
-        max_length=64,
+        max_length=MAX_ENGINES,
     ),
 ]
 ProjectTag = Annotated[
-    str | None,
-    Field(
-        max_length=200,
-        description=(
-            "Add every result to this project (id or name). To search only inside a project "
-            "use filters={'project': ...} instead."
-        ),
-    ),
+    str | None, Field(max_length=200, description="File every result in this project.")
 ]
+
+
+def engine_ids(engines: str | list[str] | None, *, operation: str) -> list[str]:
+    """The engines asked: comma lists split, every unknown id named with the known ones."""
+    if isinstance(engines, str):
+        engines = [part for part in engines.split(",") if part.strip()] or [engines]
+    resolved = engine_ids_resolve(engines, operation=operation)
+    known = list(dict.fromkeys([LOCAL_ENGINE, *BUILTIN_ENGINES, *engine_registry.engines()]))
+    unknown = [engine_id for engine_id in resolved if engine_id not in known]
+    if unknown:
+        raise InvalidInput(
+            f"Unknown engine(s): {', '.join(unknown)}; known: {', '.join(known)}.",
+            field="engines",
+            known=known,
+        )
+    return resolved
 
 
 class EngineResult(BaseModel):
@@ -165,127 +174,113 @@ def register(registry: Registry) -> None:
         name="search_papers",
         title="Search papers (library and engines)",
         description=(
-            "Search the library and external engines (arXiv, Google Scholar, OpenAlex, "
-            "Crossref, Semantic Scholar) at once; engines run in parallel and a slow or "
-            "failing one never blocks the others (see `engines` for each one's status). "
-            "External results are added to the library, merged with papers already there, so "
-            "every result has a paper_id for get_paper_details. engines='local' searches only "
-            "the library (fast, no network), ranked by relevance with snippet_markdown. "
-            "External engines cost seconds and rate-limited API calls: ask for few results. "
-            "project_id adds the results to a project. filters/rerank/offset apply to the "
-            "library; date_from/date_to and categories (arXiv, e.g. 'cs.CL') to all engines."
+            "Search the library and external engines in parallel; `engines` gives each "
+            "one's status. Found papers are kept in the library, so every result has a "
+            "paper_id. engines='local' is fast and offline; external engines cost seconds. "
+            "filters, rerank and offset apply to the library."
         ),
-        annotations=EXTERNAL_SEARCH,
+        annotations=SEARCH_AND_KEEP,
         saves_results=True,
+        aliases={"max_results": "limit"},
     )
     def search_papers(
         query: Query,
         engines: Engines = None,
-        max_results: MaxResults = 10,
+        limit: MaxResults = DEFAULT_MAX_RESULTS,
         offset: Offset = 0,
         project_id: ProjectTag = None,
         date_from: DateBound = None,
         date_to: DateBound = None,
         categories: Annotated[
             list[Annotated[str, Field(max_length=64)]] | None,
-            Field(max_length=20, description="Subject categories, e.g. ['cs.CL'] (arXiv)."),
+            Field(max_length=20, description="e.g. ['cs.CL'] (arXiv)."),
         ] = None,
-        filters: Annotated[
-            PayloadFilters | None, Field(description="Library metadata filters (engine local).")
-        ] = None,
+        filters: Filters = None,
         rerank: Annotated[
-            bool | None,
-            Field(description="Fuse full-text and semantic ranking (library; on for questions)."),
+            bool | None, Field(description="Fuse full-text and semantic ranking.")
         ] = None,
     ) -> MultiEnginePage:
-        engine_ids = engine_ids_resolve(engines, operation=SEARCH)
+        engine_list = engine_ids(engines, operation=SEARCH)
         scope = current_scope()
         applied = filters_build(filters, date_from=date_from, date_to=date_to)
         request = SearchRequest(
-            query=query, max_results=max_results, date_from=date_from, date_to=date_to,
+            query=query, max_results=limit, date_from=date_from, date_to=date_to,
             categories=tuple(categories or ()),
         )  # fmt: skip
-        calls = [EngineCall.search(e, request) for e in engine_ids if e != LOCAL_ENGINE]
+        calls = [EngineCall.search(e, request) for e in engine_list if e != LOCAL_ENGINE]
         project_ids, notes = tag_projects(project_id, bool(calls))
 
         def local() -> SearchPage:
             return local_search(
-                query=query, filters=applied, limit=max_results, offset=offset, scope=scope,
+                query=query, filters=applied, limit=limit, offset=offset, scope=scope,
                 rerank=rerank,
             )  # fmt: skip
 
         result = engines_search(
             calls=calls,
-            local=local if LOCAL_ENGINE in engine_ids else None,
+            local=local if LOCAL_ENGINE in engine_list else None,
             project_ids=project_ids,
             save=save,
         )
         applied_filters = search_filters.filters_as_dict(applied)
-        return _page(query, max_results, offset, result, project_ids, notes, applied_filters)
+        return _page(query, limit, offset, result, project_ids, notes, applied_filters)
 
     @registry.tool(
         name="search_by_author",
         title="Search papers by author (library and engines)",
         description=(
-            "Papers by an author, from the library and the engines that support author search "
-            "(arXiv, Google Scholar, OpenAlex, Crossref, Semantic Scholar), newest first in "
-            "the library. author_name: 'Ashish Vaswani', 'Vaswani, Ashish', 'A. Vaswani', the "
-            "family name or a pattern with * (library). An engine without author search says "
-            "so in `engines`. External results are added to the library like search_papers."
+            "Papers by an author ('Ashish Vaswani', 'Vaswani, A.', a family name or a * "
+            "pattern) from the library and the engines; kept like search_papers."
         ),
-        annotations=EXTERNAL_SEARCH,
+        annotations=SEARCH_AND_KEEP,
         saves_results=True,
+        aliases={"max_results": "limit"},
     )
     def search_by_author(
-        author_name: Annotated[
-            str, Field(min_length=1, max_length=200, description="The author's name.")
-        ],
+        author_name: Annotated[str, Field(min_length=1, max_length=200)],
         engines: Engines = None,
-        max_results: MaxResults = 10,
+        limit: MaxResults = DEFAULT_MAX_RESULTS,
         offset: Offset = 0,
         date_from: DateBound = None,
         date_to: DateBound = None,
         project_id: ProjectTag = None,
     ) -> MultiEnginePage:
-        engine_ids = engine_ids_resolve(engines, operation=AUTHOR)
+        engine_list = engine_ids(engines, operation=AUTHOR)
         scope = current_scope()
         request = SearchRequest(
-            query=author_name, max_results=max_results, date_from=date_from, date_to=date_to
+            query=author_name, max_results=limit, date_from=date_from, date_to=date_to
         )
         calls = [
-            EngineCall.author(e, author_name, request) for e in engine_ids if e != LOCAL_ENGINE
+            EngineCall.author(e, author_name, request) for e in engine_list if e != LOCAL_ENGINE
         ]
         project_ids, notes = tag_projects(project_id, bool(calls))
 
         def local() -> SearchPage:
             return search_filters.paper_search_by_author(
                 name=author_name, year_from=year_of(date_from), year_to=year_of(date_to),
-                limit=max_results, offset=offset, scope=scope,
+                limit=limit, offset=offset, scope=scope,
             )  # fmt: skip
 
         result = engines_search(
             calls=calls,
-            local=local if LOCAL_ENGINE in engine_ids else None,
+            local=local if LOCAL_ENGINE in engine_list else None,
             project_ids=project_ids,
             save=save,
         )
         filters = {"author": author_name}
-        return _page(author_name, max_results, offset, result, project_ids, notes, filters)
+        return _page(author_name, limit, offset, result, project_ids, notes, filters)
 
     @registry.tool(
         name="list_search_engines",
         title="List search engines",
         description=(
-            "The search engines: id, name, whether each is available now (and why not, e.g. "
-            "SERP_API_KEY not set), which operations it supports (search, search_by_author, "
-            "get_citing_papers, categories, ...), its rate-limit state and cache hit rate. "
-            "No network calls. refresh=true re-scans plugin engines. Call this first to know "
-            "which engines to pass to search_papers."
+            "Each engine's id, availability (and why not), operations, rate-limit state and "
+            "cache hit rate. No network."
         ),
         annotations=READ_ONLY,
     )
     def list_search_engines(
-        refresh: Annotated[bool, Field(description="Re-discover plugin engines.")] = False,
+        refresh: Annotated[bool, Field(description="Re-scan plugin engines.")] = False,
     ) -> EngineListing:
         return EngineListing.model_validate(engine_selectors.engines_list(refresh=refresh))
 
@@ -293,15 +288,14 @@ def register(registry: Registry) -> None:
         name="get_search_engine_categories",
         title="Subject categories of the engines",
         description=(
-            "Subject categories each engine can filter by (e.g. arXiv's cs.CL 'Computation and "
-            "Language'), grouped by subject area; pass ids as search_papers(categories=[...]). "
-            "Engines without categories say so. Cached; usually no network call."
+            "Subject categories each engine can filter by (e.g. arXiv cs.CL), for "
+            "search_papers(categories=[...])."
         ),
         annotations=READ_ONLY,
     )
     def get_search_engine_categories(engines: Engines = None) -> CategoryListing:
-        engine_ids = engine_ids_resolve(engines, operation=CATEGORIES)
-        return CategoryListing(engines=engine_selectors.engines_categories(engine_ids=engine_ids))
+        engine_list = engine_ids(engines, operation=CATEGORIES)
+        return CategoryListing(engines=engine_selectors.engines_categories(engine_ids=engine_list))
 
     @registry.resource(
         "engines://list",

@@ -15,12 +15,13 @@ from django.conf import settings
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import export_papers
+from papers.exports import export_search_results, render_export
 from projects import selectors as project_selectors
 from projects import services as project_services
 
@@ -122,11 +123,44 @@ class BibtexEntry(BaseModel):
     bibtex: str
 
 
-class ExportDone(BaseModel):
-    filename: str
-    path: str = Field(description="Where the file is, relative to the knowledge-base directory.")
-    format: str
-    count: int = Field(description="How many papers were written.")
+ExportFormat = Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"]
+# Exports up to this size come back inline (about 5,000 tokens); larger ones go to a file.
+INLINE_EXPORT_BYTES = 20_000
+
+
+def _export(
+    *,
+    fmt: str,
+    refs: list[str | int] | None,
+    project: str | None,
+    filename: str | None,
+    to_file: bool,
+    read_only: bool,
+) -> dict[str, Any]:
+    scope = current_scope()
+    if read_only:
+        # Nothing may be written: the export comes back inline or not at all.
+        if to_file or filename:
+            raise InvalidInput(
+                "This server is read-only: exports come back inline only; omit filename "
+                "and to_file.",
+                field="to_file" if to_file else "filename",
+            )
+        papers = list(paper_selectors.papers_filter(refs=refs, project=project, scope=scope))
+        content = render_export(papers, fmt)
+        size = len(content.encode("utf-8"))
+        if size > INLINE_EXPORT_BYTES:
+            raise InvalidInput(
+                f"This server is read-only: exports come back inline only, up to "
+                f"{INLINE_EXPORT_BYTES} bytes (this one has {size}); export fewer papers.",
+                field="paper_ids",
+            )
+        return {"success": True, "format": fmt, "count": len(papers), "size": size,
+                "content": content}  # fmt: skip
+    return export_search_results(
+        fmt=fmt, refs=refs, project=project, filename=filename,
+        inline_max_bytes=0 if to_file else INLINE_EXPORT_BYTES, scope=scope,
+    )  # fmt: skip
 
 
 def _record(data: dict[str, Any]) -> PaperRecord:
@@ -165,16 +199,28 @@ def _project_papers_markdown(project_ref: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+PaperRefs = Annotated[
+    list[PaperRefValue],
+    Field(
+        min_length=1,
+        max_length=MAX_PAPERS_PER_CALL,
+        description="paper_ids, human ids or citekeys.",
+    ),
+]
+Limit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
+Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
+
+
 def register(registry: Registry) -> None:
     @registry.tool(
         name="get_paper_details",
         title="Get paper details",
         description=(
-            "Return the complete record of one paper in the library: title, authors with "
-            "affiliations, year, venue, abstract, DOI/arXiv id, keywords, categories, projects, "
-            "source URLs, citation count and source-specific metadata. Use it when you need "
-            "the abstract or everything known about a paper; for a compact record use "
-            "get_paper_metadata. Find paper ids first with list_project_papers or a search tool."
+            "The complete record of a library paper: abstract, authors with affiliations, "
+            "identifiers, urls, has_pdf, projects, keywords, summaries, annotation_count."
         ),
         annotations=READ_ONLY,
     )
@@ -185,11 +231,8 @@ def register(registry: Registry) -> None:
         name="get_paper_metadata",
         title="Get paper metadata",
         description=(
-            "Return the structured bibliographic record of one paper (identifiers, title, "
-            "authors, year, venue, DOI, keywords, categories, projects, counts) without the "
-            "abstract or large free-text fields, plus preferred_summary_template and "
-            "available_summary_templates (call it before get_paper_summary). Cheaper than "
-            "get_paper_details; call it first when you only need to identify or cite a paper."
+            "A paper's record without abstract and free text, plus its summary templates "
+            "(call before get_paper_summary)."
         ),
         annotations=READ_ONLY,
     )
@@ -197,25 +240,32 @@ def register(registry: Registry) -> None:
         return PaperMetadata.model_validate(_paper_metadata(paper_id))
 
     @registry.tool(
+        name="list_projects",
+        title="List projects",
+        description="Every project (collection) you can see, with its paper_count.",
+        annotations=READ_ONLY,
+    )
+    def list_projects() -> dict[str, Any]:
+        listed = project_selectors.project_list(scope=current_scope())
+        return {"projects": [project_selectors.project_brief(p) for p in listed]}
+
+    @registry.tool(
+        name="get_project",
+        title="Get a project",
+        description="One project: description, paper_count, years and top keywords.",
+        annotations=READ_ONLY,
+    )
+    def get_project(project_id: ProjectRef) -> dict[str, Any]:
+        return project_selectors.project_detail(ref=project_id, scope=current_scope())
+
+    @registry.tool(
         name="list_project_papers",
         title="List a project's papers",
-        description=(
-            "List the papers of one research project, most recently added first, as short "
-            "records (paper_id, human id, citekey, title, year, venue, authors, keywords). "
-            "Pages with limit (at most 100) and offset (at most 10000); the answer says the "
-            "total and the next offset. Accepts the project id or its name (see create_project)."
-        ),
+        description="A project's papers, most recently added first; page with limit/offset.",
         annotations=READ_ONLY,
     )
     def list_project_papers(
-        project_id: ProjectRef,
-        limit: Annotated[
-            int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Page size, 1-100.")
-        ] = 20,
-        offset: Annotated[
-            int,
-            Field(ge=0, le=settings.MAX_OFFSET, description="Papers to skip, 0-10000."),
-        ] = 0,
+        project_id: ProjectRef, limit: Limit = 20, offset: Offset = 0
     ) -> ProjectPapersPage:
         project = project_selectors.project_get(ref=project_id, scope=current_scope())
         papers, total = project_selectors.project_papers(
@@ -236,20 +286,14 @@ def register(registry: Registry) -> None:
         name="create_project",
         title="Create a research project",
         description=(
-            "Create a research project (a named collection of papers). Returns its project_id, "
-            "a slug made from the name; the name works as a reference too. Names are unique "
-            "regardless of case: creating an existing name returns a 'conflict' error naming "
-            "it, so call list_project_papers with the name to check for an existing project."
+            "Create a project (a named collection of papers); returns its project_id. "
+            "An existing name is a 'conflict' error."
         ),
         annotations=WRITE,
     )
     def create_project(
-        name: Annotated[
-            str, Field(min_length=1, max_length=200, description="The project's name.")
-        ],
-        description: Annotated[
-            str, Field(max_length=5000, description="What the project is about.")
-        ] = "",
+        name: Annotated[str, Field(min_length=1, max_length=200)],
+        description: Annotated[str, Field(max_length=5000)] = "",
     ) -> ProjectCreated:
         project = project_services.project_create(name=name, description=description)
         return ProjectCreated(
@@ -257,14 +301,54 @@ def register(registry: Registry) -> None:
         )
 
     @registry.tool(
+        name="add_papers_to_project",
+        title="Add library papers to a project",
+        description=(
+            "File papers already in the library in a project (add_paper fetches new ones). "
+            "All or nothing: an unknown paper changes nothing."
+        ),
+        annotations=WRITE_IDEMPOTENT,
+    )
+    def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        return project_services.project_papers_add(project=project, refs=paper_ids, scope=scope)
+
+    @registry.tool(
+        name="remove_papers_from_project",
+        title="Remove papers from a project",
+        description="Take papers out of a project; they stay in the library.",
+        annotations=WRITE_IDEMPOTENT,
+    )
+    def remove_papers_from_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        return project_services.project_papers_remove(project=project, refs=paper_ids, scope=scope)
+
+    @registry.tool(
+        name="delete_project",
+        title="Delete a project",
+        description=(
+            "Delete a project; its papers stay in the library. confirm_name must repeat the "
+            "project's name exactly."
+        ),
+        annotations=DESTRUCTIVE,
+    )
+    def delete_project(
+        project_id: ProjectRef, confirm_name: Annotated[str, Field(min_length=1, max_length=200)]
+    ) -> dict[str, Any]:
+        scope = current_scope()
+        project = project_selectors.project_get(ref=project_id, scope=scope)
+        return project_services.project_delete_confirmed(
+            project=project, confirm_name=confirm_name, scope=scope
+        )
+
+    @registry.tool(
         name="manage_paper_keywords",
         title="Add, remove or set paper keywords",
         description=(
-            "Change the manually assigned keywords of one or several papers at once: "
-            "action 'add' adds the keywords, 'remove' removes them, 'set' replaces all of a "
-            "paper's keywords with the list (an empty list clears them). All or nothing: an "
-            "unknown paper changes nothing. Returns each paper's keywords after the change. "
-            "Keywords feed keyword search; read current ones with get_paper_metadata."
+            "Change the keywords of one or more papers: add, remove, or set (replace; [] "
+            "clears). All or nothing. Returns each paper's keywords."
         ),
         annotations=KEYWORDS_WRITE,
     )
@@ -272,19 +356,10 @@ def register(registry: Registry) -> None:
         paper_ids: Annotated[
             PaperRefValue
             | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
-            Field(
-                description=(
-                    "One paper (paper_id, human id or citekey) or a list of up to 100 of them."
-                )
-            ),
+            Field(description="One paper or a list."),
         ],
-        action: Annotated[
-            Literal["add", "remove", "set"], Field(description="'add', 'remove' or 'set'.")
-        ],
-        keywords: Annotated[
-            list[Keyword],
-            Field(max_length=50, description="Keywords, each up to 100 characters."),
-        ],
+        action: Literal["add", "remove", "set"],
+        keywords: Annotated[list[Keyword], Field(max_length=50)],
     ) -> KeywordsUpdated:
         refs = paper_ids if isinstance(paper_ids, list) else [paper_ids]
         updated = paper_services.paper_keywords_update(
@@ -298,10 +373,7 @@ def register(registry: Registry) -> None:
     @registry.tool(
         name="export_paper_bibtex",
         title="Export a paper as BibTeX",
-        description=(
-            "Return the BibTeX entry of one paper, keyed by its citekey, ready to paste into a "
-            "bibliography. For many papers at once, or a file, use export_search_results."
-        ),
+        description="One paper's BibTeX entry, keyed by its citekey.",
         annotations=READ_ONLY,
     )
     def export_paper_bibtex(paper_id: PaperRef) -> BibtexEntry:
@@ -311,58 +383,31 @@ def register(registry: Registry) -> None:
 
     @registry.tool(
         name="export_search_results",
-        title="Export papers to a file",
+        title="Export papers",
         description=(
-            "Write papers to a file in the knowledge base's exports/ folder as BibTeX, CSV, "
-            "JSON or Markdown, and return the file name, its path relative to the knowledge "
-            "base and the number of papers written. Pass the paper_ids (e.g. from a search or "
-            "list_project_papers); with project_id only papers of that project are exported. "
-            "filename is optional (letters, digits, '-', '_' and '.'; no extension, no folders)."
+            "Export papers (paper_ids, a project_id, or both) as BibTeX, CSV, JSON, JSONL, "
+            "Markdown or RIS. Small exports come back inline in content; larger ones, or "
+            "with to_file, are written to exports/ (never over an existing file)."
         ),
         annotations=WRITE_IDEMPOTENT,
+        saves_results=True,
     )
     def export_search_results(
+        format: ExportFormat,
         paper_ids: Annotated[
-            list[PaperRefValue],
-            Field(
-                min_length=1,
-                max_length=MAX_PAPERS_PER_CALL,
-                description="Up to 100 papers (paper_id, human id or citekey).",
-            ),
-        ],
-        format: Annotated[
-            Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"],
-            Field(description="The file format (ris: EndNote, Zotero, Mendeley)."),
-        ],
-        project_id: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description="Only export the listed papers that are in this project.",
-            ),
+            list[PaperRefValue] | None, Field(max_length=MAX_PAPERS_PER_CALL)
         ] = None,
+        project_id: Annotated[str | None, Field(max_length=200)] = None,
         filename: Annotated[
-            str | None,
-            Field(
-                max_length=100,
-                description="File name without extension; a dated default when omitted.",
-            ),
+            str | None, Field(max_length=100, description="Without extension.")
         ] = None,
-    ) -> ExportDone:
-        papers = list(
-            paper_selectors.papers_filter(
-                refs=paper_ids, project=project_id or None, scope=current_scope()
-            )
-        )
-        result = export_papers(papers=papers, fmt=format, filename=filename)
-        path = result.path
-        try:
-            shown = path.relative_to(settings.RESEARCH_DIRECTORY)
-        except ValueError:
-            shown = path
-        return ExportDone(
-            filename=result.filename, path=str(shown), format=result.format, count=result.count
-        )
+        to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
+    ) -> dict[str, Any]:
+        return _export(
+            fmt=format, refs=list(paper_ids) if paper_ids else None,
+            project=project_id or None, filename=filename, to_file=to_file,
+            read_only=registry.read_only,
+        )  # fmt: skip
 
     @registry.resource(
         "papers://{project_id}",

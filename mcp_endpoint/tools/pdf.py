@@ -11,7 +11,7 @@ create_highlight and create_area_annotation write, so read-only mode hides them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -22,52 +22,50 @@ from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.assets import truncate
 from papers.models import Annotation
-from papers.pdf import selectors, services
+from papers.pdf import fetch, selectors, services
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.selectors import paper_get
 
 MAX_CHARS_LIMIT = 10_000_000
+# Text returned when max_chars is omitted (about 5,000 tokens); the marker says how to go on.
+DEFAULT_MAX_CHARS = 20_000
 
+# Downloads (open world); with a url it replaces the paper's PDF, so clients should confirm.
+ATTACH = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+)
 # Each call adds one annotation to the library (and redraws the annotated copy).
 ANNOTATE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 
-_COLOR_LIST = ", ".join(f"{name} {value}" for name, value in SEMANTIC_COLORS.items())
-# Shared with the zotero_* tools: the same page and section arguments.
-Page = Annotated[int, Field(ge=1, le=100_000, description="Page number, 1-based.")]
+# Shared with the zotero_* tools: the same page, section, colour and comment arguments.
+Page = Annotated[int, Field(ge=1, le=100_000, description="1-based.")]
 PagesSpec = Annotated[
-    str | None,
-    Field(
-        max_length=200,
-        description="Pages to read: '1', '1-5', '1,3,5-7' or 'all' (1-based).",
-    ),
+    str | None, Field(max_length=200, description="'1', '1-5', '1,3,5-7' or 'all'.")
 ]
 SectionNames = Annotated[
     str | None,
-    Field(
-        max_length=500,
-        description=(
-            "Section title(s) from the outline, comma-separated, e.g. 'Introduction,Methods'."
-        ),
-    ),
+    Field(max_length=500, description="Outline title(s), comma-separated: 'Introduction,Methods'."),
 ]
+ColorName = Literal["section1", "section2", "section3", "positive", "negative", "detail", "code"]
 Color = Annotated[
-    str | None,
+    ColorName | Annotated[str, Field(pattern=r"^#?[0-9a-fA-F]{6}$")] | None,
+    Field(description="A semantic name or #rrggbb; default yellow."),
+]
+Comment = Annotated[str, Field(max_length=10_000)]
+Quote = Annotated[str, Field(min_length=1, max_length=4_000)]
+Rect = Annotated[
+    list[float],
     Field(
-        min_length=1,
-        max_length=20,
-        description=(
-            f"A semantic colour name ({_COLOR_LIST}) or a hex colour '#rrggbb'; default "
-            "yellow #ffd400. Suggested use: section1-3 for headings by level, positive for "
-            "agreement or key findings, negative for doubts, detail for minor points, code for "
-            "code, data and figures."
-        ),
+        min_length=4,
+        max_length=4,
+        description="[x1, y1, x2, y2] in PDF points, origin bottom-left, y up.",
     ),
 ]
-Comment = Annotated[
-    str,
-    Field(max_length=10_000, description="Optional note stored and shown with the annotation."),
+MaxChars = Annotated[
+    int | None,
+    Field(ge=1, le=MAX_CHARS_LIMIT, description=f"Default {DEFAULT_MAX_CHARS}; cut is marked."),
 ]
 
 
@@ -142,15 +140,28 @@ def _record(annotation: Annotation) -> AnnotationRecord:
 
 def register(registry: Registry) -> None:
     @registry.tool(
+        name="attach_pdf",
+        title="Attach a PDF to a paper",
+        description=(
+            "Fetch a paper's PDF into the library: from url, or from the open-access place its "
+            "record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it."
+        ),
+        annotations=ATTACH,
+    )
+    def attach_pdf(
+        paper_id: PaperRef,
+        url: Annotated[
+            str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
+        ] = None,
+    ) -> dict[str, Any]:
+        return fetch.paper_pdf_attach(ref=paper_id, url=url, scope=current_scope())
+
+    @registry.tool(
         name="get_pdf_outline",
         title="Get a paper's PDF outline",
         description=(
-            "Return the table of contents (bookmarks) of a paper's PDF in the library as nested "
-            "items (title, 1-based page, level, children) plus total_pages, so you can pick "
-            "sections and estimate their length before reading. Cheap: no text is returned. A "
-            "PDF without bookmarks gives has_outline false, empty items and a hint to read it "
-            "by pages. Call this first, then read_pdf_pages with section or pages. A paper "
-            "without a PDF gives a 'pdf_not_available' error."
+            "The table of contents of a paper's PDF (title, page, level, children) and "
+            "total_pages. Call before read_pdf_pages."
         ),
         annotations=READ_ONLY,
     )
@@ -169,16 +180,8 @@ def register(registry: Registry) -> None:
         name="read_pdf_pages",
         title="Read pages of a paper's PDF",
         description=(
-            "Return the text of a paper's PDF in the library, by pages ('1', '1-5', "
-            "'1,3,5-7' or 'all'; 1-based) or by section title from the outline "
-            "('Introduction' or 'Introduction,Methods'; case and numbering ignored). Give "
-            "pages or section, not both. Each page starts with '--- Page N of M ---' and each "
-            "section with '=== Section: <title> (pages a-b) ==='. Text can be large (a whole "
-            "paper is 30,000-100,000 characters): read a few pages or sections at a time, or "
-            "pass max_chars; cut text ends with a [TRUNCATED: ...] marker. A page past the end "
-            "is an error giving the page count; an unknown section is an error listing the "
-            "sections; a PDF without outline cannot be read by section. Call get_pdf_outline "
-            "first to see sections and total_pages. Quote text from here in create_highlight."
+            "Text of a paper's PDF by pages or by outline section (not both), each page "
+            "headed '--- Page N of M ---'."
         ),
         annotations=READ_ONLY,
     )
@@ -186,79 +189,34 @@ def register(registry: Registry) -> None:
         paper_id: PaperRef,
         pages: PagesSpec = None,
         section: SectionNames = None,
-        max_chars: Annotated[
-            int | None,
-            Field(
-                ge=1,
-                le=MAX_CHARS_LIMIT,
-                description=(
-                    "Return at most this many characters; longer text is cut and ends with "
-                    "a [TRUNCATED: ...] marker. Omit for all of it."
-                ),
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, PdfPages]:
+        max_chars: MaxChars = None,
+    ) -> CallToolResult:
         paper = paper_get(ref=paper_id, scope=current_scope())
         reading = selectors.pdf_pages_read(paper=paper, pages=pages, section=section)
         text = reading.render()
         shown = truncate(
             text,
-            max_chars,
+            max_chars or DEFAULT_MAX_CHARS,
             more=(
                 "Read fewer pages or sections at a time, or call read_pdf_pages again with "
                 f"max_chars={len(text)}."
             ),
         )
-        structured = PdfPages(
-            paper_id=paper.pk,
-            total_pages=reading.total_pages,
-            pages=reading.page_numbers,
-            sections=[
-                SectionRead(
-                    requested=part.section.requested,
-                    title=part.section.title,
-                    first_page=part.section.first_page,
-                    last_page=part.section.last_page,
-                )
-                for part in reading.parts
-                if part.section is not None
-            ],
-            content=shown,
-            total_chars=len(text),
-            truncated=shown != text,
-        )
-        return CallToolResult(
-            content=[TextContent(type="text", text=shown)],
-            structured_content=structured.model_dump(),
-        )
+        return CallToolResult(content=[TextContent(type="text", text=shown)])
 
     @registry.tool(
         name="create_highlight",
         title="Highlight text in a paper's PDF",
         description=(
-            "Highlight a passage on one page of a paper's PDF in the library and store it as "
-            "an annotation (with an optional comment). Copy the text from read_pdf_pages for "
-            "that page (a sentence or a phrase): line breaks, hyphenation, ligatures, quotes "
-            "and case do not matter, but it must occur exactly once on the page (an ambiguous "
-            "quote is an error asking for more of the sentence). Text not on the page is a "
-            "'text_not_found' error that names the page it is on, if any. color is a semantic "
-            f"name ({_COLOR_LIST}) or '#rrggbb'. Returns the annotation with one rect per line. "
-            "The original PDF is never changed; an annotated copy is updated. Each call adds "
-            "a new annotation."
+            "Highlight a passage on a page of a paper's PDF, with an optional comment. Quote "
+            "it from read_pdf_pages; it must occur once on the page. The original PDF stays."
         ),
         annotations=ANNOTATE,
     )
     def create_highlight(
         paper_id: PaperRef,
         page: Page,
-        text: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=4_000,
-                description="The passage to highlight, as read on that page (unique on it).",
-            ),
-        ],
+        text: Quote,
         color: Color = None,
         comment: Comment = "",
     ) -> AnnotationRecord:
@@ -273,28 +231,15 @@ def register(registry: Registry) -> None:
         name="create_area_annotation",
         title="Mark an area in a paper's PDF",
         description=(
-            "Mark a rectangle on one page of a paper's PDF in the library (a figure, a table, "
-            "an equation) and store it as an annotation with an optional comment; the text "
-            "inside the area is stored with it. rect is [x1, y1, x2, y2] in PDF points (1/72 "
-            "inch) with the origin at the BOTTOM-LEFT corner of the page, y growing upwards "
-            "(Zotero's and the PDF's convention; a US-letter page is 612 x 792). Any two "
-            "opposite corners will do; the rect must lie inside the page (the error gives the "
-            f"page's box). color is a semantic name ({_COLOR_LIST}) or '#rrggbb'. Each call "
-            "adds a new annotation; the original PDF is never changed."
+            "Mark a rectangle (figure, table, equation) on a page of a paper's PDF, with an "
+            "optional comment. The original PDF stays."
         ),
         annotations=ANNOTATE,
     )
     def create_area_annotation(
         paper_id: PaperRef,
         page: Page,
-        rect: Annotated[
-            list[float],
-            Field(
-                min_length=4,
-                max_length=4,
-                description="[x1, y1, x2, y2] in PDF points, origin at the bottom-left.",
-            ),
-        ],
+        rect: Rect,
         color: Color = None,
         comment: Comment = "",
     ) -> AnnotationRecord:
@@ -309,22 +254,15 @@ def register(registry: Registry) -> None:
         name="list_annotations",
         title="List a paper's annotations",
         description=(
-            "Return the highlights and area annotations stored for a paper, in page order "
-            "(optionally of one page): the highlighted text, colour, comment and rects of "
-            "each. Cheap. Use it to see what was already marked before adding more, or to "
-            "collect a paper's key passages. Pages of at most 100 with limit/offset."
+            "A paper's highlights and area annotations in page order: text, colour, comment, rects."
         ),
         annotations=READ_ONLY,
     )
     def list_annotations(
         paper_id: PaperRef,
-        page: Annotated[int | None, Field(ge=1, le=100_000, description="Only this page.")] = None,
-        limit: Annotated[
-            int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="At most this many, 1-100.")
-        ] = settings.MAX_PAGE_SIZE,
-        offset: Annotated[
-            int, Field(ge=0, le=settings.MAX_OFFSET, description="Annotations to skip.")
-        ] = 0,
+        page: Annotated[int | None, Field(ge=1, le=100_000)] = None,
+        limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = settings.MAX_PAGE_SIZE,
+        offset: Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)] = 0,
     ) -> AnnotationList:
         paper = paper_get(ref=paper_id, scope=current_scope())
         queryset = selectors.annotation_list(paper=paper, page=page)
@@ -337,24 +275,14 @@ def register(registry: Registry) -> None:
     @registry.tool(
         name="export_annotations",
         title="Export a paper's annotations",
-        description=(
-            "Return all annotations of a paper as one text: 'markdown' (quotes grouped by "
-            "page with their comments, ready to paste into notes) or 'json' (every field, "
-            "with Zotero-style positions). The annotated PDF itself is exported with "
-            "`manage.py export_annotations --format pdf` or from the admin."
-        ),
+        description=("A paper's annotations as markdown (quotes by page, with comments) or json."),
         annotations=READ_ONLY,
     )
     def export_annotations(
         paper_id: PaperRef,
-        format: Annotated[
-            Literal["markdown", "json"], Field(description="'markdown' or 'json'.")
-        ] = "markdown",
-        max_chars: Annotated[
-            int | None,
-            Field(ge=1, le=MAX_CHARS_LIMIT, description="Cut after this many characters."),
-        ] = None,
+        format: Literal["markdown", "json"] = "markdown",
+        max_chars: MaxChars = None,
     ) -> str:
         paper = paper_get(ref=paper_id, scope=current_scope())
         text = selectors.annotations_export_text(paper=paper, format=format)
-        return truncate(text, max_chars)
+        return truncate(text, max_chars or DEFAULT_MAX_CHARS)

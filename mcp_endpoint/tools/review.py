@@ -27,25 +27,14 @@ from projects.review.workflow import WorkflowFailed
 
 MAX_WAIT_SECONDS = 20
 
-SessionId = Annotated[
-    str, Field(min_length=1, max_length=64, description="The session_id start_review returned.")
-]
+SessionId = Annotated[str, Field(min_length=1, max_length=64)]
 WaitSeconds = Annotated[
-    int,
-    Field(
-        ge=0,
-        le=MAX_WAIT_SECONDS,
-        description="Seconds to wait for the next checkpoint (0-20); then the review is "
-        "returned as it is (state 'running' if still working).",
-    ),
+    int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then returned as it is (running).")
 ]
-CandidatesOffset = Annotated[
-    int, Field(ge=0, le=settings.MAX_OFFSET, description="First candidate of the page shown.")
-]
-CandidatesLimit = Annotated[
-    int,
-    Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Candidates per page, 1-100 (default 20)."),
-]
+CandidatesOffset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
+CandidatesLimit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
+# A page of candidates in every answer (about 10 abstracts); get_session pages through more.
+WAITED_PAGE = 10
 
 STARTS_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
@@ -102,7 +91,7 @@ def _state(session_id: str, *, offset: int = 0, limit: int = selectors.DEFAULT_P
 def _waited(session_id: str, wait_seconds: int) -> ReviewState:
     """The state after waiting; a failure the caller was waiting for is an isError."""
     services.review_wait(session_id=session_id, timeout=wait_seconds)
-    state = _state(session_id)
+    state = _state(session_id, limit=WAITED_PAGE)
     if state.state == ReviewSession.Status.FAILED:
         raise WorkflowFailed(
             f"The review failed: {state.error}", session_id=session_id, error=state.error
@@ -115,16 +104,12 @@ def register(registry: Registry) -> None:
         name="start_review",
         title="Start a literature review",
         description=(
-            "Start a literature review of a research question, driven by a person's decisions "
-            "at checkpoints: plan (queries, engines, dates, criteria) -> search -> screen the "
-            "candidates -> optional citation search (expand) -> complete (included papers "
-            "saved in a project named after the review, with PRISMA counts). Returns the "
-            "session_id and the first checkpoint (plan): show it to the person and pass their "
-            "answer to decide. domain: general, cs, bio/med, physics, math, social. "
-            "max_results: most candidates to screen (1-100). Searching calls external "
-            "engines (rate-limited) and adds what they find to the library."
+            "Review workflow, step 1: start a literature review of a research question. It "
+            "stops at checkpoints (plan, screen, expand) for the person's decision; pass it "
+            "with decide. Included papers end in a project, with PRISMA counts."
         ),
         annotations=STARTS_WORK,
+        aliases={"max_results": "limit"},
     )
     def start_review(
         query: Annotated[
@@ -132,48 +117,36 @@ def register(registry: Registry) -> None:
             Field(
                 min_length=1,
                 max_length=settings.MAX_QUERY_CHARS,
-                description="The research question, e.g. 'How do transformers handle long "
-                "documents?'.",
+                description="The research question.",
             ),
         ],
         domain: Annotated[
             str, Field(max_length=40, description="general, cs, bio/med, physics, math, social.")
         ] = "general",
-        max_results: Annotated[
-            int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Most candidates, 1-100.")
+        limit: Annotated[
+            int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Most candidates.")
         ] = services.DEFAULT_MAX_RESULTS,
         wait_seconds: WaitSeconds = MAX_WAIT_SECONDS,
     ) -> ReviewState:
-        session = services.review_start(query=query, domain=domain, max_results=max_results)
+        session = services.review_start(query=query, domain=domain, max_results=limit)
         return _waited(str(session.pk), wait_seconds)
 
     @registry.tool(
         name="decide",
         title="Decide at a review checkpoint",
         description=(
-            "Pass the person's decision on the review's pending checkpoint and wait for the "
-            "next one (or completion). action: approve | edit | reject. At plan: edit "
-            'changes the plan, e.g. data={"queries": [...], "engines": [...], "date_from": '
-            '"2018", "snowball": true}; reject plans again using the note. At screen: edit '
-            'takes data={"include": [paper_id, ...]} or {"exclude": [...], "reasons": '
-            '{"<paper_id>": "why"}}; reject goes back to planning. Pass checkpoint (the '
-            "pending checkpoint's sequence) so a retried call cannot answer the next one. "
-            "The checkpoint's `actions` say what each action does there."
+            "Review workflow: answer the pending checkpoint (approve, edit with data, reject "
+            "with a note) and wait for the next. The checkpoint's `actions` say what each "
+            "does and what data edit takes. Pass checkpoint (its sequence) against retries."
         ),
         annotations=STARTS_WORK,
     )
     def decide(
         session_id: SessionId,
-        action: Annotated[str, Field(max_length=20, description="approve, edit or reject.")],
-        data: Annotated[
-            dict[str, Any] | None, Field(description="The edit (action=edit); see description.")
-        ] = None,
-        note: Annotated[
-            str | None, Field(max_length=2000, description="The person's reasons, kept.")
-        ] = None,
-        checkpoint: Annotated[
-            int | None, Field(ge=1, description="Sequence of the checkpoint being answered.")
-        ] = None,
+        action: Literal["approve", "edit", "reject"],
+        data: Annotated[dict[str, Any] | None, Field(description="For edit.")] = None,
+        note: Annotated[str | None, Field(max_length=2000)] = None,
+        checkpoint: Annotated[int | None, Field(ge=1)] = None,
         wait_seconds: WaitSeconds = MAX_WAIT_SECONDS,
     ) -> ReviewState:
         services.review_decide(
@@ -189,30 +162,28 @@ def register(registry: Registry) -> None:
         name="get_session",
         title="Get a review session",
         description=(
-            "A review's state: running/waiting/complete/failed, the stage, the pending "
-            "checkpoint with a page of candidates (abstracts included; page with "
-            "candidates_offset), PRISMA counts, the decisions so far, the error if it "
-            "failed, and the result once complete. Call it to poll a running review."
+            "Review workflow: a review's state, stage, pending checkpoint with a page of "
+            "candidates, PRISMA counts and result. Poll a running review with it."
         ),
         annotations=READ_ONLY,
+        aliases={"candidates_limit": "limit", "candidates_offset": "offset"},
     )
     def get_session(
         session_id: SessionId,
-        candidates_offset: CandidatesOffset = 0,
-        candidates_limit: CandidatesLimit = selectors.DEFAULT_PAGE,
+        offset: CandidatesOffset = 0,
+        limit: CandidatesLimit = WAITED_PAGE,
     ) -> ReviewState:
         if not registry.read_only:
             # A look at a review whose worker died sends its step again.
             services.review_resume(session_id=str(selectors.review_session_id(session_id)))
-        return _state(session_id, offset=candidates_offset, limit=candidates_limit)
+        return _state(session_id, offset=offset, limit=limit)
 
     @registry.tool(
         name="export_results",
         title="Export a finished review",
         description=(
-            "The included papers of a complete review: json and markdown also carry the "
-            "question, plan, decisions and PRISMA counts; bibtex, csv and ris are the papers "
-            "for reference managers. An isError session_not_complete before completion."
+            "Review workflow, last step: a complete review's included papers as markdown or "
+            "json (with question, plan, decisions, PRISMA counts), bibtex, csv or ris."
         ),
         annotations=READ_ONLY,
     )
@@ -227,9 +198,8 @@ def register(registry: Registry) -> None:
         name="cleanup_review",
         title="Remove a review session",
         description=(
-            "Remove a review session, cancelling any step under way; get_session then says "
-            "not_found. Papers found stay in the library and a finished review's project "
-            "stays."
+            "Review workflow: remove a review session, cancelling work under way. Its papers "
+            "and project stay."
         ),
         annotations=REMOVES,
     )

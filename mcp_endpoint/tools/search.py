@@ -35,11 +35,7 @@ Query = Annotated[
     Field(
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
-        description=(
-            "A question or keywords, as you would type them: any word may match, papers "
-            'with more of them rank first. Also "exact phrase", -excluded, prefix*, '
-            "AND/OR/NOT. At most 500 characters."
-        ),
+        description='Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT.',
     ),
 ]
 MeaningQuery = Annotated[
@@ -47,20 +43,14 @@ MeaningQuery = Annotated[
     Field(
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
-        description="What the papers should be about, in plain words. At most 500 characters.",
+        description="What the papers should be about, in plain words.",
     ),
 ]
-PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Results, 1-100.")]
-Offset = Annotated[
-    int,
-    Field(ge=0, le=settings.MAX_OFFSET, description="Results to skip for paging, 0-10000."),
-]
+PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
+Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 DateBound = Annotated[
     str | None,
-    Field(
-        pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$",
-        description="YYYY-MM-DD (or YYYY-MM, YYYY); applied to the publication year.",
-    ),
+    Field(pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$", description="YYYY[-MM[-DD]]"),
 ]
 EngineId = Annotated[str, Field(min_length=1, max_length=64)]
 Engines = Annotated[
@@ -75,38 +65,35 @@ Engines = Annotated[
 FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CHARS)]
 
 
+FILTERS_HELP = (
+    "Metadata filters, all must hold: year (2021, '2019-2021', [2019,2021]), year_from, "
+    "year_to, venue, author, institution, source, keyword, category, project, doi, url, "
+    "has_pdf. Text matches case-insensitively, or as a * ? glob."
+)
+
+
 class PayloadFilters(BaseModel):
-    """Metadata filters; all optional and combined with AND. Text values match
-    case-insensitively and exactly, or as glob patterns with `*` (any characters) and `?`
-    (one character), e.g. {"venue": "Findings*"}, {"url": "*2023.acl*"}."""
+    """Metadata filters (FILTERS_HELP); the field descriptions live in that one text."""
 
     # Unknown keys reach filters_from_payload, whose error lists the allowed keys.
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
 
-    year: int | str | list[int | None] | None = Field(
-        default=None,
-        description="A year (2021) or a range: '2019-2021', '2019-' or [2019, 2021].",
-    )
-    year_from: int | None = Field(default=None, description="Earliest publication year.")
-    year_to: int | None = Field(default=None, description="Latest publication year.")
-    venue: FilterText = Field(default=None, description="Venue name or short name.")
-    author: FilterText = Field(
-        default=None, description="Author: full name, family name or pattern, e.g. 'Vaswani'."
-    )
-    institution: FilterText = Field(default=None, description="An author's affiliation.")
-    source: FilterText = Field(
-        default=None, description="Where the record came from, e.g. 'acl', 'arxiv'."
-    )
-    keyword: FilterText = Field(default=None, description="A user-assigned keyword.")
-    category: FilterText = Field(
-        default=None, description="A source subject category, e.g. 'cs.CL' or 'cs.*'."
-    )
-    project: FilterText = Field(default=None, description="Project id or name.")
-    doi: FilterText = Field(default=None, description="DOI, e.g. '10.18653/v1/2023.acl-long.1'.")
-    has_pdf: bool | None = Field(default=None, description="Only papers with (or without) a PDF.")
-    url: FilterText = Field(
-        default=None, description="The paper's page or PDF URL, e.g. '*aclanthology.org/2023*'."
-    )
+    year: int | str | list[int | None] | None = None
+    year_from: int | None = None
+    year_to: int | None = None
+    venue: FilterText = None
+    author: FilterText = None
+    institution: FilterText = None
+    source: FilterText = None
+    keyword: FilterText = None
+    category: FilterText = None
+    project: FilterText = None
+    doi: FilterText = None
+    has_pdf: bool | None = None
+    url: FilterText = None
+
+
+Filters = Annotated[PayloadFilters | None, Field(description=FILTERS_HELP)]
 
 
 # --- output types -------------------------------------------------------------------------
@@ -222,21 +209,14 @@ def register(registry: Registry) -> None:
         name="search_papers_by_keyword",
         title="Search papers by keyword",
         description=(
-            "Find papers tagged with a keyword: the keywords users assigned (see "
-            "manage_paper_keywords) and the subject categories sources give (e.g. arXiv "
-            "'cs.CL'). Case-insensitive; match 'exact' (default) or 'prefix' ('transform' "
-            "finds 'transformer', 'transformers'). Newest first; snippet_markdown names the "
-            "matching keywords. For words in titles or abstracts use search_papers."
+            "Library papers tagged with a keyword (user keywords and source categories such "
+            "as 'cs.CL'), newest first. match 'prefix': 'transform' finds 'transformers'."
         ),
         annotations=READ_ONLY,
     )
     def search_papers_by_keyword(
-        keyword: Annotated[
-            str, Field(min_length=1, max_length=100, description="The keyword or category.")
-        ],
-        match: Annotated[
-            Literal["exact", "prefix"], Field(description="'exact' or 'prefix' matching.")
-        ] = "exact",
+        keyword: Annotated[str, Field(min_length=1, max_length=100)],
+        match: Literal["exact", "prefix"] = "exact",
         limit: PageSize = 10,
         offset: Offset = 0,
     ) -> ResultsPage:
@@ -249,17 +229,13 @@ def register(registry: Registry) -> None:
         name="search_papers_by_payload",
         title="Search papers by metadata",
         description=(
-            "List papers matching metadata filters only, no search words: year or year range, "
-            "venue, author, institution, source, keyword, category, project, doi, has_pdf, "
-            "url. Text values match case-insensitively, exactly, or as glob patterns with * "
-            'and ?, e.g. {"venue": "Findings*", "year": "2022-2023"} or '
-            '{"url": "*2023.acl*"}. All filters must hold. Newest first, stable paging. '
-            "list_top_facets shows which values exist and returns ready-made filters."
+            'Library papers matching metadata filters only, e.g. {"venue": "Findings*", '
+            '"year": "2022-2023"}; newest first. list_top_facets suggests values.'
         ),
         annotations=READ_ONLY,
     )
     def search_papers_by_payload(
-        payload: Annotated[PayloadFilters, Field(description="The filters; at least one.")],
+        payload: Annotated[PayloadFilters, Field(description=FILTERS_HELP)],
         limit: PageSize = 10,
         offset: Offset = 0,
     ) -> ResultsPage:
@@ -272,27 +248,22 @@ def register(registry: Registry) -> None:
         name="search_papers_semantic",
         title="Search papers by meaning",
         description=(
-            "Find papers whose title and abstract are closest in meaning to a natural-language "
-            "description, even without shared words (embeddings). Use for questions and "
-            "concepts ('methods that reduce hallucination in summarisation'); use "
-            "search_papers for names, exact terms and phrases. prompt optionally says what the "
-            "search is for, to refine the query. Returns the top_k papers with score."
+            "Library papers closest in meaning to a description, even without shared words "
+            "(embeddings). For names and exact terms use search_papers."
         ),
         annotations=READ_ONLY,
+        aliases={"top_k": "limit"},
     )
     def search_papers_semantic(
         query: MeaningQuery,
         prompt: Annotated[
-            str | None,
-            Field(max_length=2000, description="Context to refine the query (optional)."),
+            str | None, Field(max_length=2000, description="What the search is for.")
         ] = None,
-        top_k: PageSize = 10,
-        filters: Annotated[
-            PayloadFilters | None, Field(description="Metadata filters, as for payload search.")
-        ] = None,
+        limit: PageSize = 10,
+        filters: Filters = None,
     ) -> ResultsPage:
         page = semantic.semantic_search(
-            query=query, prompt=prompt, top_k=top_k, filters=filters_build(filters),
+            query=query, prompt=prompt, top_k=limit, filters=filters_build(filters),
             scope=current_scope(),
         )  # fmt: skip
         return ResultsPage(**_results_page(page))
@@ -301,33 +272,17 @@ def register(registry: Registry) -> None:
         name="list_top_facets",
         title="List top facet values",
         description=(
-            "Show which authors, venues, keywords, institutions, tags (projects), categories "
-            "or years hold the most papers, with paper_count, most first. Optionally over the "
-            "results of a search query (its best 10,000 hits) or over filtered papers. Each "
-            "value comes with a filter to pass to search_papers_by_payload. Use it to get an "
-            "overview of the library or of a topic before searching further."
+            "The authors, venues, keywords, institutions, tags (projects), categories or years "
+            "with the most papers, optionally over a query's hits or filtered papers; each "
+            "value has a filter for search_papers_by_payload."
         ),
         annotations=READ_ONLY,
     )
     def list_top_facets(
-        category: Annotated[
-            search_facets.FacetCategory,
-            Field(description="author, venue, keyword, institution, tag, category or year."),
-        ],
-        limit: Annotated[
-            int,
-            Field(ge=1, le=search_facets.MAX_FACET_LIMIT, description="Values, 1-100."),
-        ] = 20,
-        query: Annotated[
-            str | None,
-            Field(
-                max_length=settings.MAX_QUERY_CHARS,
-                description="Count only over the papers this full-text query finds.",
-            ),
-        ] = None,
-        filters: Annotated[
-            PayloadFilters | None, Field(description="Count only over papers matching these.")
-        ] = None,
+        category: search_facets.FacetCategory,
+        limit: Annotated[int, Field(ge=1, le=search_facets.MAX_FACET_LIMIT)] = 20,
+        query: Annotated[str | None, Field(max_length=settings.MAX_QUERY_CHARS)] = None,
+        filters: Filters = None,
     ) -> FacetsPage:
         result = search_facets.facet_counts(
             category=category, limit=limit, query=query, filters=filters_build(filters),

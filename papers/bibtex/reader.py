@@ -40,7 +40,13 @@ from papers.bibtex.fields import (
 from papers.bibtex.latex import (
     latex_to_text,
 )
-from papers.identifiers import clean_text, normalize_arxiv_id, normalize_doi, title_key
+from papers.identifiers import (
+    citekey_base,
+    clean_text,
+    normalize_arxiv_id,
+    normalize_doi,
+    title_key,
+)
 from papers.imports import RawItem
 from papers.schemas import PaperRecord, keyword_clean, parse_year
 
@@ -306,8 +312,16 @@ def record_from_bibtex(entry: Mapping[str, Any]) -> PaperRecord:
         # The key belongs to the first entry that used it; this paper keeps it only as a note.
         metadata["bibtex_duplicate_key"] = key
     elif key:
-        values["preferred_citekey"] = key
+        # The paper gets a Better-BibTeX citekey like every other paper (the library's
+        # keys follow one scheme); the file's own key stays a citekey alias, so every
+        # tool and a second import of the same file still find the paper by it. A key
+        # that already is this paper's Better-BibTeX key is kept as its citekey.
         values["identifiers"] = {"citekey": key}
+        record = PaperRecord.build(**values, metadata=metadata)
+        people = [author.person for author in record.authors]
+        if key == citekey_base(people, record.year, record.title):
+            return PaperRecord.build(**values, preferred_citekey=key, metadata=metadata)
+        return record
     return PaperRecord.build(**values, metadata=metadata)
 
 

@@ -4,13 +4,15 @@ a path on the server (agents must not learn internal locations)."""
 from __future__ import annotations
 
 from core.errors import DomainError, NotFound
+from papers.assets.errors import AssetFetchFailed
 
 
 def how_to_attach(paper_id: int) -> str:
+    # Agents first: attach_pdf is the tool (and POST /api/papers/{ref}/pdf) they can call.
     return (
-        f"Attach one with `manage.py attach_pdf {paper_id} FILE` or the PDF upload on the "
-        f"paper's admin page, or download its pdf_url with `manage.py attach_pdf {paper_id} "
-        "--download`."
+        f"Fetch one with attach_pdf (paper_id {paper_id}, an http(s) url, or none to use the "
+        "paper's pdf_url, arXiv or ACL Anthology id); people can upload one on the paper's "
+        f"admin page or run `manage.py attach_pdf {paper_id} FILE` (or `--download`)."
     )
 
 
@@ -46,3 +48,15 @@ class DownloadFailed(DomainError):
     @property
     def retryable(self) -> bool:
         return bool(self.details.get("retryable"))
+
+
+class NoPdfLocation(NotFound):
+    """attach_pdf without a URL, for a paper whose metadata names no place to fetch its PDF
+    from (no pdf_url, arXiv id or ACL Anthology id)."""
+
+    code = "no_pdf_location"
+
+
+class PdfFetchFailed(AssetFetchFailed):
+    """attach_pdf: every location tried failed (`asset_fetch_failed`, REST 502); `tried`
+    says how each one did, `retryable` whether trying later may help."""

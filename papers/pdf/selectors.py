@@ -13,6 +13,7 @@ import pymupdf
 from django.db.models import QuerySet
 
 from core.errors import InvalidInput
+from core.markdown import escape_markdown
 from papers.models import Annotation, Paper, PaperPdf
 from papers.pdf.errors import NotAPdf, PdfFileMissing, PdfNotAvailable, how_to_attach
 from papers.pdf.files import stored_path
@@ -225,8 +226,10 @@ def annotations_export_text(*, paper: Paper, format: str) -> str:
 
 
 def _annotations_markdown(paper: Paper, annotations: list[Annotation]) -> str:
+    """Every text here is someone's (the PDF's, the annotator's): escaped, so a comment
+    holding `<script>` or a `[link](javascript:...)` reaches the reader as text."""
     out = [
-        f"# Annotations: {paper.title}",
+        f"# Annotations: {escape_markdown(paper.title)}",
         "",
         f"`{paper.citekey}` · {len(annotations)} annotations",
     ]
@@ -236,12 +239,16 @@ def _annotations_markdown(paper: Paper, annotations: list[Annotation]) -> str:
             current_page = annotation.page
             out += ["", f"## Page {current_page}"]
         out.append("")
+        text = escape_markdown(" ".join((annotation.text or "").split()))
         if annotation.kind == Annotation.Kind.HIGHLIGHT:
-            out.append(f"> {annotation.text}")
+            out.append(f"> {text}")
         else:
             box = ", ".join(f"{value:g}" for value in annotation.rects[0])
-            out.append(f"*Area [{box}]*" + (f": {annotation.text}" if annotation.text else ""))
+            out.append(f"*Area [{box}]*" + (f": {text}" if text else ""))
         out.append("")
-        note = f"Comment: {annotation.comment} " if annotation.comment else ""
-        out.append(f"{note}(colour {annotation.color}, annotation {annotation.pk})")
+        comment = escape_markdown(" ".join((annotation.comment or "").split()))
+        note = f"Comment: {comment} " if comment else ""
+        out.append(
+            f"{note}(colour {escape_markdown(str(annotation.color))}, annotation {annotation.pk})"
+        )
     return "\n".join(out).rstrip() + "\n"

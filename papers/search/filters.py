@@ -27,6 +27,7 @@ from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
 from core.errors import InvalidInput
+from core.markdown import escape_markdown
 from papers import scoping
 from papers.identifiers import fold_key, normalize_doi, parse_person_name
 from papers.models import (
@@ -38,6 +39,7 @@ from papers.models import (
     PaperAuthor,
     PaperCategory,
     PaperKeyword,
+    PaperPdf,
     Venue,
 )
 from papers.search.types import SearchFilters, SearchHit, SearchPage
@@ -314,12 +316,12 @@ def _parse_text(raw: Any, key: str) -> str:
 
 
 def has_pdf_condition() -> Q:
-    """Papers with a PDF. For now: a known PDF URL.
+    """Papers with a PDF: one in the library (attached, uploaded or downloaded), or a
+    known PDF URL to download it from, the same rule as the records' `has_pdf`.
 
-    Seam for the PDF issue: when papers get local PDF files, OR their condition in here
-    (e.g. `| Exists(PaperFile...)`) and every search mode and facet follows.
+    The attached ones as an uncorrelated `paper_id IN (...)`, like `linked`.
     """
-    return ~Q(pdf_url="")
+    return ~Q(pdf_url="") | Q(pk__in=PaperPdf.objects.values("paper"))
 
 
 def apply_filters(
@@ -444,12 +446,13 @@ def check_page(limit: int, offset: int) -> None:
 
 
 def lead_snippet(paper: Paper, max_chars: int = SNIPPET_CHARS) -> str:
-    """The start of the abstract (or the stored snippet), cut at a word boundary."""
+    """The start of the abstract (or the stored snippet), cut at a word boundary, with its
+    markup escaped (it is returned as markdown)."""
     text = " ".join((paper.abstract or paper.snippet or "").split())
     if len(text) <= max_chars:
-        return text
+        return escape_markdown(text)
     cut = text[:max_chars].rsplit(" ", 1)[0]
-    return f"{cut} …"
+    return f"{escape_markdown(cut)} …"
 
 
 def _page(
@@ -547,8 +550,16 @@ def paper_search_by_keyword(
     )
 
     def snippet(paper: Paper) -> str:
-        matched = [f"**{k.name}**" for k in paper.keywords.all() if k.name in keyword_names]
-        matched += [f"**{c.name}**" for c in paper.categories.all() if c.name in category_names]
+        matched = [
+            f"**{escape_markdown(k.name)}**"
+            for k in paper.keywords.all()
+            if k.name in keyword_names
+        ]
+        matched += [
+            f"**{escape_markdown(c.name)}**"
+            for c in paper.categories.all()
+            if c.name in category_names
+        ]
         lead = lead_snippet(paper)
         head = f"Keywords: {', '.join(sorted(matched))}" if matched else ""
         return f"{head}\n\n{lead}".strip() if lead else head

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from papers.scoping import project_find
+from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic
 from papers.search.types import SearchFilters, SearchPage
@@ -62,7 +62,39 @@ def local_search(
     the library has vectors, and the words match at least FUZZY_BELOW papers (fewer: a
     misspelling, which typo-tolerant full text handles); else full text. Errors as
     `paper_search`.
+
+    When the filters name one project (its id or name, no pattern), every hit carries that
+    project's `project_id`, as seed 004's results do.
     """
+    page = _search(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope, rerank=rerank
+    )
+    project_id = _filtered_project(filters, scope)
+    if project_id is not None:
+        for hit in page.hits:
+            hit.record["project_id"] = project_id
+    return page
+
+
+def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None) -> str | None:
+    """The id of the one project the filters restrict to, else None."""
+    if filters is None or not filters.project or search_filters.has_wildcard(filters.project):
+        return None
+    ids = project_ids_for([filters.project])
+    if scope is not None:
+        ids = [project_id for project_id in ids if project_id in project_ids_for(scope)]
+    return ids[0] if len(ids) == 1 else None
+
+
+def _search(
+    *,
+    query: str,
+    filters: SearchFilters | None,
+    limit: int,
+    offset: int,
+    scope: Sequence[str] | None,
+    rerank: bool | None,
+) -> SearchPage:
     if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
         return fulltext.paper_search(
             query=query, filters=filters, limit=limit, offset=offset, scope=scope

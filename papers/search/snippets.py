@@ -12,16 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from core.markdown import escape_markdown
 from papers.search import analysis
+
+__all__ = ["Highlighter", "escape_markdown", "passages"]
 
 SNIPPET_WORDS = 30
 ELLIPSIS = "…"
 _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_MARKUP = str.maketrans({"*": "\\*", "_": "\\_", "`": "\\`", "<": "&lt;", ">": "&gt;"})
-
-
-def escape_markdown(text: str) -> str:
-    return text.translate(_MARKUP)
 
 
 class Highlighter:

@@ -19,6 +19,7 @@ a retry cannot help, and a write retried after a timeout could annotate the PDF 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,10 @@ from papers.zotero.errors import ZoteroError, ZoteroTimeout, ZoteroUnreachable
 PLUGIN_HINT = "is Zotero running with the mcp-zotero-api plugin?"
 # Routes that change the user's Zotero library, and what they make.
 WRITE_ROUTES = {"highlight": "the highlight", "annotations": "the annotation"}
+# Routes that open the attachment's file; a file gone from disk fails them with a 500.
+PDF_ROUTES = frozenset({"readpdf", "pdfoutline", "highlight", "annotations"})
+_MISSING_FILE = re.compile(r"(?i)file not found|no such file|ENOENT")
+_PATH = re.compile(r"(?:/|~/|[A-Za-z]:\\)[^'\"\n]*")
 
 
 @dataclass(frozen=True)
@@ -275,9 +280,11 @@ class ZoteroClient:
             if data is None:
                 raise self._unexpected(route, "a body that is not a JSON object")
             return data
-        raise self._error(route, response.status_code, data)
+        raise self._error(route, response.status_code, data, body)
 
-    def _error(self, route: str, status: int, data: dict[str, Any] | None) -> DomainError:
+    def _error(
+        self, route: str, status: int, data: dict[str, Any] | None, body: Any = None
+    ) -> DomainError:
         message = data.get("error") if data else None
         if not isinstance(message, str) or not data:
             if status == 404:
@@ -299,6 +306,17 @@ class ZoteroClient:
             return NotFound(_with_extras(message, extras), zotero=data)
         detail = data.get("message")
         text = f"{message}: {detail}" if isinstance(detail, str) and detail else message
+        if route in PDF_ROUTES and (missing := _missing_pdf_path(text)) is not None:
+            key = body.get("key") if isinstance(body, dict) else None
+            return ZoteroError(
+                f"The PDF of Zotero item {key} is missing on this machine: {missing} does not "
+                f"exist (Zotero: {text}). Zotero still lists the attachment: relink or "
+                "re-download the file in Zotero, then try again.",
+                reason="pdf_file_missing",
+                key=key,
+                path=missing,
+                zotero=data,
+            )
         return ZoteroError(f"Zotero failed on /{route} (HTTP {status}): {text}", zotero=data)
 
     def _unexpected(self, route: str, what: str) -> ZoteroError:
@@ -307,6 +325,16 @@ class ZoteroClient:
             f"({what}): is the plugin up to date?",
             url=self.base_url,
         )
+
+
+def _missing_pdf_path(text: str) -> str | None:
+    """The path in the plugin's "PDF file not found: <path>" (also ENOENT/"no such file"
+    texts), or None when the failure is something else."""
+    found = _MISSING_FILE.search(text)
+    if found is None:
+        return None
+    path = _PATH.search(text, found.end())
+    return path.group(0).strip().rstrip(".,;") if path else "(Zotero did not say which file)"
 
 
 def _with_extras(message: str, extras: dict[str, Any]) -> str:

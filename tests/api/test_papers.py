@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -226,6 +228,19 @@ def test_export_to_a_file_in_the_exports_folder(api: Api, library: Library) -> N
     assert error(api.post("/api/papers/export", bad_name), 400)["field"] == "filename"
 
 
+def test_export_a_whole_project_never_over_an_earlier_file(api: Api, library: Library) -> None:
+    body = {"project_id": "Transformers", "format": "jsonl", "filename": "survey"}
+    first = api.post("/api/papers/export", body).json()
+    second = api.post("/api/papers/export", body).json()
+    assert (first["filename"], second["filename"]) == ("survey.jsonl", "survey-2.jsonl")
+    assert first["count"] == 2 and first["success"] is True and "content" not in first
+    replaced = api.post("/api/papers/export", {**body, "overwrite": True}).json()
+    assert replaced["filename"] == "survey.jsonl"
+    inline = api.get("/api/papers/export", {"project_id": "transformers", "format": "csv"})
+    assert inline.status_code == 200 and library.bert.citekey in inline.content.decode()
+    assert error(api.post("/api/papers/export", {"format": "csv"}), 400)["field"] == "paper_ids"
+
+
 # --- summaries and sources ----------------------------------------------------------------
 
 
@@ -280,3 +295,47 @@ def test_source_and_translation(api: Api, library: Library) -> None:
     assert error(api.get(f"/api/papers/{library.resnet.pk}/source"), 404)["code"] == (
         "asset_not_found"
     )
+
+
+# --- attach_pdf ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pdf_server(settings: Any, tmp_path: Any) -> Iterator[Any]:
+    from tests.test_pdf_download import PdfServer
+
+    settings.DOWNLOADS_DIR = tmp_path / "downloads"
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.PDF_ALLOW_PRIVATE_URLS = True  # the local server stands for the web
+    running = PdfServer()
+    yield running
+    running.close()
+
+
+def test_attach_pdf_from_a_url_returns_the_record_with_has_pdf(
+    api: Api, library: Library, pdf_server: Any
+) -> None:
+    path = f"/api/papers/{library.resnet.citekey}/pdf"
+    response = api.post(path, {"url": pdf_server.url("/paper.pdf")})
+    assert response.status_code == 200, response.content
+    record = response.json()
+    assert record["has_pdf"] is True and record["paper_id"] == library.resnet.pk
+    assert record["pdf"]["page_count"] == 4 and record["tried"] == []
+    assert api.get(f"/api/papers/{library.resnet.pk}").json()["has_pdf"] is True
+
+
+def test_attach_pdf_errors_say_what_was_tried(
+    api: Api, library: Library, pdf_server: Any, settings: Any, read_token: str
+) -> None:
+    path = f"/api/papers/{library.resnet.pk}/pdf"
+    failed = error(api.post(path, {"url": pdf_server.url("/missing")}), 502)
+    assert failed["code"] == "asset_fetch_failed"
+    assert failed["tried"][0]["reason"] == "http_error" and "HTTP 404" in failed["message"]
+    nowhere = error(api.post(path, {}), 404)
+    assert nowhere["code"] == "no_pdf_location"
+    settings.PDF_ALLOW_PRIVATE_URLS = False
+    refused = error(api.post(path, {"url": pdf_server.url("/paper.pdf")}), 502)
+    assert refused["tried"][0]["reason"] == "private_address"
+    assert pdf_server.requests == ["/missing"]
+    assert error(api.post(path, {"url": "x" * 2001}), 400)["code"] == "invalid_input"
+    assert error(api.post(path, {"url": pdf_server.url("/paper.pdf")}, token=read_token), 403)

@@ -39,7 +39,13 @@ def test_blank_name_refused_by_the_service_is_400(api: Api) -> None:
 
 def test_list_and_get_projects(api: Api, library: Library) -> None:
     api.post("/api/projects", {"name": "Agents"})
-    assert [p["project_id"] for p in api.get("/api/projects").json()] == ["agents", "transformers"]
+    listed = api.get("/api/projects").json()
+    assert [(p["project_id"], p["paper_count"]) for p in listed] == [
+        ("agents", 0), ("transformers", 2),
+    ]  # fmt: skip
+    detail = api.get("/api/projects/transformers").json()
+    assert detail["paper_count"] == 2
+    assert {"name": "transformers", "paper_count": 2} in detail["keywords"]
     for ref in ("transformers", "Transformers", "TRANSFORMERS"):
         assert api.get(f"/api/projects/{ref}").json()["description"] == "Attention-based models."
     assert error(api.get("/api/projects/nope"), 404)["project_id"] == "nope"
@@ -60,7 +66,10 @@ def test_project_papers_newest_additions_first_in_pages(api: Api, library: Libra
 def test_add_and_remove_papers(api: Api, library: Library) -> None:
     path = "/api/projects/transformers/papers"
     added = api.post(path, {"paper_ids": [library.resnet.citekey, library.bert.pk]})
-    assert added.json() == {"project_id": "transformers", "added": 1, "removed": None}
+    assert added.json() == {
+        "project_id": "transformers", "added": 1, "removed": None, "already_in": 1,
+        "not_in_project": None, "paper_ids": [library.resnet.pk, library.bert.pk],
+    }  # fmt: skip
     assert api.get(path).json()["total"] == 3
     removed = api.post(f"{path}/remove", {"paper_ids": [library.resnet.pk, library.bert.pk]})
     assert removed.json()["removed"] == 2
@@ -72,9 +81,26 @@ def test_add_and_remove_papers(api: Api, library: Library) -> None:
 
 def test_membership_errors(api: Api, library: Library) -> None:
     path = "/api/projects/transformers/papers"
-    assert error(api.post(path, {"paper_ids": [library.resnet.pk, 999999]}), 404)
+    unknown = error(api.post(path, {"paper_ids": [library.resnet.pk, 999999, "nokey"]}), 404)
+    assert unknown["paper_ids"] == ["999999", "nokey"]
     assert api.get(path).json()["total"] == 2  # nothing was added
     assert error(api.post(path, {"paper_ids": []}), 400)
     assert error(api.post(path, {"paper_ids": list(range(1, 102))}), 400)
     assert error(api.post("/api/projects/nope/papers", {"paper_ids": [1]}), 404)
     assert error(api.delete(f"{path}/999999"), 404)
+
+
+def test_delete_project_needs_its_name_and_keeps_the_papers(api: Api, library: Library) -> None:
+    papers_before = library.attention.__class__.objects.count()
+    wrong = error(api.delete("/api/projects/transformers?confirm_name=transformers"), 400)
+    assert wrong["field"] == "confirm_name" and "'Transformers'" in wrong["message"]
+    assert error(api.delete("/api/projects/transformers"), 400)["code"] == "invalid_input"
+    assert api.get("/api/projects/transformers").status_code == 200
+    done = api.delete("/api/projects/transformers?confirm_name=Transformers")
+    assert done.status_code == 200, done.content
+    assert done.json() == {
+        "project_id": "transformers", "name": "Transformers", "deleted": True, "papers_removed": 2,
+    }  # fmt: skip
+    assert error(api.get("/api/projects/transformers"), 404)
+    assert library.attention.__class__.objects.count() == papers_before
+    assert error(api.delete("/api/projects/nope?confirm_name=Nope"), 404)

@@ -56,6 +56,7 @@ from tests.mcp.conftest import (
     mcp_client,
     running_server,
     server_database,
+    tool_data,
     tool_error,
 )
 from tests.security.conftest import LEAK_MARKERS
@@ -330,7 +331,7 @@ async def server_answers_normally(faults: Faults) -> None:
         faults, "read_pdf_pages", {"paper_id": faults.paper_id("attention"), "pages": "1"}
     )
     assert not result.is_error
-    assert "Recent work has shown" in result.structured_content["content"]
+    assert "Recent work has shown" in tool_data(result)["content"]
 
 
 def assert_cli_refused(done: Finished, faults: Faults, pattern: str) -> str:
@@ -392,11 +393,11 @@ async def test_pdf_with_only_an_owner_password_is_attached_and_works(faults: Fau
     assert "(4 pages" in done.stdout
     paper_id = faults.paper_id("resnet")
     outline, _ = await call(faults, "get_pdf_outline", {"paper_id": paper_id})
-    assert outline.structured_content["total_pages"] == 4
-    assert outline.structured_content["has_outline"] is True
+    assert tool_data(outline)["total_pages"] == 4
+    assert tool_data(outline)["has_outline"] is True
     pages, _ = await call(faults, "read_pdf_pages", {"paper_id": paper_id, "section": "Intro"})
     assert not pages.is_error, pages
-    assert "Recent work has shown" in pages.structured_content["content"]
+    assert "Recent work has shown" in tool_data(pages)["content"]
     highlight, _ = await call(
         faults, "create_highlight", {"paper_id": paper_id, "page": 1, "text": WRAPPED}
     )
@@ -580,7 +581,7 @@ async def test_pdf_damaged_on_disk_is_a_clear_error_until_attached_again(faults:
             assert "attach it again" in error["message"], error
         # What the database holds still answers.
         listed, _ = await call(faults, "list_annotations", {"paper_id": paper_id})
-        assert listed.structured_content["total"] == 1
+        assert tool_data(listed)["total"] == 1
         assert annotated.read_bytes() == annotated_before, damage
         assert library_state(faults) == before_library, damage
         files_state(faults)
@@ -592,9 +593,9 @@ async def test_pdf_damaged_on_disk_is_a_clear_error_until_attached_again(faults:
     assert stored.read_bytes() == good
     assert library_state(faults) == before_library
     outline, _ = await call(faults, "get_pdf_outline", {"paper_id": paper_id})
-    assert outline.structured_content["total_pages"] == 8
+    assert tool_data(outline)["total_pages"] == 8
     listed, _ = await call(faults, "list_annotations", {"paper_id": paper_id})
-    assert [a["comment"] for a in listed.structured_content["annotations"]] == ["kept"]
+    assert [a["comment"] for a in tool_data(listed)["annotations"]] == ["kept"]
     files_state(faults)
 
 
@@ -605,7 +606,7 @@ async def zotero_works(faults: Faults) -> None:
     """(h) The next calls succeed: nothing in the server is stuck on the last fault."""
     lookup, seconds = await call(faults, "zotero_lookup", {"citekey": "murray2012quantum"})
     assert not lookup.is_error, lookup
-    assert lookup.structured_content["pdf_attachment_keys"] == ["MURRAYPF"]
+    assert tool_data(lookup)["pdf_attachment_keys"] == ["MURRAYPF"]
     pages, _ = await call(faults, "zotero_read_pdf_pages", {"key": "MURRAY12", "pages": "1"})
     assert pages.content[0].text.startswith("--- Page 1 of 8 ---\nQuantum Criticality")
     assert seconds < QUICK

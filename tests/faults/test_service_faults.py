@@ -35,7 +35,7 @@ from tests.faults.conftest import (
     SLOW,
     Stack,
 )
-from tests.mcp.conftest import PYTHON, ROOT, mcp_client, tool_error
+from tests.mcp.conftest import PYTHON, ROOT, mcp_client, tool_data, tool_error
 
 pytestmark = [pytest.mark.server]
 
@@ -124,7 +124,7 @@ def call(stack: Stack, tool: str, *, limit: float = CALL_LIMIT, **arguments: Any
 def ok(stack: Stack, tool: str, **arguments: Any) -> dict[str, Any]:
     result = call(stack, tool, **arguments)
     assert not result.is_error, result.content[0].text
-    return dict(result.structured_content)
+    return dict(tool_data(result))
 
 
 def until(

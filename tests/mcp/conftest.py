@@ -103,11 +103,11 @@ def server_database(label: str = "mcp") -> Iterator[str | None]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="session")
-def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
-    """A knowledge base with two projects and four papers (see seed_library.py)."""
-    directory = tmp_path_factory.mktemp("knowledge-base")
-    with server_database() as database_url:
+@contextlib.contextmanager
+def seeded_knowledge_base(directory: Path, label: str = "mcp") -> Iterator[KnowledgeBase]:
+    """A knowledge base with two projects and four papers (see seed_library.py), in
+    `directory` (and a PostgreSQL database of its own when DATABASE_URL is set)."""
+    with server_database(label) as database_url:
         env = base_env(directory, database_url)
         seeded = subprocess.run(
             [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
@@ -122,6 +122,13 @@ def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Knowled
         )  # fmt: skip
         assert embedded.returncode == 0, embedded.stderr
         yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="session")
+def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """The shared seeded knowledge base; tests that change it much bring their own."""
+    with seeded_knowledge_base(tmp_path_factory.mktemp("knowledge-base")) as kb:
+        yield kb
 
 
 def free_port() -> int:
@@ -238,6 +245,20 @@ async def mcp_client(
         transport = streamable_http_client(url, http_client=http_client)
         async with mcp.Client(transport, mode=mode) as client:
             yield client
+
+
+def tool_data(result: Any) -> Any:
+    """The JSON answer of a successful tool call (its one text block; docs/MCP.md
+    "Responses"); None for an error result."""
+    if result.is_error:
+        return None
+    assert result.structured_content is None, "answers carry compact JSON text only"
+    return json.loads(result.content[0].text)
+
+
+def result_json(result: dict[str, Any]) -> Any:
+    """The same for a raw JSON-RPC `result` object."""
+    return json.loads(result["content"][0]["text"])
 
 
 def tool_error(result: Any) -> dict[str, Any]:

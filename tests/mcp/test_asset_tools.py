@@ -29,8 +29,10 @@ from tests.mcp.conftest import (
     base_env,
     call_tool_raw,
     mcp_client,
+    post,
     running_server,
     server_database,
+    tool_data,
     tool_error,
 )
 from tests.test_assets import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
@@ -166,13 +168,13 @@ async def test_asset_tools_and_resources_are_listed_with_llm_descriptions(
         tools["get_paper_summary"], tools["get_paper_source"], tools["save_paper_summary"]
     )  # fmt: skip
     assert summary.description and source.description
-    assert "get_paper_metadata first" in summary.description
-    assert "large" in source.description and "max_chars" in source.description
+    assert "get_paper_metadata" in summary.description
+    assert "Large" in source.description and "max_chars" in source.description
     assert summary.annotations and source.annotations and save.annotations
     assert summary.annotations.read_only_hint is True and source.annotations.read_only_hint
     assert save.annotations.read_only_hint is False
-    assert summary.input_schema["properties"]["max_chars"]["anyOf"][0]["minimum"] == 1
-    assert summary.output_schema and "truncated" in summary.output_schema["properties"]
+    assert summary.input_schema["properties"]["max_chars"]["minimum"] == 1
+    assert summary.input_schema["properties"]["max_chars"]["maximum"] > 1
     assert set(templates) >= {
         "paper://{paper_id}/metadata", "paper://{paper_id}/summary",
         "paper://{paper_id}/summary/{template}", "paper://{paper_id}/source",
@@ -189,11 +191,11 @@ async def test_metadata_includes_preferred_and_available_templates(setup: Assets
     attention = await call(setup, "get_paper_metadata", {"paper_id": setup.paper_id("attention")})
     resnet = await call(setup, "get_paper_metadata", {"paper_id": setup.paper_id("resnet")})
     bert = await read(setup, f"paper://{setup.paper_id('bert')}/metadata")
-    assert attention.structured_content["preferred_summary_template"] == "brief"
-    assert attention.structured_content["available_summary_templates"] == ["brief", "deep_read"]
-    assert "abstract" not in attention.structured_content
-    assert resnet.structured_content["preferred_summary_template"] is None
-    assert resnet.structured_content["available_summary_templates"] == []
+    assert tool_data(attention)["preferred_summary_template"] == "brief"
+    assert tool_data(attention)["available_summary_templates"] == ["brief", "deep_read"]
+    assert "abstract" not in tool_data(attention)
+    assert "preferred_summary_template" not in tool_data(resnet)
+    assert tool_data(resnet)["available_summary_templates"] == []
     record = json.loads(bert.text)
     assert record["preferred_summary_template"] == "brief"
     assert record["available_summary_templates"] == [
@@ -210,13 +212,7 @@ async def test_summary_defaults_to_the_preferred_template_as_full_json_text(
     result = await call(setup, "get_paper_summary", {"paper_id": setup.paper_id("attention")})
     assert not result.is_error
     assert result.content[0].text == BRIEF
-    assert result.structured_content == {
-        "paper_id": setup.paper_id("attention"),
-        "template": "brief",
-        "content": BRIEF,
-        "total_chars": len(BRIEF),
-        "truncated": False,
-    }
+    assert result.structured_content is None and len(result.content) == 1
 
 
 async def test_summary_by_template_accepts_any_paper_reference(setup: AssetsSetup) -> None:
@@ -236,8 +232,6 @@ async def test_summary_max_chars_truncates_with_a_marker(setup: AssetsSetup) -> 
     assert text.startswith(DEEP_READ[:100] + "\n\n[TRUNCATED: showed the first 100 of ")
     assert f"{len(DEEP_READ) - 100} characters were cut" in text
     assert f"template='deep_read' and max_chars={len(DEEP_READ)}" in text
-    assert result.structured_content["truncated"] is True
-    assert result.structured_content["total_chars"] == len(DEEP_READ)
 
 
 async def test_unknown_template_is_template_not_available_with_the_list(
@@ -332,7 +326,7 @@ async def test_source_is_markdown_text(setup: AssetsSetup) -> None:
     local = await call(setup, "get_paper_source", {"paper_id": setup.paper_id("attention")})
     remote = await call(setup, "get_paper_source", {"paper_id": setup.kb.paper("bert")["id"]})
     assert local.content[0].text == SOURCE
-    assert local.structured_content["truncated"] is False
+    assert "[TRUNCATED" not in local.content[0].text
     assert remote.content[0].text == REMOTE_SOURCE
 
 
@@ -356,7 +350,7 @@ async def test_source_with_lang_is_the_translation(setup: AssetsSetup) -> None:
         setup, "get_paper_source", {"paper_id": paper_id, "lang": "zh", "max_chars": 5}
     )
     french = await call(setup, "get_paper_source", {"paper_id": paper_id, "lang": "fr"})
-    assert zh.content[0].text == ZH and zh.structured_content["lang"] == "zh"
+    assert zh.content[0].text == ZH
     assert f"lang='zh' and max_chars={len(ZH)}" in cut.content[0].text
     error = tool_error(french)
     assert (error["code"], error["lang"]) == ("asset_not_found", "fr")
@@ -406,15 +400,15 @@ async def test_saved_summary_is_stored_preferred_and_readable(setup: AssetsSetup
             {"paper_id": paper_id, "template": "second", "content": '{"a": 1}'},
         )
         read_back = await client.call_tool("get_paper_summary", {"paper_id": paper_id})
-    assert saved.structured_content == {
+    assert tool_data(saved) == {
         "paper_id": paper_id,
         "template": "agent_brief",
         "size": len(content),
         "preferred_summary_template": "agent_brief",
         "available_summary_templates": ["agent_brief"],
     }
-    assert again.structured_content["preferred_summary_template"] == "agent_brief"
-    assert read_back.structured_content["content"] == content
+    assert tool_data(again)["preferred_summary_template"] == "agent_brief"
+    assert read_back.content[0].text == content
     stored = setup.kb.directory / "assets" / str(paper_id) / "summary" / "agent_brief.json"
     assert stored.read_text() == content
 
@@ -431,8 +425,10 @@ async def test_save_summary_rejects_what_is_not_a_json_object(
             )
         after = await client.call_tool("get_paper_metadata", {"paper_id": setup.paper_id("resnet")})
     assert raised.value.error.code == -32602
-    assert raised.value.error.data["field"] == "content"
-    assert after.structured_content["available_summary_templates"] == []
+    data = raised.value.error.data
+    fields = [data.get("field", ""), *(e["field"] for e in data.get("errors", []))]
+    assert any(field.startswith("content") for field in fields), data
+    assert tool_data(after)["available_summary_templates"] == []
 
 
 # --- resources ---------------------------------------------------------------------------
@@ -493,3 +489,30 @@ async def test_resource_fetch_failure_is_an_error_without_the_url(setup: AssetsS
     error = await read_error(setup, f"paper://{setup.paper_id('bert')}/summary/deep_read")
     assert "404" in error.message
     assert "http" not in error.message and "127.0.0.1" not in error.message
+
+
+# Last: it gives resnet a summary, which the tests above expect it not to have.
+async def test_summary_may_be_sent_as_a_json_object(setup: AssetsSetup) -> None:
+    paper_id = setup.paper_id("resnet")
+    async with mcp_client(setup.server.mcp_url) as client:
+        saved = await client.call_tool(
+            "save_paper_summary",
+            {"paper_id": paper_id, "template": "as_object", "content": {"tldr": "Deeper nets."}},
+        )
+        read_back = await client.call_tool(
+            "get_paper_summary", {"paper_id": paper_id, "template": "as_object"}
+        )
+    assert tool_data(saved)["template"] == "as_object"
+    assert json.loads(read_back.content[0].text) == {"tldr": "Deeper nets."}
+    # 500 levels: deeper than any schema, within what JSON parsers take (json.dumps and
+    # json.loads stop near 1,000; the transport answers deeper bodies -32700).
+    deep = '{"x":' * 500 + "{}" + "}" * 500
+    body = (
+        '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"save_paper_summary",'
+        f'"arguments":{{"paper_id":{paper_id},"template":"deep","content":{deep}}}}}}}'
+    )
+    answer = post(
+        setup.server.mcp_url, content=body.encode(), headers={"mcp-protocol-version": "2025-06-18"}
+    ).json()
+    assert answer["error"]["code"] == -32602, answer
+    assert "nested" in answer["error"]["message"] or "depth" in answer["error"]["message"]

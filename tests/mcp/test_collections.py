@@ -7,7 +7,7 @@ import anyio
 import pytest
 from mcp import MCPError
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, tool_error
+from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, tool_data, tool_error
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -25,7 +25,7 @@ async def test_client_scoped_by_url_sees_only_its_projects_papers(
         other_project = await client.call_tool("list_project_papers", {"project_id": "vision"})
         with pytest.raises(MCPError) as resource:
             await client.read_resource("papers://vision")
-    assert inside.structured_content["citekey"] == "devlin2019bert"
+    assert tool_data(inside)["citekey"] == "devlin2019bert"
     assert tool_error(outside)["code"] == "not_found"
     assert tool_error(unfiled)["code"] == "not_found"
     assert tool_error(other_project)["code"] == "not_found"
@@ -40,7 +40,7 @@ async def test_collection_by_name_in_header_scopes_the_client(
     ) as client:
         inside = await client.call_tool("get_paper_details", {"paper_id": "he2016deep"})
         outside = await client.call_tool("get_paper_details", {"paper_id": "vaswani2017attention"})
-    assert inside.structured_content["title"].startswith("Deep Residual")
+    assert tool_data(inside)["title"].startswith("Deep Residual")
     assert tool_error(outside)["code"] == "not_found"
 
 
@@ -77,7 +77,7 @@ async def test_scoped_client_cannot_change_keywords_outside_its_projects(
     async with mcp_client(library_server.mcp_url) as client:
         after = await client.call_tool("get_paper_metadata", {"paper_id": resnet})
     assert tool_error(result)["code"] == "not_found"
-    assert "x" not in after.structured_content["keywords"]
+    assert "x" not in tool_data(after)["keywords"]
 
 
 async def test_unknown_collection_shows_an_empty_library(library_server: LiveServer) -> None:

@@ -17,7 +17,8 @@ from django.test import override_settings
 from mcp_endpoint import http
 from mcp_endpoint import registry as registry_module
 from mcp_endpoint.asgi import McpRouter
-from mcp_endpoint.registry import build_server
+from mcp_endpoint.registry import CORE_TOOLS, build_server
+from tests.mcp.conftest import result_json
 
 EXTRA = "tests.mcp.extra_toolset"
 LIBRARY_WRITE_TOOLS = {"create_project", "manage_paper_keywords", "export_search_results"}
@@ -215,7 +216,7 @@ async def test_request_runs_at_the_header_version_or_2025_03_26_when_absent(
 ) -> None:
     headers = {"mcp-protocol-version": header} if header else {}
     answer = await extra_endpoint.handle(request(call("echo"), headers=headers))
-    assert answer.json()["result"]["structuredContent"]["protocol_version"] == expected
+    assert result_json(answer.json()["result"])["protocol_version"] == expected
 
 
 @pytest.mark.anyio
@@ -227,9 +228,9 @@ async def test_scope_from_query_and_header_reaches_the_tool(
         request(call("echo"), headers={"x-mcp-collections": "Vision"})
     )
     unscoped = await extra_endpoint.handle(request(call("echo")))
-    assert by_query.json()["result"]["structuredContent"]["scope"] == ["a", "b"]
-    assert by_header.json()["result"]["structuredContent"]["scope"] == ["Vision"]
-    assert unscoped.json()["result"]["structuredContent"]["scope"] is None
+    assert result_json(by_query.json()["result"])["scope"] == ["a", "b"]
+    assert result_json(by_header.json()["result"])["scope"] == ["Vision"]
+    assert "scope" not in result_json(unscoped.json()["result"])  # null fields are left out
 
 
 @pytest.mark.anyio
@@ -249,7 +250,9 @@ async def test_too_many_collections_is_400() -> None:
 async def test_toolsets_setting_lists_only_the_chosen_sets(toolsets: None) -> None:
     only_extra = {t.name for t in await build_server(toolsets=["extra"]).list_tools()}
     everything = {t.name for t in await build_server(toolsets=[]).list_tools()}
-    assert only_extra == {"crash", "conflict", "invalid", "echo"}
+    core = {t.name for t in await build_server(toolsets=["core"]).list_tools()}
+    assert core == set(CORE_TOOLS)
+    assert only_extra == {"crash", "conflict", "invalid", "echo"} | core
     assert only_extra < everything
     assert "get_paper_details" in everything
 
@@ -271,6 +274,7 @@ async def test_read_only_mode_hides_write_tools() -> None:
     # and say they are read-only.
     saving_searches = {
         "search_papers", "search_by_author", "get_citing_papers", "find_related_papers",
+        "export_search_results",  # inline only in read-only mode
     }  # fmt: skip
     assert read_only.isdisjoint(write_tools - saving_searches)
     assert read_only == writable - write_tools | saving_searches
@@ -278,11 +282,12 @@ async def test_read_only_mode_hides_write_tools() -> None:
 
 
 @pytest.mark.anyio
-async def test_every_tool_has_title_description_annotations_and_output_schema() -> None:
+async def test_every_tool_has_title_description_annotations_and_no_output_schema() -> None:
     for tool in await build_server().list_tools():
-        assert tool.title and len(tool.description or "") > 80, tool.name
+        assert tool.title and len(tool.description or "") > 40, tool.name
         assert tool.annotations is not None and tool.annotations.read_only_hint is not None
-        assert tool.output_schema is not None, tool.name
+        # Answers are compact JSON text (docs/MCP.md "Responses"): no schema to pay for.
+        assert tool.output_schema is None, tool.name
 
 
 # --- MCP_ENABLED=false and the two adapters -------------------------------------------
@@ -344,7 +349,7 @@ async def test_disabled_mcp_is_404_on_the_asgi_path() -> None:
         "type": "http",
         "method": "POST",
         "path": "/mcp",
-        "headers": [(b"host", b"127.0.0.1")],
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
         "query_string": b"",
         "client": ("127.0.0.1", 5000),
     }

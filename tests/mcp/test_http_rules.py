@@ -138,13 +138,19 @@ def test_malformed_json_is_400_parse_error(library_server: LiveServer) -> None:
 
 
 def test_batch_is_rejected_with_a_clear_error(library_server: LiveServer) -> None:
-    response = post(library_server.mcp_url, [rpc("ping", request_id=1), rpc("ping", request_id=2)])
+    # 2025-06-18 removed batches (a request without the header is 2025-03-26, which has them:
+    # tests/mcp/test_protocol_strictness.py).
+    response = post(
+        library_server.mcp_url,
+        [rpc("ping", request_id=1), rpc("ping", request_id=2)],
+        headers={"mcp-protocol-version": "2025-06-18"},
+    )
     error = assert_jsonrpc_error(response, 400, -32600)
     assert "batch" in error["message"].lower()
 
 
-def test_request_without_method_is_400(library_server: LiveServer) -> None:
-    response = post(library_server.mcp_url, {"jsonrpc": "2.0", "id": 3, "result": {}})
+def test_request_without_method_or_result_is_400(library_server: LiveServer) -> None:
+    response = post(library_server.mcp_url, {"jsonrpc": "2.0", "id": 3, "params": {}})
     assert_jsonrpc_error(response, 400, -32600)
 
 
@@ -205,5 +211,5 @@ def test_disabled_mcp_is_404_while_the_admin_keeps_working(knowledge_base: Knowl
     with running_server(knowledge_base, env={"MCP_ENABLED": "false"}) as server:
         mcp_answer = post(server.mcp_url, rpc("ping"))
         admin = post(f"{server.base_url}/admin/login/", method="GET")
-    assert mcp_answer.status_code == 404
+    assert_jsonrpc_error(mcp_answer, 404, -32600)
     assert admin.status_code == 200

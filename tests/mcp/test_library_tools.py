@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from mcp import MCPError
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, call_tool_raw, mcp_client, tool_error
+from tests.mcp.conftest import (
+    KnowledgeBase,
+    LiveServer,
+    call_tool_raw,
+    mcp_client,
+    tool_data,
+    tool_error,
+)
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -44,7 +51,7 @@ async def test_tools_list_describes_every_library_tool(
         "manage_paper_keywords", "export_paper_bibtex", "export_search_results",
     }  # fmt: skip
     limit = tools["list_project_papers"].input_schema["properties"]["limit"]
-    assert limit["maximum"] == 100 and limit["description"]
+    assert limit["maximum"] == 100 and limit["minimum"] == 1
     assert tools["get_paper_details"].annotations.read_only_hint is True
     assert tools["create_project"].annotations.read_only_hint is False
 
@@ -58,7 +65,7 @@ async def test_get_paper_details_accepts_any_of_the_three_identifiers(
     async with mcp_client(library_server.mcp_url, mode=mode) as client:
         result = await client.call_tool("get_paper_details", {"paper_id": ref})
     assert not result.is_error
-    record = result.structured_content
+    record = tool_data(result)
     assert record["paper_id"] == paper["paper_id"]
     assert record["title"] == "Attention Is All You Need"
     assert record["abstract"].startswith("The dominant sequence")
@@ -72,7 +79,7 @@ async def test_get_paper_metadata_is_the_compact_record(
         result = await client.call_tool(
             "get_paper_metadata", {"paper_id": knowledge_base.paper("bert")["citekey"]}
         )
-    record = result.structured_content
+    record = tool_data(result)
     assert record["title"].startswith("BERT")
     assert record["arxiv_id"] == "1810.04805"
     assert record["projects"] == [knowledge_base.project("nlp")]
@@ -102,9 +109,9 @@ async def test_list_project_papers_pages_through_a_project(
         second = await client.call_tool(
             "list_project_papers", {"project_id": "nlp reading", "limit": 1, "offset": 1}
         )
-    first_page, second_page = first.structured_content, second.structured_content
+    first_page, second_page = tool_data(first), tool_data(second)
     assert first_page["total"] == 2 and first_page["next_offset"] == 1
-    assert second_page["next_offset"] is None and second_page["project_id"] == project
+    assert second_page.get("next_offset") is None and second_page["project_id"] == project
     titles = {first_page["papers"][0]["title"], second_page["papers"][0]["title"]}
     assert titles == {
         "Attention Is All You Need",
@@ -190,10 +197,10 @@ async def test_create_project_then_duplicate_name_is_a_conflict(
         listed = await client.call_tool("list_project_papers", {"project_id": name})
         with pytest.raises(MCPError) as blank:
             await client.call_tool("create_project", {"name": "   "})
-    project = created.structured_content
+    project = tool_data(created)
     assert project["name"] == name and project["project_id"].startswith("survey-")
     assert tool_error(again)["code"] == "conflict"
-    assert listed.structured_content["total"] == 0
+    assert tool_data(listed)["total"] == 0
     assert blank.value.error.code == -32602  # the service's InvalidInput
 
 
@@ -215,9 +222,9 @@ async def test_manage_paper_keywords_adds_removes_and_sets(
         cleared = await client.call_tool(
             "manage_paper_keywords", {"paper_ids": [paper["id"]], "action": "set", "keywords": []}
         )
-    assert set(added.structured_content["keywords_by_paper"][key]) >= {tag, "history"}
-    assert tag not in removed.structured_content["keywords_by_paper"][key]
-    assert cleared.structured_content == {"action": "set", "keywords_by_paper": {key: []}}
+    assert set(tool_data(added)["keywords_by_paper"][key]) >= {tag, "history"}
+    assert tag not in tool_data(removed)["keywords_by_paper"][key]
+    assert tool_data(cleared) == {"action": "set", "keywords_by_paper": {key: []}}
 
 
 async def test_manage_paper_keywords_with_an_unknown_paper_changes_nothing(
@@ -231,7 +238,7 @@ async def test_manage_paper_keywords_with_an_unknown_paper_changes_nothing(
         )
         after = await client.call_tool("get_paper_metadata", {"paper_id": resnet})
     assert tool_error(failed)["code"] == "not_found"
-    assert "never-written" not in after.structured_content["keywords"]
+    assert "never-written" not in tool_data(after)["keywords"]
 
 
 async def test_export_paper_bibtex_returns_an_entry(
@@ -241,7 +248,7 @@ async def test_export_paper_bibtex_returns_an_entry(
     async with mcp_client(library_server.mcp_url, mode=mode) as client:
         result = await client.call_tool("export_paper_bibtex", {"paper_id": paper["id"]})
         missing = await client.call_tool("export_paper_bibtex", {"paper_id": "nobody2020none"})
-    entry = result.structured_content
+    entry = tool_data(result)
     assert entry["citekey"] == paper["citekey"]
     assert entry["bibtex"].lstrip().startswith("@") and paper["citekey"] in entry["bibtex"]
     assert (
@@ -259,7 +266,7 @@ async def test_export_search_results_writes_a_file_in_exports(
         result = await client.call_tool(
             "export_search_results", {"paper_ids": ids, "format": "json", "filename": name}
         )
-    done = result.structured_content
+    done = tool_data(result)
     assert done["count"] == 2 and done["format"] == "json"
     assert Path(done["path"]).parts[0] == "exports" and not Path(done["path"]).is_absolute()
     written = knowledge_base.directory / done["path"]

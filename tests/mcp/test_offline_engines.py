@@ -10,7 +10,7 @@ import pytest
 
 from engines import breaker
 from engines.registry import registry
-from tests.mcp.conftest import ROOT, KnowledgeBase, call_tool_raw, running_server
+from tests.mcp.conftest import ROOT, KnowledgeBase, call_tool_raw, result_json, running_server
 
 pytestmark = [pytest.mark.server]
 
@@ -50,7 +50,7 @@ def test_the_offline_benchmark_path_answers_what_mcp_answers(
         over_mcp = []
         for _ in range(2):
             answer = call_tool_raw(server.mcp_url, "search_papers", arguments).json()
-            over_mcp.append(answer["result"]["structuredContent"])
+            over_mcp.append(result_json(answer["result"]))
     breaker.reset_all()  # the server's breakers, when Redis shares them
 
     for setting, value in offline.items():

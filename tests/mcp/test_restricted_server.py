@@ -16,13 +16,14 @@ from tests.mcp.conftest import (
     post,
     rpc,
     running_server,
+    tool_data,
 )
 
 pytestmark = [pytest.mark.server]
 
 TOKEN = "test-token-0123456789"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
-WRITE_TOOLS = {"create_project", "manage_paper_keywords", "export_search_results"}
+WRITE_TOOLS = {"create_project", "manage_paper_keywords", "delete_project"}
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +79,7 @@ async def test_read_only_mode_neither_lists_nor_runs_write_tools(
     assert "get_paper_details" in names
     assert names.isdisjoint(WRITE_TOOLS)
     assert raised.value.error.code == -32602
+    assert "read-only" in raised.value.error.message
 
 
 @pytest.mark.anyio
@@ -104,4 +106,4 @@ async def test_scoped_client_is_served_in_read_only_mode(restricted_server: Live
         f"{restricted_server.mcp_url}?collections=vision", headers=AUTH
     ) as client:
         result = await client.call_tool("get_paper_details", {"paper_id": "he2016deep"})
-    assert result.structured_content["citekey"] == "he2016deep"
+    assert tool_data(result)["citekey"] == "he2016deep"

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from mcp import MCPError
 
 from tests.celery_worker import CeleryWorker
 from tests.engines.plugins import write_plugin
@@ -36,6 +37,7 @@ from tests.mcp.conftest import (
     mcp_client,
     running_server,
     server_database,
+    tool_data,
     tool_error,
 )
 
@@ -192,7 +194,7 @@ async def call(url: str, tool: str, **arguments: Any) -> Any:
 async def state_of(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await call(url, tool, **arguments)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return tool_data(result)
 
 
 async def until(
@@ -244,9 +246,7 @@ async def test_a_review_over_http_from_question_to_export(review_server: LiveSer
     ]  # fmt: skip
     assert page["items"][0]["abstract"] == LONGFORMER["abstract"]
     assert state["counts"]["identified"] == {"local": 0, FAST: 3}
-    second = await state_of(
-        url, "get_session", session_id=session_id, candidates_offset=1, candidates_limit=1
-    )
+    second = await state_of(url, "get_session", session_id=session_id, candidates_offset=1, limit=1)
     assert [i["title"] for i in second["checkpoint"]["candidates"]["items"]] == [BIGBIRD["title"]]
 
     hierarchical = page["items"][2]["paper_id"]
@@ -287,8 +287,11 @@ async def test_errors_come_back_as_is_error_results(review_server: LiveServer) -
     assert tool_error(unknown)["code"] == "not_found"
     state = await state_of(url, "start_review", query="long document transformers")
     session_id = state["session_id"]
-    invalid = await call(url, "decide", session_id=session_id, action="perhaps")
-    assert tool_error(invalid)["code"] == "invalid_action"
+    async with mcp_client(url) as client:
+        with pytest.raises(MCPError) as invalid:
+            await client.call_tool("decide", {"session_id": session_id, "action": "perhaps"})
+    # A closed set is an enum in the schema: an unknown action never reaches the review.
+    assert invalid.value.error.code == -32602 and "approve" in invalid.value.error.message
     early = await call(url, "export_results", session_id=session_id, format="bibtex")
     assert tool_error(early)["code"] == "session_not_complete"
     removed = await state_of(url, "cleanup_review", session_id=session_id)

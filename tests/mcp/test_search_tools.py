@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, call_tool_raw, mcp_client, tool_error
+from tests.mcp.conftest import (
+    KnowledgeBase,
+    LiveServer,
+    call_tool_raw,
+    mcp_client,
+    tool_data,
+    tool_error,
+)
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -27,7 +34,7 @@ async def call(url: str, tool: str, arguments: dict[str, Any], mode: str = "lega
 
 def titles(result: Any) -> list[str]:
     assert not result.is_error, result
-    return [item["title"] for item in result.structured_content["results"]]
+    return [item["title"] for item in tool_data(result)["results"]]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -42,17 +49,18 @@ async def test_search_tools_are_listed_read_only_with_bounded_inputs(
         assert tool.annotations is not None, name
         if name in ENGINE_SEARCH_TOOLS:
             hints = tool.annotations
-            assert hints.read_only_hint is False and hints.destructive_hint is False, name
+            # Searches only read what the user made; found papers are kept as a cache.
+            assert hints.read_only_hint is True and hints.destructive_hint is False, name
             assert hints.open_world_hint is True and hints.idempotent_hint is True, name
         else:
             assert tool.annotations.read_only_hint is True, name
-        assert tool.output_schema, name
-        assert tool.title and tool.description and len(tool.description) > 100, name
+        assert tool.output_schema is None, name
+        assert tool.title and tool.description and len(tool.description) > 60, name
     search = tools["search_papers"].input_schema["properties"]
     assert search["query"]["maxLength"] == 500
-    assert search["max_results"]["maximum"] == 100
+    assert search["limit"]["maximum"] == 100 and search["limit"]["default"] == 5
     assert search["offset"]["maximum"] == 10_000
-    assert "get_paper_details" in (tools["search_papers"].description or "")
+    assert "paper_id" in (tools["search_papers"].description or "")
     payload = tools["search_papers_by_payload"].input_schema
     assert "venue" in str(payload) and "has_pdf" in str(payload)
     facet = tools["list_top_facets"].input_schema["properties"]["category"]
@@ -63,7 +71,7 @@ async def test_search_papers_ranks_local_hits_with_snippets_and_engine_status(
     library_server: LiveServer, knowledge_base: KnowledgeBase
 ) -> None:
     result = await call(library_server.mcp_url, "search_papers", {"query": "residual image"})
-    page = result.structured_content
+    page = tool_data(result)
     assert titles(result)[0] == "Deep Residual Learning for Image Recognition"
     hit = page["results"][0]
     assert hit["paper_id"] == knowledge_base.paper("resnet")["paper_id"]
@@ -72,10 +80,10 @@ async def test_search_papers_ranks_local_hits_with_snippets_and_engine_status(
     assert page["engines"] == {
         "local": {
             "status": "ok", "outcome": "ok", "count": len(page["results"]),
-            "total": page["total"], "mode": page["mode"], "message": None,
+            "total": page["total"], "mode": page["mode"],
         }
     }  # fmt: skip
-    assert page["has_more"] is False and page["next_offset"] is None
+    assert page["has_more"] is False and page.get("next_offset") is None
 
 
 @pytest.mark.parametrize("engines", [None, "local", ["local"], ["LOCAL", "local"]])
@@ -94,16 +102,16 @@ async def test_disabled_engines_are_reported_per_engine_and_the_rest_still_answe
     arguments = {"query": "attention", "engines": ["local", "arxiv"]}
     result = await call(library_server.mcp_url, "search_papers", arguments)
     assert "Attention Is All You Need" in titles(result)
-    arxiv = result.structured_content["engines"]["arxiv"]
+    arxiv = tool_data(result)["engines"]["arxiv"]
     assert arxiv["status"] == "unavailable" and "disabled" in arxiv["message"]
-    assert result.structured_content["engines"]["local"]["status"] == "ok"
+    assert tool_data(result)["engines"]["local"]["status"] == "ok"
     alone = await call(
         library_server.mcp_url, "search_by_author",
         {"author_name": "Vaswani", "engines": "google_scholar"},
     )  # fmt: skip
-    assert not alone.is_error and alone.structured_content["results"] == []
-    assert alone.structured_content["engines"]["google_scholar"]["status"] == "unavailable"
-    assert any("google_scholar" in note for note in alone.structured_content["notes"])
+    assert not alone.is_error and tool_data(alone)["results"] == []
+    assert tool_data(alone)["engines"]["google_scholar"]["status"] == "unavailable"
+    assert any("google_scholar" in note for note in tool_data(alone)["notes"])
 
 
 async def test_search_papers_combines_text_with_filters_dates_and_project(
@@ -118,14 +126,14 @@ async def test_search_papers_combines_text_with_filters_dates_and_project(
     }
     venue = await call(url, "search_papers", {"query": "deep", "filters": {"venue": "N*"}})
     assert titles(venue) == ["BERT: Pre-training of Deep Bidirectional Transformers"]
-    assert venue.structured_content["filters"] == {"venue": "N*"}
+    assert tool_data(venue)["filters"] == {"venue": "N*"}
     dated = await call(url, "search_papers", {"query": "deep", "date_to": "2016-12-31"})
     assert titles(dated) == ["Deep Residual Learning for Image Recognition"]
     project = await call(
         url, "search_papers", {"query": "deep", "filters": {"project": "NLP Reading"}}
     )
     assert titles(project) == ["BERT: Pre-training of Deep Bidirectional Transformers"]
-    assert project.structured_content["filters"]["project"] == "NLP Reading"
+    assert tool_data(project)["filters"]["project"] == "NLP Reading"
     unknown = await call(url, "search_papers", {"query": "deep", "project_id": "no-such"})
     assert tool_error(unknown)["code"] == "not_found"
 
@@ -136,13 +144,13 @@ async def test_keyword_search_is_case_insensitive_exact_or_prefix(
     url = library_server.mcp_url
     exact = await call(url, "search_papers_by_keyword", {"keyword": "TRANSFORMER"})
     assert titles(exact) == ["Attention Is All You Need"]
-    hit = exact.structured_content["results"][0]
+    hit = tool_data(exact)["results"][0]
     assert "**transformer**" in hit["snippet_markdown"] and hit["venue"] == "NeurIPS"
-    assert exact.structured_content["mode"] == "keyword"
+    assert tool_data(exact)["mode"] == "keyword"
     prefix = await call(url, "search_papers_by_keyword", {"keyword": "trans", "match": "prefix"})
     assert titles(prefix) == ["Attention Is All You Need"]
     none = await call(url, "search_papers_by_keyword", {"keyword": "trans"})
-    assert none.structured_content["total"] == 0 and titles(none) == []
+    assert tool_data(none)["total"] == 0 and titles(none) == []
 
 
 async def test_payload_search_with_glob_patterns_and_pages(library_server: LiveServer) -> None:
@@ -156,7 +164,7 @@ async def test_payload_search_with_glob_patterns_and_pages(library_server: LiveS
     first = await call(
         url, "search_papers_by_payload", {"payload": {"year": "1800-2020"}, "limit": 1}
     )
-    page = first.structured_content
+    page = tool_data(first)
     assert page["total"] >= 4 and page["has_more"] and page["next_offset"] == 1
     assert page["mode"] == "payload"
     second = await call(
@@ -185,21 +193,21 @@ async def test_payload_with_unknown_key_is_32602_listing_the_allowed_keys(
 async def test_top_author_facets_sorted_by_paper_count(library_server: LiveServer) -> None:
     url = library_server.mcp_url
     result = await call(url, "list_top_facets", {"category": "author", "limit": 20})
-    page = result.structured_content
+    page = tool_data(result)
     assert page["category"] == "author"
     counts = [value["paper_count"] for value in page["values"]]
     assert counts == sorted(counts, reverse=True) and len(counts) >= 7
     names = {value["name"] for value in page["values"]}
     assert {"Ashish Vaswani", "Kaiming He", "Ada Lovelace"} <= names
     venues = await call(url, "list_top_facets", {"category": "venue", "limit": 2})
-    assert len(venues.structured_content["values"]) == 2
+    assert len(tool_data(venues)["values"]) == 2
     tags = await call(url, "list_top_facets", {"category": "tag"})
-    assert {(v["name"], v["paper_count"]) for v in tags.structured_content["values"]} >= {
+    assert {(v["name"], v["paper_count"]) for v in tool_data(tags)["values"]} >= {
         ("NLP Reading", 2), ("Vision", 1),
     }  # fmt: skip
     over_query = await call(url, "list_top_facets", {"category": "year", "query": "deep"})
-    assert {v["name"] for v in over_query.structured_content["values"]} == {"2016", "2019"}
-    assert over_query.structured_content["papers_considered"] == 2
+    assert {v["name"] for v in tool_data(over_query)["values"]} == {"2016", "2019"}
+    assert tool_data(over_query)["papers_considered"] == 2
 
 
 async def test_search_by_author_accepts_name_forms_and_dates(library_server: LiveServer) -> None:
@@ -207,9 +215,9 @@ async def test_search_by_author_accepts_name_forms_and_dates(library_server: Liv
     for name in ("Ashish Vaswani", "vaswani", "A. Vaswani", "Vaswani, Ashish"):
         result = await call(url, "search_by_author", {"author_name": name})
         assert titles(result) == ["Attention Is All You Need"], name
-    assert result.structured_content["engines"]["local"]["status"] == "ok"
+    assert tool_data(result)["engines"]["local"]["status"] == "ok"
     before = await call(url, "search_by_author", {"author_name": "Vaswani", "date_to": "2016"})
-    assert before.structured_content["total"] == 0
+    assert tool_data(before)["total"] == 0
 
 
 async def test_semantic_search_and_reranked_search_papers(
@@ -221,7 +229,7 @@ async def test_semantic_search_and_reranked_search_papers(
         "search_papers_semantic",
         {"query": "image recognition with residual networks", "top_k": 2},
     )
-    page = semantic.structured_content
+    page = tool_data(semantic)
     assert page["mode"] == "semantic" and 1 <= len(page["results"]) <= 2
     assert all(hit["engine"] == "local" and "score" in hit for hit in page["results"])
     scoped = await call(
@@ -231,8 +239,8 @@ async def test_semantic_search_and_reranked_search_papers(
     )
     assert titles(scoped) == ["Deep Residual Learning for Image Recognition"]
     hybrid = await call(url, "search_papers", {"query": "residual image", "rerank": True})
-    assert hybrid.structured_content["mode"] == "hybrid"
-    assert hybrid.structured_content["engines"]["local"]["mode"] == "hybrid"
+    assert tool_data(hybrid)["mode"] == "hybrid"
+    assert tool_data(hybrid)["engines"]["local"]["mode"] == "hybrid"
     assert titles(hybrid)[0] == "Deep Residual Learning for Image Recognition"
 
 
@@ -240,18 +248,18 @@ async def test_semantic_search_and_reranked_search_papers(
     ("tool", "arguments", "field"),
     [
         ("search_papers", {"query": "x" * 501}, "query"),
-        ("search_papers", {"query": "deep", "max_results": 101}, "max_results"),
+        ("search_papers", {"query": "deep", "max_results": 101}, "limit"),
         ("search_papers", {"query": "deep", "offset": 10_001}, "offset"),
         ("search_papers", {"query": "deep", "date_from": "last year"}, "date_from"),
         ("search_papers", {}, "query"),
         ("search_papers_by_keyword", {"keyword": "a", "limit": 0}, "limit"),
         ("search_papers_by_keyword", {"keyword": "a", "match": "fuzzy"}, "match"),
         ("search_papers_by_payload", {"payload": {"venue": "a"}, "limit": 101}, "limit"),
-        ("search_papers_semantic", {"query": "a", "top_k": 101}, "top_k"),
+        ("search_papers_semantic", {"query": "a", "top_k": 101}, "limit"),
         ("list_top_facets", {"category": "colour"}, "category"),
         ("list_top_facets", {"category": "author", "limit": 101}, "limit"),
         ("list_top_facets", {"category": "author", "query": "x" * 501}, "query"),
-        ("search_by_author", {"author_name": "x", "max_results": 500}, "max_results"),
+        ("search_by_author", {"author_name": "x", "max_results": 500}, "limit"),
     ],
 )
 async def test_limits_are_32602(
@@ -285,10 +293,10 @@ async def test_a_scoped_client_searches_only_its_collections(
         )
     resnet = ["Deep Residual Learning for Image Recognition"]
     assert titles(text) == resnet and titles(payload) == resnet
-    assert keyword.structured_content["total"] == 0
-    assert {v["name"] for v in authors.structured_content["values"]} == {
+    assert tool_data(keyword)["total"] == 0
+    assert {v["name"] for v in tool_data(authors)["values"]} == {
         "Kaiming He", "Xiangyu Zhang",
     }  # fmt: skip
-    assert [v["name"] for v in tags.structured_content["values"]] == ["Vision"]
-    assert by_author.structured_content["total"] == 0
+    assert [v["name"] for v in tool_data(tags)["values"]] == ["Vision"]
+    assert tool_data(by_author)["total"] == 0
     assert tool_error(other_project)["code"] == "not_found"

@@ -13,7 +13,7 @@ import mcp
 import pytest
 from mcp import MCPError, StdioServerParameters
 
-from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, tool_error
+from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, result_json, tool_data, tool_error
 
 pytestmark = [pytest.mark.server]
 
@@ -65,7 +65,7 @@ async def test_stdio_serves_the_library_tools(knowledge_base: KnowledgeBase, mod
             await client.call_tool("list_project_papers", {"project_id": "vision", "limit": 500})
         assert client.server_capabilities.prompts is None
     assert "create_project" in names
-    assert details.structured_content["title"].startswith("Deep Residual")
+    assert tool_data(details)["title"].startswith("Deep Residual")
     assert tool_error(missing)["code"] == "not_found"
     assert unknown.value.error.code == -32602
     assert over_limit.value.error.code == -32602
@@ -129,7 +129,7 @@ def test_nothing_but_protocol_reaches_stdout(knowledge_base: KnowledgeBase, tmp_
     assert sorted(replies) == [1, 2, 3, 4]
     assert all(r["jsonrpc"] == "2.0" for r in replies.values())
     assert replies[3]["error"]["code"] == -32602
-    assert replies[4]["result"]["structuredContent"]["year"] == 2016
+    assert result_json(replies[4]["result"])["year"] == 2016
     assert "DEBUG" in stderr  # --verbose logs, on stderr only
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
+from mcp_endpoint.registry import CORE_TOOLS
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
@@ -23,6 +24,7 @@ from tests.mcp.conftest import (
     mcp_client,
     running_server,
     server_database,
+    tool_data,
     tool_error,
 )
 from tests.zotero_fake import FakeZotero, default_items
@@ -98,15 +100,17 @@ async def test_zotero_tools_are_listed_with_titles_and_llm_descriptions(
 ) -> None:
     async with mcp_client(setup.server.mcp_url) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == ZOTERO_TOOLS
+    # MCP_TOOLSETS=zotero: the zotero set and the core set, which is always listed.
+    assert set(tools) == ZOTERO_TOOLS | CORE_TOOLS
+    tools = {name: tool for name, tool in tools.items() if name in ZOTERO_TOOLS}
     for tool in tools.values():
         assert tool.title and tool.description and tool.annotations
         assert tool.annotations.read_only_hint is (tool.name not in WRITE_TOOLS)
-    area = tools["zotero_create_area_annotation"]
-    assert "BOTTOM-LEFT" in (area.description or "")
+    area = tools["zotero_create_area_annotation"].input_schema["properties"]["rect"]
+    assert "origin bottom-left" in area["description"]
     for name in ZOTERO_TOOLS - {"zotero_lookup"}:
-        assert "key from zotero_lookup" in (tools[name].description or ""), name
-    assert tools["zotero_read_pdf_pages"].input_schema["properties"]["key"]["pattern"]
+        key = tools[name].input_schema["properties"]["key"]
+        assert "zotero_lookup" in key["description"] and key["pattern"], name
 
 
 async def test_read_only_server_lists_no_zotero_write_tools(
@@ -120,8 +124,8 @@ async def test_read_only_server_lists_no_zotero_write_tools(
                 "zotero_create_highlight",
                 {"key": "MURRAY12", "page": 1, "text": "Bethe", "color": "code"},
             )
-    assert names == ZOTERO_TOOLS - WRITE_TOOLS
-    assert raised.value.error.code == -32602
+    assert names & ZOTERO_TOOLS == ZOTERO_TOOLS - WRITE_TOOLS
+    assert raised.value.error.code == -32602 and "read-only" in raised.value.error.message
 
 
 # --- zotero_lookup ------------------------------------------------------------------------
@@ -130,7 +134,7 @@ async def test_read_only_server_lists_no_zotero_write_tools(
 async def test_lookup_returns_item_and_pdf_keys(setup: ZoteroSetup) -> None:
     result = await call(setup.server.mcp_url, "zotero_lookup", {"citekey": "murray2012quantum"})
     assert not result.is_error
-    item = result.structured_content
+    item = tool_data(result)
     assert item["key"] == "MURRAY12"
     assert item["title"].startswith("Quantum Criticality")
     assert item["creators"][0] == {"name": "James M. Murray", "role": "author"}
@@ -142,9 +146,9 @@ async def test_lookup_returns_item_and_pdf_keys(setup: ZoteroSetup) -> None:
 
 async def test_lookup_of_item_without_pdf_says_no_pdf(setup: ZoteroSetup) -> None:
     result = await call(setup.server.mcp_url, "zotero_lookup", {"citekey": "smith2024deep"})
-    assert result.structured_content["has_pdf"] is False
-    assert result.structured_content["pdf_attachment_keys"] == []
-    assert "no PDF attachment" in result.structured_content["note"]
+    assert tool_data(result)["has_pdf"] is False
+    assert tool_data(result)["pdf_attachment_keys"] == []
+    assert "no PDF attachment" in tool_data(result)["note"]
 
 
 async def test_lookup_of_unknown_citekey_is_a_not_found_error(setup: ZoteroSetup) -> None:
@@ -180,7 +184,7 @@ async def test_closed_zotero_is_a_zotero_unreachable_error(
 
 async def test_outline_is_nested_with_total_pages(setup: ZoteroSetup) -> None:
     result = await call(setup.server.mcp_url, "zotero_get_pdf_outline", {"key": "MURRAY12"})
-    outline = result.structured_content
+    outline = tool_data(result)
     assert (outline["has_outline"], outline["total_pages"]) == (True, 8)
     [root] = outline["items"]
     second = root["children"][2]
@@ -190,7 +194,7 @@ async def test_outline_is_nested_with_total_pages(setup: ZoteroSetup) -> None:
 
 async def test_pdf_without_outline_has_empty_items_and_a_hint(setup: ZoteroSetup) -> None:
     result = await call(setup.server.mcp_url, "zotero_get_pdf_outline", {"key": "PAPERMAG"})
-    outline = result.structured_content
+    outline = tool_data(result)
     assert outline["has_outline"] is False
     assert outline["items"] == []
     assert outline["total_pages"] == 13
@@ -225,9 +229,7 @@ async def test_read_page_range_is_delimited_text(setup: ZoteroSetup) -> None:
     text = result.content[0].text
     assert text.startswith("--- Page 1 of 8 ---\nQuantum Criticality for Extended Nodes")
     assert "\n\n--- Page 2 of 8 ---\n" in text
-    assert result.structured_content["pages"] == [1, 2]
-    assert result.structured_content["content"] == text
-    assert result.structured_content["truncated"] is False
+    assert "--- Page 3 of 8 ---" not in text and "[TRUNCATED" not in text
 
 
 async def test_read_sections_have_section_headers(setup: ZoteroSetup) -> None:
@@ -239,11 +241,6 @@ async def test_read_sections_have_section_headers(setup: ZoteroSetup) -> None:
     text = result.content[0].text
     assert text.startswith("=== Section: 1 Introduction (pages 1-2) ===")
     assert "\n\n=== Section: 4 Conclusion (page 3) ===\n\n--- Page 3 of 4 ---\n" in text
-    sections = result.structured_content["sections"]
-    assert [(s["requested"], s["title"]) for s in sections] == [
-        ("Introduction", "1 Introduction"),
-        ("Conclusion", "4 Conclusion"),
-    ]
 
 
 async def test_read_with_max_chars_ends_with_the_truncation_marker(setup: ZoteroSetup) -> None:
@@ -254,8 +251,6 @@ async def test_read_with_max_chars_ends_with_the_truncation_marker(setup: Zotero
     )
     text = result.content[0].text
     assert text[300:].startswith("\n\n[TRUNCATED: showed the first 300 of ")
-    assert result.structured_content["truncated"] is True
-    assert result.structured_content["pages"] == list(range(1, 9))
 
 
 async def test_page_past_the_end_is_an_invalid_params_error(setup: ZoteroSetup) -> None:
@@ -291,7 +286,11 @@ async def test_missing_pdf_file_is_an_error_naming_the_file(setup: ZoteroSetup) 
     )
     error = tool_error(result)
     assert error["code"] == "zotero_error"
-    assert "PDF file not found" in error["message"]
+    assert error["reason"] == "pdf_file_missing"
+    assert error["key"] == "GONEFILE"
+    assert error["path"].endswith("/gone/deleted.pdf")
+    assert "Zotero item GONEFILE" in error["message"]
+    assert f"{error['path']} does not exist" in error["message"]
 
 
 # --- zotero_create_highlight --------------------------------------------------------------
@@ -319,7 +318,7 @@ async def test_highlight_with_semantic_colour_and_comment(setup: ZoteroSetup) ->
             "comment": "the model",
         }
     ]
-    highlight = result.structured_content
+    highlight = tool_data(result)
     assert highlight["color"] == "#5fb236"
     assert highlight["attachment_key"] == "MURRAYPF"
     assert highlight["annotation_key"].startswith("HL")
@@ -375,8 +374,8 @@ async def test_area_annotation_sends_the_documented_position(setup: ZoteroSetup)
             "color": "#f19837",
         }
     ]
-    assert result.structured_content["position"]["pageIndex"] == 2
-    assert result.structured_content["annotation_key"].startswith("IM")
+    assert tool_data(result)["position"]["pageIndex"] == 2
+    assert tool_data(result)["annotation_key"].startswith("IM")
 
 
 async def test_area_annotation_with_bad_rect_is_refused(setup: ZoteroSetup) -> None:

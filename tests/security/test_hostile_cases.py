@@ -21,6 +21,7 @@ from tests.mcp.conftest import (
     call_tool_raw,
     non_loopback_address,
     post,
+    result_json,
     rpc,
     running_server,
 )
@@ -88,7 +89,7 @@ def test_export_with_a_plain_name_stays_in_the_exports_folder(
     body = tool(
         server, "export_search_results", {"paper_ids": [1], "format": "json", "filename": MARKER}
     )
-    done = body["result"]["structuredContent"]
+    done = result_json(body["result"])
     assert not Path(done["path"]).is_absolute()  # shown relative: no server path leaks
     assert (security_kb.directory / done["path"]).resolve().parent == (
         security_kb.directory / "exports"
@@ -132,16 +133,18 @@ def test_summary_resource_with_a_path_is_refused(server: LiveServer) -> None:
     for uri in ("paper://1/summary/../../secfuzz", "paper://1/summary/..%2F..%2Fetc%2Fpasswd"):
         response = post(server.mcp_url, rpc("resources/read", {"uri": uri}))
         assert_no_leak(response.text)
-        invalid_params(response.json())
+        # No template matches a path: "Unknown resource", -32002 in the handshake era.
+        assert response.json()["error"]["code"] == -32002, response.text
 
 
 @pytest.mark.parametrize("engines", [["../x"], "../../etc/passwd", ["/etc/passwd"], [".."]])
 def test_plugin_engine_ids_with_paths_are_unknown_engines(server: LiveServer, engines: Any) -> None:
     body = tool(server, "search_papers", {"query": "attention", "engines": engines})
-    statuses = body["result"]["structuredContent"]["engines"]
-    assert {s["status"] for s in statuses.values()} == {"unavailable"}
+    # Named as unknown, with the known ids (issue 19), before any engine is looked up.
+    error = invalid_params(body)
+    assert "Unknown engine" in error["message"] and "arxiv" in error["message"]
     listed = tool(server, "list_search_engines", {"refresh": True})
-    assert "../" not in json.dumps(listed["result"]["structuredContent"])
+    assert "../" not in json.dumps(result_json(listed["result"]))
 
 
 @pytest.mark.parametrize("section", [*TRAVERSAL, "\x00", "Introduction,../../x", "*", "%s%n"])
@@ -185,7 +188,7 @@ def test_add_paper_never_fetches_the_url_it_is_given(
         if "error" in body:
             assert invalid_params(body)["data"]["field"] == "identifier"
         else:
-            assert body["result"]["isError"] or body["result"]["structuredContent"], body
+            assert body["result"]["isError"] or result_json(body["result"]), body
     assert listener.hits == []
 
 

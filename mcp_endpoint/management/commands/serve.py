@@ -96,6 +96,7 @@ class Command(BaseCommand):
             # An SSE session lives in the process that opened it; its POSTs must reach it.
             raise CommandError("--transport sse keeps sessions in memory: use --workers 1")
 
+        self._announce_new_knowledge_base(options["directory"])
         from core.bootstrap import prepare_knowledge_base
 
         # Nothing but protocol may reach stdout on stdio, so anything printed while
@@ -107,10 +108,34 @@ class Command(BaseCommand):
             # For http/sse worker processes, which import the app afresh.
             os.environ["MCP_DEFAULT_COLLECTIONS"] = ",".join(scope)
 
-        if transport == "stdio":
+        if transport == "stdio" and options["transport"] is None:
+            # Seed 001: MCP_TRANSPORT=stdio starts the application, HTTP site included, with
+            # MCP on stdio beside it. `--transport stdio` (what desktop clients run) is
+            # stdio alone: several clients each starting one must not fight over a port.
+            self._serve_stdio_beside_http(options)
+        elif transport == "stdio":
             self._serve_stdio()
         else:
             self._serve_http(transport, options)
+
+    def _announce_new_knowledge_base(self, directory: str | None) -> None:
+        """Say where a new, empty library is being created, and how to choose another: a
+        server started in the wrong folder would otherwise look like a library that lost
+        its papers."""
+        if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+            return
+        folder = Path(settings.RESEARCH_DIRECTORY)
+        if (folder / "research.db").exists():
+            return
+        if directory or os.environ.get("RESEARCH_DIRECTORY"):
+            logger.warning("No knowledge base in %s yet: creating a new, empty one.", folder)
+            return
+        logger.warning(
+            "No knowledge base in %s (the default ./knowledge-base: neither --directory nor "
+            "RESEARCH_DIRECTORY was given): creating a new, empty one there. To serve an "
+            "existing library, pass --directory PATH.",
+            folder,
+        )
 
     def _ensure_directory(self, directory: str | None) -> None:
         """--directory has to be known before settings load (they derive every path from it).
@@ -139,6 +164,60 @@ class Command(BaseCommand):
 
         logger.info("Serving MCP on stdio (knowledge base %s)", settings.RESEARCH_DIRECTORY)
         run_stdio()
+
+    def _serve_stdio_beside_http(self, options: dict[str, Any]) -> None:
+        """MCP on stdio and the site (admin, REST, /mcp) on HTTP, in one process and one
+        event loop. SIGTERM/SIGINT: uvicorn finishes in-flight requests, the stdio session
+        is closed, exit 0. End of input: the stdio session ends and so does the site."""
+        import anyio
+        import uvicorn
+
+        from mcp_endpoint.stdio import serve_stdio
+
+        if options["workers"] > 1:
+            raise CommandError("MCP on stdio beside HTTP runs in one process: use --workers 1")
+        server = uvicorn.Server(self._uvicorn_config("http", options))
+        logger.info(
+            "Serving MCP on stdio and the site on http://%s:%s/ (knowledge base %s)",
+            options["host"],
+            options["port"],
+            settings.RESEARCH_DIRECTORY,
+        )
+
+        async def both() -> None:
+            async with anyio.create_task_group() as tasks:
+
+                async def stdio_then_stop() -> None:
+                    await serve_stdio()
+                    server.should_exit = True  # the stdio client left: stop the site too
+
+                tasks.start_soon(stdio_then_stop)
+                await server.serve()
+                tasks.cancel_scope.cancel()
+
+        # uvicorn re-raises the signal it stopped on with the handlers found before it
+        # started; raising SystemExit there would come out of the task group as an error.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+        anyio.run(both)
+
+    def _uvicorn_config(self, transport: str, options: dict[str, Any]) -> Any:
+        import uvicorn
+
+        module, _, name = settings.ASGI_APPLICATION.rpartition(".")
+        app = f"{module}:{'sse_application' if transport == 'sse' else name}"
+        return uvicorn.Config(
+            app,
+            host=options["host"],
+            port=options["port"],
+            workers=options["workers"],
+            log_level="debug" if options["verbose"] else "info",
+            log_config=None,
+            access_log=options["verbose"],
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+            http="mcp_endpoint.protocol:NoDelayH11Protocol",
+        )
 
     def _serve_http(self, transport: str, options: dict[str, Any]) -> None:
         import uvicorn

@@ -54,6 +54,11 @@ class Command(BaseCommand):
             "Default: export-<UTC time>."
         )  # fmt: skip
         parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="Replace a file of that name (otherwise the export takes NAME-2, NAME-3, ...).",
+        )
+        parser.add_argument(
             "--stdout",
             action="store_true",
             # not `stdout`: BaseCommand.execute takes that option as the output stream
@@ -71,7 +76,10 @@ class Command(BaseCommand):
                 self.stdout.write(render_export(papers, options["format"]), ending="")
                 return
             result = export_papers(
-                papers=papers, fmt=options["format"], filename=options.get("output")
+                papers=papers,
+                fmt=options["format"],
+                filename=options.get("output"),
+                overwrite=options["overwrite"],
             )
         except StorageFull as error:  # the disk, not the request: exit 1
             raise CommandError(error.message) from None

@@ -8,7 +8,9 @@
 
 A folder holds one sub-folder per paper, named by its paper_id (or citekey), laid out like
 the knowledge base's assets/ folder: `summary/<template>.json`, `source.md`,
-`translation/<lang>.md`. Other files are reported and skipped. `--remote` records an asset
+`translation/<lang>.md`. Other files are reported and skipped, and so are symbolic links
+(as `backup` does): a link could make the library serve any file the server can read, such
+as `/etc/passwd` or a private key, as a paper's source. `--remote` records an asset
 that ASSET_BASE_URL serves, after fetching it once to check it.
 
 Exit codes: 0 imported, 1 some assets failed, 2 bad arguments or nothing to import.
@@ -42,15 +44,33 @@ class AssetFile:
         return str(self.path) if self.path else f"paper {self.paper_ref} {self.kind} {self.name}"
 
 
-def folder_assets(folder: Path) -> tuple[list[AssetFile], list[Path]]:
-    """The assets of a folder in the storage layout, and the files that do not fit it."""
+def _walk(directory: Path, links: list[Path]) -> list[Path]:
+    """The regular files under `directory`, never through a symbolic link (listed in `links`)."""
+    files: list[Path] = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_symlink():
+            links.append(entry)
+        elif entry.is_dir():
+            files.extend(_walk(entry, links))
+        elif entry.is_file():
+            files.append(entry)
+    return files
+
+
+def folder_assets(folder: Path) -> tuple[list[AssetFile], list[Path], list[Path]]:
+    """The assets of a folder in the storage layout, the files that do not fit it, and the
+    symbolic links skipped (to files or folders, at any depth)."""
     found: list[AssetFile] = []
     unknown: list[Path] = []
+    links: list[Path] = []
     for paper_dir in sorted(p for p in folder.iterdir() if not p.name.startswith(".")):
+        if paper_dir.is_symlink():
+            links.append(paper_dir)
+            continue
         if not paper_dir.is_dir():
             unknown.append(paper_dir)
             continue
-        for path in sorted(p for p in paper_dir.rglob("*") if p.is_file()):
+        for path in _walk(paper_dir, links):
             relative = path.relative_to(paper_dir).parts
             if relative == ("source.md",):
                 found.append(AssetFile(paper_dir.name, Kind.SOURCE, "", path))
@@ -60,7 +80,7 @@ def folder_assets(folder: Path) -> tuple[list[AssetFile], list[Path]]:
                 found.append(AssetFile(paper_dir.name, Kind.TRANSLATION, path.stem, path))
             elif not path.name.startswith("."):
                 unknown.append(path)
-    return found, unknown
+    return found, unknown, links
 
 
 class Command(BaseCommand):
@@ -155,7 +175,9 @@ class Command(BaseCommand):
             raise bad("--summary, --source, --translation and --remote need --paper.")
         if path is None or not path.is_dir():
             raise bad("Give a folder in the storage layout, or --paper with one file.")
-        found, unknown = folder_assets(path)
+        found, unknown, links = folder_assets(path)
+        for link in links:
+            self.stderr.write(f"warning: {link} is a symbolic link; skipped")
         for other in unknown:
             self.stderr.write(f"warning: {other} does not fit the storage layout; ignored")
         if not found:

@@ -67,7 +67,9 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
     malformed ACL URL (`repaired_url`) is replaced by the address it holds, the original
     kept under metadata["alternates"]["url"]; its PDF address, if it is one, is used."""
     values = dict(data)
-    url = str(values.pop("url", "") or values.pop("source_url", "") or "")
+    # ACL records name it `url`; our own records carry it as both `url` and `source_url`.
+    url = str(values.pop("url", "") or "")
+    url = str(values.pop("source_url", "") or "") or url
     repaired = repaired_url(url) if "paper_id" not in values else None
     if repaired:
         values.setdefault("metadata", {}).setdefault("alternates", {})["url"] = url
@@ -99,7 +101,11 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
                 values.pop(name, None)
     else:
         # Our own export: these are derived or local to the library they came from.
-        for name in ("paper_id", "id", "authors_detail", "projects", "created_at", "updated_at"):
+        derived = (
+            "paper_id", "id", "authors_detail", "projects", "created_at", "updated_at",
+            "publication", "has_pdf", "summaries", "annotation_count", "project_id",
+        )  # fmt: skip
+        for name in derived:
             values.pop(name, None)
         if values.get("citekey"):
             values["preferred_citekey"] = values.pop("citekey")

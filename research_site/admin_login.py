@@ -1,0 +1,31 @@
+"""The admin's sign-in form, throttled (`research_site.throttle`): after too many failed
+sign-ins from one address or for one user name, even the right password is refused for a
+while, with a message saying how long."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.core.exceptions import ValidationError
+
+from research_site import throttle
+
+SCOPE = "login"
+
+
+class ThrottledAdminLoginForm(AdminAuthenticationForm):
+    def clean(self) -> dict[str, Any]:
+        username = self.cleaned_data.get("username") or ""
+        keys = [throttle.client_key(self.request), throttle.user_key(username)]
+        try:
+            throttle.check(SCOPE, keys)
+        except throttle.Throttled as exc:
+            raise ValidationError(exc.message, code="throttled") from None
+        try:
+            cleaned = super().clean()
+        except ValidationError:
+            throttle.record_failure(SCOPE, keys)
+            raise
+        throttle.clear(SCOPE, keys[1:])
+        return cleaned
