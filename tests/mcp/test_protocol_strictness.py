@@ -449,3 +449,23 @@ async def test_sse_client_gets_32002_for_a_missing_resource(sse_server: LiveServ
             await client.call_tool("get_paper_details", {"paper_id": "he2016deep"})
         ).is_error
     assert raised.value.error.code == -32002
+
+
+# --- resource URIs with a human-readable id ------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_human_readable_id_in_a_resource_uri_is_percent_encoded(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    from urllib.parse import quote
+
+    paper = next(iter(knowledge_base.data["papers"].values()))
+    encoded = f"paper://{quote(paper['id'], safe='')}/metadata"  # paper://%5BHe%2C%20K.…
+    raw = f"paper://{paper['id']}/metadata"  # brackets, commas and spaces: not a URI
+    async with mcp_client(library_server.mcp_url, mode="legacy") as client:
+        read = await client.read_resource(encoded)
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource(raw)
+    assert json.loads(read.contents[0].text)["paper_id"] == paper["paper_id"]
+    assert raised.value.error.code == -32002
