@@ -47,6 +47,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http.request import split_domain_port, validate_host
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import MCPServer
@@ -75,7 +76,16 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
-from mcp_endpoint.scope import COLLECTIONS_HEADER, InvalidScope, client_scope, parse_collections
+from mcp_endpoint.scope import (
+    COLLECTIONS_HEADER,
+    TOOLSETS_HEADER,
+    InvalidScope,
+    client_scope,
+    client_toolsets,
+    current_toolsets,
+    parse_collections,
+    parse_toolsets,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -280,6 +290,22 @@ def _bearer_token(value: str | None) -> str | None:
     return credentials.strip()
 
 
+def requested_toolsets(request: HttpRequest) -> tuple[str, ...] | None:
+    """`?toolsets=core,pdf` or `X-MCP-Toolsets: core,pdf` (raises InvalidScope): the tool
+    sets this client wants listed, within those the operator offers."""
+    values = parse_qs(request.query_string, keep_blank_values=False).get("toolsets", [])
+    header = request.header(TOOLSETS_HEADER)
+    if header:
+        values.append(header)
+    toolsets = parse_toolsets(values) if values else None
+    if toolsets is not None:
+        try:
+            get_server(toolsets)
+        except ImproperlyConfigured as exc:
+            raise InvalidScope(str(exc)) from None
+    return toolsets
+
+
 def requested_scope(request: HttpRequest) -> tuple[str, ...] | None:
     """`?collections=a,b`, `?collection=a` or `X-MCP-Collections: a,b` (raises InvalidScope)."""
     query = parse_qs(request.query_string, keep_blank_values=False)
@@ -327,7 +353,7 @@ class McpEndpoint:
 
     @property
     def server(self) -> MCPServer:
-        return self._server if self._server is not None else get_server()
+        return self._server if self._server is not None else get_server(current_toolsets())
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
         if (denied := check_access(request)) is not None:
@@ -357,11 +383,15 @@ class McpEndpoint:
             scope = requested_scope(request)
         except InvalidScope as exc:
             return jsonrpc_error(400, INVALID_REQUEST, f"Invalid collections: {exc}")
+        try:
+            toolsets = requested_toolsets(request)
+        except InvalidScope as exc:
+            return jsonrpc_error(400, INVALID_REQUEST, f"Invalid toolsets: {exc}")
 
         decoded = jsonrpc.parse(request.body)
         if isinstance(decoded, jsonrpc.Rejection):
             return _rejected(decoded, version)
-        with client_scope(scope):
+        with client_scope(scope), client_toolsets(toolsets):
             if isinstance(decoded, list):
                 return await self._batch(request, decoded, version)
             message = jsonrpc.classify(decoded)

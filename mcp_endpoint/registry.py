@@ -616,10 +616,26 @@ def build_server(
     return server
 
 
+def get_server(toolsets: tuple[str, ...] | None = None) -> MCPServer:
+    """The process-wide registry (settings do not change while a process runs), or the one
+    for the tool sets a client chose when it connected (`?toolsets=core,pdf`)."""
+    return _server_for(toolsets)
+
+
 @functools.cache
-def get_server() -> MCPServer:
-    """The process-wide registry (settings do not change while a process runs)."""
-    return build_server()
+def _server_for(toolsets: tuple[str, ...] | None) -> MCPServer:
+    if toolsets is None:
+        return build_server()
+    # A client narrows what the operator listed; it never lists what the operator left out.
+    allowed = set(selected_toolsets(settings.MCP_TOOLSETS))
+    unknown = sorted(set(toolsets) - set(TOOLSET_MODULES) - {CORE})
+    if unknown:
+        raise ImproperlyConfigured(
+            f"unknown tool set(s) {', '.join(unknown)}; known: "
+            f"{', '.join([CORE, *TOOLSET_MODULES])}"
+        )
+    chosen = [name for name in toolsets if name in allowed] or [CORE]
+    return build_server(toolsets=chosen)
 
 
 def lowlevel(server: MCPServer) -> Server[Any]:

@@ -25,10 +25,14 @@ MAX_COLLECTION_CHARS = 200
 _COLLECTION_RE = re.compile(rf"^[^\x00-\x1f\x7f,]{{1,{MAX_COLLECTION_CHARS}}}$")
 
 COLLECTIONS_HEADER = "x-mcp-collections"
+TOOLSETS_HEADER = "x-mcp-toolsets"
+_TOOLSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MAX_TOOLSETS = 10
 
 _UNSET: Final = object()  # "the client chose nothing": the process default applies
 _request_scope: ContextVar[object] = ContextVar("mcp_collections", default=_UNSET)
 _process_default: tuple[str, ...] | None = None
+_request_toolsets: ContextVar[tuple[str, ...] | None] = ContextVar("mcp_toolsets", default=None)
 
 
 class InvalidScope(ValueError):
@@ -81,3 +85,34 @@ def client_scope(scope: tuple[str, ...] | None) -> Iterator[None]:
         yield
     finally:
         _request_scope.reset(token)
+
+
+def parse_toolsets(raw: Sequence[str]) -> tuple[str, ...] | None:
+    """`core,pdf` (from `?toolsets=` or X-MCP-Toolsets) into sorted distinct set names; the
+    registry checks that they exist. Raises InvalidScope for malformed names."""
+    names: set[str] = set()
+    for value in raw:
+        for part in value.split(","):
+            part = part.strip().lower()
+            if not part:
+                continue
+            if not _TOOLSET_RE.match(part):
+                raise InvalidScope("tool set names are lower-case letters, digits and '_'")
+            names.add(part)
+    if len(names) > MAX_TOOLSETS:
+        raise InvalidScope(f"at most {MAX_TOOLSETS} tool sets can be chosen")
+    return tuple(sorted(names)) or None
+
+
+def current_toolsets() -> tuple[str, ...] | None:
+    """The tool sets the current HTTP client chose at connection, or None (the operator's)."""
+    return _request_toolsets.get()
+
+
+@contextmanager
+def client_toolsets(toolsets: tuple[str, ...] | None) -> Iterator[None]:
+    token = _request_toolsets.set(toolsets)
+    try:
+        yield
+    finally:
+        _request_toolsets.reset(token)

@@ -84,9 +84,9 @@ def register(registry: Registry) -> None:
         name="add_paper",
         title="Add a paper by DOI, arXiv id or URL",
         description=(
-            "Add a paper by DOI, arXiv id, OpenAlex id or a doi.org/arxiv.org/openalex.org/"
-            "semanticscholar.org URL, with metadata merged from the engines. An existing paper "
-            "is returned (created=false), never duplicated."
+            "Add a paper by DOI, arXiv id, OpenAlex id, ACL Anthology id or its URL, with "
+            "metadata merged from the engines. An existing paper is returned (created=false), "
+            "never duplicated."
         ),
         annotations=EXTERNAL_SEARCH,
     )

@@ -274,8 +274,8 @@ def register(registry: Registry) -> None:
         name="list_search_engines",
         title="List search engines",
         description=(
-            "Each engine's id, availability (and why not), operations, rate-limit state and "
-            "cache hit rate. No network."
+            "Each engine's id, availability (and why not: key, quota, breaker, no network), "
+            "operations, rate-limit state and cache hit rate."
         ),
         annotations=READ_ONLY,
     )

@@ -16,6 +16,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InvalidInput
+from core.markdown import escape_markdown as md
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
@@ -176,20 +177,22 @@ def _project_papers_markdown(project_ref: str) -> str:
     papers, total = project_selectors.project_papers(
         project=project, limit=RESOURCE_LIST_LIMIT, offset=0
     )
-    lines = [f"# {project.name}", ""]
+    lines = [f"# {md(project.name)}", ""]
     if project.description:
-        lines += [project.description, ""]
+        lines += [md(project.description), ""]
     lines += [f"Project id: `{project.id}` - {total} paper(s).", ""]
     for paper in papers:
         brief = paper_selectors.paper_brief(paper)
+        # Titles, names and keywords are other people's words: escaped, never markup.
         authors = ", ".join(brief["authors"][:6]) + (" et al." if len(brief["authors"]) > 6 else "")
         where = ", ".join(str(part) for part in (brief["venue"], brief["year"]) if part)
-        lines.append(f"- **{brief['title']}** ({where or 'n.d.'})")
+        lines.append(f"- **{md(brief['title'])}** ({md(where) or 'n.d.'})")
+        human_id = brief["id"].replace("`", "'")
         lines.append(
-            f"  {authors or 'Unknown authors'} - `{brief['id']}`, paper_id {brief['paper_id']}"
+            f"  {md(authors) or 'Unknown authors'} - `{human_id}`, paper_id {brief['paper_id']}"
         )
         if brief["keywords"]:
-            lines.append(f"  Keywords: {', '.join(brief['keywords'])}")
+            lines.append(f"  Keywords: {md(', '.join(brief['keywords']))}")
     if total > len(papers):
         lines += [
             "",

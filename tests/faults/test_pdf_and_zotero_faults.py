@@ -331,7 +331,7 @@ async def server_answers_normally(faults: Faults) -> None:
         faults, "read_pdf_pages", {"paper_id": faults.paper_id("attention"), "pages": "1"}
     )
     assert not result.is_error
-    assert "Recent work has shown" in tool_data(result)["content"]
+    assert "Recent work has shown" in result.content[0].text
 
 
 def assert_cli_refused(done: Finished, faults: Faults, pattern: str) -> str:
@@ -397,7 +397,7 @@ async def test_pdf_with_only_an_owner_password_is_attached_and_works(faults: Fau
     assert tool_data(outline)["has_outline"] is True
     pages, _ = await call(faults, "read_pdf_pages", {"paper_id": paper_id, "section": "Intro"})
     assert not pages.is_error, pages
-    assert "Recent work has shown" in tool_data(pages)["content"]
+    assert "Recent work has shown" in pages.content[0].text
     highlight, _ = await call(
         faults, "create_highlight", {"paper_id": paper_id, "page": 1, "text": WRAPPED}
     )

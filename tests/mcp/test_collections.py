@@ -29,7 +29,7 @@ async def test_client_scoped_by_url_sees_only_its_projects_papers(
     assert tool_error(outside)["code"] == "not_found"
     assert tool_error(unfiled)["code"] == "not_found"
     assert tool_error(other_project)["code"] == "not_found"
-    assert resource.value.error.code == -32602
+    assert resource.value.error.code == -32002  # not found, handshake era
 
 
 async def test_collection_by_name_in_header_scopes_the_client(

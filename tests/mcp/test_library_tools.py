@@ -329,4 +329,5 @@ async def test_missing_resource_is_32602(library_server: LiveServer, mode: str, 
     async with mcp_client(library_server.mcp_url, mode=mode) as client:
         with pytest.raises(MCPError) as raised:
             await client.read_resource(uri)
-    assert raised.value.error.code == -32602
+    # -32002 for handshake-era clients, -32602 for 2026-07-28 ones (docs/MCP.md "Errors").
+    assert raised.value.error.code == (-32002 if mode == "legacy" else -32602)

@@ -341,7 +341,7 @@ def test_stdio_answers_batches_after_negotiating_2025_03_26(stdio: StdioServer) 
     assert answers[0]["result"] == {}
     error_of(answers[1], -32600, None)
     error_of(answers[2], -32602, "c")
-    assert answers[3]["result"]["structuredContent"]["year"] == 2016
+    assert json.loads(answers[3]["result"]["content"][0]["text"])["year"] == 2016
     error_of(stdio.ask([]), -32600, None)
     assert stdio.ask(rpc("ping", request_id=10))["result"] == {}
     assert stdio.close() == 0
