@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
-from mcp_endpoint.registry import INVALID_PARAMS
+from mcp_endpoint.registry import CORE_TOOLS, INVALID_PARAMS
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
     mcp_client,
+    post,
     running_server,
     seeded_knowledge_base,
     tool_data,
@@ -266,3 +267,22 @@ async def test_an_agent_curates_a_reading_list_end_to_end(
         # The papers stay in the library.
         still = await client.call_tool("get_paper_details", {"paper_id": lone})
         assert not still.is_error
+
+
+async def test_a_client_chooses_its_tool_sets_when_it_connects(library_server: LiveServer) -> None:
+    async with mcp_client(f"{library_server.mcp_url}?toolsets=pdf") as client:
+        by_query = {tool.name for tool in (await client.list_tools()).tools}
+        with pytest.raises(MCPError) as unlisted:
+            await client.call_tool("search_papers_semantic", {"query": "images"})
+    async with mcp_client(library_server.mcp_url, headers={"x-mcp-toolsets": "core"}) as client:
+        by_header = {tool.name for tool in (await client.list_tools()).tools}
+    assert by_header == set(CORE_TOOLS)
+    assert by_query > by_header and "read_pdf_pages" in by_query
+    assert "search_papers_semantic" not in by_query
+    assert unlisted.value.error.code == INVALID_PARAMS
+    assert "tool set 'search'" in unlisted.value.error.message
+    refused = post(
+        f"{library_server.mcp_url}?toolsets=nosuchset",
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    )
+    assert refused.status_code == 400 and "nosuchset" in refused.text
