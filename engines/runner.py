@@ -226,6 +226,12 @@ def call_engine(
 
     def outcome(status: str, message: str = "", **values: Any) -> EngineOutcome:
         elapsed = (time.monotonic() - started) * 1000
+        # Seed 004's --verbose: each engine call with its timing (arguments stay out: they
+        # may hold a user's query; API keys never reach this line).
+        logger.debug(
+            "engine %s %s: %s%s in %.0f ms (attempts %s)", engine_id, operation, status,
+            " (cache hit)" if values.get("cached") else "", elapsed, values.get("attempts", 0),
+        )  # fmt: skip
         return EngineOutcome(engine_id, status, message, elapsed_ms=elapsed, **values)
 
     def failed(exc: EngineError, attempts: int) -> EngineOutcome:
@@ -257,7 +263,12 @@ def call_engine(
             attempt += 1
             try:
                 breaker.check(engine.id)
-                ratelimit.acquire(engine, deadline=deadline)
+                waited = ratelimit.acquire(engine, deadline=deadline)
+                if waited >= 0.05:
+                    logger.debug(
+                        "engine %s %s: waited %.2f s for its rate limit", engine_id, operation,
+                        waited,
+                    )  # fmt: skip
                 result = breaker.call(engine.id, lambda: _invoke(engine, operation, arguments))
             except TransientEngineError as exc:
                 if exc.retry_after and not isinstance(exc, breaker.BreakerOpen):

@@ -156,13 +156,21 @@ def _save_and_merge(
             external_rank[paper_id] = (rank, engine, record)
             order.append(paper_id)
 
-    papers = {paper.pk: paper for paper in with_relations(Paper.objects.filter(pk__in=set(order)))}
+    # Local hits already carry their record; only papers the engines found are read here.
+    wanted = {paper_id for paper_id in order if paper_id not in local_entry}
+    papers = (
+        {paper.pk: paper for paper in with_relations(Paper.objects.filter(pk__in=wanted))}
+        if wanted
+        else {}
+    )
     entries = []
     for paper_id in order:
-        paper = papers.get(paper_id)
-        if paper is None:
-            continue
-        entry = local_entry.get(paper_id) or _brief_with_links(paper)
+        entry = local_entry.get(paper_id)
+        if entry is None:
+            paper = papers.get(paper_id)
+            if paper is None:
+                continue
+            entry = _brief_with_links(paper)
         entry["engine"] = found_by[paper_id][0]
         entry["engines"] = found_by[paper_id]
         if paper_id in external_rank:
@@ -173,15 +181,9 @@ def _save_and_merge(
 
 
 def _brief_with_links(paper: Paper) -> dict[str, Any]:
-    brief = paper_brief(paper)
-    brief.update(
-        publication=paper.publication_info or brief["venue"],
-        url=paper.source_url or None,
-        pdf_url=paper.pdf_url or None,
-        arxiv_id=paper.arxiv_id,
-        citation_count=paper.citation_count,
-    )
-    return brief
+    """The record of a paper an engine found: the one record shape (publication, urls,
+    has_pdf, ... from paper_brief) plus what the engines report of it."""
+    return {**paper_brief(paper), "citation_count": paper.citation_count}
 
 
 def _merge_unsaved(

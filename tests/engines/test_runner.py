@@ -3,6 +3,7 @@ the fan-out deadline, with plugin engines talking HTTP to a local server."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -107,6 +108,22 @@ def test_answers_are_cached_per_engine_and_arguments(
     assert second.result == first.result and other.ok and not other.cached
     assert len(replay_server.requests) == 2
     assert cache.stats(engine_id) == {"hits": 1, "misses": 2, "hit_rate": 0.333}
+
+
+def test_verbose_logs_say_each_engine_call_its_time_and_cache_hits(
+    plugins: Path, replay_server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine_id = unique("verbose")
+    write_plugin(plugins, engine_id, replay_server.url, cache_ttl=600)
+    replay_server.add("/search", Reply(200, [PAPER]))
+    with caplog.at_level(logging.DEBUG, logger="engines.runner"):
+        run(search(engine_id, "a private question"))
+        run(search(engine_id, "a private question"))
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("engine ")]
+    assert len(lines) == 2
+    assert lines[0].startswith(f"engine {engine_id} search: ok in ") and "cache hit" not in lines[0]
+    assert "(cache hit)" in lines[1] and " ms " in lines[1]
+    assert not any("private" in line for line in lines)  # the query is the user's
 
 
 def test_failures_are_not_cached(plugins: Path, replay_server: ReplayServer) -> None:
