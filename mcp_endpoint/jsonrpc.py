@@ -37,6 +37,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from core.text import has_lone_surrogate
+
 MAX_PARAMS_DEPTH = 64  # no tool argument comes near; deeper only exhausts the server's stack
 BATCH_PROTOCOL_VERSIONS = frozenset({"2025-03-26"})
 # resources/read of a resource that does not exist: -32002 up to protocol 2025-11-25;
@@ -200,12 +202,12 @@ def params_problem(method: str, params: Any, request_id: RequestId) -> Rejection
         if depth > MAX_PARAMS_DEPTH:
             return _too_deep(request_id, _field(path, prefix) or "params")
         if isinstance(value, str):
-            if _has_surrogate(value):
+            if has_lone_surrogate(value):
                 return _invalid_unicode(request_id, _field(path, prefix) or "params")
         elif isinstance(value, dict):
             for key, item in value.items():
                 where = f"{path}.{key}" if path else str(key)
-                if _has_surrogate(str(key)):
+                if has_lone_surrogate(str(key)):
                     return _invalid_unicode(request_id, _field(path, prefix) or "params")
                 pending.append((where, item, depth + 1))
         elif isinstance(value, list):
@@ -229,23 +231,13 @@ def holds_surrogate(value: Any) -> bool:
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if _has_surrogate(item):
+            if has_lone_surrogate(item):
                 return True
         elif isinstance(item, dict):
             pending.extend(item.keys())
             pending.extend(item.values())
         elif isinstance(item, list):
             pending.extend(item)
-    return False
-
-
-def _has_surrogate(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
     return False
 
 

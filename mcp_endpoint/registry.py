@@ -57,6 +57,7 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 
 from core.errors import DomainError, InvalidInput, NotFound, database_unavailable
+from core.text import has_lone_surrogate
 from mcp_endpoint.scope import current_scope
 
 logger = logging.getLogger(__name__)
@@ -519,7 +520,7 @@ def _printable(text: str) -> str:
 def _bad_text(text: str) -> str | None:
     if "\x00" in text:
         return "contains a NUL character"
-    if any("\ud800" <= char <= "\udfff" for char in text):
+    if has_lone_surrogate(text):
         return "contains a lone surrogate (not valid Unicode)"
     return None
 

@@ -24,6 +24,7 @@ from ninja.openapi.docs import Swagger
 from pydantic import BaseModel
 
 from core.errors import InvalidInput
+from core.text import has_lone_surrogate
 from research_site.api_auth import BearerToken, StaffSession
 from research_site.api_errors import install_error_handlers
 
@@ -109,7 +110,7 @@ def _unstorable_text(value: Any, where: str) -> str | None:
     refuses it) or a lone surrogate from a JSON escape such as "\\ud800" (not UTF-8)."""
     items: Any
     if isinstance(value, str):
-        return where if "\x00" in value or _not_utf8(value) else None
+        return where if "\x00" in value or has_lone_surrogate(value) else None
     if isinstance(value, BaseModel):
         items = ((name, getattr(value, name)) for name in type(value).model_fields)
     elif isinstance(value, dict):
@@ -123,16 +124,6 @@ def _unstorable_text(value: Any, where: str) -> str | None:
         if found:
             return found
     return None
-
-
-def _not_utf8(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def refuse_unstorable_text(view: Callable[..., Any]) -> Callable[..., Any]:
