@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import datetime
 import functools
 import importlib
 import json
@@ -158,6 +159,13 @@ def _lean(value: Any) -> Any:
     return value
 
 
+def _json_value(value: Any) -> Any:
+    """Dates and times as ISO 8601 (what every client parses); anything else as text."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)
+
+
 def tool_result(value: Any) -> CallToolResult:
     """A tool's answer as one compact JSON text block (docs/MCP.md "Responses").
 
@@ -168,7 +176,7 @@ def tool_result(value: Any) -> CallToolResult:
         return value
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = json.dumps(_lean(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    text = json.dumps(_lean(value), ensure_ascii=False, separators=(",", ":"), default=_json_value)
     return CallToolResult(content=[TextContent(type="text", text=text)])
 
 

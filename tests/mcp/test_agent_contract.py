@@ -4,6 +4,7 @@ every tool in read-only mode, unknown arguments, aliases, disabled tools, lean a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -226,6 +227,9 @@ async def test_an_agent_curates_a_reading_list_end_to_end(
         assert added["added"] == wanted
         projects = tool_data(await client.call_tool("list_projects", {}))["projects"]
         counts = {p["name"]: p["paper_count"] for p in projects}
+        # Times are ISO 8601, as every client parses them.
+        assert all("T" in p["created_at"] and datetime.fromisoformat(p["created_at"])
+                   for p in projects)  # fmt: skip
         assert counts["Agent Flow"] == wanted
         attached = tool_data(
             await client.call_tool(
