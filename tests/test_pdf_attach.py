@@ -2,10 +2,10 @@
 locations the paper's metadata names, through the same guarded download as every PDF
 download, served by a real local HTTP server (tests/test_pdf_download.PdfServer)."""
 
+# ruff: noqa: F811  (the imported fixtures are parameters of the tests below)
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,29 +14,12 @@ from core.errors import InvalidInput, NotFound
 from papers.models import Paper, PaperIdentifier, PaperPdf
 from papers.pdf import fetch
 from papers.pdf.fetch import NoPdfLocation, PdfFetchFailed, paper_pdf_attach, pdf_locations
-from tests.test_pdf_download import PdfServer
+
+# The local PDF server and the download settings are the download tests' own fixtures.
+from tests.test_pdf_download import PdfServer, knowledge_base, server  # noqa: F401
 from tests.test_pdf_library import FACTS
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PdfServer]:
-    running = PdfServer()
-    yield running
-    running.close()
-
-
-@pytest.fixture(autouse=True)
-def knowledge_base(settings: Any, tmp_path: Path, server: PdfServer) -> None:
-    settings.DOWNLOADS_DIR = tmp_path / "downloads"
-    settings.ASSETS_DIR = tmp_path / "assets"
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.PDF_ALLOW_PRIVATE_URLS = True  # the local server stands for the web
-    settings.PDF_MAX_BYTES = 2_000_000
-    settings.PDF_MAX_REDIRECTS = 3
-    settings.PDF_DOWNLOAD_TIMEOUT = 5
-    server.requests.clear()
 
 
 @pytest.fixture
