@@ -109,6 +109,7 @@ def export_search_results(
     overwrite: bool = False,
     inline_max_bytes: int | None = None,
     scope: Sequence[str] | None = None,
+    write: bool = True,
 ) -> dict[str, Any]:
     """Export papers named by reference (any paper id form), a whole project (id or name;
     no need to list its papers), or the listed papers that are in the project.
@@ -118,6 +119,8 @@ def export_search_results(
     no file is written; a larger one is written to EXPORTS_DIR under a dated default name.
     With `filename` the file is always written (never over an existing one unless
     `overwrite`: `refs-2.bib` instead), and its content is inline too when small.
+    With `write=False` (a read-only server) nothing is ever written: the export comes back
+    inline or not at all, and `filename` is refused.
 
     Returns {success, format, count, size (bytes), content (inline only), path (written
     only: relative to the knowledge base), filename (written only)}. Raises InvalidInput
@@ -130,11 +133,22 @@ def export_search_results(
             "Give paper_ids, a project_id (to export the whole project), or both.",
             field="paper_ids",
         )
+    if not write and filename is not None:
+        raise InvalidInput(
+            "This server is read-only: exports come back inline only; omit filename.",
+            field="filename",
+        )
     papers = list(papers_filter(refs=refs or None, project=project or None, scope=scope))
     content = render_export(papers, fmt)
     size = len(content.encode("utf-8"))
     limit = settings.EXPORT_INLINE_MAX_BYTES if inline_max_bytes is None else inline_max_bytes
     inline = size <= limit
+    if not write and not inline:
+        raise InvalidInput(
+            f"This server is read-only: exports come back inline only, up to {limit} bytes "
+            f"(this one has {size}); export fewer papers.",
+            field="paper_ids",
+        )
     result: dict[str, Any] = {"success": True, "format": fmt, "count": len(papers), "size": size}
     if inline:
         result["content"] = content

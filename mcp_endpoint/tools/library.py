@@ -22,7 +22,7 @@ from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
-from papers.exports import export_search_results, render_export
+from papers.exports import export_search_results
 from projects import selectors as project_selectors
 from projects import services as project_services
 
@@ -138,29 +138,15 @@ def _export(
     to_file: bool,
     read_only: bool,
 ) -> dict[str, Any]:
-    scope = current_scope()
-    if read_only:
-        # Nothing may be written: the export comes back inline or not at all.
-        if to_file or filename:
-            raise InvalidInput(
-                "This server is read-only: exports come back inline only; omit filename "
-                "and to_file.",
-                field="to_file" if to_file else "filename",
-            )
-        papers = list(paper_selectors.papers_filter(refs=refs, project=project, scope=scope))
-        content = render_export(papers, fmt)
-        size = len(content.encode("utf-8"))
-        if size > INLINE_EXPORT_BYTES:
-            raise InvalidInput(
-                f"This server is read-only: exports come back inline only, up to "
-                f"{INLINE_EXPORT_BYTES} bytes (this one has {size}); export fewer papers.",
-                field="paper_ids",
-            )
-        return {"success": True, "format": fmt, "count": len(papers), "size": size,
-                "content": content}  # fmt: skip
+    if read_only and to_file:
+        raise InvalidInput(
+            "This server is read-only: exports come back inline only; omit to_file.",
+            field="to_file",
+        )
     return export_search_results(
         fmt=fmt, refs=refs, project=project, filename=filename,
-        inline_max_bytes=0 if to_file else INLINE_EXPORT_BYTES, scope=scope,
+        inline_max_bytes=0 if to_file else INLINE_EXPORT_BYTES, scope=current_scope(),
+        write=not read_only,
     )  # fmt: skip
 
 
