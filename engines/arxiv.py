@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import logging
 import re
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -37,6 +38,7 @@ from engines.base import (
 )
 from engines.failures import status_error, transport_error
 from papers.schemas import PaperRecord
+from papers.search.analysis import STOP_WORDS
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,21 @@ _ID_PREFIX = re.compile(
 )
 # New-style ('2104.12255v2') and old-style ('quant-ph/0201082', 'math.CO/0601001') ids.
 _ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[A-Za-z]{2})?/\d{7}(?:v\d+)?")
+# A query already in arXiv's syntax (a field prefix or an upper-case operator) goes as typed.
+_ARXIV_SYNTAX = re.compile(
+    r"\b(?:ti|au|abs|co|jr|cat|rn|id|all):|(?:^|\s)(?:AND|OR|ANDNOT)(?:\s|$)"
+)
+_QUERY_TOKEN = re.compile(r'"([^"]*)"|([^\W_](?:[\w.+-]*[^\W_])?)', re.UNICODE)
+# Words of a request that say what is wanted, not what it is about.
+_REQUEST_WORDS = frozenset(
+    """paper papers article articles publication publications preprint preprints work works
+    find show list search searching look looking get want need know tell recent latest new
+    newest literature published since using via regarding""".split()
+)
+# "since 2020", "before 2015", "in 2019": a submission-date range, not words to match.
+_YEAR_HINT = re.compile(r"\b(since|after|from|before|until|in)\s+((?:19|20)\d{2})\b", re.I)
+# More words than this AND-ed together rarely match anything on arXiv: the first ones stay.
+MAX_QUERY_WORDS = 8
 # arXiv's answer to a bad request is a feed whose only entry carries the reason.
 _ERROR_SUMMARY = re.compile(r"<summary>\s*(.*?)\s*</summary>", re.DOTALL)
 
@@ -74,8 +91,9 @@ class ArxivEngine(BaseSearchEngine):
         Raises EngineError for a request arXiv rejects, TransientEngineError for 429, 5xx,
         timeouts and dropped connections.
         """
+        request = natural_request(request)
         return self._run(
-            query=_search_query(request.query.strip(), request),
+            query=_search_query(request.query, request),
             sort_by=arxiv.SortCriterion.Relevance,
             offset=request.offset,
             max_results=request.max_results,
@@ -180,6 +198,61 @@ class _Session(requests.Session):
 
 
 # --- the query ------------------------------------------------------------------------
+
+
+def natural_request(request: SearchRequest) -> SearchRequest:
+    """The request with its query as arXiv terms (arxiv_terms) and, when it has no date
+    filter of its own, the years a question names ("since 2020", "before 2015", "in
+    2019") as its submission-date range."""
+    text = request.query
+    named_from = named_to = None
+    if not _ARXIV_SYNTAX.search(text):
+        for match in _YEAR_HINT.finditer(text):
+            word, year = match[1].lower(), int(match[2])
+            if word in ("since", "after", "from"):
+                named_from = str(year + 1 if word == "after" else year)
+            elif word in ("before", "until"):
+                named_to = str(year - 1 if word == "before" else year)
+            else:
+                named_from = named_to = str(year)
+        text = _YEAR_HINT.sub(" ", text)
+    date_from, date_to = request.date_from, request.date_to
+    if not (date_from or date_to):
+        date_from, date_to = named_from, named_to
+    return replace(request, query=arxiv_terms(text), date_from=date_from, date_to=date_to)
+
+
+def arxiv_terms(text: str) -> str:
+    """What a user typed, as an arXiv query (seed 004 "natural language query processing").
+
+    A query written in arXiv's syntax (`ti:`, `au:`, `abs:`, `cat:`... or AND / OR /
+    ANDNOT) is sent as typed. Otherwise the question's content words are kept (stop
+    words and request words such as "papers", "recent" or "find" dropped) and AND-ed,
+    each searched in all fields (`all:`), quoted phrases kept as phrases:
+    'What are recent papers on "machine translation" with transformers?' becomes
+    'all:"machine translation" AND all:transformers'. A single word goes as it is; a
+    question made only of stop words keeps its words.
+    """
+    text = " ".join(text.split())
+    if not text or _ARXIV_SYNTAX.search(text):
+        return text
+    parts: list[str] = []
+    every: list[str] = []
+    for phrase, word in _QUERY_TOKEN.findall(text):
+        if phrase:
+            words = phrase.split()
+            if words:
+                parts.append(f'"{" ".join(words)}"' if len(words) > 1 else words[0])
+            continue
+        every.append(word)
+        if word.lower() not in STOP_WORDS and word.lower() not in _REQUEST_WORDS:
+            parts.append(f'"{word}"' if "-" in word else word)
+    if not parts:
+        parts = every
+    parts = list(dict.fromkeys(parts))[:MAX_QUERY_WORDS]
+    if len(parts) == 1:
+        return parts[0]
+    return " AND ".join(f"all:{part}" for part in parts)
 
 
 def _search_query(terms: str, request: SearchRequest) -> str:
