@@ -231,6 +231,12 @@ class BaseSearchEngine:
         request is sent); empty for an engine with nothing to probe."""
         return ""
 
+    def key_check(self) -> str:
+        """Why the source refuses the configured key or account, asked of the source without
+        spending a search where it offers that; empty when it accepts them, when there is
+        nothing to check, or when it cannot be asked now (connectivity is the probe's)."""
+        return ""
+
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Papers matching `request.query`, best first, at most `request.max_results`."""
         raise NotImplementedError

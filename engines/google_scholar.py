@@ -16,6 +16,7 @@ the package's exceptions (whose text can hold the URL) are not chained.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import requests
 from django.conf import settings
+from django.core.cache import caches
 from serpapi import GoogleScholarSearch
 
 from core.errors import InvalidInput
@@ -58,6 +60,9 @@ NO_RESULTS = "hasn't returned any results"
 # Error texts that mean the key or the account cannot be used until someone acts.
 ACCOUNT_PROBLEMS = ("api key", "account has been", "permission")
 QUOTA_PROBLEMS = ("run out of searches", "credit")
+# SerpApi's Account API answers for free (no search spent); its verdict is kept this long.
+ACCOUNT_CHECK_SECONDS = 600
+ACCOUNT_CHECK_TIMEOUT = (2.0, 3.0)  # connect, read
 
 _ELLIPSIS = "…"
 _YEAR_AT_END = re.compile(r"(?:^|,\s*)(\d{4})$")
@@ -83,6 +88,28 @@ class GoogleScholarEngine(BaseSearchEngine):
 
     def probe_url(self) -> str:
         return str(settings.SERPAPI_URL)
+
+    def key_check(self) -> str:
+        """Seed 004: "availability checked via API key validation". SerpApi's Account API
+        (`/account.json`, free: it spends no search) says whether the key is valid, the
+        account active and searches left; the verdict is kept ACCOUNT_CHECK_SECONDS in the
+        engines cache (shared through Redis when configured). Empty when the key is
+        accepted or the account cannot be asked now (no network is the probe's to say)."""
+        key = settings.SERP_API_KEY
+        if not key:
+            return ""
+        base = settings.SERPAPI_URL.rstrip("/")
+        digest = hashlib.sha256(f"{base}\n{key}".encode()).hexdigest()[:24]
+        cache_key = f"serpapi-account:{digest}"
+        cache = caches["engines"]
+        known = cache.get(cache_key)
+        if known is not None:
+            return str(known)
+        verdict = _account_verdict(base, key)
+        if verdict is None:
+            return ""
+        cache.set(cache_key, verdict, ACCOUNT_CHECK_SECONDS)
+        return verdict
 
     def search(self, request: SearchRequest) -> list[PaperRecord]:
         """Scholar's results for the query (Scholar syntax: `author:`, `source:`, quotes),
@@ -205,6 +232,40 @@ class GoogleScholarEngine(BaseSearchEngine):
 
 
 # --- SerpApi's answers -----------------------------------------------------------------
+
+
+def _account_verdict(base: str, key: str) -> str | None:
+    """Why SerpApi's Account API refuses the key or the account ('' when it accepts
+    them), or None when it could not be asked or gave no verdict."""
+    try:
+        response = requests.get(
+            f"{base}/account.json", params={"api_key": key}, timeout=ACCOUNT_CHECK_TIMEOUT
+        )
+    except requests.RequestException:
+        return None
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = str(error).replace(key, "***") if error else ""
+    status = response.status_code
+    if status in (401, 403) or any(problem in message.lower() for problem in ACCOUNT_PROBLEMS):
+        return f"SerpApi key rejected: {message or f'HTTP {status}'}"
+    if any(problem in message.lower() for problem in QUOTA_PROBLEMS):
+        return f"SerpApi quota exhausted: {message}"
+    if status != 200 or not isinstance(data, dict) or message:
+        return None
+    account_status = str(data.get("account_status") or "")
+    if account_status and account_status.lower() != "active":
+        return f"SerpApi account is {account_status.lower()}"
+    left = data.get("total_searches_left")
+    if isinstance(left, int) and left <= 0:
+        renewal = data.get("plan_renewal_date")
+        return "SerpApi quota exhausted: no searches left" + (
+            f" until the plan renews on {renewal}" if renewal else ""
+        )
+    return ""
 
 
 def _answer(response: requests.Response, key: str) -> dict[str, Any]:

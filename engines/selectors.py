@@ -33,7 +33,8 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
     (no key), its breaker is open (with the failure that opened it and when the next try
     comes), its key was rejected or its quota ran out (until when, if the source said),
     or, with `probe`, a connection to its source cannot be opened (engines/probe.py: no
-    request is sent; answers are kept a minute)."""
+    request is sent; answers are kept a minute) or the source refuses the key or account
+    (`key_check`: SerpApi's free account endpoint, answers kept ten minutes)."""
     if refresh:
         registry.refresh()
     found = registry.engines()
@@ -48,6 +49,9 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
         }
         for engine_id, reason in probe_reasons(unprobed).items():
             reasons[engine_id] = reason
+        for engine in found.values():
+            if not reasons[engine.id]:
+                reasons[engine.id] = engine.key_check()
     engines = [dict(LOCAL_DESCRIPTION)]
     for engine in found.values():
         reason = reasons[engine.id]
