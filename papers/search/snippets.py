@@ -9,6 +9,7 @@ in **bold**, and markup in the paper's own text escaped so that a title holding
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -45,10 +46,32 @@ class Highlighter:
         stem = analysis.stem(folded)
         return stem if stem in self.stems else None
 
+    def _terms(self, words: list[str]) -> list[str | None]:
+        """term() of every word: each distinct word is analysed once per highlighter (a
+        page's abstracts share most of their words), the new ones folded and stemmed in
+        one call each; the rest are dict lookups."""
+        seen = self._seen
+        new = list(set(words).difference(seen))
+        if new:
+            folded = analysis.fold("\x20".join(new)).split("\x20")
+            if len(folded) != len(new):  # folding made or took a space: one at a time
+                folded = [analysis.fold(word) for word in new]
+            stems = analysis.stem_folded(folded)
+            prefixes, wanted = self.prefixes, self.stems
+            for word, fold, stem in zip(new, folded, stems, strict=True):
+                if prefixes and fold.startswith(prefixes):
+                    seen[word] = "prefix:" + next(p for p in prefixes if fold.startswith(p))
+                elif stem in wanted and not analysis.is_stop_word(fold):
+                    seen[word] = stem
+                else:
+                    seen[word] = None
+        return list(map(seen.__getitem__, words))
+
     def passage(self, text: str) -> str:
         """The best window of `text` with query words in bold, or "" if none matches."""
-        tokens = list(_TOKEN_RE.finditer(text))
-        terms = [self.term(token.group()) for token in tokens]
+        if not text:
+            return ""
+        terms = self._terms(_TOKEN_RE.findall(text))
         matched = [(i, term) for i, term in enumerate(terms) if term]
         if not matched:
             return ""
@@ -60,8 +83,9 @@ class Highlighter:
                 best, best_key = start, key
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
-        last = min(len(tokens), first + SNIPPET_WORDS)
-        return _render(text, tokens[first:last], terms[first:last], first > 0, last < len(tokens))
+        last = min(len(terms), first + SNIPPET_WORDS)
+        tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
+        return _render(text, tokens, terms[first:last], first > 0, last < len(terms))
 
 
 def _render(
