@@ -9,8 +9,9 @@ user name's count. The counts live in the `throttle` cache: Redis when REDIS_URL
 (shared by every process and machine), else files under `<directory>/cache/throttle`
 (shared by the processes of one machine).
 
-Used by the admin's sign-in form (`research_site.admin_login`) and the REST API's bearer
-authentication (`research_site.api_auth`).
+Used by the admin's sign-in form (`research_site.admin_login`), the REST API's bearer
+authentication (`research_site.api_auth`) and /mcp's `MCP_AUTH_TOKEN` check
+(`mcp_endpoint.http.check_access`, over HTTP and SSE).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ class Throttled(Exception):
 def client_key(request: HttpRequest | None) -> str:
     # REMOTE_ADDR: forwarded-for headers are the client's to choose.
     address = request.META.get("REMOTE_ADDR") if request is not None else None
+    return address_key(address)
+
+
+def address_key(address: str | None) -> str:
+    """The key of a client address (the peer of the connection, never a header)."""
     return f"addr:{address or 'unknown'}"
 
 
