@@ -95,14 +95,18 @@ def _render(
     cut_before: bool,
     cut_after: bool,
 ) -> str:
+    """The window's text, matched words in bold, the rest escaped. A word (letters and
+    digits) holds no markup, so only the text between matched words is escaped: one
+    piece per matched word instead of two per word."""
     out: list[str] = [ELLIPSIS] if cut_before else []
     position = tokens[0].start() if cut_before else 0
     for token, term in zip(tokens, terms, strict=True):
-        out.append(escape_markdown(text[position : token.start()]))
-        word = escape_markdown(token.group())
-        out.append(f"**{word}**" if term else word)
-        position = token.end()
+        if term:
+            out.append(escape_markdown(text[position : token.start()]))
+            out.append(f"**{token.group()}**")
+            position = token.end()
     if cut_after:
+        out.append(escape_markdown(text[position : tokens[-1].end()]))
         out.append(ELLIPSIS)
     else:
         out.append(escape_markdown(text[position:]))
