@@ -74,6 +74,7 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from core import throttle
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 from mcp_endpoint.scope import (
@@ -86,7 +87,6 @@ from mcp_endpoint.scope import (
     parse_collections,
     parse_toolsets,
 )
-from research_site import throttle
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ JSON_HEADERS: tuple[tuple[str, str], ...] = (
     ("cache-control", "no-store"),
 )
 HOST_REJECTED_STATUS = 421  # Misdirected Request: this server does not answer for that host
-MCP_TOKEN_SCOPE = "mcp-token"  # noqa: S105 - a throttle scope name (research_site.throttle)
+MCP_TOKEN_SCOPE = "mcp-token"  # noqa: S105 - a throttle scope name (core.throttle)
 
 
 @dataclass(frozen=True)

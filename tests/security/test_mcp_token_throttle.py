@@ -1,6 +1,6 @@
 """Guessing MCP_AUTH_TOKEN over /mcp: after AUTH_FAILURE_LIMIT wrong bearer tokens from one
 address, that address gets 429 with Retry-After, the right token included, until the
-window has passed; other addresses keep being served (research_site.throttle, the policy
+window has passed; other addresses keep being served (core.throttle, the policy
 of REST API tokens). Through a real `manage.py serve`, with httpx from two loopback
 addresses (127.0.0.1 and 127.0.0.2)."""
 
