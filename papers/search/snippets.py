@@ -46,12 +46,13 @@ class Highlighter:
         stem = analysis.stem(folded)
         return stem if stem in self.stems else None
 
-    def _terms(self, words: list[str]) -> list[str | None]:
-        """term() of every word: each distinct word is analysed once per highlighter (a
-        page's abstracts share most of their words), the new ones folded and stemmed in
-        one call each; the rest are dict lookups."""
+    def _matching(self, words: list[str]) -> dict[str, str]:
+        """{word: term} for the words of `words` that are query words. Each distinct word
+        is analysed once per highlighter (a page's abstracts share most of their words),
+        the new ones folded and stemmed in one call each."""
         seen = self._seen
-        new = list(set(words).difference(seen))
+        distinct = set(words)
+        new = list(distinct.difference(seen))
         if new:
             folded = analysis.fold("\x20".join(new)).split("\x20")
             if len(folded) != len(new):  # folding made or took a space: one at a time
@@ -65,16 +66,17 @@ class Highlighter:
                     seen[word] = stem
                 else:
                     seen[word] = None
-        return list(map(seen.__getitem__, words))
+        return {word: term for word in distinct if (term := seen[word]) is not None}
 
     def passage(self, text: str) -> str:
         """The best window of `text` with query words in bold, or "" if none matches."""
         if not text:
             return ""
-        terms = self._terms(_TOKEN_RE.findall(text))
-        matched = [(i, term) for i, term in enumerate(terms) if term]
-        if not matched:
+        words = _TOKEN_RE.findall(text)
+        matching = self._matching(words)
+        if not matching:
             return ""
+        matched = [(i, matching[word]) for i, word in enumerate(words) if word in matching]
         best, best_key = 0, (-1, -1)
         for n, (start, _) in enumerate(matched):
             window = [term for i, term in matched[n:] if i < start + SNIPPET_WORDS]
@@ -83,9 +85,10 @@ class Highlighter:
                 best, best_key = start, key
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
-        last = min(len(terms), first + SNIPPET_WORDS)
+        last = min(len(words), first + SNIPPET_WORDS)
         tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
-        return _render(text, tokens, terms[first:last], first > 0, last < len(terms))
+        terms = [matching.get(word) for word in words[first:last]]
+        return _render(text, tokens, terms, first > 0, last < len(words))
 
 
 def _render(
