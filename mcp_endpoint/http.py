@@ -74,6 +74,7 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from core import throttle
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 from mcp_endpoint.scope import (
@@ -99,6 +100,7 @@ JSON_HEADERS: tuple[tuple[str, str], ...] = (
     ("cache-control", "no-store"),
 )
 HOST_REJECTED_STATUS = 421  # Misdirected Request: this server does not answer for that host
+MCP_TOKEN_SCOPE = "mcp-token"  # noqa: S105 - a throttle scope name (core.throttle)
 
 
 @dataclass(frozen=True)
@@ -258,12 +260,27 @@ def check_access(request: HttpRequest) -> HttpResponse | None:
         )
     token = settings.MCP_AUTH_TOKEN
     if token:
+        # As for REST API tokens: after AUTH_FAILURE_LIMIT wrong tokens from one address,
+        # every request from it is refused (the right token included) until the window
+        # has passed; other addresses are not affected.
+        keys = [throttle.address_key(request.client_host)]
+        try:
+            throttle.check(MCP_TOKEN_SCOPE, keys)
+        except throttle.Throttled as exc:
+            return jsonrpc_error(
+                429,
+                INVALID_REQUEST,
+                f"{exc.message} (too many invalid MCP tokens from this address)",
+                headers=[("retry-after", str(exc.retry_after))],
+                data={"retry_after_seconds": exc.retry_after},
+            )
         supplied = _bearer_token(request.header("authorization"))
         if supplied is None or not hmac.compare_digest(
             supplied.encode("utf-8"), token.encode("utf-8")
         ):
             challenge = 'Bearer realm="mcp"'
             if supplied is not None:
+                throttle.record_failure(MCP_TOKEN_SCOPE, keys)
                 challenge += ', error="invalid_token"'
             return jsonrpc_error(
                 401,

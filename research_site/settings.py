@@ -108,6 +108,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
             },
             "TEST": {"NAME": str(RESEARCH_DIRECTORY / "test-research.db")},
+            # As for PostgreSQL: a tool call on a worker thread reuses its thread's
+            # connection instead of opening one (and running the PRAGMAs) every time.
+            "CONN_MAX_AGE": 60,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

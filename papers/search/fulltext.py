@@ -159,7 +159,7 @@ SELECT {columns}, v.name,
        (SELECT json_group_array(s.name) FROM {paperasset} s
             WHERE s.paper_id = p.paper_id AND s.kind = 'summary'),
        EXISTS(SELECT 1 FROM {paperpdf} f WHERE f.paper_id = p.paper_id),
-       (SELECT COUNT(*) FROM {annotation} n WHERE n.paper_id = p.paper_id)
+       (SELECT COUNT(*) FROM {annotation} n WHERE n.paper_id = p.paper_id){texts}
 FROM {paper} p LEFT JOIN {venue} v ON v.id = p.venue_id
 WHERE p.paper_id IN ({marks})
 """
@@ -176,7 +176,7 @@ SELECT {columns}, v.name,
        ARRAY(SELECT s.name FROM {paperasset} s
              WHERE s.paper_id = p.paper_id AND s.kind = 'summary'),
        EXISTS(SELECT 1 FROM {paperpdf} f WHERE f.paper_id = p.paper_id),
-       (SELECT COUNT(*) FROM {annotation} n WHERE n.paper_id = p.paper_id)
+       (SELECT COUNT(*) FROM {annotation} n WHERE n.paper_id = p.paper_id){texts}
 FROM {paper} p LEFT JOIN {venue} v ON v.id = p.venue_id
 WHERE p.paper_id = ANY(%s)
 """
@@ -200,10 +200,21 @@ def paper_briefs(ids: list[int]) -> dict[int, dict[str, Any]]:
     `brief_from_values`; a test holds them equal), but without model instances and
     prefetch queries: for 20 papers those took 4-10 ms, more than the ranking itself.
     """
+    return {pk: record for pk, (record, _) in _briefs(ids, texts=False).items()}
+
+
+def paper_briefs_with_texts(ids: list[int]) -> dict[int, tuple[dict[str, Any], tuple[str, str]]]:
+    """paper_briefs, each with the paper's (abstract, snippet) for its passage, from the
+    same statement (a search page needs both: one round trip instead of two)."""
+    return _briefs(ids, texts=True)
+
+
+def _briefs(ids: list[int], *, texts: bool) -> dict[int, tuple[dict[str, Any], tuple[str, str]]]:
     if not ids:
         return {}
     connection = _connection(DEFAULT_DB_ALIAS)
     tables = _record_tables()
+    tables["texts"] = ", p.abstract, p.snippet" if texts else ""
     width = len(BRIEF_COLUMNS)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -218,7 +229,9 @@ def paper_briefs(ids: list[int]) -> dict[int, dict[str, Any]]:
     records = {}
     for row in rows:
         values = dict(zip(BRIEF_COLUMNS, row[:width], strict=True))
-        venue, authors, keywords, projects, summaries, has_pdf_file, annotations = row[width:]
+        venue, authors, keywords, projects, summaries, has_pdf_file, annotations = row[
+            width : width + 7
+        ]
         values.update(
             venue=venue,
             authors=decode(authors),
@@ -228,7 +241,8 @@ def paper_briefs(ids: list[int]) -> dict[int, dict[str, Any]]:
             has_pdf_file=bool(has_pdf_file),
             annotation_count=annotations,
         )
-        records[row[0]] = brief_from_values(values)
+        text = (row[width + 7] or "", row[width + 8] or "") if texts else ("", "")
+        records[row[0]] = (brief_from_values(values), text)
     return records
 
 
@@ -321,23 +335,25 @@ def _rank(
 
 
 def _hits(ids: list[int], scores: list[float], understood: q.Understood) -> list[SearchHit]:
-    records = paper_briefs(ids)
-    abstracts = dict(
-        (pk, abstract or snippet)
-        for pk, abstract, snippet in Paper.objects.filter(pk__in=ids).values_list(
-            "pk", "abstract", "snippet"
-        )
-    )
+    return [hit for hit, _ in _hits_with_abstracts(ids, scores, understood)]
+
+
+def _hits_with_abstracts(
+    ids: list[int], scores: list[float], understood: q.Understood
+) -> list[tuple[SearchHit, str]]:
+    """Each hit with its paper's abstract (for a lead when no query word is there)."""
+    found = paper_briefs_with_texts(ids)
     highlighter = snippets.Highlighter(understood.words, understood.prefixes)
     hits = []
     for paper_id, score in zip(ids, scores, strict=True):
-        record = records.get(paper_id)
-        if record is None:
+        if paper_id not in found:
             continue
-        passage = highlighter.passage(abstracts.get(paper_id) or "") or highlighter.passage(
+        record, (abstract, snippet) = found[paper_id]
+        passage = highlighter.passage(abstract or snippet) or highlighter.passage(
             _fields_line(record)
         )
-        hits.append(SearchHit(record=record, score=round(score, 6), snippet_markdown=passage))
+        hit = SearchHit(record=record, score=round(score, 6), snippet_markdown=passage)
+        hits.append((hit, abstract))
     return hits
 
 
@@ -435,17 +451,11 @@ def paper_search_scored(
 def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchHit]:
     """Hits for papers ranked elsewhere (hybrid search): records, and the passage where
     most of the query's words meet (the abstract's lead when none is there)."""
-    hits = _hits(ids, scores, q.understand(query))
-    missing = [hit for hit in hits if not hit.snippet_markdown]
-    if missing:
-        leads = dict(
-            Paper.objects.filter(pk__in=[h.record["paper_id"] for h in missing]).values_list(
-                "pk", "abstract"
-            )
-        )
-        for hit in missing:
-            lead = (leads.get(hit.record["paper_id"]) or "")[:SNIPPET_LEAD_CHARS]
-            hit.snippet_markdown = snippets.escape_markdown(lead)
+    hits = []
+    for hit, abstract in _hits_with_abstracts(ids, scores, q.understand(query)):
+        if not hit.snippet_markdown:
+            hit.snippet_markdown = snippets.escape_markdown(abstract[:SNIPPET_LEAD_CHARS])
+        hits.append(hit)
     return hits
 
 

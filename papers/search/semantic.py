@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from django.conf import settings
@@ -40,7 +43,7 @@ from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search.embedding import load_model, paper_text, text_hash
 from papers.search.fulltext import paper_search_scored, search_hits
-from papers.search.tiers import Scored, Tiers, current_tiers
+from papers.search.tiers import QueryVectors, Scored, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
     REFRESH_SECONDS,
@@ -457,13 +460,39 @@ def _fused(
     notes: list[str],
     *,
     lazy: bool = True,
+    prepared: tuple[Tiers, QueryVectors] | None = None,
 ) -> list[tuple[int, float]]:
-    tiers = _prepare(notes, lazy=lazy)
-    semantic = _rank(tiers.score(tiers.encode(query)), depth, filters, scope)
-    first, coverage = _first_tier_ranking(query, filters, scope, depth)
-    if first is None:
+    """`prepared`: the tiers and the query's vectors, when the caller has them already
+    (hybrid_page encodes the query while the full text is ranked)."""
+    if prepared is None:
+        tiers = _prepare(notes, lazy=lazy)
+        vectors = tiers.encode(query)
+    else:
+        tiers, vectors = prepared
+    semantic = _rank(tiers.score(vectors), depth, filters, scope)
+    if tiers.second is None:
         return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
-    return min_max_fusion([lexical, semantic, first], tiered_weights(coverage))
+    # The first tier's own ranking: the first-tier vector scored against the first tier.
+    only_first = Tiers(tiers.first, None)
+    first = _rank(only_first.score(QueryVectors(vectors.first, None)), depth, filters, scope)
+    return min_max_fusion([lexical, semantic, first], tiered_weights(tiers.coverage()))
+
+
+_encoder_pool: ThreadPoolExecutor | None = None
+_encoder_lock = threading.Lock()
+
+
+def _encoder() -> ThreadPoolExecutor:
+    """The threads that encode queries beside the full-text ranking (one per core: each
+    encode is single-threaded, papers/search/embedding.py)."""
+    global _encoder_pool
+    if _encoder_pool is None:
+        with _encoder_lock:
+            if _encoder_pool is None:
+                _encoder_pool = ThreadPoolExecutor(
+                    max_workers=os.cpu_count() or 2, thread_name_prefix="query-encode"
+                )
+    return _encoder_pool
 
 
 def vectors_available() -> bool:
@@ -483,19 +512,6 @@ def tiered_weights(coverage: float) -> tuple[float, float, float]:
         SEMANTIC_WEIGHT + coverage * (semantic - SEMANTIC_WEIGHT),
         coverage * first,
     )
-
-
-def _first_tier_ranking(
-    query: str, filters: SearchFilters | None, scope: Sequence[str] | None, depth: int
-) -> tuple[Ranking | None, float]:
-    """The first tier's own ranking and the second tier's coverage, when the second tier
-    ranks some papers (else None: the semantic ranking is the first tier's already)."""
-    tiers = current_tiers()
-    if tiers.second is None:
-        return None, 0.0
-    only_first = Tiers(tiers.first, None)
-    ranking = _rank(only_first.score(only_first.encode(_check_query(query))), depth, filters, scope)
-    return ranking, tiers.coverage()
 
 
 def hybrid_search(
@@ -546,10 +562,22 @@ def hybrid_page(
     query = _check_query(query)
     notes: list[str] = []
     depth = max(HYBRID_DEPTH, offset + limit)
-    lexical = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+    tiers = _prepare(notes, lazy=lazy)
+    # The query is encoded on another thread while this one ranks the full text: the
+    # models and the database both release the GIL, so the two overlap.
+    encoding = _encoder().submit(tiers.encode, query)
+    try:
+        lexical = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+    except BaseException:
+        encoding.cancel()  # its vectors are not needed (if it ran, they are dropped)
+        raise
+    vectors = encoding.result()
     if lexical.total < min_lexical:
         return None
-    fused = _fused(query, (lexical.ids, lexical.scores), filters, scope, depth, notes, lazy=lazy)
+    fused = _fused(
+        query, (lexical.ids, lexical.scores), filters, scope, depth, notes,
+        prepared=(tiers, vectors),
+    )  # fmt: skip
     page_items = fused[offset : offset + limit]
     hits = search_hits([pk for pk, _ in page_items], [score for _, score in page_items], query)
     total = max(len(fused), lexical.total)

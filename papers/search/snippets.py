@@ -9,6 +9,7 @@ in **bold**, and markup in the paper's own text escaped so that a title holding
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -45,13 +46,37 @@ class Highlighter:
         stem = analysis.stem(folded)
         return stem if stem in self.stems else None
 
+    def _matching(self, words: list[str]) -> dict[str, str]:
+        """{word: term} for the words of `words` that are query words. Each distinct word
+        is analysed once per highlighter (a page's abstracts share most of their words),
+        the new ones folded and stemmed in one call each."""
+        seen = self._seen
+        distinct = set(words)
+        new = list(distinct.difference(seen))
+        if new:
+            folded = analysis.fold("\x20".join(new)).split("\x20")
+            if len(folded) != len(new):  # folding made or took a space: one at a time
+                folded = [analysis.fold(word) for word in new]
+            stems = analysis.stem_folded(folded)
+            prefixes, wanted = self.prefixes, self.stems
+            for word, fold, stem in zip(new, folded, stems, strict=True):
+                if prefixes and fold.startswith(prefixes):
+                    seen[word] = "prefix:" + next(p for p in prefixes if fold.startswith(p))
+                elif stem in wanted and not analysis.is_stop_word(fold):
+                    seen[word] = stem
+                else:
+                    seen[word] = None
+        return {word: term for word in distinct if (term := seen[word]) is not None}
+
     def passage(self, text: str) -> str:
         """The best window of `text` with query words in bold, or "" if none matches."""
-        tokens = list(_TOKEN_RE.finditer(text))
-        terms = [self.term(token.group()) for token in tokens]
-        matched = [(i, term) for i, term in enumerate(terms) if term]
-        if not matched:
+        if not text:
             return ""
+        words = _TOKEN_RE.findall(text)
+        matching = self._matching(words)
+        if not matching:
+            return ""
+        matched = [(i, matching[word]) for i, word in enumerate(words) if word in matching]
         best, best_key = 0, (-1, -1)
         for n, (start, _) in enumerate(matched):
             window = [term for i, term in matched[n:] if i < start + SNIPPET_WORDS]
@@ -60,8 +85,10 @@ class Highlighter:
                 best, best_key = start, key
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
-        last = min(len(tokens), first + SNIPPET_WORDS)
-        return _render(text, tokens[first:last], terms[first:last], first > 0, last < len(tokens))
+        last = min(len(words), first + SNIPPET_WORDS)
+        tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
+        terms = [matching.get(word) for word in words[first:last]]
+        return _render(text, tokens, terms, first > 0, last < len(words))
 
 
 def _render(
@@ -71,14 +98,18 @@ def _render(
     cut_before: bool,
     cut_after: bool,
 ) -> str:
+    """The window's text, matched words in bold, the rest escaped. A word (letters and
+    digits) holds no markup, so only the text between matched words is escaped: one
+    piece per matched word instead of two per word."""
     out: list[str] = [ELLIPSIS] if cut_before else []
     position = tokens[0].start() if cut_before else 0
     for token, term in zip(tokens, terms, strict=True):
-        out.append(escape_markdown(text[position : token.start()]))
-        word = escape_markdown(token.group())
-        out.append(f"**{word}**" if term else word)
-        position = token.end()
+        if term:
+            out.append(escape_markdown(text[position : token.start()]))
+            out.append(f"**{token.group()}**")
+            position = token.end()
     if cut_after:
+        out.append(escape_markdown(text[position : tokens[-1].end()]))
         out.append(ELLIPSIS)
     else:
         out.append(escape_markdown(text[position:]))

@@ -36,7 +36,9 @@ def fingerprint_before(security_kb: KnowledgeBase) -> dict[str, Any]:
 def locked_server(
     security_kb: KnowledgeBase, fingerprint_before: dict[str, Any]
 ) -> Iterator[LiveServer]:
-    env = {"MCP_AUTH_TOKEN": TOKEN, "MCP_READ_ONLY": "true"}
+    # Wrong tokens are throttled (tests/security/test_mcp_token_throttle.py); with REDIS_URL
+    # the counts outlive this server, so repeated runs must not reach the limit here.
+    env = {"MCP_AUTH_TOKEN": TOKEN, "MCP_READ_ONLY": "true", "AUTH_FAILURE_LIMIT": "1000"}
     everywhere = "0.0.0.0"  # noqa: S104 - the token tests connect from a non-loopback address
     with running_server(security_kb, host=everywhere, env=env) as server:
         yield server
