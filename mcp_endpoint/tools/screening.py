@@ -82,6 +82,8 @@ def register(registry: Registry) -> None:
         return ScreeningAnswer.model_validate(
             screening.screening_decide(
                 session_id=selectors.review_session_id(session_id),
-                decisions=[item.model_dump() for item in decisions],
+                decisions=[
+                    item.model_dump() if isinstance(item, BaseModel) else item for item in decisions
+                ],
             )
         )

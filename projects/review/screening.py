@@ -172,9 +172,9 @@ def screening_decide(
     the order given, all or none: every decision is checked before any is saved.
 
     `decisions`: [{"paper": paper_id | id | citekey, "decision": "include" | "exclude",
-    "reason": optional text for an exclusion}]. Raises InvalidDecision naming the papers
-    that are unknown, not pending or listed twice; NoPendingCheckpoint, SessionComplete,
-    WorkflowFailed, NotFound."""
+    "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list,
+    InvalidDecision naming the papers that are unknown, not pending or listed twice;
+    NoPendingCheckpoint, SessionComplete, WorkflowFailed, NotFound."""
     session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
@@ -196,7 +196,10 @@ def screening_decide(
     twice: list[Any] = []
     for entry in decisions:
         if not isinstance(entry, dict) or entry.get("decision") not in DECISIONS:
-            raise InvalidDecision('Each decision is {"paper": ..., "decision": include|exclude}.')
+            raise InvalidInput(
+                'Each decision is {"paper": ..., "decision": "include" | "exclude"}.',
+                field="decisions",
+            )
         ref = entry.get("paper")
         paper_id = by_ref.get(str(ref).strip()) if isinstance(ref, int | str) else None
         if paper_id is None:
@@ -209,8 +212,11 @@ def screening_decide(
             twice.append(ref)
         include = entry["decision"] == "include"
         reason = " ".join(str(entry.get("reason") or "").split())
-        if len(reason) > MAX_REASON:
-            raise InvalidDecision(f"The reason for {ref!r} is over {MAX_REASON} characters.")
+        if len(reason) > MAX_REASON or "\x00" in reason:
+            raise InvalidInput(
+                f"The reason for {ref!r} must be text of at most {MAX_REASON} characters.",
+                field="decisions",
+            )
         chosen.append((candidate, include, reason))
     problems = [
         (unknown, "not candidates of this review"),
