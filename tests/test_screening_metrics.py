@@ -243,3 +243,14 @@ def test_simulate_screening_json_lets_anyone_recompute_the_metrics(tmp_path: Pat
     assert "WSS@95" in text.getvalue() and "stopping rule" in text.getvalue()
     with pytest.raises(CommandError):
         call_command("simulate_screening", str(tmp_path / "missing.csv"))
+
+
+def test_with_only_exclusions_the_review_question_stands_in_for_an_inclusion() -> None:
+    records = labelled()
+    ranker = Ranker([r.text for r in records])
+    known = {0: False, 1: False}  # two off-topic records excluded, nothing included yet
+    pending = [i for i in range(len(records)) if i not in known]
+    assert {r.reason for r in ranker.order(known, pending)} == {SEARCH_RANK_ONE_CLASS}
+    ranked = ranker.order(known, pending, question="sparse attention for long documents")
+    assert "the question as inclusion" in ranked[0].reason
+    assert all(records[r.index].included for r in ranked[:3])

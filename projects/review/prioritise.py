@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import vstack
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
@@ -53,32 +54,44 @@ class Ranker:
             raise ValueError(f"Unknown model {model!r}; use one of {', '.join(MODELS)}.")
         self.model = model
         self.size = len(texts)
-        vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=1)
+        self.vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=1)
         usable = [text if text.strip() else "(empty)" for text in texts]
-        self.features = vectorizer.fit_transform(usable) if usable else None
+        self.features = self.vectorizer.fit_transform(usable) if usable else None
 
-    def order(self, labels: Mapping[int, bool], pending: Sequence[int]) -> list[Ranked]:
+    def order(
+        self, labels: Mapping[int, bool], pending: Sequence[int], *, question: str = ""
+    ) -> list[Ranked]:
         """`pending` (indices, in search-rank order) best first. `labels` maps screened
-        indices to True (include) / False (exclude)."""
+        indices to True (include) / False (exclude). A review's `question` stands in for
+        the missing inclusion while there are only exclusions (the ASReview convention
+        used by the simulation has no question: there, prior knowledge starts it)."""
         positives = sum(1 for value in labels.values() if value)
         if not pending:
             return []
-        if positives == 0 or positives == len(labels):
+        stand_in = positives == 0 and bool(labels) and bool(question.strip())
+        if (positives == 0 and not stand_in) or positives == len(labels):
             reason = SEARCH_RANK if not labels else SEARCH_RANK_ONE_CLASS
             return [Ranked(index, None, reason) for index in pending]
-        scores = self._scores(labels, pending)
+        scores = self._scores(labels, pending, question if stand_in else "")
         # Stable on ties: equal scores keep the search order.
         ranking = sorted(range(len(pending)), key=lambda i: -scores[i])
-        trained = f"{self.model}, {positives} incl./{len(labels) - positives} excl."
+        included = "the question as inclusion" if stand_in else f"{positives} incl."
+        trained = f"{self.model}, {included}/{len(labels) - positives} excl."
         return [
             Ranked(pending[i], float(scores[i]), f"model score {scores[i]:.3f} ({trained})")
             for i in ranking
         ]
 
-    def _scores(self, labels: Mapping[int, bool], pending: Sequence[int]) -> np.ndarray:
+    def _scores(
+        self, labels: Mapping[int, bool], pending: Sequence[int], question: str
+    ) -> np.ndarray:
         assert self.features is not None
         screened = list(labels)
         target = np.array([1 if labels[i] else 0 for i in screened])
+        features = self.features[screened]
+        if question:
+            features = vstack([features, self.vectorizer.transform([question])])
+            target = np.append(target, 1)
         if self.model == NAIVE_BAYES:
             # ASReview's settings: a strong smoothing prior, and no class prior, so a
             # handful of inclusions among many exclusions still counts.
@@ -87,5 +100,5 @@ class Ranker:
             )
         else:
             classifier = LogisticRegression(class_weight="balanced", solver="liblinear")
-        classifier.fit(self.features[screened], target)
+        classifier.fit(features, target)
         return classifier.predict_proba(self.features[list(pending)])[:, 1]

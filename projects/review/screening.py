@@ -68,7 +68,7 @@ class _Screening:
 
     def ranked(self) -> list[Ranked]:
         pending = [i for i, c in enumerate(self.candidates) if c.status == Status.PENDING]
-        return self.ranker.order(self.labels(), pending)
+        return self.ranker.order(self.labels(), pending, question=self.session.query)
 
     def report(self, *, target_recall: float, confidence: float) -> stopping.StoppingReport:
         return stopping.stopping_assess(
