@@ -22,7 +22,7 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,22 +123,30 @@ def simulate(
     pending = [i for i in range(len(records)) if i not in known]
     stopped_at: int | None = None
     relevant = len(positives)
+
+    def safe(screened: list[bool]) -> bool:
+        return stopping.stopping_assess(
+            screened, len(records), target_recall=target_recall, confidence=confidence,
+            estimate=False,
+        ).safe_to_stop  # fmt: skip
+
     while pending:
-        for ranked in ranker.order(known, pending)[:batch]:
-            known[ranked.index] = labels[ranked.index]
-            order.append(ranked.index)
+        ranked = ranker.order(known, pending)
+        if sum(known.values()) == relevant and stopped_at is None:
+            # Every inclusion is found: each further batch is all exclusions, whatever
+            # the model's order, so where the rule fires follows without retraining.
+            order += _exclusions_until_stop(
+                [labels[i] for i in order], [r.index for r in ranked], batch, safe
+            )
+            stopped_at = len(order)
+            break
+        for item in ranked[:batch]:
+            known[item.index] = labels[item.index]
+            order.append(item.index)
         taken = set(order[-batch:])
         pending = [i for i in pending if i not in taken]
-        if stopped_at is None:
-            report = stopping.stopping_assess(
-                [labels[i] for i in order],
-                len(records),
-                target_recall=target_recall,
-                confidence=confidence,
-                estimate=False,
-            )
-            if report.safe_to_stop:
-                stopped_at = len(order)
+        if stopped_at is None and safe([labels[i] for i in order]):
+            stopped_at = len(order)
         if stopped_at is not None and sum(known.values()) == relevant:
             break
     recall_at_stop = None
@@ -152,6 +160,23 @@ def simulate(
         recall_at_stop=recall_at_stop,
         metrics=run_metrics(labels, order, prior),
     )
+
+
+def _exclusions_until_stop(
+    screened: list[bool], ranked: list[int], batch: int, safe: Callable[[list[bool]], bool]
+) -> list[int]:
+    """The first records of `ranked` (all exclusions) screened, `batch` at a time, until
+    the rule says stop (or none are left): the rule is monotone in further exclusions,
+    so the number of batches is found by bisection."""
+    batches = math.ceil(len(ranked) / batch)
+    low, high = 1, batches
+    while low < high:
+        middle = (low + high) // 2
+        if safe(screened + [False] * min(middle * batch, len(ranked))):
+            high = middle
+        else:
+            low = middle + 1
+    return ranked[: min(low * batch, len(ranked))]
 
 
 def run_metrics(labels: Sequence[bool], order: Sequence[int], prior: Sequence[int]) -> dict:
