@@ -14,6 +14,7 @@ from projects.review.prioritise import SEARCH_RANK, SEARCH_RANK_ONE_CLASS, Ranke
 from projects.review.simulation import (
     LabelledRecord,
     dataset_load,
+    heuristic_stop,
     records_to_recall,
     rrf,
     run_metrics,
@@ -61,6 +62,14 @@ def test_run_metrics_leave_the_prior_records_out() -> None:
     assert metrics["wss@100"] == 0.0
     assert metrics["wss@95"] == pytest.approx(0.0 - 0.05)
     assert metrics["rrf@10"] == 0.0
+
+
+def test_the_consecutive_exclusions_heuristic_is_placed_and_its_recall_counted() -> None:
+    labels = [T, F, F, T, F, F, F, T]
+    # Screened: 0 (T), then 1, 2, 4, 5: four exclusions in a row at the 5th record.
+    found = heuristic_stop(labels, [0, 1, 2, 4, 5, 3, 6, 7], consecutive=4)
+    assert found == {"consecutive_stop": 5, "consecutive_recall": 1 / 3}
+    assert heuristic_stop(labels, [0, 3, 7, 1], consecutive=4)["consecutive_stop"] is None
 
 
 # --- the stopping rule ---------------------------------------------------------------------------

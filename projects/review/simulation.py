@@ -158,8 +158,26 @@ def simulate(
         order=order,
         stopped_at=stopped_at,
         recall_at_stop=recall_at_stop,
-        metrics=run_metrics(labels, order, prior),
+        metrics={
+            **run_metrics(labels, order, prior),
+            **heuristic_stop(labels, order, stopping.CONSECUTIVE_EXCLUSIONS),
+        },
     )
+
+
+def heuristic_stop(
+    labels: Sequence[bool], order: Sequence[int], consecutive: int
+) -> dict[str, float | None]:
+    """Where the "N consecutive exclusions" heuristic would have stopped this run (records
+    screened, prior included) and the recall then; None if it never fired in `order`."""
+    relevant = sum(labels)
+    run = found = 0
+    for position, index in enumerate(order, start=1):
+        found += labels[index]
+        run = 0 if labels[index] else run + 1
+        if run >= consecutive:
+            return {"consecutive_stop": position, "consecutive_recall": found / relevant}
+    return {"consecutive_stop": None, "consecutive_recall": None}
 
 
 def _exclusions_until_stop(

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from projects.review import stopping
 from projects.review.prioritise import DEFAULT_MODEL, MODELS
 from projects.review.simulation import DEFAULT_BATCH, dataset_load, simulate_seeds
+from projects.review.stopping import CONSECUTIVE_EXCLUSIONS
 
 
 def _share(value: str) -> float:
@@ -104,6 +105,11 @@ class Command(BaseCommand):
             f"  stopping rule    fired after {_fmt(median['stopped_at'], digits=0)} records "
             f"(recall {_fmt(median['recall_at_stop'])}; target {options['target_recall']}, "
             f"confidence {options['confidence']})"
+        )
+        self.stdout.write(
+            f"  heuristic        {CONSECUTIVE_EXCLUSIONS} consecutive exclusions: after "
+            f"{_fmt(median['consecutive_stop'], digits=0)} records (recall "
+            f"{_fmt(median['consecutive_recall'])}; no guarantee)"
         )
 
 
