@@ -215,6 +215,9 @@ class ReviewCandidate(models.Model):
     # which the stopping rule reads, and who made each. Null when decided at a checkpoint.
     screened_order = models.PositiveIntegerField(null=True, blank=True)
     screened_by = models.CharField(max_length=150, blank=True)
+    # Every screener's decision, {screener: "include" | "exclude"}: the first decides the
+    # status, the others are second opinions for the agreement (Cohen's kappa).
+    votes = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [

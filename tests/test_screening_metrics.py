@@ -10,6 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from projects.review.agreement import agreement_summary, cohen_kappa
 from projects.review.prioritise import SEARCH_RANK, SEARCH_RANK_ONE_CLASS, Ranker
 from projects.review.simulation import (
     LabelledRecord,
@@ -263,3 +264,36 @@ def test_with_only_exclusions_the_review_question_stands_in_for_an_inclusion() -
     ranked = ranker.order(known, pending, question="sparse attention for long documents")
     assert "the question as inclusion" in ranked[0].reason
     assert all(records[r.index].included for r in ranked[:3])
+
+
+# --- two screeners -------------------------------------------------------------------------------
+
+
+def test_cohen_kappa_by_hand() -> None:
+    # 10 records: both include 3, both exclude 5, they disagree on 2 (one each way).
+    first = [T, T, T, T, F, F, F, F, F, F]
+    second = [T, T, T, F, T, F, F, F, F, F]
+    # observed 0.8; chance 0.4 * 0.4 + 0.6 * 0.6 = 0.52; kappa = 0.28 / 0.48.
+    assert cohen_kappa(first, second) == pytest.approx(0.28 / 0.48)
+    assert cohen_kappa(first, first) == 1.0
+    assert cohen_kappa([T, F], [F, T]) == pytest.approx(-1.0)
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa([F, F], [F, F]) is None  # chance agreement 1: undefined
+
+
+def test_agreement_compares_the_two_busiest_screeners_on_what_both_decided() -> None:
+    votes = {
+        1: {"agent": "include", "ann": "include"},
+        2: {"agent": "exclude", "ann": "include"},
+        3: {"agent": "exclude", "ann": "exclude"},
+        4: {"agent": "exclude"},
+    }
+    summary = agreement_summary(votes, {2: "Disputed"})
+    assert summary is not None
+    assert summary["compared"] == ["agent", "ann"] and summary["both_screened"] == 3
+    assert summary["disagreements"] == [
+        {"paper_id": 2, "title": "Disputed", "agent": "exclude", "ann": "include"}
+    ]
+    # observed 2/3; agent includes 1/3, ann 2/3: chance 2/9 + 2/9 = 4/9.
+    assert summary["kappa"] == pytest.approx(round((2 / 3 - 4 / 9) / (1 - 4 / 9), 3))
+    assert agreement_summary({1: {"agent": "include"}}, {}) is None

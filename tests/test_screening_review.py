@@ -234,3 +234,38 @@ def test_edit_after_screening_applies_to_the_pending_records_only(
     state = tools("decide", session_id=session_id, action="edit",
                   data={"include": pending[:1]}, checkpoint=2)  # fmt: skip
     assert state["counts"]["included"] == len(kept) + 1
+
+
+def test_two_screeners_decide_independently_and_get_session_shows_kappa(
+    at_screen: tuple[Tools, str], relevant: set[int]
+) -> None:
+    tools, session_id = at_screen
+    first = tools("screen_next", session_id=session_id, limit=6)["records"]
+    agent = oracle(first, relevant)
+    tools("screen_decide", session_id=session_id, decisions=agent)
+    # A person screens the same records as a second opinion: shown first, undecided-looking.
+    shown = tools("screen_next", session_id=session_id, limit=6, screener="admin:ann")
+    assert [r["paper_id"] for r in shown["records"]] == [r["paper_id"] for r in first]
+    assert all("decision hidden" in r["rank_reason"] and r.get("score") is None
+               for r in shown["records"])  # fmt: skip
+    disputed = agent[0]["paper"]
+    ann = [dict(d) for d in agent]
+    ann[0]["decision"] = "exclude" if agent[0]["decision"] == "include" else "include"
+    answer = tools("screen_decide", session_id=session_id, decisions=ann, screener="admin:ann")
+    assert answer["recorded"] == 6 and answer["pending"] == 18  # second opinions only
+    agreement = tools("get_session", session_id=session_id)["screening"]["agreement"]
+    assert agreement["compared"] == ["agent", "admin:ann"] and agreement["both_screened"] == 6
+    assert [d["paper_id"] for d in agreement["disagreements"]] == [disputed]
+    assert agreement["kappa"] is not None and agreement["kappa"] < 1
+    # The first screener's decision stands; each screener decides a record once.
+    candidate = ReviewCandidate.objects.get(session_id=session_id, paper_id=disputed)
+    assert candidate.status == ("included" if agent[0]["decision"] == "include" else "excluded")
+    with pytest.raises(ToolError) as again:
+        tools("screen_decide", session_id=session_id, decisions=ann[:1], screener="admin:ann")
+    assert "already screened by admin:ann" in str(again.value)
+    assert (
+        tools("screen_next", session_id=session_id, limit=1, screener="admin:ann")["records"][0][
+            "rank_reason"
+        ]
+        != shown["records"][0]["rank_reason"]
+    )

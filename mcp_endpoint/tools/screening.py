@@ -16,6 +16,9 @@ from projects.review import screening, selectors, stopping
 
 SessionId = Annotated[str, Field(min_length=1, max_length=64)]
 Share = Annotated[float, Field(ge=0.5, le=0.99)]
+Screener = Annotated[
+    str, Field(min_length=1, max_length=150, description="Who decides; a second one: kappa.")
+]
 
 RECORDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
@@ -58,11 +61,16 @@ def register(registry: Registry) -> None:
         limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = 10,
         target_recall: Share = stopping.TARGET_RECALL,
         confidence: Share = stopping.CONFIDENCE,
+        screener: Screener | None = None,
     ) -> ScreeningAnswer:
         session = selectors.review_get(session_id=session_id)
         return ScreeningAnswer.model_validate(
             screening.screening_next(
-                session=session, limit=limit, target_recall=target_recall, confidence=confidence
+                session=session,
+                limit=limit,
+                target_recall=target_recall,
+                confidence=confidence,
+                screener=screener,
             )
         )
 
@@ -78,6 +86,7 @@ def register(registry: Registry) -> None:
     def screen_decide(
         session_id: SessionId,
         decisions: Annotated[list[ScreenDecision], Field(min_length=1, max_length=100)],
+        screener: Screener = "agent",
     ) -> ScreeningAnswer:
         return ScreeningAnswer.model_validate(
             screening.screening_decide(
@@ -85,5 +94,6 @@ def register(registry: Registry) -> None:
                 decisions=[
                     item.model_dump() if isinstance(item, BaseModel) else item for item in decisions
                 ],
+                decided_by=screener,
             )
         )

@@ -17,6 +17,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='reviewcandidate',
+            name='votes',
+            field=models.JSONField(blank=True, default=dict),
+        ),
+        migrations.AddField(
+            model_name='reviewcandidate',
             name='screened_order',
             field=models.PositiveIntegerField(blank=True, null=True),
         ),

@@ -27,6 +27,7 @@ from core.errors import InvalidInput, NotFound
 from papers.models import Paper
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import stopping
+from projects.review.agreement import agreement_summary
 from projects.review.prioritise import DEFAULT_MODEL, Ranked, Ranker
 from projects.review.workflow import (
     MAX_REASON,
@@ -41,6 +42,8 @@ NOT_SCREENED = "not screened (screening stopped)"
 ABSTRACT_MAX_CHARS = 1000
 TRUNCATED = " […]"
 DECISIONS = ("include", "exclude")
+MAX_SCREENER = 150
+SECOND_OPINION = "screened by another screener (decision hidden): your independent opinion"
 Status = ReviewCandidate.Status
 SEARCH = ReviewCandidate.Source.SEARCH
 
@@ -126,9 +129,12 @@ def screening_next(
     limit: int = 10,
     target_recall: float = stopping.TARGET_RECALL,
     confidence: float = stopping.CONFIDENCE,
+    screener: str | None = None,
 ) -> dict[str, Any]:
     """The next `limit` pending records of a review at `screen`, most likely inclusions
-    first, each with why it ranks there; the tallies and the stopping report.
+    first, each with why it ranks there; the tallies and the stopping report. For a
+    `screener`, first the records other screeners decided and this one has not, in the
+    order they were decided and without their decisions (a second, independent opinion).
 
     Raises NoPendingCheckpoint (not at screen), SessionComplete, WorkflowFailed,
     InvalidInput (limit, target_recall or confidence out of range)."""
@@ -138,8 +144,18 @@ def screening_next(
     screening = _load(session)
     ranked = screening.ranked()
     report = screening.report(target_recall=target_recall, confidence=confidence)
+    shown = ranked
+    if screener:
+        others = sorted(
+            (
+                (c.screened_order or 0, index)
+                for index, c in enumerate(screening.candidates)
+                if c.status != Status.PENDING and screener not in c.votes
+            ),
+        )
+        shown = [Ranked(index, None, SECOND_OPINION) for _, index in others] + ranked
     records = []
-    for item in ranked[:limit]:
+    for item in shown[:limit]:
         paper: Paper = screening.candidates[item.index].paper
         abstract = paper.abstract or paper.snippet or ""
         if len(abstract) > ABSTRACT_MAX_CHARS:
@@ -168,8 +184,10 @@ def screening_next(
 def screening_decide(
     *, session_id: uuid.UUID, decisions: Any, decided_by: str = "agent"
 ) -> dict[str, Any]:
-    """Record include/exclude decisions on pending records of a review at `screen`, in
-    the order given, all or none: every decision is checked before any is saved.
+    """Record `decided_by`'s include/exclude decisions on records of a review at
+    `screen`, in the order given, all or none: every decision is checked before any is
+    saved. On a pending record the decision sets its status; on one another screener
+    decided, it is a second opinion, kept for the agreement.
 
     `decisions`: [{"paper": paper_id | id | citekey, "decision": "include" | "exclude",
     "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list,
@@ -179,6 +197,9 @@ def screening_decide(
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
     _at_screen(session)
+    screener = " ".join(str(decided_by).split())
+    if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
+        raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
     if not isinstance(decisions, list) or not 1 <= len(decisions) <= settings.MAX_PAGE_SIZE:
         raise InvalidInput(
             f"decisions must list 1-{settings.MAX_PAGE_SIZE} decisions.", field="decisions"
@@ -206,7 +227,7 @@ def screening_decide(
             unknown.append(ref)
             continue
         candidate = candidates[paper_id]
-        if candidate.status != Status.PENDING:
+        if screener in candidate.votes:
             decided.append(ref)
         elif any(c.paper_id == paper_id for c, _, _ in chosen):
             twice.append(ref)
@@ -220,7 +241,7 @@ def screening_decide(
         chosen.append((candidate, include, reason))
     problems = [
         (unknown, "not candidates of this review"),
-        (decided, "already screened"),
+        (decided, f"already screened by {screener}"),
         (twice, "listed twice"),
     ]
     for refs, what in problems:
@@ -229,14 +250,18 @@ def screening_decide(
                 f"Papers {what}: {refs[:20]}; nothing was recorded.",
                 papers=[str(ref) for ref in refs[:20]],
             )
-    last = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
-    for order, (candidate, include, reason) in enumerate(chosen, start=last + 1):
+    order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
+    for candidate, include, reason in chosen:
+        candidate.votes = {**candidate.votes, screener: DECISIONS[0 if include else 1]}
+        if candidate.status != Status.PENDING:
+            continue  # a second opinion: the first screener's decision stands
+        order += 1
         candidate.status = Status.INCLUDED if include else Status.EXCLUDED
         candidate.reason = "" if include else (reason or NO_REASON)
         candidate.screened_order = order
-        candidate.screened_by = decided_by
+        candidate.screened_by = screener
     ReviewCandidate.objects.bulk_update(
-        [c for c, _, _ in chosen], ["status", "reason", "screened_order", "screened_by"]
+        [c for c, _, _ in chosen], ["status", "reason", "screened_order", "screened_by", "votes"]
     )
     session.save(update_fields=["updated_at"])
     status = screening_status(session=session) or {}
@@ -259,7 +284,13 @@ def screening_status(
         return None
     screening = _load(session)
     report = screening.report(target_recall=target_recall, confidence=confidence)
-    return {**_tallies(screening.candidates), "stopping": report.as_dict()}
+    votes = {c.paper_id: c.votes for c in screening.candidates if c.votes}
+    titles = {c.paper_id: c.paper.title for c in screening.candidates if c.votes}
+    status = {**_tallies(screening.candidates), "stopping": report.as_dict()}
+    agreement = agreement_summary(votes, titles)
+    if agreement is not None:
+        status["agreement"] = agreement
+    return status
 
 
 def screening_on_approve(session: ReviewSession, pending: list[int]) -> dict[int, str] | None:

@@ -190,3 +190,23 @@ async def test_screen_decide_names_what_is_wrong_and_records_nothing(
     assert state["is_complete"] and state["result"]["included"] == 40
     done = tool_error(await call(url, "screen_next", session_id=session_id))
     assert done["code"] == "session_complete"
+
+
+async def test_two_screeners_over_mcp_get_cohens_kappa(screening_server: LiveServer) -> None:
+    url = screening_server.mcp_url
+    session_id = (await at_screen(url))["session_id"]
+    page = await ok(url, "screen_next", session_id=session_id, limit=8)
+    titles = {r["paper_id"]: r["title"] for r in page["records"]}
+    # An agent excludes them all; a person includes the last two (they are on topic).
+    agent = [{"paper": pk, "decision": "exclude"} for pk in titles]
+    person = [{"paper": pk, "decision": "exclude"} for pk in list(titles)[:6]]
+    person += [{"paper": pk, "decision": "include"} for pk in list(titles)[6:]]
+    await ok(url, "screen_decide", session_id=session_id, decisions=agent, screener="agent-1")
+    second = await ok(url, "screen_next", session_id=session_id, limit=8, screener="ann")
+    assert {r["paper_id"] for r in second["records"]} == set(titles)
+    await ok(url, "screen_decide", session_id=session_id, decisions=person, screener="ann")
+    state = await ok(url, "get_session", session_id=session_id)
+    agreement = state["screening"]["agreement"]
+    assert agreement["both_screened"] == 8 and agreement["disagreements_total"] == 2
+    # Observed 6/8; agent-1 includes none: chance 0 * 2/8 + 1 * 6/8; kappa 0.
+    assert agreement["kappa"] == 0.0
