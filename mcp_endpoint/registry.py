@@ -72,7 +72,7 @@ TOOLSET_MODULES: dict[str, str] = {
     "assets": "mcp_endpoint.tools.assets",
     "pdf": "mcp_endpoint.tools.pdf",
     "zotero": "mcp_endpoint.tools.zotero",
-    "review": "mcp_endpoint.tools.review",
+    "review": "mcp_endpoint.tools.review,mcp_endpoint.tools.screening",
 }
 
 # The tools every agent needs, whatever else is chosen: tool set `core` is always listed.

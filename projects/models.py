@@ -211,6 +211,13 @@ class ReviewCandidate(models.Model):
     cites = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     reason = models.TextField(blank=True, help_text="Why it was excluded.")
+    # Screening record by record (screen_decide, issue 23): the order of the decisions,
+    # which the stopping rule reads, and who made each. Null when decided at a checkpoint.
+    screened_order = models.PositiveIntegerField(null=True, blank=True)
+    screened_by = models.CharField(max_length=150, blank=True)
+    # Every screener's decision, {screener: "include" | "exclude"}: the first decides the
+    # status, the others are second opinions for the agreement (Cohen's kappa).
+    votes = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [

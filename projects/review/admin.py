@@ -16,6 +16,7 @@ from django.utils.safestring import SafeString
 
 from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
+from projects.review.screening import screening_next
 from projects.review.selectors import review_counts, review_pending_checkpoint
 from projects.review.services import review_cleanup, review_decide
 from projects.review.workflow import DecisionAction
@@ -96,7 +97,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
         "project", "created_at", "completed_at", "task_id", "attempt", "checkpoint_view",
-        "decisions_view", "plan_view", "counts_view",
+        "decisions_view", "plan_view", "counts_view", "screening_view",
     ]  # fmt: skip
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -108,6 +109,8 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             ("Pending checkpoint", {"fields": ["checkpoint_view"]}),
         ]
         pending = review_pending_checkpoint(obj) if obj is not None else None
+        if pending is not None and pending.kind == "screen" and obj.status == "waiting":
+            fieldsets.append(("Next to screen", {"fields": ["screening_view"]}))
         if pending is not None and obj.status == ReviewSession.Status.WAITING:
             decision = ["action", "edit_data", "note", "checkpoint"]
             if pending.kind != "plan":
@@ -167,6 +170,30 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             "<p>#{} {}: {} candidates</p><table><tr><th>rank</th><th>paper</th>"
             "<th>engines</th></tr>{}</table>",
             checkpoint.sequence, checkpoint.kind, candidates.count(), rows,
+        )  # fmt: skip
+
+    @admin.display(description="next to screen")
+    def screening_view(self, session: ReviewSession) -> SafeString | str:
+        """The order screen_next gives (docs/SCREENING.md), with the stopping rule's say."""
+        try:
+            upcoming = screening_next(session=session, limit=10)
+        except DomainError as exc:
+            return str(exc)
+        stop = upcoming["stopping"]
+        rows = format_html_join(
+            "",
+            "<tr><td><a href='{}'>{}</a></td><td>{}</td></tr>",
+            (
+                (reverse("admin:papers_paper_change", args=[r["paper_id"]]), r["title"],
+                 r["rank_reason"])
+                for r in upcoming["records"]
+            ),
+        )  # fmt: skip
+        return format_html(
+            "<p>{} pending of {}; estimated recall at least {} ({} confidence); safe to stop: "
+            "{}</p><table><tr><th>paper</th><th>why here</th></tr>{}</table>",
+            upcoming["pending"], upcoming["total"], stop["estimated_recall"],
+            stop["confidence"], "yes" if stop["safe_to_stop"] else "no", rows,
         )  # fmt: skip
 
     @admin.display(description="history")

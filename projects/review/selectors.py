@@ -16,6 +16,7 @@ from papers.exports import render_export
 from papers.models import Paper
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
+from projects.review.screening import screening_status
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
 
 EXPORT_FORMATS = ("json", "bibtex", "markdown", "csv", "ris")
@@ -33,7 +34,10 @@ ACTIONS: dict[str, dict[str, str]] = {
         "reject": "Plan again; say what to change in the note.",
     },
     "screen": {
-        "approve": "Include every candidate.",
+        "approve": (
+            "Include every candidate (after screen_decide: keep those decisions, exclude "
+            "the unscreened)."
+        ),
         "edit": (
             'data={"include": [paper_id, ...]} keeps only those; {"exclude": [...], '
             '"reasons": {"<paper_id>": "why"}} drops those and keeps the rest.'
@@ -124,6 +128,9 @@ def review_state(
         }
     if session.status == ReviewSession.Status.RUNNING:
         state["running"] = review_running(session)
+    if pending is not None and pending.kind == ReviewCheckpoint.Kind.SCREEN:
+        # Record-by-record screening (issue 23): tallies, estimated recall, safe to stop.
+        state["screening"] = screening_status(session=session)
     state["next"] = _next_hint(session, pending)
     return state
 

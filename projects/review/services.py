@@ -22,12 +22,14 @@ from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import planning, steps
 from projects.review.handler import DatabaseCheckpointHandler
 from projects.review.planning import Plan, plan_edit
+from projects.review.screening import screening_on_approve
 from projects.review.selectors import review_session_id
 from projects.review.steps import review_complete, step_dispatch, step_send
 from projects.review.workflow import (
     Decision,
     DecisionAction,
     InvalidDecision,
+    Screening,
     SessionComplete,
     WorkflowFailed,
     decision_parse,
@@ -221,7 +223,15 @@ def _screen(session: ReviewSession, source: str, decision: Decision) -> None:
     def resolve(ref: Any) -> int | None:
         return by_ref.get(str(ref).strip())
 
-    screening = screening_apply(decision, [c.paper_id for c in pending], resolve)
+    pending_ids = [c.paper_id for c in pending]
+    # After record-by-record screening (screen_decide), approve keeps those decisions.
+    unscreened = None
+    if source == ReviewCandidate.Source.SEARCH and decision.action is DecisionAction.APPROVE:
+        unscreened = screening_on_approve(session, pending_ids)
+    if unscreened is not None:
+        screening = Screening([], unscreened)
+    else:
+        screening = screening_apply(decision, pending_ids, resolve)
     included = set(screening.included)
     for candidate in pending:
         if candidate.paper_id in included:

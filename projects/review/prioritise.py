@@ -1,0 +1,104 @@
+"""Prioritised screening: the records still to screen, most likely inclusions first.
+
+The model is ASReview's default family: TF-IDF features of title + abstract and a linear
+classifier trained on the decisions so far, retrained on every call (a review holds at most
+a few hundred records, so a fit takes milliseconds and needs no background job). Until there
+is at least one inclusion and one exclusion there is nothing to learn from, and the records
+keep the order the search gave them.
+
+The screening tools (projects/review/screening.py) and the simulation on labelled data
+(projects/review/simulation.py) both rank through `Ranker.order`, so what the simulation
+measures is what a screener gets. The default classifier was chosen by that simulation
+(docs/SCREENING.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import vstack
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.naive_bayes import MultinomialNB
+
+NAIVE_BAYES = "naive_bayes"
+LOGISTIC = "logistic"
+MODELS = (NAIVE_BAYES, LOGISTIC)
+DEFAULT_MODEL = LOGISTIC
+
+SEARCH_RANK = "search rank (no decisions yet)"
+SEARCH_RANK_ONE_CLASS = "search rank (the model needs an inclusion and an exclusion)"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One record to screen: its index in the ranker's texts, the model's probability of
+    inclusion (None while ranked by search), and why it ranks there."""
+
+    index: int
+    score: float | None
+    reason: str
+
+
+class Ranker:
+    """Ranks the unscreened records of one collection by a model of the decisions so far.
+
+    The TF-IDF vocabulary is fitted once on every record's text (unsupervised, as in
+    ASReview); `order` fits the classifier on the screened ones each time it is called.
+    """
+
+    def __init__(self, texts: Sequence[str], *, model: str = DEFAULT_MODEL) -> None:
+        if model not in MODELS:
+            raise ValueError(f"Unknown model {model!r}; use one of {', '.join(MODELS)}.")
+        self.model = model
+        self.size = len(texts)
+        self.vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=1)
+        usable = [text if text.strip() else "(empty)" for text in texts]
+        self.features = self.vectorizer.fit_transform(usable) if usable else None
+
+    def order(
+        self, labels: Mapping[int, bool], pending: Sequence[int], *, question: str = ""
+    ) -> list[Ranked]:
+        """`pending` (indices, in search-rank order) best first. `labels` maps screened
+        indices to True (include) / False (exclude). A review's `question` stands in for
+        the missing inclusion while there are only exclusions (the ASReview convention
+        used by the simulation has no question: there, prior knowledge starts it)."""
+        positives = sum(1 for value in labels.values() if value)
+        if not pending:
+            return []
+        stand_in = positives == 0 and bool(labels) and bool(question.strip())
+        if (positives == 0 and not stand_in) or positives == len(labels):
+            reason = SEARCH_RANK if not labels else SEARCH_RANK_ONE_CLASS
+            return [Ranked(index, None, reason) for index in pending]
+        scores = self._scores(labels, pending, question if stand_in else "")
+        # Stable on ties: equal scores keep the search order.
+        ranking = sorted(range(len(pending)), key=lambda i: -scores[i])
+        included = "the question as inclusion" if stand_in else f"{positives} incl."
+        trained = f"{self.model}, {included}/{len(labels) - positives} excl."
+        return [
+            Ranked(pending[i], float(scores[i]), f"model score {scores[i]:.3f} ({trained})")
+            for i in ranking
+        ]
+
+    def _scores(
+        self, labels: Mapping[int, bool], pending: Sequence[int], question: str
+    ) -> np.ndarray:
+        assert self.features is not None
+        screened = list(labels)
+        target = np.array([1 if labels[i] else 0 for i in screened])
+        features = self.features[screened]
+        if question:
+            features = vstack([features, self.vectorizer.transform([question])])
+            target = np.append(target, 1)
+        if self.model == NAIVE_BAYES:
+            # ASReview's settings: a strong smoothing prior, and no class prior, so a
+            # handful of inclusions among many exclusions still counts.
+            classifier: MultinomialNB | LogisticRegression = MultinomialNB(
+                alpha=3.822, fit_prior=False
+            )
+        else:
+            classifier = LogisticRegression(class_weight="balanced", solver="liblinear")
+        classifier.fit(features, target)
+        return classifier.predict_proba(self.features[list(pending)])[:, 1]

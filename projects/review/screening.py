@@ -1,0 +1,327 @@
+"""Screening record by record at a review's `screen` checkpoint (issue 23).
+
+While a review waits at `screen`, its candidates can be decided one record or a batch at a
+time instead of all at once: `screening_next` gives the pending records most likely to be
+included first (projects/review/prioritise.py, retrained on every call) with the stopping
+rule's verdict (projects/review/stopping.py); `screening_decide` records decisions, in
+order, with who made them. The checkpoint stays pending: `decide` closes it as before.
+After record-by-record decisions, `decide approve` keeps them and excludes the records
+never screened as NOT_SCREENED (the screener stopped, ideally when the rule said it was
+safe); `edit` still applies to the pending records only.
+
+This module reads the session through the models, not projects/review/selectors.py, which
+imports `screening_status` from here for get_session.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from core.errors import InvalidInput, NotFound
+from papers.models import Paper
+from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
+from projects.review import stopping
+from projects.review.agreement import agreement_summary
+from projects.review.prioritise import DEFAULT_MODEL, Ranked, Ranker
+from projects.review.workflow import (
+    MAX_REASON,
+    NO_REASON,
+    InvalidDecision,
+    NoPendingCheckpoint,
+    SessionComplete,
+    WorkflowFailed,
+)
+
+NOT_SCREENED = "not screened (screening stopped)"
+ABSTRACT_MAX_CHARS = 1000
+TRUNCATED = " […]"
+DECISIONS = ("include", "exclude")
+MAX_SCREENER = 150
+SECOND_OPINION = "screened by another screener (decision hidden): your independent opinion"
+Status = ReviewCandidate.Status
+SEARCH = ReviewCandidate.Source.SEARCH
+
+
+@dataclass
+class _Screening:
+    """The search candidates of a review at `screen`, and the ranker over their texts."""
+
+    session: ReviewSession
+    checkpoint: ReviewCheckpoint
+    candidates: list[ReviewCandidate]  # by search rank
+    ranker: Ranker
+
+    def labels(self) -> dict[int, bool]:
+        return {
+            index: candidate.status == Status.INCLUDED
+            for index, candidate in enumerate(self.candidates)
+            if candidate.status != Status.PENDING
+        }
+
+    def labels_in_order(self) -> list[bool]:
+        decided = [c for c in self.candidates if c.screened_order is not None]
+        decided.sort(key=lambda c: c.screened_order or 0)
+        return [c.status == Status.INCLUDED for c in decided]
+
+    def ranked(self) -> list[Ranked]:
+        pending = [i for i, c in enumerate(self.candidates) if c.status == Status.PENDING]
+        return self.ranker.order(self.labels(), pending, question=self.session.query)
+
+    def report(self, *, target_recall: float, confidence: float) -> stopping.StoppingReport:
+        return stopping.stopping_assess(
+            self.labels_in_order(),
+            len(self.candidates),
+            target_recall=target_recall,
+            confidence=confidence,
+        )
+
+
+def _at_screen(session: ReviewSession) -> ReviewCheckpoint:
+    if session.status == ReviewSession.Status.COMPLETE:
+        raise SessionComplete(
+            f"Review {session.pk} is complete; export_results gives its papers.",
+            session_id=str(session.pk),
+        )
+    if session.status == ReviewSession.Status.FAILED:
+        raise WorkflowFailed(
+            f"Review {session.pk} failed: {session.error}",
+            session_id=str(session.pk),
+            error=session.error,
+        )
+    checkpoint = session.checkpoints.filter(resolved_at__isnull=True).first()
+    if (
+        session.status != ReviewSession.Status.WAITING
+        or checkpoint is None
+        or (checkpoint.kind != ReviewCheckpoint.Kind.SCREEN)
+    ):
+        where = checkpoint.kind if checkpoint else session.status
+        raise NoPendingCheckpoint(
+            f"Review {session.pk} is not waiting at its screen checkpoint (it is at {where}); "
+            "screening record by record works there.",
+            session_id=str(session.pk),
+        )
+    return checkpoint
+
+
+def _load(session: ReviewSession) -> _Screening:
+    checkpoint = _at_screen(session)
+    candidates = list(
+        session.candidates.filter(source=SEARCH).order_by("rank").select_related("paper")
+    )
+    texts = [f"{c.paper.title}. {c.paper.abstract or c.paper.snippet}" for c in candidates]
+    return _Screening(session, checkpoint, candidates, Ranker(texts, model=DEFAULT_MODEL))
+
+
+def _checked_target(target_recall: float, confidence: float) -> None:
+    if not 0.5 <= target_recall < 1 or not 0.5 <= confidence < 1:
+        raise InvalidInput("target_recall and confidence must be 0.5-0.99.", field="target_recall")
+
+
+def screening_next(
+    *,
+    session: ReviewSession,
+    limit: int = 10,
+    target_recall: float = stopping.TARGET_RECALL,
+    confidence: float = stopping.CONFIDENCE,
+    screener: str | None = None,
+) -> dict[str, Any]:
+    """The next `limit` pending records of a review at `screen`, most likely inclusions
+    first, each with why it ranks there; the tallies and the stopping report. For a
+    `screener`, first the records other screeners decided and this one has not, in the
+    order they were decided and without their decisions (a second, independent opinion).
+
+    Raises NoPendingCheckpoint (not at screen), SessionComplete, WorkflowFailed,
+    InvalidInput (limit, target_recall or confidence out of range)."""
+    if not 1 <= limit <= settings.MAX_PAGE_SIZE:
+        raise InvalidInput(f"limit must be 1-{settings.MAX_PAGE_SIZE}.", field="limit")
+    _checked_target(target_recall, confidence)
+    screening = _load(session)
+    ranked = screening.ranked()
+    report = screening.report(target_recall=target_recall, confidence=confidence)
+    shown = ranked
+    if screener:
+        others = sorted(
+            (
+                (c.screened_order or 0, index)
+                for index, c in enumerate(screening.candidates)
+                if c.status != Status.PENDING and screener not in c.votes
+            ),
+        )
+        shown = [Ranked(index, None, SECOND_OPINION) for _, index in others] + ranked
+    records = []
+    for item in shown[:limit]:
+        paper: Paper = screening.candidates[item.index].paper
+        abstract = paper.abstract or paper.snippet or ""
+        if len(abstract) > ABSTRACT_MAX_CHARS:
+            abstract = abstract[:ABSTRACT_MAX_CHARS] + TRUNCATED
+        records.append(
+            {
+                "paper_id": paper.pk,
+                "title": paper.title,
+                "year": paper.year,
+                "abstract": abstract or None,
+                "score": None if item.score is None else round(item.score, 4),
+                "rank_reason": item.reason,
+            }
+        )
+    return {
+        "session_id": str(session.pk),
+        "checkpoint": screening.checkpoint.sequence,
+        "records": records,
+        **_tallies(screening.candidates),
+        "stopping": report.as_dict(),
+        "next": _hint(screening, report, len(ranked)),
+    }
+
+
+@transaction.atomic
+def screening_decide(
+    *, session_id: uuid.UUID, decisions: Any, decided_by: str = "agent"
+) -> dict[str, Any]:
+    """Record `decided_by`'s include/exclude decisions on records of a review at
+    `screen`, in the order given, all or none: every decision is checked before any is
+    saved. On a pending record the decision sets its status; on one another screener
+    decided, it is a second opinion, kept for the agreement.
+
+    `decisions`: [{"paper": paper_id | id | citekey, "decision": "include" | "exclude",
+    "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list,
+    InvalidDecision naming the papers that are unknown, not pending or listed twice;
+    NoPendingCheckpoint, SessionComplete, WorkflowFailed, NotFound."""
+    session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
+    if session is None:
+        raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
+    _at_screen(session)
+    screener = " ".join(str(decided_by).split())
+    if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
+        raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
+    if not isinstance(decisions, list) or not 1 <= len(decisions) <= settings.MAX_PAGE_SIZE:
+        raise InvalidInput(
+            f"decisions must list 1-{settings.MAX_PAGE_SIZE} decisions.", field="decisions"
+        )
+    candidates = {
+        c.paper_id: c for c in session.candidates.filter(source=SEARCH).select_related("paper")
+    }
+    by_ref: dict[str, int] = {}
+    for pk, known in candidates.items():
+        for name in (str(pk), known.paper.human_id, known.paper.citekey):
+            by_ref[name] = pk
+    chosen: list[tuple[ReviewCandidate, bool, str]] = []
+    unknown: list[Any] = []
+    decided: list[Any] = []
+    twice: list[Any] = []
+    for entry in decisions:
+        if not isinstance(entry, dict) or entry.get("decision") not in DECISIONS:
+            raise InvalidInput(
+                'Each decision is {"paper": ..., "decision": "include" | "exclude"}.',
+                field="decisions",
+            )
+        ref = entry.get("paper")
+        paper_id = by_ref.get(str(ref).strip()) if isinstance(ref, int | str) else None
+        if paper_id is None:
+            unknown.append(ref)
+            continue
+        candidate = candidates[paper_id]
+        if screener in candidate.votes:
+            decided.append(ref)
+        elif any(c.paper_id == paper_id for c, _, _ in chosen):
+            twice.append(ref)
+        include = entry["decision"] == "include"
+        reason = " ".join(str(entry.get("reason") or "").split())
+        if len(reason) > MAX_REASON or "\x00" in reason:
+            raise InvalidInput(
+                f"The reason for {ref!r} must be text of at most {MAX_REASON} characters.",
+                field="decisions",
+            )
+        chosen.append((candidate, include, reason))
+    problems = [
+        (unknown, "not candidates of this review"),
+        (decided, f"already screened by {screener}"),
+        (twice, "listed twice"),
+    ]
+    for refs, what in problems:
+        if refs:
+            raise InvalidDecision(
+                f"Papers {what}: {refs[:20]}; nothing was recorded.",
+                papers=[str(ref) for ref in refs[:20]],
+            )
+    order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
+    for candidate, include, reason in chosen:
+        candidate.votes = {**candidate.votes, screener: DECISIONS[0 if include else 1]}
+        if candidate.status != Status.PENDING:
+            continue  # a second opinion: the first screener's decision stands
+        order += 1
+        candidate.status = Status.INCLUDED if include else Status.EXCLUDED
+        candidate.reason = "" if include else (reason or NO_REASON)
+        candidate.screened_order = order
+        candidate.screened_by = screener
+    ReviewCandidate.objects.bulk_update(
+        [c for c, _, _ in chosen], ["status", "reason", "screened_order", "screened_by", "votes"]
+    )
+    session.save(update_fields=["updated_at"])
+    status = screening_status(session=session) or {}
+    return {"session_id": str(session.pk), "recorded": len(chosen), **status}
+
+
+def screening_status(
+    *,
+    session: ReviewSession,
+    target_recall: float = stopping.TARGET_RECALL,
+    confidence: float = stopping.CONFIDENCE,
+) -> dict[str, Any] | None:
+    """For get_session: the tallies and stopping report of a review waiting at `screen`
+    once record-by-record screening has begun; None otherwise."""
+    try:
+        _at_screen(session)
+    except (NoPendingCheckpoint, SessionComplete, WorkflowFailed):
+        return None
+    if not session.candidates.filter(source=SEARCH, screened_order__isnull=False).exists():
+        return None
+    screening = _load(session)
+    report = screening.report(target_recall=target_recall, confidence=confidence)
+    votes = {c.paper_id: c.votes for c in screening.candidates if c.votes}
+    titles = {c.paper_id: c.paper.title for c in screening.candidates if c.votes}
+    status = {**_tallies(screening.candidates), "stopping": report.as_dict()}
+    agreement = agreement_summary(votes, titles)
+    if agreement is not None:
+        status["agreement"] = agreement
+    return status
+
+
+def screening_on_approve(session: ReviewSession, pending: list[int]) -> dict[int, str] | None:
+    """What `decide approve` at `screen` does to the still-pending records once some were
+    screened record by record: excludes them as not screened (paper_id -> reason). None
+    when none were (approve includes every candidate, as in seed 002)."""
+    began = session.candidates.filter(source=SEARCH, screened_order__isnull=False).exists()
+    return {paper_id: NOT_SCREENED for paper_id in pending} if began else None
+
+
+def _tallies(candidates: list[ReviewCandidate]) -> dict[str, int]:
+    statuses = [c.status for c in candidates]
+    return {
+        "total": len(statuses),
+        "pending": statuses.count(Status.PENDING),
+        "included": statuses.count(Status.INCLUDED),
+        "excluded": statuses.count(Status.EXCLUDED),
+    }
+
+
+def _hint(screening: _Screening, report: stopping.StoppingReport, pending: int) -> str:
+    sequence = screening.checkpoint.sequence
+    finish = (
+        f"decide(session_id, 'approve', checkpoint={sequence}) keeps these decisions and "
+        f"excludes the {pending} unscreened as '{NOT_SCREENED}'."
+    )
+    if pending == 0:
+        return f"All screened. {finish}"
+    if report.safe_to_stop:
+        return (
+            f"Safe to stop: recall >= {report.target_recall:.0%} at {report.confidence:.0%} "
+            f"confidence. {finish}"
+        )
+    return "Decide these with screen_decide, then call screen_next again."

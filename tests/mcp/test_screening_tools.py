@@ -1,0 +1,212 @@
+"""Screening record by record over HTTP /mcp with the SDK client (issue 23): an agent screens
+a review with screen_next / screen_decide until the stopping rule says it is safe to stop,
+then closes the screen checkpoint with decide. The records come from a plugin engine
+answering from a local replay server; on PostgreSQL + Redis the steps run on a worker of
+the test's own (tests/mcp/test_review_tools.py, `review_backend`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import MCPError
+
+from tests.engines.plugins import write_plugin
+from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.conftest import (
+    KnowledgeBase,
+    LiveServer,
+    base_env,
+    mcp_client,
+    running_server,
+    server_database,
+    tool_data,
+    tool_error,
+)
+from tests.mcp.test_review_tools import review_backend
+
+pytestmark = [pytest.mark.server, pytest.mark.anyio]
+
+ENGINE = "scr_src"
+TOPICS = ["legal", "scientific", "clinical", "patent", "news", "book", "code", "dialogue"]
+PLACES = ["Nordic", "Andean", "coastal", "alpine", "desert", "island", "river", "urban"]
+NOT_SCREENED = "not screened (screening stopped)"
+QUESTION = "How does sparse self-attention let transformer encoders handle lengthy texts?"
+
+
+def records() -> list[dict[str, Any]]:
+    """32 papers using the question's words in other senses, then 8 on the question: the
+    search order puts every relevant paper last."""
+    off = []
+    for place in PLACES:
+        off += [
+            {"title": f"Long documents on power transformers in {place} grids",
+             "abstract": f"Maintenance documents of {place} substations and their transformers."},
+            {"title": f"Attention to long documents among {place} pupils",
+             "abstract": f"How {place} pupils keep attention reading long documents."},
+            {"title": f"Archiving long legal documents in {place} courts",
+             "abstract": f"Paper archives of {place} courts, scanned and catalogued."},
+            {"title": f"Long distance attention of {place} migrating birds",
+             "abstract": f"Radar tracks of {place} flocks show vigilance on long flights."},
+        ]  # fmt: skip
+    on = [
+        {"title": f"Efficient self-attention for lengthy {topic} texts",
+         "abstract": f"Sparse attention patterns let transformer encoders read lengthy {topic} "
+                     "texts, with local windows and a few global tokens."}
+        for topic in TOPICS
+    ]  # fmt: skip
+    items = off + on
+    for number, item in enumerate(items):
+        item.update(authors=[f"Author {number}"], year=2015 + number % 8,
+                    doi=f"10.9999/screen.{number}")  # fmt: skip
+    return items
+
+
+RELEVANT = {item["title"] for item in records()[-len(TOPICS) :]}
+
+
+@pytest.fixture(scope="module")
+def screening_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    source = ReplayServer().start()
+    source.add(f"/{ENGINE}/search", Reply(200, records()))
+    directory = tmp_path_factory.mktemp("screening-kb")
+    write_plugin(directory / "engines", ENGINE, f"{source.url}/{ENGINE}", timeout=30)
+    try:
+        with server_database("mcpscreen") as database_url:
+            env = base_env(directory, database_url)
+            env.update(ENGINES_ENABLED=f"local,{ENGINE}", EMBEDDINGS_ENABLED="false")
+            kb = KnowledgeBase(directory, env)
+            with review_backend(kb) as (extra, _), running_server(kb, env=extra) as server:
+                yield server
+    finally:
+        source.stop()
+
+
+async def call(url: str, tool: str, **arguments: Any) -> Any:
+    async with mcp_client(url) as client:
+        return await client.call_tool(tool, arguments)
+
+
+async def ok(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await call(url, tool, **arguments)
+    assert not result.is_error, result.content[0].text
+    return tool_data(result)
+
+
+async def at_screen(url: str) -> dict[str, Any]:
+    state = await ok(url, "start_review", query=QUESTION,
+                     max_results=40)  # fmt: skip
+    edit = {"engines": [ENGINE], "queries": ["long documents"]}
+    state = await ok(url, "decide", session_id=state["session_id"], action="edit", data=edit,
+                     checkpoint=1)  # fmt: skip
+    assert state["current_checkpoint_kind"] == "screen", state
+    assert state["checkpoint"]["candidates"]["total"] == 40
+    return state
+
+
+def precision(batch: list[dict[str, Any]]) -> float:
+    return sum(r["title"] in RELEVANT for r in batch) / len(batch)
+
+
+async def test_an_agent_screens_to_the_stopping_rule_and_the_ranking_improves(
+    screening_server: LiveServer,
+) -> None:
+    url = screening_server.mcp_url
+    async with mcp_client(url) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert listed["screen_next"].annotations.read_only_hint
+    assert not listed["screen_decide"].annotations.read_only_hint
+    session_id = (await at_screen(url))["session_id"]
+    stop_at = {"target_recall": 0.8, "confidence": 0.8}
+
+    batches: list[list[dict[str, Any]]] = []
+    reasons: list[str] = []
+    while True:
+        page = await ok(url, "screen_next", session_id=session_id, limit=5, **stop_at)
+        if page["stopping"]["safe_to_stop"] or not page["records"]:
+            break
+        batches.append(page["records"])
+        reasons.append(page["records"][0]["rank_reason"])
+        decisions = [
+            {"paper": r["paper_id"], "decision": "include" if r["title"] in RELEVANT else "exclude",
+             **({} if r["title"] in RELEVANT else {"reason": "not about language models"})}
+            for r in page["records"]
+        ]  # fmt: skip
+        answer = await ok(url, "screen_decide", session_id=session_id, decisions=decisions)
+        assert answer["recorded"] == len(decisions)
+        assert len(batches) < 10, "the stopping rule never fired"
+
+    assert reasons[0].startswith("search rank")
+    # The search order gave the off-topic papers first; the model, once it had learnt
+    # from an inclusion and an exclusion, gave the relevant ones.
+    learnt = next(i for i, reason in enumerate(reasons) if reason.startswith("model score"))
+    assert precision(batches[0]) == 0.0 and precision(batches[learnt]) >= 0.6
+    found = {r["title"] for batch in batches for r in batch} & RELEVANT
+    assert found == RELEVANT
+    assert page["pending"] > 0, "stopped before screening everything"
+    assert "Safe to stop" in page["next"]
+    stopping = page["stopping"]
+    assert stopping["estimated_recall"] >= 0.8 and stopping["p_value"] < 0.2
+
+    state = await ok(url, "get_session", session_id=session_id)
+    assert state["screening"]["pending"] == page["pending"]
+    assert state["screening"]["included"] == len(RELEVANT)
+    state = await ok(url, "decide", session_id=session_id, action="approve",
+                     checkpoint=state["checkpoint"]["sequence"])  # fmt: skip
+    assert state["is_complete"] and state["result"]["included"] == len(RELEVANT)
+    reasons_counted = state["counts"]["excluded_reasons"]
+    assert reasons_counted[NOT_SCREENED] == page["pending"]
+    assert reasons_counted["not about language models"] == 40 - len(RELEVANT) - page["pending"]
+    exported = await ok(url, "export_results", session_id=session_id, format="json")
+    titles = {paper["title"] for paper in json.loads(exported["content"])["papers"]}
+    assert titles == RELEVANT
+
+
+async def test_screen_decide_names_what_is_wrong_and_records_nothing(
+    screening_server: LiveServer,
+) -> None:
+    url = screening_server.mcp_url
+    state = await at_screen(url)
+    session_id = state["session_id"]
+    first = state["checkpoint"]["candidates"]["items"][0]["paper_id"]
+    result = await call(url, "screen_decide", session_id=session_id, decisions=[
+        {"paper": first, "decision": "exclude"}, {"paper": "nobody2099", "decision": "include"},
+    ])  # fmt: skip
+    error = tool_error(result)
+    assert error["code"] == "invalid_decision" and error["papers"] == ["nobody2099"]
+    page = await ok(url, "screen_next", session_id=session_id, limit=1)
+    assert page["pending"] == 40  # the valid half was not recorded either
+    async with mcp_client(url) as client:
+        with pytest.raises(MCPError) as bad:
+            await client.call_tool("screen_decide", {
+                "session_id": session_id, "decisions": [{"paper": first, "decision": "perhaps"}],
+            })  # fmt: skip
+    assert bad.value.error.code == -32602 and "include" in bad.value.error.message
+    # decide at the screen checkpoint works as in seed 002 when nothing was screened here.
+    state = await ok(url, "decide", session_id=session_id, action="approve", checkpoint=2)
+    assert state["is_complete"] and state["result"]["included"] == 40
+    done = tool_error(await call(url, "screen_next", session_id=session_id))
+    assert done["code"] == "session_complete"
+
+
+async def test_two_screeners_over_mcp_get_cohens_kappa(screening_server: LiveServer) -> None:
+    url = screening_server.mcp_url
+    session_id = (await at_screen(url))["session_id"]
+    page = await ok(url, "screen_next", session_id=session_id, limit=8)
+    titles = {r["paper_id"]: r["title"] for r in page["records"]}
+    # An agent excludes them all; a person includes the last two (they are on topic).
+    agent = [{"paper": pk, "decision": "exclude"} for pk in titles]
+    person = [{"paper": pk, "decision": "exclude"} for pk in list(titles)[:6]]
+    person += [{"paper": pk, "decision": "include"} for pk in list(titles)[6:]]
+    await ok(url, "screen_decide", session_id=session_id, decisions=agent, screener="agent-1")
+    second = await ok(url, "screen_next", session_id=session_id, limit=8, screener="ann")
+    assert {r["paper_id"] for r in second["records"]} == set(titles)
+    await ok(url, "screen_decide", session_id=session_id, decisions=person, screener="ann")
+    state = await ok(url, "get_session", session_id=session_id)
+    agreement = state["screening"]["agreement"]
+    assert agreement["both_screened"] == 8 and agreement["disagreements_total"] == 2
+    # Observed 6/8; agent-1 includes none: chance 0 * 2/8 + 1 * 6/8; kappa 0.
+    assert agreement["kappa"] == 0.0
