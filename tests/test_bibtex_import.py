@@ -359,6 +359,49 @@ def test_exported_bibtex_compiles_and_reads_back_identically() -> None:
     assert_same_library(snapshot(), before)
 
 
+@pytest.mark.parametrize(
+    ("doi", "url"),
+    [
+        ("10.1000/open{brace", "https://example.org/paper}closed"),
+        ("10.1000/two}}closed{", "https://example.org/{a}/{b"),
+    ],
+)
+def test_unbalanced_braces_in_a_doi_or_url_lose_no_field_on_the_way_back(
+    doi: str, url: str
+) -> None:
+    # Braces in a verbatim field are dropped on import (they are BibTeX's grouping), so an
+    # unbalanced one must not reach the file, where it would swallow the following fields.
+    papers_upsert(
+        records=[
+            PaperRecord.build(
+                title="Braces in Identifiers",
+                authors=["Ada Lovelace"],
+                year=2021,
+                publication_date="2021-03",
+                doi=doi,
+                source_url=url,
+                arxiv_id="2101.00001",
+                abstract="What follows the URL must survive.",
+                keywords=["parsing"],
+                pages="3--9",
+            )
+        ]
+    )
+    before = snapshot()
+    text = render_export(with_relations(Paper.objects.all()), "bibtex")
+    assert not bibtexparser.parse_string(text).failed_blocks
+    empty_the_library()
+    code, out, err = import_bibtex_text(text)
+    assert code == 0, err
+    assert "1 records: 1 created" in out
+    unbraced = {"doi": doi.replace("{", "").replace("}", "").lower()}
+    expected = {key: {**fields, **unbraced} for key, fields in before.items()}
+    assert_same_library(snapshot(), expected)
+    paper = Paper.objects.get()
+    assert paper.source_url == url.replace("{", "").replace("}", "")
+    assert paper.abstract == "What follows the URL must survive."
+
+
 def import_bibtex_text(text: str) -> tuple[int, str, str]:
     import tempfile
 
