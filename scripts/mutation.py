@@ -163,7 +163,7 @@ def main() -> int:
     parser.add_argument(
         "--survivors",
         action="store_true",
-        help="re-test only the mutants that survived (or had no test) in the kept results",
+        help="re-test only the mutants that survived, had no test or timed out in the kept results",
     )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
@@ -186,7 +186,7 @@ def main() -> int:
             selected = [
                 mutant
                 for mutant, status in outcomes(work, group).items()
-                if status in ("survived", "no tests")
+                if status in ("survived", "no tests", "timeout")
             ]
             if not selected:
                 summary[name] = counts(work, group)

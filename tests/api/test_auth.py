@@ -46,7 +46,8 @@ def test_unknown_or_malformed_credentials_are_401(client: Client, header: str) -
 
 def test_wrong_token_says_invalid_token_in_the_challenge(anonymous: Api) -> None:
     response = anonymous.get("/api/projects", token="rmcp_wrong")
-    assert error(response, 401)["code"] == "invalid_token"
+    body = error(response, 401)
+    assert (body["code"], body["message"]) == ("invalid_token", "The token is not valid.")
     assert 'error="invalid_token"' in response["WWW-Authenticate"]
 
 
@@ -69,6 +70,7 @@ def test_read_token_reads_but_every_write_is_403_insufficient_scope(
         body = error(response, 403)
         assert body["code"] == "insufficient_scope"
         assert "scope 'read'" in body["message"]
+        assert "Create a token with scope 'write' to change the library." in body["message"]
         assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
     assert list(library.project.papers.order_by("pk")) == [library.attention, library.bert]
     assert sorted(k.name for k in library.attention.keywords.all()) == ["attention", "transformers"]
@@ -185,7 +187,9 @@ def test_staff_session_reads_and_writes_with_csrf(
     assert browser.login(username="sam", password="pw-sam")
     assert browser.get("/api/projects").status_code == 200
     refused = browser.post("/api/projects", NEW_PROJECT, content_type="application/json")
-    assert error(refused, 403)["code"] == "csrf_failed"
+    body = error(refused, 403)
+    assert body["code"] == "csrf_failed"
+    assert body["message"].startswith("CSRF check failed: send the csrftoken cookie's value")
     page = browser.get("/api/docs")  # the docs page hands the CSRF token to Swagger UI
     csrf = page.content.decode().split('data-csrf-token="')[1].split('"')[0]
     assert csrf
