@@ -33,6 +33,13 @@ test-pg: setup-dev
 test-faults: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/faults -p no:cacheprovider -v -s
 
+## Mutation testing (issue 25): mutmut on the review rules, API auth, Origin/Host checks,
+## BibTeX, rate limits and identifiers, each against its own tests; report: docs/MUTATION.md.
+## Uses every core for ~1 h; GROUPS="bibtex review" runs some.
+.PHONY: mutation
+mutation: setup-dev
+	nice -n 10 $(PY) scripts/mutation.py $(GROUPS)
+
 ## Hostile input (issue 10): fuzzed /mcp and tools, traversal, SSRF, spoofing, tokens.
 test-security: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/security -p no:cacheprovider

@@ -13,6 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from papers.bibtex import latex_escape, latex_to_text, read_bibtex, record_from_bibtex
+from papers.bibtex.writer import bibtex_name
 from papers.exports import render_export
 from papers.models import Author, Category, Institution, Keyword, Paper, PaperIdentifier, Venue
 from papers.schemas import PaperRecord
@@ -502,3 +503,73 @@ def test_bibtex_family_names_shape_ids_and_round_trip(d2l: str) -> None:
     assert paper.human_id == "[Ramon y Cajal, S., Azoulay, L. 1894]"
     text = render_export(with_relations(Paper.objects.filter(pk=paper.pk)), "bibtex")
     assert "Ramón y Cajal, Santiago and Azoulay, L." in text
+
+
+# --- the rules the round trips rely on, one by one -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "given", "written"),
+    [
+        ("Abadi", "Martín", "Abadi, Martín"),
+        ("Anderson", "Sandra", "Anderson, Sandra"),  # 'and' inside a word is no separator
+        ("Sand and Co", "Ann", "{Sand and Co}, Ann"),
+        ("Smith, Inc", "Jo", "{Smith, Inc}, Jo"),
+        ("Mills", "Ann AND Bo", "Mills, {Ann AND Bo}"),
+        ("Smith Jr.", "John", "Smith, Jr., John"),
+        ("Iv Petrov", "Ivan", "Iv Petrov, Ivan"),  # a suffix only at the end
+        ("van der Berg", "Jan", "van der Berg, Jan"),
+        ("Plato", "", "Plato"),
+        ("Barnes and Noble", "", "{Barnes and Noble}"),
+    ],
+)
+def test_author_names_are_written_so_bibtex_splits_them_back(
+    family: str, given: str, written: str
+) -> None:
+    assert bibtex_name(family, given) == written
+
+
+def test_a_year_with_a_letter_and_a_month_name_survive_import_and_export() -> None:
+    code, _, err = import_bibtex_text(
+        "@article{lee2023a, title = {Lettered Years}, author = {Lee, Kim},\n"
+        "  year = {2023a}, month = {Sept.}}\n"
+        "@article{lee2023b, title = {Abbreviated Months}, author = {Lee, Kim},\n"
+        "  year = {2023}, month = {jan.}}\n"
+    )
+    assert code == 0, err
+    lettered, abbreviated = paper_get(ref="lee2023a"), paper_get(ref="lee2023b")
+    assert (lettered.year, lettered.publication_date) == (2023, "2023-09")
+    assert abbreviated.publication_date == "2023-01"
+    text = render_export(with_relations(Paper.objects.all()), "bibtex")
+    assert "year = {2023a}" in text and "month = {9}" in text
+    assert "year = {2023}," in text and "month = {1}" in text
+
+
+def test_a_repeated_key_is_the_same_paper_by_doi_whatever_the_title() -> None:
+    code, _, err = import_bibtex_text(
+        "@article{kim2020same, title = {First Title}, year = {2020}, doi = {10.1000/same}}\n"
+        "@article{kim2020same, title = {Retitled}, year = {2021}, doi = {10.1000/SAME}}\n"
+        "@article{kim2020other, title = {One Title}, year = {2020}}\n"
+        "@article{kim2020other, title = {Another Title}, year = {2020}}\n"
+    )
+    assert code == 0, err
+    assert "key 'kim2020same' repeats an earlier entry" in err
+    assert Paper.objects.filter(doi="10.1000/same").count() == 1
+    # Same key and year but another title, no DOI: another paper.
+    assert "key 'kim2020other' is already used" in err
+    assert set(Paper.objects.values_list("title", flat=True)) == {
+        "First Title",
+        "One Title",
+        "Another Title",
+    }
+
+
+def test_a_broken_entry_in_parentheses_is_named_in_the_report() -> None:
+    code, _, err = import_bibtex_text(
+        "@article(paren2020,\n  title = {Missing comma}\n  year = {2020})\n"
+        "@article{fine2020, title = {Fine}, year = {2020}}\n"
+    )
+    assert code == 1
+    assert re.search(r"skipped entry paren2020 \(line 1\): not valid BibTeX: \S+", err)
+    assert "None" not in err
+    assert paper_get(ref="fine2020").title == "Fine"
