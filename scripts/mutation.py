@@ -6,18 +6,19 @@ files that exercise it, so a group takes minutes, not the whole suite's hour: mu
 every mutated function to the tests that call it and runs only those per mutant.
 
 mutmut reads its configuration from the current directory's pyproject.toml and copies the
-source into ./mutants, so each group runs in a scratch directory of its own
-(build/mutation/<group>/) holding links to the project's packages and a pyproject.toml made
-of the project's own plus that group's [tool.mutmut]. The project's files are never changed.
+source into ./mutants, so each group runs in a scratch directory of its own,
+$MUTATION_DIR/<group>/ (by default /tmp/research-mcp-mutation-<checkout>/), holding links
+to the project's packages and a pyproject.toml made of the project's own plus that group's
+[tool.mutmut]. The project's files are never changed.
 
     scripts/mutation.py                  # every group
     scripts/mutation.py review bibtex    # some groups
     scripts/mutation.py --list           # the groups and their tests
-    scripts/mutation.py --survivors bibtex   # after adding tests: re-test only the mutants
-                                         # that survived the last run (kept results)
+    scripts/mutation.py --survivors bibtex   # after adding tests: re-test only the
+                                         # survivors (and timeouts) of the kept results
 
-Results: build/mutation/<group>/ (`mutmut results`, `mutmut show <name>` there) and a summary
-table on stdout and in build/mutation/summary.json. docs/MUTATION.md explains the survivors.
+Results: $MUTATION_DIR/<group>/ (`mutmut results`, `mutmut show <name>` there) and a summary
+table on stdout and in $MUTATION_DIR/summary.json. docs/MUTATION.md explains the survivors.
 Run it with `nice`: mutmut uses every core.
 """
 
@@ -35,7 +36,11 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORK = ROOT / "build" / "mutation"
+# Outside the checkout: mypy and ruff would read the copies of the code mutmut makes.
+WORK = Path(
+    os.environ.get("MUTATION_DIR")
+    or Path(tempfile.gettempdir()) / f"research-mcp-mutation-{ROOT.name}"
+)
 PACKAGES = ["core", "engines", "mcp_endpoint", "papers", "projects", "research_site", "manage.py"]
 
 

@@ -103,6 +103,7 @@ def test_arxiv_normalisation(raw: str, expected: str | None) -> None:
         ("HTTPS://DOI.ORG/10.1000/b", "10.1000/b"),
         ("DOI:10.1000/c", "10.1000/c"),
         ("  10.1000/d\u200b  ", "10.1000/d"),
+        ("10.1007/0-387-28950-X", "10.1007/0-387-28950-x"),  # a check digit X is kept
         ("10.123/too-short-prefix", None),
         ("10.1000/has space", None),
         ("10.1000/" + "x" * 247, "10.1000/" + "x" * 247),  # 255 characters: the most kept
