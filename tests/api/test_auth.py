@@ -70,7 +70,9 @@ def test_read_token_reads_but_every_write_is_403_insufficient_scope(
         body = error(response, 403)
         assert body["code"] == "insufficient_scope"
         assert "scope 'read'" in body["message"]
-        assert "Create a token with scope 'write' to change the library." in body["message"]
+        assert body["message"].endswith(
+            "requests. Create a token with scope 'write' to change the library."
+        )
         assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
     assert list(library.project.papers.order_by("pk")) == [library.attention, library.bert]
     assert sorted(k.name for k in library.attention.keywords.all()) == ["attention", "transformers"]
