@@ -16,6 +16,7 @@ to the project's packages and a pyproject.toml made of the project's own plus th
     scripts/mutation.py --list           # the groups and their tests
     scripts/mutation.py --survivors bibtex   # after adding tests: re-test only the
                                          # survivors (and timeouts) of the kept results
+    scripts/mutation.py review-rules && scripts/mutation.py --survivors-of review-rules review
 
 Results: $MUTATION_DIR/<group>/ (`mutmut results`, `mutmut show <name>` there) and a summary
 table on stdout and in $MUTATION_DIR/summary.json. docs/MUTATION.md explains the survivors.
@@ -86,10 +87,18 @@ GROUPS: dict[str, Group] = {
     "ratelimit": Group(
         mutate=["engines/ratelimit.py"],
         tests=["tests/engines/test_failures.py", "tests/api/test_rate_limits.py"],
+        # A wall-clock bound (< 1 s) that a loaded machine misses: the clean run must pass.
+        select=["-k", "not retry_after_past_the_deadline"],
     ),
     "identifiers": Group(
         mutate=["papers/identifiers.py"],
         tests=["tests/test_identifiers.py"],
+    ),
+    # The rules' own tests alone (no database: a minute), then `review --survivors`-style
+    # runs of what they leave against the tool-path tests: see docs/MUTATION.md.
+    "review-rules": Group(
+        mutate=["projects/review/workflow.py"],
+        tests=["tests/test_review_rules.py"],
     ),
     "review": Group(
         mutate=["projects/review/workflow.py"],
@@ -114,11 +123,11 @@ def prepare(name: str, group: Group, fresh: bool) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     # mutmut copies these into ./mutants (the tests again on every run): links keep them
     # current, and point at this checkout even in a results folder copied from another.
-    for name in [*PACKAGES, "tests"]:
-        link = work / name
+    for entry in [*PACKAGES, "tests"]:
+        link = work / entry
         if link.is_symlink():
             link.unlink()
-        link.symlink_to(ROOT / name)
+        link.symlink_to(ROOT / entry)
     tests = [test for test in group.tests if (ROOT / test).exists()]
     config = (ROOT / "pyproject.toml").read_text() + (
         "\n[tool.mutmut]\n"
@@ -127,6 +136,9 @@ def prepare(name: str, group: Group, fresh: bool) -> Path:
         f"pytest_add_cli_args_test_selection = {toml_list([*tests, *group.select])}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-o", "addopts="]\n'
         "use_git_change_detection = false\n"
+        # Forked straight from the process that ran the tests, a mutant inherits dead thread
+        # pools (the review steps, engine fan-out) and fails for that: a false "killed".
+        'process_isolation = "forkserver"\n'
     )
     (work / "pyproject.toml").write_text(config)
     if fresh and (work / "mutants").exists():
@@ -166,6 +178,11 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the groups and exit")
     parser.add_argument("--keep", action="store_true", help="reuse earlier results")
     parser.add_argument(
+        "--survivors-of",
+        metavar="GROUP",
+        help="run only the mutants that GROUP's kept results left alive (same module)",
+    )
+    parser.add_argument(
         "--survivors",
         action="store_true",
         help="re-test only the mutants that survived, had no test or timed out in the kept results",
@@ -183,14 +200,15 @@ def main() -> int:
     summary: dict[str, dict[str, int]] = {}
     for name in args.groups or list(GROUPS):
         group = GROUPS[name]
-        work = prepare(name, group, fresh=not (args.keep or args.survivors))
+        work = prepare(name, group, fresh=not (args.keep or args.survivors or args.survivors_of))
         print(f"== {name}: {' '.join(group.mutate)}", flush=True)
         command = [str(ROOT / ".venv/bin/mutmut"), "run", "--max-children", str(args.max_children)]
         selected = group.only
-        if args.survivors:
+        if args.survivors or args.survivors_of:
+            source = args.survivors_of or name
             selected = [
                 mutant
-                for mutant, status in outcomes(work, group).items()
+                for mutant, status in outcomes(WORK / source, GROUPS[source]).items()
                 if status in ("survived", "no tests", "timeout")
             ]
             if not selected:

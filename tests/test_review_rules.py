@@ -25,6 +25,9 @@ from projects.review.workflow import (
 )
 
 PENDING = [11, 12, 13, 14]
+NEEDS_A_LIST = (
+    'A screening edit needs "include" or "exclude" (lists of papers); to keep them all, approve.'
+)
 CITEKEYS = {"vaswani2017attention": 11, "beltagy2020longformer": 12}
 
 
@@ -185,16 +188,19 @@ def test_an_empty_include_excludes_everything_and_an_empty_exclude_keeps_everyth
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({}, 'A screening edit needs "include" or "exclude"'),
-        ({"reasons": {}}, 'A screening edit needs "include" or "exclude"'),
-        ({"exclude": [], "queries": ["x"]}, "Unknown key(s) queries: a screening edit takes"),
+        ({}, NEEDS_A_LIST),
+        ({"reasons": {}}, NEEDS_A_LIST),
+        (
+            {"exclude": [], "queries": ["x"], "all": 1},
+            "Unknown key(s) all, queries: a screening edit takes include, exclude and reasons.",
+        ),
         ({"include": 11}, "include must be a list of papers"),
         ({"exclude": "11"}, "exclude must be a list of papers"),
         ({"exclude": [99]}, "Not among the candidates waiting for this decision: [99]"),
         ({"exclude": [True]}, "Not among the candidates waiting for this decision: [True]"),
         ({"exclude": [1.5]}, "Not among the candidates waiting for this decision: [1.5]"),
         ({"include": [11], "exclude": ["11"]}, "Papers both included and excluded: [11]"),
-        ({"exclude": [12], "reasons": ["12"]}, "reasons must map papers to text"),
+        ({"exclude": [12], "reasons": ["12"]}, "reasons must map papers to text."),
         ({"exclude": [12], "reasons": {"99": "x"}}, "Not among the candidates"),
         ({"exclude": [12], "reasons": {"12": ""}}, f"must be 1-{MAX_REASON} characters"),
         ({"exclude": [12], "reasons": {"12": "  "}}, f"must be 1-{MAX_REASON} characters"),
@@ -211,6 +217,8 @@ def test_a_screening_edit_that_does_not_fit_is_refused_saying_why(
         screen(Decision(DecisionAction.EDIT, data))
     assert error.value.code == "invalid_decision"
     assert message in error.value.message
+    if message.endswith("."):  # the whole message
+        assert error.value.message.endswith(message)
 
 
 def test_unknown_papers_are_listed_in_the_error() -> None:
@@ -218,6 +226,8 @@ def test_unknown_papers_are_listed_in_the_error() -> None:
         screen(edit(exclude=[99, "nope", 11, *range(100, 130)]))
     papers = error.value.details["papers"]
     assert papers[:2] == ["99", "nope"] and len(papers) == 20
+    listed = [99, "nope", *range(100, 118)]  # the first 20 only, in the message too
+    assert error.value.message == f"Not among the candidates waiting for this decision: {listed}."
     with pytest.raises(InvalidDecision) as both:
         screen(edit(include=[11, 12], exclude=[12, 11]))
     assert both.value.details["papers"] == [11, 12]
