@@ -21,17 +21,24 @@ run: setup
 test: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest
 
-## The same suite on PostgreSQL + Redis + a real Celery worker (what CI's second run does).
-## tests/faults is left out here: the service-fault story brings its own PostgreSQL and
-## Redis, and the PDF/Zotero faults are about files and sockets, so the first run covers
-## them (make test-faults runs them alone; the PDF/Zotero file also passes on PostgreSQL).
+## The same suite on PostgreSQL + Redis + a real Celery worker (what CI's second run does),
+## with the PDF/Zotero fault tests (tests/faults). Only the service-fault story is left out:
+## it brings its own PostgreSQL and Redis whatever DATABASE_URL says, so the first run
+## already runs it on PostgreSQL (make test-faults runs all the fault tests alone).
 test-pg: setup-dev
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest --ignore=tests/faults
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest --ignore=tests/faults/test_service_faults.py
 
 ## Faults (issue 10): a worker killed, Redis and PostgreSQL restarted, a full disk, engines
 ## failing for minutes (FAULT_SECONDS, default 45), corrupt PDFs, Zotero going away; root.
 test-faults: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/faults -p no:cacheprovider -v -s
+
+## Mutation testing (issue 25): mutmut on the review rules, API auth, Origin/Host checks,
+## BibTeX, rate limits and identifiers, each against its own tests; report: docs/MUTATION.md.
+## Uses every core for ~1 h; GROUPS="bibtex review" runs some.
+.PHONY: mutation
+mutation: setup-dev
+	nice -n 10 $(PY) scripts/mutation.py $(GROUPS)
 
 ## Hostile input (issue 10): fuzzed /mcp and tools, traversal, SSRF, spoofing, tokens.
 test-security: setup-dev

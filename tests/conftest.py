@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from engines import breaker
 from papers.models import Paper
@@ -14,6 +17,21 @@ from papers.services import paper_upsert
 from projects.models import Project
 from projects.services import project_create
 from tests.engines.replay import ReplayServer
+
+# Hypothesis profiles for the property tests that leave max_examples to the profile
+# (tests/test_review_properties.py; the fuzzers set their own). `ci`, the default, finds a
+# decision that is refused with the wrong code, or accepted when it should not be, within
+# a few minutes of the run; `thorough` is for a longer local run:
+#   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest tests/test_review_properties.py
+_PROPERTY_DEFAULTS: dict[str, Any] = {
+    "deadline": None,
+    "database": None,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+}
+hypothesis_settings.register_profile("ci", max_examples=40, **_PROPERTY_DEFAULTS)
+hypothesis_settings.register_profile("thorough", max_examples=300, **_PROPERTY_DEFAULTS)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from papers.bibtex import latex_escape, latex_to_text, read_bibtex, record_from_bibtex
+from papers.bibtex.writer import bibtex_name
 from papers.exports import render_export
 from papers.models import Author, Category, Institution, Keyword, Paper, PaperIdentifier, Venue
 from papers.schemas import PaperRecord
@@ -329,7 +330,9 @@ def test_escaped_text_decodes_to_itself(text: str) -> None:
     assert latex_to_text(latex_escape(text)) == text
 
 
-def test_exported_bibtex_compiles_and_reads_back_identically() -> None:
+def test_exported_bibtex_parses_strictly_and_reads_back_identically() -> None:
+    """No TeX here to compile with: bibtexparser's strict parse stands in (no failed block,
+    every field's braces balanced, as BibTeX needs them) before the import round trip."""
     records = [
         PaperRecord.build(
             title=title,
@@ -337,26 +340,86 @@ def test_exported_bibtex_compiles_and_reads_back_identically() -> None:
             year=2020,
             publication_date="2020-05",
             venue="Journal of R&D #5",
-            doi="10.1000/a_b",
+            doi=f"10.1000/a_b.{number}",  # one paper each: the same DOI would merge them
             keywords=["R&D", "50% off"],
             abstract=title,
         )
-        for title in TRICKY_TEXT
+        for number, title in enumerate(TRICKY_TEXT)
     ]
     papers_upsert(records=records)
     before = snapshot()
     text = render_export(with_relations(Paper.objects.all()), "bibtex")
     parsed = bibtexparser.parse_string(text)
     assert not parsed.failed_blocks
+    assert len(parsed.entries) == len(TRICKY_TEXT)
+    for entry in parsed.entries:
+        for entry_field in entry.fields:
+            assert balanced_braces(entry_field.value), (entry.key, entry_field.key)
     title_field = parsed.entries[0].fields_dict["title"].value
     assert "\\%" in title_field and "\\&" in title_field and "\\#" in title_field
     assert "\\_" in title_field and "\\textbackslash{}" in title_field
     assert "{Costs}" in title_field  # capitalised words keep their case in any style
-    assert "doi = {10.1000/a_b}" in text  # DOIs and URLs are verbatim, not escaped
+    assert "doi = {10.1000/a_b.0}" in text  # DOIs and URLs are verbatim, not escaped
     empty_the_library()
     code, _, err = import_bibtex_text(text)
     assert code == 0, err
     assert_same_library(snapshot(), before)
+
+
+@pytest.mark.parametrize(
+    ("doi", "url"),
+    [
+        ("10.1000/open{brace", "https://example.org/paper}closed"),
+        ("10.1000/two}}closed{", "https://example.org/{a}/{b"),
+    ],
+)
+def test_unbalanced_braces_in_a_doi_or_url_lose_no_field_on_the_way_back(
+    doi: str, url: str
+) -> None:
+    # Braces in a verbatim field are dropped on import (they are BibTeX's grouping), so an
+    # unbalanced one must not reach the file, where it would swallow the following fields.
+    papers_upsert(
+        records=[
+            PaperRecord.build(
+                title="Braces in Identifiers",
+                authors=["Ada Lovelace"],
+                year=2021,
+                publication_date="2021-03",
+                doi=doi,
+                source_url=url,
+                arxiv_id="2101.00001",
+                abstract="What follows the URL must survive.",
+                keywords=["parsing"],
+                pages="3--9",
+            )
+        ]
+    )
+    before = snapshot()
+    text = render_export(with_relations(Paper.objects.all()), "bibtex")
+    assert not bibtexparser.parse_string(text).failed_blocks
+    empty_the_library()
+    code, out, err = import_bibtex_text(text)
+    assert code == 0, err
+    assert "1 records: 1 created" in out
+    unbraced = {"doi": doi.replace("{", "").replace("}", "").lower()}
+    expected = {key: {**fields, **unbraced} for key, fields in before.items()}
+    assert_same_library(snapshot(), expected)
+    paper = Paper.objects.get()
+    assert paper.source_url == url.replace("{", "").replace("}", "")
+    assert paper.abstract == "What follows the URL must survive."
+
+
+def balanced_braces(text: str) -> bool:
+    depth = 0
+    for index, char in enumerate(text):
+        escaped = index > 0 and text[index - 1] == "\\"
+        if char == "{" and not escaped:
+            depth += 1
+        elif char == "}" and not escaped:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def import_bibtex_text(text: str) -> tuple[int, str, str]:
@@ -440,3 +503,73 @@ def test_bibtex_family_names_shape_ids_and_round_trip(d2l: str) -> None:
     assert paper.human_id == "[Ramon y Cajal, S., Azoulay, L. 1894]"
     text = render_export(with_relations(Paper.objects.filter(pk=paper.pk)), "bibtex")
     assert "Ramón y Cajal, Santiago and Azoulay, L." in text
+
+
+# --- the rules the round trips rely on, one by one -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "given", "written"),
+    [
+        ("Abadi", "Martín", "Abadi, Martín"),
+        ("Anderson", "Sandra", "Anderson, Sandra"),  # 'and' inside a word is no separator
+        ("Sand and Co", "Ann", "{Sand and Co}, Ann"),
+        ("Smith, Inc", "Jo", "{Smith, Inc}, Jo"),
+        ("Mills", "Ann AND Bo", "Mills, {Ann AND Bo}"),
+        ("Smith Jr.", "John", "Smith, Jr., John"),
+        ("Iv Petrov", "Ivan", "Iv Petrov, Ivan"),  # a suffix only at the end
+        ("van der Berg", "Jan", "van der Berg, Jan"),
+        ("Plato", "", "Plato"),
+        ("Barnes and Noble", "", "{Barnes and Noble}"),
+    ],
+)
+def test_author_names_are_written_so_bibtex_splits_them_back(
+    family: str, given: str, written: str
+) -> None:
+    assert bibtex_name(family, given) == written
+
+
+def test_a_year_with_a_letter_and_a_month_name_survive_import_and_export() -> None:
+    code, _, err = import_bibtex_text(
+        "@article{lee2023a, title = {Lettered Years}, author = {Lee, Kim},\n"
+        "  year = {2023a}, month = {Sept.}}\n"
+        "@article{lee2023b, title = {Abbreviated Months}, author = {Lee, Kim},\n"
+        "  year = {2023}, month = {jan.}}\n"
+    )
+    assert code == 0, err
+    lettered, abbreviated = paper_get(ref="lee2023a"), paper_get(ref="lee2023b")
+    assert (lettered.year, lettered.publication_date) == (2023, "2023-09")
+    assert abbreviated.publication_date == "2023-01"
+    text = render_export(with_relations(Paper.objects.all()), "bibtex")
+    assert "year = {2023a}" in text and "month = {9}" in text
+    assert "year = {2023}," in text and "month = {1}" in text
+
+
+def test_a_repeated_key_is_the_same_paper_by_doi_whatever_the_title() -> None:
+    code, _, err = import_bibtex_text(
+        "@article{kim2020same, title = {First Title}, year = {2020}, doi = {10.1000/same}}\n"
+        "@article{kim2020same, title = {Retitled}, year = {2021}, doi = {10.1000/SAME}}\n"
+        "@article{kim2020other, title = {One Title}, year = {2020}}\n"
+        "@article{kim2020other, title = {Another Title}, year = {2020}}\n"
+    )
+    assert code == 0, err
+    assert "key 'kim2020same' repeats an earlier entry" in err
+    assert Paper.objects.filter(doi="10.1000/same").count() == 1
+    # Same key and year but another title, no DOI: another paper.
+    assert "key 'kim2020other' is already used" in err
+    assert set(Paper.objects.values_list("title", flat=True)) == {
+        "First Title",
+        "One Title",
+        "Another Title",
+    }
+
+
+def test_a_broken_entry_in_parentheses_is_named_in_the_report() -> None:
+    code, _, err = import_bibtex_text(
+        "@article(paren2020,\n  title = {Missing comma}\n  year = {2020})\n"
+        "@article{fine2020, title = {Fine}, year = {2020}}\n"
+    )
+    assert code == 1
+    assert re.search(r"skipped entry paren2020 \(line 1\): not valid BibTeX: \S+", err)
+    assert "None" not in err
+    assert paper_get(ref="fine2020").title == "Fine"

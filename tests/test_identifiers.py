@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from papers.identifiers import (
+    PersonName,
+    ascii_fold,
     citekey_base,
+    citekey_suffixes,
+    clean_text,
+    fold_key,
     human_id_base,
+    human_id_from_base,
     initials,
+    is_valid_citekey,
     normalize_arxiv_id,
     normalize_doi,
     parse_person_name,
+    title_key,
 )
 
 
@@ -84,3 +94,139 @@ def test_doi_normalisation(raw: str, expected: str | None) -> None:
 )
 def test_arxiv_normalisation(raw: str, expected: str | None) -> None:
     assert normalize_arxiv_id(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://dx.doi.org/10.1000/A", "10.1000/a"),
+        ("HTTPS://DOI.ORG/10.1000/b", "10.1000/b"),
+        ("DOI:10.1000/c", "10.1000/c"),
+        ("  10.1000/d\u200b  ", "10.1000/d"),
+        ("10.1007/0-387-28950-X", "10.1007/0-387-28950-x"),  # a check digit X is kept
+        ("10.123/too-short-prefix", None),
+        ("10.1000/has space", None),
+        ("10.1000/" + "x" * 247, "10.1000/" + "x" * 247),  # 255 characters: the most kept
+        ("10.1000/" + "x" * 248, None),
+        (None, None),
+    ],
+)
+def test_doi_prefixes_shape_and_length(raw: object, expected: str | None) -> None:
+    assert normalize_doi(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("ARXIV: 2104.12255", "2104.12255"),
+        ("https://export.arxiv.org/abs/2104.12255v2", "2104.12255"),
+        ("http://www.arxiv.org/pdf/2104.12255v2.PDF", "2104.12255"),
+        ("1501.00001", "1501.00001"),  # four-digit numbers before 2015
+        ("Math.AG/0101001", "math.ag/0101001"),  # old ids keep their archive, lower-cased
+        ("hep-th/9901001v3", "hep-th/9901001"),
+        ("2104.123", None),
+        ("hep-th/99010", None),
+        (None, None),
+    ],
+)
+def test_arxiv_prefixes_versions_and_old_ids(raw: object, expected: str | None) -> None:
+    assert normalize_arxiv_id(raw) == expected
+
+
+def test_ascii_fold_spells_letters_nfkd_cannot_split() -> None:
+    assert ascii_fold("García-Peñalvo") == "Garcia-Penalvo"
+    assert ascii_fold("Straße Ærø Łódź Œuvre þing") == "Strasse AEro Lodz OEuvre thing"
+    assert ascii_fold("plain ASCII stays") == "plain ASCII stays"
+    assert ascii_fold("日本") == ""
+
+
+def test_fold_key_ignores_case_accents_and_punctuation() -> None:
+    assert fold_key("  The  Señor's — Guide!! ") == "the senor s guide"
+    assert fold_key("Attention Is All You Need") == fold_key("attention: is all, you need.")
+    assert title_key("Attention-Is-All") == "attention is all"
+    assert fold_key("abcdefgh", max_length=3) == "abc"
+    assert len(fold_key("word " * 100)) == 255
+
+
+def test_fold_key_of_a_name_without_ascii_form_is_still_distinct() -> None:
+    assert fold_key("山田  太郎") == "山田 太郎"
+    assert fold_key("ＡＢＣ…") == "abc"  # NFKC gives ASCII letters here
+    assert fold_key("Ωμέγα Straße") == "strasse"  # the ASCII part is the key when there is one
+    assert fold_key("Ωμέγα") == "ωμέγα"
+    assert fold_key("山田") != fold_key("田中")
+
+
+def test_clean_text_drops_control_and_invisible_characters() -> None:
+    assert clean_text(None) == ""
+    assert clean_text(2017) == "2017"
+    assert clean_text("  a \t b\n") == "a b"
+    assert clean_text("a\x00b\u200bc\ufeffd\u00ade") == "a b c d e"
+    assert clean_text("line\u2028break") == "line break"
+    assert clean_text("keep é and ü") == "keep é and ü"
+
+
+def test_human_id_lists_three_to_five_authors_with_an_ampersand() -> None:
+    three = human_id_base(["Ann Lee", "Bo Kim", "Cy Park"], 2020)
+    assert three == "Lee, A., Kim, B., & Park, C. 2020"
+    five = human_id_base([f"Ann Name{i}" for i in range(5)], 2020)
+    assert five.endswith(", & Name4, A. 2020") and "et al." not in five
+    six = human_id_base([f"Ann Name{i}" for i in range(6)], 2020)
+    assert six == "Name0, A., Name1, A., Name2, A., Name3, A., Name4, A., et al. 2020"
+
+
+def test_human_id_takes_parsed_names_and_skips_nameless_ones() -> None:
+    people = [PersonName("", ""), PersonName("Marie", "Curie"), "Pierre Curie"]
+    assert human_id_base(people, 1903) == "Curie, M., Curie, P. 1903"
+    assert human_id_base(["Plato"], None) == "Plato n.d."
+    assert human_id_base(["山田 太郎"], 2020) == "太郎, 山. 2020"
+    assert len(human_id_base(["Ann " + "x" * 700], 2020)) == 590
+
+
+def test_human_ids_of_later_papers_with_the_same_base_are_numbered() -> None:
+    assert human_id_from_base("Smith, J. 2024", 0) == "[Smith, J. 2024]"
+    assert human_id_from_base("Smith, J. 2024", 1) == "[Smith, J. 2024]"
+    assert human_id_from_base("Smith, J. 2024", 2) == "[Smith, J. 2024-2]"
+
+
+def test_initials_of_given_names() -> None:
+    assert initials("Francisco José") == "F. J."
+    assert initials("Élodie") == "E."
+    assert initials("-") == ""
+    assert initials("") == ""
+    assert initials("太郎") == "太."
+
+
+def test_citekey_skips_stop_words_and_nameless_authors() -> None:
+    assert citekey_base([PersonName("", ""), "Ada Lovelace"], 1843, "The Notes") == (
+        "lovelace1843notes"
+    )
+    assert citekey_base(["Ada Lovelace"], 1843, "On the of and") == "lovelace1843"
+    assert citekey_base(["Ada Lovelace"], None, "3D Vision") == "lovelace3d"
+    assert citekey_base(["Ada Lovelace"], 2020, "x" * 300) == ("lovelace2020" + "x" * 300)[:180]
+    assert citekey_base(["山田 太郎"], 2020, "Title") == "anon2020title"
+
+
+def test_citekey_suffixes_follow_better_bibtex() -> None:
+    suffixes = list(itertools.islice(citekey_suffixes(), 704))
+    assert suffixes[:3] == ["", "a", "b"]
+    assert suffixes[26] == "z" and suffixes[27] == "aa" and suffixes[28] == "ab"
+    assert suffixes[702] == "zz" and suffixes[703] == "-703"
+    assert len(set(suffixes)) == 704
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("vaswani2017attention", True),
+        ("a", True),
+        ("Smith_2020:a-b.c+d/e", True),
+        ("x" * 200, True),
+        ("x" * 201, False),
+        ("", False),
+        ("has space", False),
+        ("brace{", False),
+        ("comma,", False),
+    ],
+)
+def test_citekey_shape(key: str, valid: bool) -> None:
+    assert is_valid_citekey(key) is valid

@@ -1,6 +1,11 @@
 """Seed 002's properties PROP-6 to PROP-10, checked with hypothesis through the review tools
 (start_review is the seed's search_papers), on whichever backend the suite runs: steps
-in-process on the embedded default, on the real Celery worker on PostgreSQL + Redis."""
+in-process on the embedded default, on the real Celery worker on PostgreSQL + Redis.
+
+Every decision's outcome is predicted from the state before it (`expected_error`): a
+decision that should be refused must be refused with that error code and change nothing,
+and one that should go through must. How many examples run is the Hypothesis profile's
+(tests/conftest.py: `ci` by default, HYPOTHESIS_PROFILE=thorough for a longer run)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from hypothesis import strategies as st
 from mcp import MCPError
 
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewDecision
-from projects.review.planning import key_terms
+from projects.review.planning import EDITABLE, key_terms
 from projects.review.workflow import DecisionAction
 from tests.test_review_workflow import (
     LONG_DOCS,
@@ -24,8 +29,8 @@ from tests.test_review_workflow import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# max_examples comes from the loaded profile (tests/conftest.py).
 PROPERTY = settings(
-    max_examples=12,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -37,7 +42,7 @@ QUESTIONS = [
     "Graph convolutional networks for node classification since 2016",
     "information theory of noisy channels",
 ]
-ACTION_ERRORS = {"invalid_action", "invalid_decision", "no_pending_checkpoint", "session_complete"}
+SCREEN_KEYS = {"include", "exclude", "reasons"}
 STATE_KEYS = {
     "session_id", "query", "state", "stage", "is_complete", "has_pending_checkpoint",
     "current_checkpoint_kind", "iteration", "error", "counts", "checkpoint", "result", "next",
@@ -50,12 +55,15 @@ questions = st.one_of(
     ),
 )
 # A decision: the action (or a bogus one), what data to send (data that fits the pending
-# checkpoint, none, or nonsense), and whether to add a note.
+# checkpoint, none, nonsense, or a screening edit that gives a reason for a paper it keeps),
+# and whether to add a note.
+DATA_KINDS = ["fit", "none", "junk", "kept_reason", "unlisted_reason"]
 decisions = st.tuples(
     st.sampled_from([*(a.value for a in DecisionAction), "maybe"]),
-    st.sampled_from(["fit", "none", "junk"]),
+    st.sampled_from(DATA_KINDS),
     st.booleans(),
 )
+EDIT_KEYS = {"plan": set(EDITABLE), "screen": SCREEN_KEYS, "expand": SCREEN_KEYS}
 
 
 @pytest.fixture(autouse=True)
@@ -98,16 +106,73 @@ def fitting_data(state: dict[str, Any], snowball: bool) -> dict[str, Any]:
     return {"exclude": [first], "reasons": {str(first): "off topic"}}
 
 
+def kept_reason_data(state: dict[str, Any], data_kind: str) -> dict[str, Any] | None:
+    """A screening edit giving a reason for a paper it keeps (listed in include, or not
+    listed in exclude), or None where there is no candidate to name."""
+    pending = state["checkpoint"]
+    if pending is None or pending["kind"] == "plan" or not pending["candidates"]["items"]:
+        return None
+    first = pending["candidates"]["items"][0]["paper_id"]
+    kept = {"include": [first]} if data_kind == "kept_reason" else {"exclude": []}
+    return {**kept, "reasons": {str(first): "kept, yet a reason"}}
+
+
+def step_data(
+    state: dict[str, Any], action: str, data_kind: str, snowball: bool
+) -> dict[str, Any] | None:
+    if data_kind == "junk":
+        return {"bogus": 1}
+    if action != "edit" or data_kind == "none":
+        return None
+    if data_kind in ("kept_reason", "unlisted_reason"):
+        return kept_reason_data(state, data_kind) or fitting_data(state, snowball)
+    return fitting_data(state, snowball)
+
+
+def expected_error(state: dict[str, Any], action: str, data: dict[str, Any] | None) -> str | None:
+    """The error code deciding (action, data) on `state` must give, or None if it must be
+    accepted (projects/review/services.py review_decide, workflow.py decision_parse)."""
+    if state["is_complete"]:
+        return "session_complete"
+    if action not in {a.value for a in DecisionAction}:
+        return "invalid_action"
+    if data and action != "edit":
+        return "invalid_decision"  # data is for edit only
+    if not state["has_pending_checkpoint"]:
+        return "no_pending_checkpoint"
+    if action != "edit":
+        return None
+    if not data or set(data) - EDIT_KEYS[state["current_checkpoint_kind"]]:
+        return "invalid_decision"
+    include, exclude = data.get("include"), data.get("exclude", [])
+    for paper in data.get("reasons", {}):
+        kept = int(paper) in include if include is not None else int(paper) not in exclude
+        if kept:
+            return "invalid_decision"  # a reason is for excluded papers
+    return None
+
+
 def decide(
     tools: Tools, state: dict[str, Any], step: tuple[str, str, bool], snowball: bool = True
 ) -> dict[str, Any]:
-    """One decide call; returns the state after it or raises ToolError."""
+    """One decide call, checked: refused with the predicted error code and nothing changed,
+    or accepted and one iteration further. Returns the state after it."""
     action, data_kind, with_note = step
-    data = {"none": None, "junk": {"bogus": 1}, "fit": None}[data_kind]
-    if data_kind == "fit" and action == "edit":
-        data = fitting_data(state, snowball)
+    before = tools.get(state)
+    data = step_data(before, action, data_kind, snowball)
     note = "from the property test" if with_note else None
-    return tools.decide(state, action, data=data, note=note)
+    expected = expected_error(before, action, data)
+    try:
+        after = tools.decide(before, action, data=data, note=note)
+    except ToolError as error:
+        assert error.code == expected, (step, data, error.body)
+        assert tools.get(state) == before  # a refused decision changes nothing
+        return before
+    assert expected is None, (step, data, "accepted; expected", expected)
+    assert after["iteration"] == before["iteration"] + 1
+    assert after["state"] in ("waiting", "complete")
+    assert_valid_state(after)
+    return after
 
 
 # --- PROP-6: session lifecycle ----------------------------------------------------------------
@@ -171,12 +236,17 @@ def test_prop7_every_action_gets_a_valid_response_at_every_checkpoint(
     tools = Tools()
     state = drive_to(tools, kind)
     assert state["current_checkpoint_kind"] == kind
+    # Data is for edit alone; an edit needs data, and only keys its checkpoint knows.
+    must_refuse = bool(data) != (action is DecisionAction.EDIT) or bool(
+        data and set(data) - EDIT_KEYS[kind]
+    )
     try:
         after = tools.decide(state, action.value, data=data, note=note)
     except ToolError as error:  # a structured, actionable error: never a crash
-        assert error.code in ACTION_ERRORS
+        assert error.code == "invalid_decision", error.body
         assert tools.get(state) == state
     else:
+        assert not must_refuse, (action, data)
         assert_valid_state(after)
         assert after["iteration"] == state["iteration"] + 1
 
@@ -197,10 +267,7 @@ def test_prop8_advancing_one_session_leaves_another_unchanged(
     before = tools.get(bystander)
     state = advanced
     for step in steps:
-        try:
-            state = decide(tools, state, step)
-        except ToolError:
-            continue
+        state = decide(tools, state, step)
     assert tools.get(bystander) == before
     assert tools.get(advanced)["session_id"] != before["session_id"]
 
@@ -216,19 +283,7 @@ def test_prop9_each_decide_advances_the_iteration_or_changes_nothing(
     tools = Tools()
     state = tools.start(max_results=10)
     for step in steps:
-        before = tools.get(state)
-        try:
-            after = decide(tools, before, step, snowball=snowball)
-        except ToolError as error:
-            assert error.code in ACTION_ERRORS
-            assert error.code != "session_complete" or before["is_complete"]
-            assert tools.get(state) == before  # a refused decision changes nothing
-            continue
-        assert not before["is_complete"]
-        assert after["iteration"] == before["iteration"] + 1
-        assert after["state"] in ("waiting", "complete")
-        assert_valid_state(after)
-        state = after
+        state = decide(tools, state, step, snowball=snowball)
     decided = ReviewDecision.objects.filter(checkpoint__session_id=state["session_id"])
     assert list(decided.order_by("iteration").values_list("iteration", flat=True)) == list(
         range(1, tools.get(state)["iteration"] + 1)
@@ -246,10 +301,7 @@ def test_prop10_after_cleanup_the_session_is_not_found(
     tools = Tools()
     state = tools.start(max_results=10)
     for step in steps:
-        try:
-            state = decide(tools, state, step)
-        except ToolError:
-            continue
+        state = decide(tools, state, step)
     tools("cleanup_review", session_id=state["session_id"])
     for name, arguments in (
         ("get_session", {}),

@@ -400,6 +400,51 @@ def test_errors_are_structured(tools: Tools, library: dict[str, int]) -> None:
     assert bad_format.value.error.code == -32602
 
 
+def assert_refused(tools: Tools, state: dict[str, Any], action: str, data: Any) -> ToolError:
+    """decide(action, data) is refused with invalid_decision and changes nothing."""
+    before = tools.get(state)
+    with pytest.raises(ToolError) as refused:
+        tools.decide(state, action, data=data)
+    assert refused.value.code == "invalid_decision", refused.value.body
+    assert tools.get(state) == before
+    assert not ReviewDecision.objects.filter(
+        checkpoint__session_id=state["session_id"], iteration__gt=before["iteration"]
+    ).exists()
+    return refused.value
+
+
+def test_approve_and_reject_refuse_edit_data(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.start(max_results=10)
+    for action in ("approve", "reject"):
+        refused = assert_refused(tools, state, action, {"queries": ["graph convolutional"]})
+        assert "data is for action=edit" in str(refused)
+    state = tools.decide(state, "approve")
+    assert state["current_checkpoint_kind"] == "screen"
+    for action in ("approve", "reject"):
+        refused = assert_refused(tools, state, action, {"exclude": [library["attention"]]})
+        assert "data is for action=edit" in str(refused)
+    # Without data the same decision goes through.
+    assert tools.decide(state, "approve", note="all relevant")["is_complete"]
+
+
+def test_a_reason_given_for_a_kept_paper_is_refused(tools: Tools, library: dict[str, int]) -> None:
+    state = tools.decide(tools.start(max_results=10), "approve")
+    kept, dropped = (str(library[name]) for name in ("longformer", "attention"))
+    included_with_reason = {"include": [kept], "reasons": {kept: "too short"}}
+    refused = assert_refused(tools, state, "edit", included_with_reason)
+    assert "a reason is for excluded papers" in str(refused)
+    # With exclude, the papers not listed are kept: a reason for one of them is refused too.
+    kept_with_reason = {"exclude": [dropped], "reasons": {dropped: "off topic", kept: "short"}}
+    assert "a reason is for excluded papers" in str(
+        assert_refused(tools, state, "edit", kept_with_reason)
+    )
+    state = tools.decide(state, "edit", data={"exclude": [dropped], "reasons": {dropped: "off"}})
+    included = project_titles(state["project_id"])
+    assert Paper.objects.get(pk=library["longformer"]).title in included
+    assert Paper.objects.get(pk=library["attention"]).title not in included
+    assert state["counts"]["excluded_reasons"] == {"off": 1}
+
+
 def test_bad_arguments_are_invalid_params(tools: Tools) -> None:
     for arguments in ({"query": "   "}, {"query": "?!"}, {"query": "x", "domain": "astrology"}):
         with pytest.raises(MCPError) as error:

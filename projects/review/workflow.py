@@ -161,8 +161,9 @@ def screening_apply(
 
     `edit` data: `include` lists the papers to keep (the rest are excluded, as not
     selected), or `exclude` lists the papers to drop (the rest are kept); both may be
-    given. `reasons` maps a paper to why it was excluded. Papers are named as anywhere
-    else (paper_id, id or citekey); `resolve` turns a reference into a pending paper_id.
+    given. `reasons` maps an excluded paper to why; a reason for a kept paper is refused
+    (it used to exclude that paper silently). Papers are named as anywhere else
+    (paper_id, id or citekey); `resolve` turns a reference into a pending paper_id.
     Raises InvalidDecision naming what does not fit."""
     if decision.action is DecisionAction.APPROVE:
         return Screening(list(pending), {})
@@ -189,23 +190,28 @@ def screening_apply(
     reasons_raw = data.get("reasons", {})
     if not isinstance(reasons_raw, dict):
         raise InvalidDecision("reasons must map papers to text.")
+    keep_listed_only = "include" in data
+
+    def kept(paper_id: int) -> bool:
+        return paper_id in include or (not keep_listed_only and paper_id not in exclude)
+
     reasons: dict[int, str] = {}
     for ref, text in reasons_raw.items():
         paper_id = _resolved([ref], "reasons", resolve)[0]
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_REASON:
             raise InvalidDecision(f"The reason for {ref!r} must be 1-{MAX_REASON} characters.")
-        if paper_id in include:
-            raise InvalidDecision(f"{ref!r} is included: a reason is for excluded papers.")
+        if kept(paper_id):
+            raise InvalidDecision(
+                f"{ref!r} is kept: a reason is for excluded papers (list it in exclude)."
+            )
         reasons[paper_id] = " ".join(text.split())
-    keep_listed_only = "include" in data
     included, excluded = [], {}
     for paper_id in pending:
-        if paper_id in include or (not keep_listed_only and paper_id not in exclude):
-            if paper_id not in reasons:
-                included.append(paper_id)
-                continue
-        default = NO_REASON if paper_id in exclude else NOT_SELECTED
-        excluded[paper_id] = reasons.get(paper_id, default)
+        if kept(paper_id):
+            included.append(paper_id)
+        else:
+            default = NO_REASON if paper_id in exclude else NOT_SELECTED
+            excluded[paper_id] = reasons.get(paper_id, default)
     return Screening(included, excluded)
 
 

@@ -3,6 +3,7 @@ read-only mode and the staff session."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -11,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from projects.models import Project
 from research_site.models import ApiToken
 from research_site.tokens import api_token_revoke
 from tests.api.conftest import Api, Library, error
@@ -44,7 +46,8 @@ def test_unknown_or_malformed_credentials_are_401(client: Client, header: str) -
 
 def test_wrong_token_says_invalid_token_in_the_challenge(anonymous: Api) -> None:
     response = anonymous.get("/api/projects", token="rmcp_wrong")
-    assert error(response, 401)["code"] == "invalid_token"
+    body = error(response, 401)
+    assert (body["code"], body["message"]) == ("invalid_token", "The token is not valid.")
     assert 'error="invalid_token"' in response["WWW-Authenticate"]
 
 
@@ -67,6 +70,9 @@ def test_read_token_reads_but_every_write_is_403_insufficient_scope(
         body = error(response, 403)
         assert body["code"] == "insufficient_scope"
         assert "scope 'read'" in body["message"]
+        assert body["message"].endswith(
+            "requests. Create a token with scope 'write' to change the library."
+        )
         assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
     assert list(library.project.papers.order_by("pk")) == [library.attention, library.bert]
     assert sorted(k.name for k in library.attention.keywords.all()) == ["attention", "transformers"]
@@ -137,6 +143,37 @@ def test_read_only_mode_refuses_every_write_with_403_read_only(
         assert "MCP_READ_ONLY" in body["message"]
 
 
+def staff_browser(make_user: Callable[..., User]) -> tuple[Client, str]:
+    """A staff user's browser signed in to the admin, and the CSRF token its forms send."""
+    make_user("sam", is_staff=True)
+    browser = Client(enforce_csrf_checks=True)
+    assert browser.login(username="sam", password="pw-sam")
+    page = browser.get("/api/docs")  # the docs page hands the CSRF token to Swagger UI
+    return browser, page.content.decode().split('data-csrf-token="')[1].split('"')[0]
+
+
+def test_read_only_mode_refuses_writes_made_with_the_admin_session_too(
+    make_user: Callable[..., User], library: Library, settings: object
+) -> None:
+    browser, csrf = staff_browser(make_user)
+    settings.MCP_READ_ONLY = True  # type: ignore[attr-defined]
+    assert browser.get("/api/projects").status_code == 200
+    projects, keywords = Project.objects.count(), library.attention.keywords.count()
+    for method, path, body in (
+        ("post", "/api/projects", NEW_PROJECT),
+        ("post", "/api/papers/keywords", {"paper_ids": [1], "action": "add", "keywords": ["x"]}),
+        ("put", f"/api/papers/{library.attention.pk}/summaries/brief", {"content": {"a": 1}}),
+    ):
+        response = getattr(browser, method)(
+            path, json.dumps(body), content_type="application/json", headers={"X-CSRFToken": csrf}
+        )
+        refused = error(response, 403)
+        assert refused["code"] == "read_only", (path, refused)
+        assert "MCP_READ_ONLY" in refused["message"]
+    assert Project.objects.count() == projects
+    assert library.attention.keywords.count() == keywords
+
+
 def test_read_only_mode_does_not_record_token_use(api: Api, settings: object) -> None:
     # The database is opened read-only in this mode: an UPDATE would fail the request.
     settings.MCP_READ_ONLY = True  # type: ignore[attr-defined]
@@ -152,7 +189,9 @@ def test_staff_session_reads_and_writes_with_csrf(
     assert browser.login(username="sam", password="pw-sam")
     assert browser.get("/api/projects").status_code == 200
     refused = browser.post("/api/projects", NEW_PROJECT, content_type="application/json")
-    assert error(refused, 403)["code"] == "csrf_failed"
+    body = error(refused, 403)
+    assert body["code"] == "csrf_failed"
+    assert body["message"].startswith("CSRF check failed: send the csrftoken cookie's value")
     page = browser.get("/api/docs")  # the docs page hands the CSRF token to Swagger UI
     csrf = page.content.decode().split('data-csrf-token="')[1].split('"')[0]
     assert csrf

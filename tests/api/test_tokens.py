@@ -14,7 +14,12 @@ from django.test import Client
 
 from core.errors import Conflict, InvalidInput, NotFound
 from research_site.models import ApiToken
-from research_site.tokens import READERS_GROUP, api_token_create, api_token_revoke
+from research_site.tokens import (
+    READERS_GROUP,
+    api_token_create,
+    api_token_get,
+    api_token_revoke,
+)
 from tests.api.conftest import Api
 
 pytestmark = pytest.mark.django_db
@@ -47,10 +52,27 @@ def test_token_names_are_unique_per_user_among_live_tokens(writer: User) -> None
         api_token_create(user=writer, name="ci")
     api_token_revoke(token=ApiToken.objects.get(name="ci"))
     api_token_create(user=writer, name="ci")  # a revoked token's name is free again
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput) as nameless:
         api_token_create(user=writer, name="  ")
+    assert nameless.value.details == {"field": "name"}
+    assert "A token needs a name" in nameless.value.message
     with pytest.raises(InvalidInput):
         api_token_create(user=writer, name="x", scope="admin")
+
+
+def test_a_prefix_that_names_two_tokens_is_refused_and_the_id_still_works(writer: User) -> None:
+    # Prefixes are random, so two tokens sharing one is rare, but then neither may be picked.
+    first, _ = api_token_create(user=writer, name="one")
+    second, _ = api_token_create(user=writer, name="two")
+    ApiToken.objects.filter(pk=second.pk).update(prefix=first.prefix)
+    with pytest.raises(InvalidInput) as ambiguous:
+        api_token_get(ref=first.prefix)
+    assert ambiguous.value.details == {"field": "token"}
+    assert "names several tokens; use the id" in ambiguous.value.message
+    assert api_token_get(ref=second.pk) == second
+    assert api_token_get(ref=f" {first.pk} ") == first
+    with pytest.raises(NotFound):
+        api_token_get(ref="rmcp_nothing")
 
 
 def test_command_create_prints_only_the_secret_on_stdout(api: Api, writer: User) -> None:
