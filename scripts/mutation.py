@@ -86,7 +86,11 @@ GROUPS: dict[str, Group] = {
     ),
     "ratelimit": Group(
         mutate=["engines/ratelimit.py"],
-        tests=["tests/engines/test_failures.py", "tests/api/test_rate_limits.py"],
+        tests=[
+            "tests/engines/test_ratelimit_rules.py",
+            "tests/engines/test_failures.py",
+            "tests/api/test_rate_limits.py",
+        ],
         # A wall-clock bound (< 1 s) that a loaded machine misses: the clean run must pass.
         select=["-k", "not retry_after_past_the_deadline"],
     ),
