@@ -118,16 +118,17 @@ def pdf_attach_job(
 
 
 def _start(key: str, paper_id: int, url: str | None) -> dict[str, Any] | None:
+    job_id = uuid.uuid4().hex
     state = {
         "state": RUNNING,
-        "job_id": uuid.uuid4().hex,
+        "job_id": job_id,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "url": url,
     }
     if not _cache().add(key, state, timeout=lease_seconds()):
         return _cache().get(key)  # another caller started it first: join that one
     try:
-        pdf_attach_send(job_key=key, paper_id=paper_id, url=url, job_id=state["job_id"])
+        pdf_attach_send(job_key=key, paper_id=paper_id, url=url, job_id=job_id)
     except Exception:
         _cache().delete(key)
         raise
