@@ -20,7 +20,9 @@ front opens one per request and cancels it when the client disconnects) is aband
 it is cancelled: `wait()` returns at once with `cancelled` for what has not arrived, calls
 still queued are dropped (Celery tasks revoked), and calls under way on this process's
 threads start no further attempt, rate-limit wait or turn wait. A request already sent to
-a source is not interrupted; it ends by its own deadline.
+a source is not interrupted; it ends by its own deadline. Likewise a fan-out started
+under a `request_deadline` (set by the MCP HTTP front when the request arrives) ends by
+it: time the request spent queued for a thread is taken from its engines' deadline.
 """
 
 from __future__ import annotations
@@ -127,6 +129,24 @@ def cancellation_scope(cancellation: Cancellation) -> Iterator[Cancellation]:
         yield cancellation
     finally:
         current_cancellation.reset(token)
+
+
+# The monotonic time by which the engine calls of the request being served must end: set
+# when the request arrives (mcp_endpoint/asgi.py), so time it spent waiting for a thread
+# comes out of its engines' deadline instead of being added to it.
+current_request_deadline: ContextVar[float | None] = ContextVar(
+    "engine_calls_request_deadline", default=None
+)
+
+
+@contextmanager
+def request_deadline(deadline: float) -> Iterator[None]:
+    """Fan-outs started inside end by `deadline` (a time.monotonic() value) at the latest."""
+    token = current_request_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        current_request_deadline.reset(token)
 
 
 class CallCancelled(EngineError):
@@ -434,16 +454,21 @@ class PendingCalls:
     def __init__(self, calls: list[EngineCall], deadline_seconds: float) -> None:
         self.calls = calls
         self.started = time.monotonic()
+        answer_by = current_request_deadline.get()
+        if answer_by is not None:
+            deadline_seconds = max(0.0, min(deadline_seconds, answer_by - self.started))
         self.deadline = self.started + deadline_seconds
         self._stop = threading.Event()
         timeout_seconds = max(0.1, deadline_seconds - CALL_MARGIN_SECONDS)
         cancellation = current_cancellation.get()
         if cancellation is not None and cancellation.cancelled:
             self._stop.set()  # nobody is waiting for these: start none of them
+        no_time = deadline_seconds <= CALL_MARGIN_SECONDS
         refusals = [
             precheck(call.engine, call.operation)
             or _breaker_refusal(call.engine)
             or (_cancelled(call.engine) if self._stop.is_set() else None)
+            or (_no_time_left(call.engine) if no_time else None)
             for call in calls
         ]
         runnable = [call for call, refusal in zip(calls, refusals, strict=True) if not refusal]
@@ -492,6 +517,16 @@ class PendingCalls:
             if isinstance(future, Future):
                 future.cancel()
         return outcomes
+
+
+def _no_time_left(engine_id: str) -> EngineOutcome:
+    return EngineOutcome(
+        engine_id,
+        "timeout",
+        "Not asked: the request waited its whole engine deadline "
+        f"({settings.ENGINE_DEADLINE_SECONDS} s) for a place among the calls under way.",
+        reason="queued",
+    )
 
 
 def _cancelled(engine_id: str) -> EngineOutcome:

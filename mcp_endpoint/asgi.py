@@ -13,7 +13,9 @@ Two things happen here around each /mcp request, because only the HTTP front see
   (ENGINE_DEADLINE_SECONDS) when the network is down, so such calls first wait for a
   place in their own lane of MCP_MAX_THREADS // 2 places, without a thread while they
   wait: however many of them are under way, the library's own tools (and a search with
-  `engines: "local"`) always find the other threads free.
+  `engines: "local"`) always find the other threads free. The engines' deadline
+  (ENGINE_DEADLINE_SECONDS) counts from the request's arrival, so a call that waited for
+  its place is not kept longer for it.
 - Disconnects. While a request is served, the client's connection is watched; when it
   goes away, the request's `Cancellation` (engines/runner.py) is cancelled, which
   abandons its engine fan-out (queued calls dropped, no further attempt started), so the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from functools import cache
 from typing import Any
 
@@ -33,7 +36,7 @@ from django.conf import settings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engines.registry import LOCAL_ENGINE
-from engines.runner import Cancellation, cancellation_scope
+from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
 from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
 
@@ -172,10 +175,11 @@ class McpAsgiApp:
         cancelled: see the module docstring)."""
         cancellation = Cancellation()
         response: http.HttpResponse | None = None
+        answer_by = time.monotonic() + settings.ENGINE_DEADLINE_SECONDS
 
         async def answer(done: anyio.CancelScope) -> None:
             nonlocal response
-            with cancellation_scope(cancellation):
+            with cancellation_scope(cancellation), request_deadline(answer_by):
                 if lane is None:
                     response = await self.endpoint.handle(request)
                 else:

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -101,8 +101,15 @@ def _tool_call(name: str, arguments: dict[str, Any]) -> bytes:
     return json.dumps(message).encode()
 
 
-def send_and_hang_up(server: LiveServer, body: bytes, after: float) -> None:
-    """POST `body` to /mcp and close the connection `after` seconds later, unanswered."""
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def send_and_hang_up(server: LiveServer, body: bytes, when: Callable[[], bool]) -> None:
+    """POST `body` to /mcp and close the connection once `when()` is true, unanswered."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         head = (
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
@@ -111,7 +118,7 @@ def send_and_hang_up(server: LiveServer, body: bytes, after: float) -> None:
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         sock.sendall(head + body)
-        time.sleep(after)
+        wait_for(when)
 
 
 def timed(server: LiveServer, name: str, arguments: dict[str, Any]) -> tuple[float, Any]:
@@ -132,10 +139,11 @@ def test_a_disconnected_clients_engine_calls_stop_and_its_place_is_freed_at_once
 ) -> None:
     before = source.counts["crossref"]
     query = f"cancelled {uuid.uuid4().hex[:8]}"
-    # The first crossref request is under way when the client hangs up; the runner would
-    # retry its 503 after a backoff of 0.25-0.75 s, and again and again until the deadline.
-    send_and_hang_up(server, _tool_call("search_papers", {"query": query, "engines": ["crossref"]}),
-                     after=SLOW_SECONDS / 2)  # fmt: skip
+    # The client hangs up while the first crossref request is under way (it answers 503
+    # after SLOW_SECONDS); the runner would retry it after a backoff of 0.25-0.75 s, and
+    # again until the deadline.
+    body = _tool_call("search_papers", {"query": query, "engines": ["crossref"]})
+    send_and_hang_up(server, body, when=lambda: source.counts["crossref"] > before)
 
     # The lane's only place is free at once: the next open-world call does not wait for
     # the abandoned one's retries or deadline.
@@ -194,3 +202,31 @@ def test_local_tools_do_not_wait_for_the_open_world_lane(
         for thread in slow:
             thread.join(10)
         source.slow_seconds = SLOW_SECONDS
+
+
+def test_time_queued_for_the_lane_comes_out_of_the_engine_deadline(
+    server: LiveServer, source: CountingSource
+) -> None:
+    """The second of two slow searches waits for the lane's place while the first runs
+    to ENGINE_DEADLINE_SECONDS=3; it then has no time left, and answers at once."""
+    source.slow_seconds = 30.0
+    answers: list[tuple[float, Any]] = []
+
+    def run(query: str) -> None:
+        answers.append(search(server, query, ["local", "crossref"]))
+
+    threads = [
+        threading.Thread(target=run, args=(f"queued {i} {uuid.uuid4().hex[:6]}",)) for i in range(2)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+    finally:
+        source.slow_seconds = SLOW_SECONDS
+    assert len(answers) == 2
+    assert all(elapsed < 3 + 2.5 for elapsed, _ in answers), [e for e, _ in answers]
+    crossref = [result_json(result)["engines"]["crossref"] for _, result in answers]
+    assert [status["status"] for status in crossref] == ["timeout", "timeout"]
+    assert sorted(status["reason"] == "queued" for status in crossref) == [False, True]
