@@ -269,6 +269,7 @@ class McpRouter:
                 # connection: bound them, so workers x MCP_MAX_THREADS stays under
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
+                open_world_tools()  # now, rather than in the event loop of a first request
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
