@@ -73,9 +73,11 @@ BACKOFF_CAP_SECONDS = 8.0
 # A call's own deadline ends this much before the gathering deadline, so it can report
 # why it gave up (rate limited, retries exhausted) before the gatherer calls it a timeout.
 CALL_MARGIN_SECONDS = 0.5
-# How often a waiting fan-out looks whether its request was cancelled: waits on Celery
-# results cannot be woken, so they wait in slices of this length.
+# How often a waiting fan-out looks whether its request was cancelled: waits cannot be
+# woken, so they wait in slices of this length. Each wait on a Celery result subscribes
+# to it in Redis anew (about 50 ms here), so those wait in longer slices.
 CANCEL_POLL_SECONDS = 0.1
+CELERY_POLL_SECONDS = 1.0
 
 
 class Cancellation:
@@ -570,15 +572,16 @@ def _gather(
             if pending.abandoned:
                 return _cancelled(call.engine)
             remaining = pending.deadline - time.monotonic()
+            poll = CANCEL_POLL_SECONDS if isinstance(future, Future) else CELERY_POLL_SECONDS
             # Never 0: Celery reads a timeout of 0 as "no timeout".
-            step = max(0.001, min(remaining, CANCEL_POLL_SECONDS))
+            step = max(0.001, min(remaining, poll))
             try:
                 if isinstance(future, Future):
                     return future.result(timeout=step)
                 data = future.get(timeout=step, propagate=True, disable_sync_subtasks=False)
                 return EngineOutcome(**data)
             except (FutureTimeout, CeleryTimeout):
-                if remaining <= CANCEL_POLL_SECONDS:
+                if remaining <= poll:
                     raise
     except (FutureTimeout, CeleryTimeout):
         if isinstance(future, AsyncResult):

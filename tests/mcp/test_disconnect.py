@@ -87,6 +87,10 @@ def server(knowledge_base: KnowledgeBase, source: CountingSource) -> Iterator[Li
         "ENGINE_BREAKER_FAILURES": "100",
         "ENGINE_DEADLINE_SECONDS": "3",
         "ENGINE_CACHE_TTLS": "crossref=0,openalex=0",
+        # Engine calls on this process's threads, where this test's engine URLs are set
+        # (with a broker they would go to the suite's shared Celery workers).
+        "REDIS_URL": "",
+        "CELERY_BROKER_URL": "",
     }
     with running_server(knowledge_base, env=env) as live:
         yield live
