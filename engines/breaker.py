@@ -5,7 +5,10 @@ dropped connections, 5xx), or one that says it cannot be reached from here at al
 resolution, refused connection, TLS; `EngineUnreachable`), the engine's breaker opens: for
 ENGINE_BREAKER_RESET_SECONDS every call to it answers at once as `unreachable` (reason
 `circuit_open`) without touching the network or a rate-limit slot. Then one call is let
-through (half-open): success closes the breaker, failure opens it again. Answers that
+through (half-open): success closes the breaker, failure opens it again. While that trial
+call is under way, the others still answer at once (pybreaker itself would let them all
+through, and with a source that hangs each would wait for its deadline); the trial is
+claimed in Redis (SET NX) when it is configured, else in this process. Answers that
 prove the source is up (a 400, a 404, a 429, a bad key) do not count.
 
 The state lives in Redis when REDIS_URL is set (pybreaker's CircuitRedisStorage: every web
@@ -25,7 +28,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -160,11 +164,63 @@ def check(engine_id: str) -> None:
 
 def call(engine_id: str, function: Callable[[], T]) -> T:
     """`function()` guarded by the engine's breaker. Raises BreakerOpen when the breaker
-    is open, the function's own error otherwise; an `EngineUnreachable` opens the breaker
-    at once."""
+    is open (or half-open with its trial call under way elsewhere), the function's own
+    error otherwise; an `EngineUnreachable` opens the breaker at once."""
     _recorded.add(engine_id)
     guard = breaker(engine_id)
     check(engine_id)
+    with _trial(engine_id, guard):
+        return _guarded_call(engine_id, guard, function)
+
+
+@contextmanager
+def _trial(engine_id: str, guard: pybreaker.CircuitBreaker) -> Iterator[None]:
+    """The breaker's one trial call when it is due (open past its reset, or half-open);
+    BreakerOpen when another call holds the trial."""
+    if guard.current_state == pybreaker.STATE_CLOSED:
+        yield
+        return
+    key = f"{NAMESPACE}:{engine_id}:trial"
+    ttl = settings.ENGINE_DEADLINE_SECONDS + 5  # outlives any call, so a crash frees it
+    claimed = _claim(key, ttl)
+    if not claimed:
+        raise BreakerOpen(engine_id, BreakerState("half-open", float(ttl), last_failure(engine_id)))
+    try:
+        yield
+    finally:
+        _release(key)
+
+
+_trials: set[str] = set()
+_trials_lock = threading.Lock()
+
+
+def _claim(key: str, ttl: int) -> bool:
+    if settings.REDIS_URL:
+        try:
+            return bool(_redis().set(key, "1", nx=True, ex=ttl))
+        except redis.RedisError as exc:  # as pybreaker does without Redis: let it through
+            store_unreachable(exc)
+            return True
+    with _trials_lock:
+        if key in _trials:
+            return False
+        _trials.add(key)
+        return True
+
+
+def _release(key: str) -> None:
+    if settings.REDIS_URL:
+        try:
+            _redis().delete(key)
+        except redis.RedisError as exc:
+            store_unreachable(exc)
+        return
+    with _trials_lock:
+        _trials.discard(key)
+
+
+def _guarded_call(engine_id: str, guard: pybreaker.CircuitBreaker, function: Callable[[], T]) -> T:
     try:
         result = guard.call(function)
     except pybreaker.CircuitBreakerError:
@@ -256,6 +312,8 @@ def reset_all() -> None:
     with _storage_lock:
         _memory.clear()
         _shared.clear()
+    with _trials_lock:
+        _trials.clear()
     _local.__dict__.clear()
     if settings.REDIS_URL:
         try:

@@ -14,6 +14,15 @@ threads shared by every search of the process (engine calls never take the threa
 serve requests), and returns a `PendingCalls`; `wait()` gathers them with one deadline, so
 a slow or failing engine never holds up the others: what has not arrived by then is
 reported as `timeout`, and calls still queued then are cancelled.
+
+A fan-out started while a `Cancellation` is current (`cancellation_scope`: the MCP HTTP
+front opens one per request and cancels it when the client disconnects) is abandoned when
+it is cancelled: `wait()` returns at once with `cancelled` for what has not arrived, calls
+still queued are dropped (Celery tasks revoked), and calls under way on this process's
+threads start no further attempt, rate-limit wait or turn wait. A request already sent to
+a source is not interrupted; it ends by its own deadline. Likewise a fan-out started
+under a `request_deadline` (set by the MCP HTTP front when the request arrives) ends by
+it: time the request spent queued for a thread is taken from its engines' deadline.
 """
 
 from __future__ import annotations
@@ -22,10 +31,11 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from functools import cache as memoize
 from typing import Any
@@ -63,6 +73,89 @@ BACKOFF_CAP_SECONDS = 8.0
 # A call's own deadline ends this much before the gathering deadline, so it can report
 # why it gave up (rate limited, retries exhausted) before the gatherer calls it a timeout.
 CALL_MARGIN_SECONDS = 0.5
+# How often a waiting fan-out looks whether its request was cancelled: waits cannot be
+# woken, so they wait in slices of this length. Each wait on a Celery result subscribes
+# to it in Redis anew (about 50 ms here), so those wait in longer slices.
+CANCEL_POLL_SECONDS = 0.1
+CELERY_POLL_SECONDS = 1.0
+
+
+class Cancellation:
+    """Says that the work for one request is no longer wanted (its client went away).
+
+    Thread-safe; `cancel()` runs the callbacks registered with `on_cancel` (each at most
+    once), and a callback registered after the cancellation runs at once.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one abandoned fan-out must not keep the others running
+                logger.exception("A cancellation callback failed")
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+
+# The cancellation of the request being served; worker threads that run tools see it
+# (anyio copies the context into them).
+current_cancellation: ContextVar[Cancellation | None] = ContextVar(
+    "engine_calls_cancellation", default=None
+)
+
+
+@contextmanager
+def cancellation_scope(cancellation: Cancellation) -> Iterator[Cancellation]:
+    """Fan-outs started inside are abandoned when `cancellation` is cancelled."""
+    token = current_cancellation.set(cancellation)
+    try:
+        yield cancellation
+    finally:
+        current_cancellation.reset(token)
+
+
+# The monotonic time by which the engine calls of the request being served must end: set
+# when the request arrives (mcp_endpoint/asgi.py), so time it spent waiting for a thread
+# comes out of its engines' deadline instead of being added to it.
+current_request_deadline: ContextVar[float | None] = ContextVar(
+    "engine_calls_request_deadline", default=None
+)
+
+
+@contextmanager
+def request_deadline(deadline: float) -> Iterator[None]:
+    """Fan-outs started inside end by `deadline` (a time.monotonic() value) at the latest."""
+    token = current_request_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        current_request_deadline.reset(token)
+
+
+class CallCancelled(EngineError):
+    """The request that wanted this call was cancelled (its client went away)."""
+
+    status = "cancelled"
+    outcome = "cancelled"
 
 
 @dataclass
@@ -190,6 +283,7 @@ OUTCOME_OF_STATUS = {
     "unsupported": "unsupported",
     "not_found": "not_found",
     "rate_limited": "rate_limited",
+    "cancelled": "cancelled",
 }
 
 
@@ -218,9 +312,18 @@ def precheck(engine_id: str, operation: str) -> EngineOutcome | None:
 
 
 def call_engine(
-    engine_id: str, operation: str, arguments: dict[str, Any], *, timeout_seconds: float
+    engine_id: str,
+    operation: str,
+    arguments: dict[str, Any],
+    *,
+    timeout_seconds: float,
+    stop: threading.Event | None = None,
 ) -> EngineOutcome:
-    """One engine operation with cache, rate limit and retries; never raises."""
+    """One engine operation with cache, rate limit and retries; never raises.
+
+    Once `stop` is set (the fan-out was abandoned) it starts nothing more: no turn wait,
+    attempt, rate-limit wait or backoff, and answers `cancelled`."""
+    stop = stop or threading.Event()
     started = time.monotonic()
     deadline = started + timeout_seconds
 
@@ -262,8 +365,10 @@ def call_engine(
         while True:
             attempt += 1
             try:
+                _check_stop(stop)
                 breaker.check(engine.id)
                 waited = ratelimit.acquire(engine, deadline=deadline)
+                _check_stop(stop)
                 if waited >= 0.05:
                     logger.debug(
                         "engine %s %s: waited %.2f s for its rate limit", engine_id, operation,
@@ -281,7 +386,8 @@ def call_engine(
                     "%s %s failed (%s), retry %d in %.2fs", engine_id, operation, exc.message,
                     attempt, delay,
                 )  # fmt: skip
-                time.sleep(delay)
+                if stop.wait(delay):
+                    return failed(CallCancelled(CANCELLED_MESSAGE, reason="client_gone"), attempt)
                 continue
             except EngineError as exc:
                 return failed(exc, attempt)
@@ -294,10 +400,18 @@ def call_engine(
 
     with http.call_deadline(deadline):
         try:
-            with _engine_turn(engine, deadline):
+            with _engine_turn(engine, deadline, stop):
                 return attempts()
-        except EngineTimeout as exc:  # no turn came before the deadline
+        except (EngineTimeout, CallCancelled) as exc:  # no turn came in time, or none wanted
             return failed(exc, 0)
+
+
+CANCELLED_MESSAGE = "The client went away; the call was abandoned."
+
+
+def _check_stop(stop: threading.Event) -> None:
+    if stop.is_set():
+        raise CallCancelled(CANCELLED_MESSAGE, reason="client_gone")
 
 
 _turns_lock = threading.Lock()
@@ -305,17 +419,27 @@ _turns: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 
 
 @contextmanager
-def _engine_turn(engine: BaseSearchEngine, deadline: float) -> Iterator[None]:
+def _engine_turn(
+    engine: BaseSearchEngine, deadline: float, stop: threading.Event
+) -> Iterator[None]:
     """One of the engine's ENGINE_CONCURRENCY places in this process, waited for until
-    `deadline`; EngineTimeout (reason `queued`) if none frees up by then."""
+    `deadline`; EngineTimeout (reason `queued`) if none frees up by then, CallCancelled
+    as soon as `stop` is set."""
     size = settings.ENGINE_CONCURRENCY
     with _turns_lock:
         places = _turns.setdefault((engine.id, size), threading.BoundedSemaphore(size))
-    if not places.acquire(timeout=max(0.0, deadline - time.monotonic())):
-        raise EngineTimeout(
-            f"{engine.name} already had {size} calls under way here; none finished in time.",
-            reason="queued",
-        )
+    while not places.acquire(
+        timeout=min(CANCEL_POLL_SECONDS, max(0.0, deadline - time.monotonic()))
+    ):
+        _check_stop(stop)
+        if time.monotonic() >= deadline:
+            raise EngineTimeout(
+                f"{engine.name} already had {size} calls under way here; none finished in time.",
+                reason="queued",
+            )
+    if stop.is_set():
+        places.release()
+        _check_stop(stop)
     try:
         yield
     finally:
@@ -326,15 +450,28 @@ def _engine_turn(engine: BaseSearchEngine, deadline: float) -> Iterator[None]:
 
 
 class PendingCalls:
-    """Calls under way; `wait()` gathers them by one deadline."""
+    """Calls under way; `wait()` gathers them by one deadline (see the module docstring
+    for what a cancellation does to them)."""
 
     def __init__(self, calls: list[EngineCall], deadline_seconds: float) -> None:
         self.calls = calls
-        self.deadline = time.monotonic() + deadline_seconds
+        self.started = time.monotonic()
+        answer_by = current_request_deadline.get()
+        if answer_by is not None:
+            deadline_seconds = max(0.0, min(deadline_seconds, answer_by - self.started))
+        self.deadline = self.started + deadline_seconds
+        self._stop = threading.Event()
         timeout_seconds = max(0.1, deadline_seconds - CALL_MARGIN_SECONDS)
-        self._futures: list[Future[EngineOutcome] | AsyncResult | EngineOutcome] = []
+        cancellation = current_cancellation.get()
+        if cancellation is not None and cancellation.cancelled:
+            self._stop.set()  # nobody is waiting for these: start none of them
+        no_time = deadline_seconds <= CALL_MARGIN_SECONDS
         refusals = [
-            precheck(call.engine, call.operation) or _breaker_refusal(call.engine) for call in calls
+            precheck(call.engine, call.operation)
+            or _breaker_refusal(call.engine)
+            or (_cancelled(call.engine) if self._stop.is_set() else None)
+            or (_no_time_left(call.engine) if no_time else None)
+            for call in calls
         ]
         runnable = [call for call, refusal in zip(calls, refusals, strict=True) if not refusal]
         launched: list[Future[EngineOutcome] | AsyncResult] = []
@@ -345,24 +482,57 @@ class PendingCalls:
                 in_process = True  # no queue (or it is unreachable): run the rest here
                 sent = _pool().submit(
                     call_engine, call.engine, call.operation, call.arguments,
-                    timeout_seconds=timeout_seconds,
+                    timeout_seconds=timeout_seconds, stop=self._stop,
                 )  # fmt: skip
             launched.append(sent)
 
         pending = iter(launched)
-        self._futures = [refusal or next(pending) for refusal in refusals]
+        self._futures: list[Future[EngineOutcome] | AsyncResult | EngineOutcome] = [
+            refusal or next(pending) for refusal in refusals
+        ]
+        if cancellation is not None:
+            cancellation.on_cancel(self.abandon)
+
+    @property
+    def abandoned(self) -> bool:
+        return self._stop.is_set()
+
+    def abandon(self) -> None:
+        """Nobody wants these answers any more: drop the queued calls and let the running
+        ones start nothing further (a request already sent ends by its own deadline)."""
+        self._stop.set()
+        for future in self._futures:
+            if isinstance(future, Future):
+                future.cancel()
+            elif isinstance(future, AsyncResult):
+                future.revoke()
 
     def wait(self) -> list[EngineOutcome]:
-        """Each call's outcome, in call order; `timeout` for those not back in time."""
-        outcomes = []
-        for call, future in zip(self.calls, self._futures, strict=True):
-            remaining = max(0.0, self.deadline - time.monotonic())
-            outcomes.append(_gather(call, future, remaining))
+        """Each call's outcome, in call order; `timeout` for those not back in time,
+        `cancelled` for those not back when the fan-out was abandoned."""
+        outcomes = [
+            _gather(call, future, self)
+            for call, future in zip(self.calls, self._futures, strict=True)
+        ]
         for future in self._futures:
             # Calls still queued are dropped; running ones end by their own deadline.
             if isinstance(future, Future):
                 future.cancel()
         return outcomes
+
+
+def _no_time_left(engine_id: str) -> EngineOutcome:
+    return EngineOutcome(
+        engine_id,
+        "timeout",
+        "Not asked: the request waited its whole engine deadline "
+        f"({settings.ENGINE_DEADLINE_SECONDS} s) for a place among the calls under way.",
+        reason="queued",
+    )
+
+
+def _cancelled(engine_id: str) -> EngineOutcome:
+    return EngineOutcome(engine_id, "cancelled", CANCELLED_MESSAGE, reason="client_gone")
 
 
 @memoize
@@ -391,22 +561,36 @@ def _breaker_refusal(engine_id: str) -> EngineOutcome | None:
 def _gather(
     call: EngineCall,
     future: Future[EngineOutcome] | AsyncResult | EngineOutcome,
-    remaining: float,
+    pending: PendingCalls,
 ) -> EngineOutcome:
+    """The call's outcome, waiting for it until the fan-out's deadline in short slices,
+    so an abandoned fan-out stops waiting at once."""
     if isinstance(future, EngineOutcome):  # refused before dispatch
         return future
-    waited = f"no answer within the search deadline ({settings.ENGINE_DEADLINE_SECONDS} s)"
     try:
-        if isinstance(future, Future):
-            return future.result(timeout=remaining)
-        data = future.get(timeout=remaining, propagate=True, disable_sync_subtasks=False)
-        return EngineOutcome(**data)
+        while True:
+            if pending.abandoned:
+                return _cancelled(call.engine)
+            remaining = pending.deadline - time.monotonic()
+            poll = CANCEL_POLL_SECONDS if isinstance(future, Future) else CELERY_POLL_SECONDS
+            # Never 0: Celery reads a timeout of 0 as "no timeout".
+            step = max(0.001, min(remaining, poll))
+            try:
+                if isinstance(future, Future):
+                    return future.result(timeout=step)
+                data = future.get(timeout=step, propagate=True, disable_sync_subtasks=False)
+                return EngineOutcome(**data)
+            except (FutureTimeout, CeleryTimeout):
+                if remaining <= poll:
+                    raise
     except (FutureTimeout, CeleryTimeout):
         if isinstance(future, AsyncResult):
             future.revoke()
-        return EngineOutcome(
-            call.engine, "timeout", waited, elapsed_ms=remaining * 1000, reason="deadline"
-        )
+        waited = f"no answer within the search deadline ({settings.ENGINE_DEADLINE_SECONDS} s)"
+        elapsed = (time.monotonic() - pending.started) * 1000
+        return EngineOutcome(call.engine, "timeout", waited, elapsed_ms=elapsed, reason="deadline")
+    except CancelledError:  # dropped by abandon() before it started
+        return _cancelled(call.engine)
     except Exception as exc:  # the worker died, the broker dropped the task, ...
         logger.exception("Engine call %s/%s was lost", call.engine, call.operation)
         return EngineOutcome(

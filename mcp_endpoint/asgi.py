@@ -4,18 +4,41 @@
 view), /sse and /messages/ to the legacy SSE transport when it is switched on, answers
 the ASGI lifespan protocol itself (Django's handler does not speak it), and hands
 everything else (the admin, static files) to Django's ASGI application.
+
+Two things happen here around each /mcp request, because only the HTTP front sees them:
+
+- Lanes. Sync tools run on anyio's worker threads, MCP_MAX_THREADS of them per process.
+  A tool that calls the outside world (annotated `open_world_hint`: engine searches,
+  add_paper, attach_pdf, ...) can hold its thread for as long as its deadline
+  (ENGINE_DEADLINE_SECONDS) when the network is down, so such calls first wait for a
+  place in their own lane of MCP_MAX_THREADS // 2 places, without a thread while they
+  wait: however many of them are under way, the library's own tools (and a search with
+  `engines: "local"`) always find the other threads free. The engines' deadline
+  (ENGINE_DEADLINE_SECONDS) counts from the request's arrival, so a call that waited for
+  its place is not kept longer for it.
+- Disconnects. While a request is served, the client's connection is watched; when it
+  goes away, the request's `Cancellation` (engines/runner.py) is cancelled, which
+  abandons its engine fan-out (queued calls dropped, no further attempt started), so the
+  tool returns and its thread and lane place are freed at once; nothing is sent.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from functools import cache
 from typing import Any
 
+import anyio
 from anyio import to_thread
 from django.conf import settings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from engines.registry import LOCAL_ENGINE
+from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
+from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +86,77 @@ async def send_response(send: Any, response: http.HttpResponse) -> None:
     await send({"type": "http.response.body", "body": response.body})
 
 
+@cache
+def open_world_tools() -> frozenset[str]:
+    """The tools, in every tool set, that call the outside world (open_world_hint)."""
+    registry = build_registry(toolsets=list(TOOLSET_MODULES), read_only=False)
+    return frozenset(
+        name
+        for name, tool in registry.tools.items()
+        if tool.annotations is not None and tool.annotations.open_world_hint
+    )
+
+
+def _only_local_engine(arguments: dict[str, Any]) -> bool:
+    """`engines: "local"` (or ["local"]): a search of the library alone."""
+    engines = arguments.get("engines")
+    if isinstance(engines, str):
+        engines = engines.split(",")
+    if not isinstance(engines, list):
+        return False
+    names = {name.strip().lower() for name in engines if isinstance(name, str) and name.strip()}
+    return names == {LOCAL_ENGINE}
+
+
+def calls_outside_world(body: bytes) -> bool:
+    """Whether the request (or any request of a batch) calls a tool that may wait on the
+    outside world. A body that is not JSON is answered without any tool, so it is not."""
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    messages = decoded if isinstance(decoded, list) else [decoded]
+    for message in messages:
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            continue
+        params = message.get("params")
+        if not isinstance(params, dict) or params.get("name") not in open_world_tools():
+            continue
+        arguments = params.get("arguments")
+        if not (isinstance(arguments, dict) and _only_local_engine(arguments)):
+            return True
+    return False
+
+
+def open_world_places() -> int:
+    """Places in the open-world lane: half the tool threads (at least one)."""
+    return max(1, settings.MCP_MAX_THREADS // 2)
+
+
+async def wait_for_disconnect(receive: Any) -> None:
+    """Returns when the client has gone away (the request body is already read).
+
+    uvicorn (like any ASGI server) answers `receive()` after the body with
+    `http.disconnect` once the client leaves. Any other message means this server cannot
+    tell (a test harness repeating the body): then there is nothing to watch.
+    """
+    if (await receive())["type"] == "http.disconnect":
+        return
+    await anyio.sleep_forever()
+
+
 class McpAsgiApp:
     """/mcp as a bare ASGI application over `mcp_endpoint.http.McpEndpoint`."""
 
     def __init__(self, endpoint: http.McpEndpoint | None = None) -> None:
         self.endpoint = endpoint or http.McpEndpoint()
+        self._lane: anyio.CapacityLimiter | None = None
+
+    @property
+    def open_world_lane(self) -> anyio.CapacityLimiter:
+        if self._lane is None or self._lane.total_tokens != open_world_places():
+            self._lane = anyio.CapacityLimiter(open_world_places())
+        return self._lane
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         oversized = False
@@ -79,8 +168,38 @@ class McpAsgiApp:
                 body, oversized = await read_body(receive, settings.MCP_MAX_BODY_BYTES)
             except ClientDisconnected:
                 return
-        response = await self.endpoint.handle(to_http_request(scope, body, oversized))
-        await send_response(send, response)
+        request = to_http_request(scope, body, oversized)
+        lane = self.open_world_lane if not oversized and calls_outside_world(body) else None
+        response = await self._answer(request, receive, lane)
+        if response is not None:
+            await send_response(send, response)
+
+    async def _answer(
+        self, request: http.HttpRequest, receive: Any, lane: anyio.CapacityLimiter | None
+    ) -> http.HttpResponse | None:
+        """The endpoint's answer, or None when the client went away first (its work then
+        cancelled: see the module docstring)."""
+        cancellation = Cancellation()
+        response: http.HttpResponse | None = None
+        answer_by = time.monotonic() + settings.ENGINE_DEADLINE_SECONDS
+
+        async def answer(done: anyio.CancelScope) -> None:
+            nonlocal response
+            with cancellation_scope(cancellation), request_deadline(answer_by):
+                if lane is None:
+                    response = await self.endpoint.handle(request)
+                else:
+                    async with lane:
+                        response = await self.endpoint.handle(request)
+            done.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer, group.cancel_scope)
+            await wait_for_disconnect(receive)
+            logger.info("MCP client disconnected before its answer; its work is cancelled")
+            cancellation.cancel()
+            group.cancel_scope.cancel()
+        return None if cancellation.cancelled else response
 
 
 def _content_length(scope: dict[str, Any]) -> int | None:
@@ -156,6 +275,7 @@ class McpRouter:
                 # connection: bound them, so workers x MCP_MAX_THREADS stays under
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
+                open_world_tools()  # now, rather than in the event loop of a first request
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})

@@ -13,6 +13,7 @@ from django.db import DatabaseError
 
 from core.errors import DomainError
 from papers.pdf.errors import DownloadFailed
+from papers.pdf.jobs import pdf_attach_run
 from papers.pdf.services import pdf_download, pdf_source_markdown_save
 from papers.search import semantic
 
@@ -109,3 +110,16 @@ def pdf_source_markdown_task(paper_id: int, replace: bool = False) -> dict[str, 
     if asset is None:
         return {"paper_id": paper_id, "status": "kept"}
     return {"paper_id": paper_id, "status": "converted", "size": asset.size}
+
+
+@shared_task(
+    name="papers.attach_pdf",
+    # Up to papers.pdf.jobs.MAX_LOCATIONS downloads of PDF_DOWNLOAD_TIMEOUT (60 s) each.
+    soft_time_limit=300,
+    time_limit=330,
+    serializer="json",
+)
+def attach_pdf_task(job_key: str, paper_id: int, url: str | None = None) -> dict[str, Any]:
+    """attach_pdf's background job (papers/pdf/jobs.py): the outcome goes where its callers
+    poll for it. Not retried: a caller who wants another try calls attach_pdf again."""
+    return pdf_attach_run(job_key=job_key, paper_id=paper_id, url=url)

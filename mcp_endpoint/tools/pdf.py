@@ -22,11 +22,13 @@ from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.assets import truncate
 from papers.models import Annotation
-from papers.pdf import fetch, selectors, services
+from papers.pdf import jobs, selectors, services
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.selectors import paper_get
 
 MAX_CHARS_LIMIT = 10_000_000
+# attach_pdf waits this long at most for its download, as the review tools do for a step.
+MAX_WAIT_SECONDS = 20
 # Text returned when max_chars is omitted (about 5,000 tokens); the marker says how to go on.
 DEFAULT_MAX_CHARS = 20_000
 
@@ -144,7 +146,9 @@ def register(registry: Registry) -> None:
         title="Attach a PDF to a paper",
         description=(
             "Fetch a paper's PDF into the library: from url, or from the open-access place its "
-            "record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it."
+            "record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. A "
+            "download still going after wait_seconds answers job.state 'running': call again "
+            "with the same arguments for the outcome."
         ),
         annotations=ATTACH,
     )
@@ -153,8 +157,13 @@ def register(registry: Registry) -> None:
         url: Annotated[
             str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
         ] = None,
+        wait_seconds: Annotated[
+            int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then answered as running.")
+        ] = MAX_WAIT_SECONDS,
     ) -> dict[str, Any]:
-        return fetch.paper_pdf_attach(ref=paper_id, url=url, scope=current_scope())
+        return jobs.pdf_attach_job(
+            ref=paper_id, url=url, scope=current_scope(), wait_seconds=wait_seconds
+        )
 
     @registry.tool(
         name="get_pdf_outline",

@@ -62,24 +62,16 @@ def paper_pdf_attach(
     {url, reason, message, retryable}, `retryable` whether trying later may help).
     """
     paper = paper_get(ref=ref, scope=scope)
-    if url is not None:
-        target = url.strip() if isinstance(url, str) else ""
-        if not target:
-            raise InvalidInput("url cannot be empty; omit it to use the paper's own.", field="url")
-        if len(target) > MAX_URL_CHARS:
-            raise InvalidInput(f"url is over {MAX_URL_CHARS} characters.", field="url")
+    target = checked_url(url)
+    if target is not None:
         locations = [target]
     else:
-        current = PaperPdf.objects.filter(paper=paper).first()
-        if current is not None and stored_intact(current.file_name, current.sha256):
-            return _attached(paper, scope, current, tried=[])
+        current = intact_pdf(paper)
+        if current is not None:
+            return attached_record(paper, scope, current, tried=[])
         locations = pdf_locations(paper)
         if not locations:
-            raise NoPdfLocation(
-                f"Paper {paper.pk} names no place to fetch a PDF from (no pdf_url, arXiv id "
-                "or ACL Anthology id); pass the PDF's http(s) url.",
-                paper_id=paper.pk,
-            )
+            raise no_location(paper)
     tried: list[dict[str, Any]] = []
     for location in locations:
         try:
@@ -94,7 +86,7 @@ def paper_pdf_attach(
                 }
             )
             continue
-        return _attached(paper, scope, record, tried)
+        return attached_record(paper, scope, record, tried)
     summary = "; ".join(f"{a['url']} ({a['message'].rstrip('.')})" for a in tried)
     raise PdfFetchFailed(
         f"No PDF could be fetched for paper {paper.pk}. Tried: {summary}.",
@@ -104,9 +96,39 @@ def paper_pdf_attach(
     )
 
 
-def _attached(
+def checked_url(url: str | None) -> str | None:
+    """The caller's url, stripped; None when none was given. InvalidInput when empty or
+    over MAX_URL_CHARS."""
+    if url is None:
+        return None
+    target = url.strip() if isinstance(url, str) else ""
+    if not target:
+        raise InvalidInput("url cannot be empty; omit it to use the paper's own.", field="url")
+    if len(target) > MAX_URL_CHARS:
+        raise InvalidInput(f"url is over {MAX_URL_CHARS} characters.", field="url")
+    return target
+
+
+def intact_pdf(paper: Paper) -> PaperPdf | None:
+    """The paper's PDF when the library holds it, unchanged on disk."""
+    current = PaperPdf.objects.filter(paper=paper).first()
+    if current is not None and stored_intact(current.file_name, current.sha256):
+        return current
+    return None
+
+
+def no_location(paper: Paper) -> NoPdfLocation:
+    return NoPdfLocation(
+        f"Paper {paper.pk} names no place to fetch a PDF from (no pdf_url, arXiv id "
+        "or ACL Anthology id); pass the PDF's http(s) url.",
+        paper_id=paper.pk,
+    )
+
+
+def attached_record(
     paper: Paper, scope: Sequence[str] | None, record: PaperPdf, tried: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    """attach_pdf's answer: the paper's record with its `pdf` and the locations `tried`."""
     return {
         **paper_detail(ref=paper.pk, scope=scope),
         "pdf": {

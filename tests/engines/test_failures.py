@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -218,6 +219,33 @@ def test_a_half_open_probe_that_fails_opens_the_breaker_again(
     probe = crossref_search()
     assert probe.reason == "server_error" and probe.attempts == 1
     assert crossref_search().reason == "circuit_open"
+
+
+def test_half_open_lets_one_trial_through_while_the_others_answer_at_once(
+    engines_at: ReplayServer, settings: Any
+) -> None:
+    """pybreaker alone lets every call through once the reset time is past: against a
+    source that hangs, each would wait for its deadline."""
+    settings.ENGINE_BREAKER_RESET_SECONDS = 1
+    settings.ENGINE_MAX_RETRIES = 0
+    engines_at.add("/crossref/works", Reply(500, {"message": "down"}))
+    for _ in range(3):
+        crossref_search()
+    assert breaker.state("crossref").open
+    engines_at.add("/crossref/works", Reply(200, EMPTY_WORKS, delay=2.0))
+    time.sleep(1.1)
+    before = len(engines_at.requests)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        trial = pool.submit(crossref_search)
+        time.sleep(0.3)  # the trial is under way
+        started = time.monotonic()
+        others = [future.result() for future in [pool.submit(crossref_search) for _ in range(3)]]
+        waited = time.monotonic() - started
+        assert trial.result().status == "ok"
+    assert waited < 1.0
+    assert [other.reason for other in others] == ["circuit_open"] * 3
+    assert len(engines_at.requests) - before == 1
+    assert breaker.state("crossref").state == "closed"
 
 
 def test_a_bad_key_is_reported_at_once_and_does_not_open_the_breaker(
