@@ -181,7 +181,7 @@ def register(registry: Registry) -> None:
         ),
         annotations=SEARCH_AND_KEEP,
         saves_results=True,
-        aliases={"max_results": "limit"},
+        aliases={"max_results": "limit", "q": "query"},
     )
     def search_papers(
         query: Query,
@@ -234,7 +234,7 @@ def register(registry: Registry) -> None:
         ),
         annotations=SEARCH_AND_KEEP,
         saves_results=True,
-        aliases={"max_results": "limit"},
+        aliases={"max_results": "limit", "author": "author_name"},
     )
     def search_by_author(
         author_name: Annotated[str, Field(min_length=1, max_length=200)],

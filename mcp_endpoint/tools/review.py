@@ -109,7 +109,7 @@ def register(registry: Registry) -> None:
             "with decide. Included papers end in a project, with PRISMA counts."
         ),
         annotations=STARTS_WORK,
-        aliases={"max_results": "limit"},
+        aliases={"max_results": "limit", "question": "query"},
     )
     def start_review(
         query: Annotated[

@@ -157,6 +157,32 @@ async def test_seed_page_size_names_are_aliases_of_limit(
     assert both.value.error.code == INVALID_PARAMS and "limit" in both.value.error.message
 
 
+async def test_names_agents_guess_for_the_main_argument_are_aliases(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        by_q = tool_data(
+            await client.call_tool("search_papers", {"q": "deep", "engines": "local", "limit": 1})
+        )
+        by_query = tool_data(
+            await client.call_tool(
+                "search_papers", {"query": "deep", "engines": "local", "limit": 1}
+            )
+        )
+        by_author = tool_data(
+            await client.call_tool(
+                "search_by_author", {"author": "He", "engines": "local", "limit": 2}
+            )
+        )
+        by_author_name = tool_data(
+            await client.call_tool(
+                "search_by_author", {"author_name": "He", "engines": "local", "limit": 2}
+            )
+        )
+    assert by_q == by_query and by_q["results"]
+    assert by_author == by_author_name
+
+
 async def test_answers_are_compact_json_without_nulls(
     library_server: LiveServer, knowledge_base: KnowledgeBase
 ) -> None:
