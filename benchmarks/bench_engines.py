@@ -381,7 +381,7 @@ def bench_fanout_tool(
     scenarios: list[Scenario], repeats: int, directory: Path
 ) -> list[ToolScenario]:
     """The fan-out scenarios again, as `tools/call search_papers` on `manage.py serve`."""
-    from mcp_server import McpServer, ToolCallFailed
+    from mcp_server import McpServer, ToolCallFailed, answer
 
     wanted = [s for s in scenarios if not s.direct and not s.shared]
     tool_scenarios = [ToolScenario(s.label, s.engines) for s in wanted]
@@ -393,7 +393,9 @@ def bench_fanout_tool(
             arguments = {"query": f"fan-out tool {number}", "limit": 5,
                          "engines": [engine_id for engine_id, _ in scenario.engines]}  # fmt: skip
             elapsed, result = server.call_tool("search_papers", arguments)
-            statuses = result.get("structuredContent", {}).get("engines", {})
+            statuses = answer(result)["engines"]
+            if set(statuses) != {engine_id for engine_id, _ in scenario.engines}:
+                raise ToolCallFailed(f"engines answered: {sorted(statuses)}")
             failed = {k: v for k, v in statuses.items() if v.get("status") != "ok"}
             if failed:
                 raise ToolCallFailed(f"engines not ok: {failed}")

@@ -117,3 +117,12 @@ class McpServer:
             text = " ".join(part.get("text", "") for part in result.get("content", []))
             raise ToolCallFailed(f"{name}: {text[:300]}")
         return elapsed, result
+
+
+def answer(result: dict[str, Any]) -> Any:
+    """A tool's answer as data: `structuredContent` when sent, else the JSON of its one text
+    block (the product sends compact JSON text, docs/MCP.md "Responses")."""
+    if "structuredContent" in result:
+        return result["structuredContent"]
+    texts = [part["text"] for part in result.get("content", []) if part.get("type") == "text"]
+    return json.loads(texts[0]) if texts else None

@@ -130,7 +130,7 @@ BENCHMARKS = (
             "--seconds",
             "3",
         ),
-        "README.md",
+        "benchmarks/README.md",
     ),
     Benchmark(
         "endpoint",
@@ -149,7 +149,7 @@ BENCHMARKS = (
             "--seconds",
             "3",
         ),
-        "docs/MCP.md",
+        "benchmarks/README.md",
     ),
     Benchmark(
         "import",
@@ -157,7 +157,7 @@ BENCHMARKS = (
         "`manage.py import_jsonl`",
         (PY, "benchmarks/bench_import.py", "--corpus", ACL),
         (PY, "benchmarks/bench_import.py", "--corpus", ACL, "--runs", "1", "--backends", "sqlite"),
-        "README.md",
+        "benchmarks/README.md",
     ),
     Benchmark(
         "admin",
@@ -275,8 +275,9 @@ def run(benchmark: Benchmark, quick: bool) -> tuple[str, bool]:
             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
     minutes = (time.monotonic() - clock) / 60
-    shown = " ".join(c.replace(str(ROOT.parent), "..").replace(PY, ".venv/bin/python")
-                     for c in command)  # fmt: skip
+    shown = " ".join(
+        ".venv/bin/python" if c == PY else c.replace(str(ROOT.parent), "..") for c in command
+    )
     begin, end = section_marker(benchmark.name)
     lines = [
         begin,
