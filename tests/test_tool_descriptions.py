@@ -165,3 +165,30 @@ def test_docs_mcp_names_every_tool_read_only_mode_hides() -> None:
     assert named == hidden, (
         f"MCP_READ_ONLY row: missing {sorted(hidden - named)}, extra {sorted(named - hidden)}"
     )
+
+
+# --- docs/API.md -------------------------------------------------------------------------
+
+
+def test_docs_api_lists_every_rest_operation() -> None:
+    from research_site.api import api
+
+    text = (ROOT / "docs" / "API.md").read_text(encoding="utf-8")
+    schema = api.get_openapi_schema(path_prefix="/api")
+    missing = [
+        f"{method.upper()} {path} ({operation['operationId']})"
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if operation["operationId"] != "api_index" and f"`{operation['operationId']}`" not in text
+    ]
+    assert not missing, f"docs/API.md does not list: {missing}"
+
+
+def test_docs_api_lists_every_error_status_the_api_maps() -> None:
+    from research_site.api_errors import STATUS_BY_ERROR
+
+    text = (ROOT / "docs" / "API.md").read_text(encoding="utf-8")
+    for error, status in STATUS_BY_ERROR.items():
+        assert re.search(rf"^\| {status} \| [^|]*`{error.code}`", text, re.M), (
+            f"docs/API.md: no row for {status} {error.code}"
+        )
