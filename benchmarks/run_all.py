@@ -278,6 +278,7 @@ def run(benchmark: Benchmark, quick: bool) -> tuple[str, bool]:
     log = LOGS / f"{benchmark.name}.log"
     started = datetime.datetime.now(datetime.UTC)
     load_before = load()
+    commit = commit_label()  # what ran: taken before, the tree may change during a long run
     clock = time.monotonic()
     with log.open("w") as stderr:
         done = subprocess.run(
@@ -293,7 +294,7 @@ def run(benchmark: Benchmark, quick: bool) -> tuple[str, bool]:
         begin,
         f"## {benchmark.title}",
         "",
-        f"- **Run**: {started:%Y-%m-%d %H:%M} UTC, {minutes:.1f} min, commit {commit_label()}, "
+        f"- **Run**: {started:%Y-%m-%d %H:%M} UTC, {minutes:.1f} min, commit {commit}, "
         f"**{'quick mode' if quick else 'full'}**",
         f"- **Machine**: {machine()}; load average (1 / 5 / 15 min) {load_before} before, "
         f"{load()} after (shared with other work)",
