@@ -253,7 +253,10 @@ def git(*args: str) -> str:
 
 def commit_label() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # RESULTS.md itself changes as run_all writes it: not a change to what is measured.
+    dirty = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/RESULTS.md"
+    )
     return f"{commit}{' + uncommitted changes' if dirty else ''}"
 
 
