@@ -50,7 +50,7 @@ format: setup-dev
 
 ## Every published figure (issue 25): run the kept benchmarks and write benchmarks/RESULTS.md,
 ## which README.md and docs/ quote. Full size takes hours (bench-scale alone 1.5-2 h);
-## bench-quick (or BENCH_QUICK=1) runs them on small inputs in a few minutes. BENCH_ONLY=a,b
+## bench-quick (or BENCH_QUICK=1) runs them on small inputs (22 min with load average 10; less idle). BENCH_ONLY=a,b
 ## runs a few (benchmarks/run_all.py --list names them).
 BENCH_ONLY ?=
 bench: setup-dev

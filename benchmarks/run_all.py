@@ -2,7 +2,7 @@
 benchmarks/RESULTS.md, the one file README.md and docs/ quote or link to.
 
     make bench                       # every benchmark, full size (hours: bench-scale is 1.5-2 h)
-    make bench-quick                 # the same benchmarks on small inputs, a few minutes
+    make bench-quick                 # the same on small inputs (~20 min on a busy 2-core machine)
     benchmarks/run_all.py [--quick] [--only pdf,search] [--skip scale] [--list]
 
 `BENCH_QUICK=1` in the environment means `--quick`. Each benchmark runs in a child process
