@@ -5,7 +5,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test test-pg test-faults test-security lint format bench-import bench-mcp bench-endpoint bench-pdf bench-engines bench-admin bench-load bench-search-quality setup setup-dev
+.PHONY: run test test-pg test-faults test-security lint format bench bench-quick bench-import bench-mcp bench-endpoint bench-pdf bench-engines bench-admin bench-load bench-search-quality setup setup-dev
 
 setup:
 	@scripts/setup.sh runtime
@@ -54,6 +54,17 @@ lint: setup-dev
 format: setup-dev
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+
+## Every published figure (issue 25): run the kept benchmarks and write benchmarks/RESULTS.md,
+## which README.md and docs/ quote. Full size takes hours (bench-scale alone 1.5-2 h);
+## bench-quick (or BENCH_QUICK=1) runs them on small inputs (22 min with load average 10; less idle). BENCH_ONLY=a,b
+## runs a few (benchmarks/run_all.py --list names them).
+BENCH_ONLY ?=
+bench: setup-dev
+	$(PY) benchmarks/run_all.py $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
+
+bench-quick: setup-dev
+	$(PY) benchmarks/run_all.py --quick $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 
 bench-import: setup-dev
 	$(PY) benchmarks/bench_import.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz

@@ -206,7 +206,7 @@ def table(results: list[tuple[str, dict[str, Any], bool]], args: argparse.Namesp
         "|---|---|---|---|---|---|",
     ]
     for label, result, goal in results:
-        verdict = ("met" if result["median"] <= GOAL_MS else "MISSED") if goal else "-"
+        verdict = ("met" if result["median"] <= GOAL_MS else "**not met**") if goal else "-"
         lines.append(
             f"| {label} | {result['median']:.1f} | {result['p90']:.1f} | {result['queries']} "
             f"| {result['rows']} | {verdict} |"

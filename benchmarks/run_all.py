@@ -1,0 +1,380 @@
+"""Regenerate every published figure: run the kept benchmarks and write their tables into
+benchmarks/RESULTS.md, the one file README.md and docs/ quote or link to.
+
+    make bench                       # every benchmark, full size (hours: bench-scale is 1.5-2 h)
+    make bench-quick                 # the same on small inputs (~20 min on a busy 2-core machine)
+    benchmarks/run_all.py [--quick] [--only pdf,search] [--skip scale] [--list]
+
+`BENCH_QUICK=1` in the environment means `--quick`. Each benchmark runs in a child process
+under `nice -n 10` (the machine is shared), its markdown on stdout, its progress into
+benchmarks/.work/logs/<name>.log. Its section of RESULTS.md (between `<!-- bench:<name> -->`
+markers) is replaced with the tables it printed, headed by the command, the date, the
+commit, the mode (full or quick: quick runs are labelled as such, never passed off as
+full ones), the machine's cores and the load average before and after. Sections of
+benchmarks not run this time are kept as they were, with their own dates. A benchmark that
+fails leaves its section saying so (exit status and the end of its log), not its old
+figures. Goals come out of the benchmarks themselves as "met" / "not met".
+
+Every benchmark here goes through a path a user takes: a tool over `/mcp`
+(benchmarks/mcp_server.py starts `manage.py serve`), an admin view, a management command;
+where a table also shows a component alone (the raw engine, `run_calls`) it says so and
+carries no goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+LOGS = ROOT / "benchmarks" / ".work" / "logs"
+PY = sys.executable
+ACL = str(ROOT.parent / "shared" / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz")
+SCALE_DIR = os.environ.get("SCALE_DIR", str(ROOT.parent / "scale-data"))
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    title: str
+    path: str  # the user's path it measures
+    full: tuple[str, ...]
+    quick: tuple[str, ...] | None  # None: too big for the quick mode
+    feeds: str  # the docs that quote or link to it
+
+
+BENCHMARKS = (
+    Benchmark(
+        "search",
+        "Search speed through the search tools",
+        "`search_papers` (engines pinned to `local`), keyword, payload, semantic and "
+        "`list_top_facets` (cold and warm) over /mcp",
+        (PY, "benchmarks/bench_search.py", "--corpus", ACL, "--embed-first"),
+        (
+            PY,
+            "benchmarks/bench_search.py",
+            "--corpus",
+            ACL,
+            "--embed-first",
+            "--limit",
+            "5000",
+            "--queries",
+            "100",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
+        "search-quality",
+        "Search quality (SciFact, Cranfield)",
+        "the service behind `search_papers` / `search_papers_semantic`, and `search_papers` "
+        "over /mcp compared query by query (`--mcp`)",
+        (PY, "benchmarks/bench_search_quality.py", "--mcp"),
+        (
+            PY,
+            "benchmarks/bench_search_quality.py",
+            "--backends",
+            "sqlite",
+            "--limit-queries",
+            "40",
+            "--mcp",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
+        "pdf",
+        "PDF tools",
+        "`get_pdf_outline`, `read_pdf_pages`, `create_highlight` over /mcp",
+        (PY, "benchmarks/bench_pdf.py", "--repeats", "20"),
+        (PY, "benchmarks/bench_pdf.py", "--repeats", "5"),
+        "docs/PDF.md",
+    ),
+    Benchmark(
+        "engines",
+        "Engines: fan-out, cache, de-duplication",
+        "`search_papers` over /mcp with plugin engines pinned (fan-out goal); `call_engine` "
+        "(cache) and `papers_upsert` (de-duplication) as breakdowns",
+        (PY, "benchmarks/bench_engines.py"),
+        (PY, "benchmarks/bench_engines.py", "--repeats", "10", "--cache-repeats", "50"),
+        "docs/ENGINES.md",
+    ),
+    Benchmark(
+        "offline",
+        "No network: tools while no engine resolves",
+        "the MCP tool functions `/mcp` runs, called in-process (bench_offline.py)",
+        (PY, "benchmarks/bench_offline.py"),
+        (
+            PY,
+            "benchmarks/bench_offline.py",
+            "--runs",
+            "1",
+            "--open-calls",
+            "5",
+            "--review-runs",
+            "1",
+        ),
+        "docs/ENGINES.md",
+    ),
+    Benchmark(
+        "mcp",
+        "/mcp beside the SDK's own app (get_paper_details)",
+        "`tools/call get_paper_details` over /mcp",
+        (PY, "benchmarks/bench_mcp.py", "--corpus", ACL, "--runs", "3"),
+        (
+            PY,
+            "benchmarks/bench_mcp.py",
+            "--corpus",
+            ACL,
+            "--limit",
+            "5000",
+            "--runs",
+            "1",
+            "--seconds",
+            "3",
+        ),
+        "benchmarks/README.md",
+    ),
+    Benchmark(
+        "endpoint",
+        "The endpoint's own cost beside a minimal SDK server",
+        "`tools/call search_papers` (engines `local`) and `ping` over /mcp",
+        (PY, "benchmarks/bench_endpoint.py", "--corpus", ACL),
+        (
+            PY,
+            "benchmarks/bench_endpoint.py",
+            "--corpus",
+            ACL,
+            "--limit",
+            "5000",
+            "--runs",
+            "1",
+            "--seconds",
+            "3",
+        ),
+        "benchmarks/README.md",
+    ),
+    Benchmark(
+        "import",
+        "Import throughput",
+        "`manage.py import_jsonl`",
+        (PY, "benchmarks/bench_import.py", "--corpus", ACL),
+        (PY, "benchmarks/bench_import.py", "--corpus", ACL, "--runs", "1", "--backends", "sqlite"),
+        "benchmarks/README.md",
+    ),
+    Benchmark(
+        "admin",
+        "Admin pages",
+        "the admin views through Django's test client, logged in (server-side time)",
+        (PY, "benchmarks/bench_admin.py", "--corpus", ACL),
+        None,
+        "docs/ADMIN.md",
+    ),
+    Benchmark(
+        "load",
+        "/mcp under 1-200 clients (production setup)",
+        "`serve --workers 4` + PostgreSQL + Redis + Celery, tools over /mcp",
+        (PY, "benchmarks/bench_load.py", "--corpus", ACL),
+        (
+            PY,
+            "benchmarks/bench_load.py",
+            "--corpus",
+            ACL,
+            "--limit",
+            "5000",
+            "--seconds",
+            "10",
+            "--levels",
+            "1,10",
+        ),
+        "docs/RELIABILITY.md",
+    ),
+    Benchmark(
+        "semantic-tiers",
+        "The two semantic tiers on SciFact",
+        "the service behind `search_papers` / `search_papers_semantic` at each second-tier "
+        "coverage",
+        (PY, "benchmarks/bench_semantic_tiers.py"),
+        None,
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
+        "related",
+        "find_related_papers' threshold",
+        "the selector behind `find_related_papers` on 20k ACL papers",
+        (PY, "benchmarks/bench_related_threshold.py"),
+        None,
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
+        "scale",
+        "Search at 95k papers (SQLite and PostgreSQL, filters)",
+        "`local_search` as `search_papers` with engines `local` calls it, after `import_jsonl`",
+        (PY, "benchmarks/bench_search_scale.py", "--corpus", ACL, "--work-dir", SCALE_DIR),
+        None,
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
+        "conformance",
+        "MCP conformance (Inspector CLI, conformance suite, strictness)",
+        "`manage.py serve` over HTTP, stdio and SSE",
+        ("scripts/mcp-conformance",),
+        ("scripts/mcp-conformance",),
+        "docs/CONFORMANCE.md",
+    ),
+)
+
+HEADER = """# Benchmark results
+
+Generated by `benchmarks/run_all.py` (`make bench`; `make bench-quick` for the quick mode).
+Do not edit by hand: every table below is a benchmark's own output, headed by the command,
+date, commit and machine of its run. Quick-mode sections are labelled; they show that the
+benchmark works and roughly where the figures lie, on smaller inputs than the full run.
+What each benchmark measures and how: [README.md](README.md). Tests hold the figures quoted
+in README.md and docs/ to this file (tests/test_published_figures.py).
+"""
+
+
+def section_marker(name: str) -> tuple[str, str]:
+    return f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+
+
+def git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def commit_label() -> str:
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    # RESULTS.md itself changes as run_all writes it: not a change to what is measured.
+    dirty = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/RESULTS.md"
+    )
+    return f"{commit}{' + uncommitted changes' if dirty else ''}"
+
+
+def machine() -> str:
+    memory = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        kib = int(meminfo.read_text().split("\n", 1)[0].split()[1])
+        memory = f", {kib / 1024 / 1024:.0f} GiB RAM"
+    return f"{os.cpu_count()} cores{memory}, Python {platform.python_version()}"
+
+
+def load() -> str:
+    return "{:.2f} / {:.2f} / {:.2f}".format(*os.getloadavg())
+
+
+def run(benchmark: Benchmark, quick: bool) -> tuple[str, bool]:
+    """Run one benchmark: its section of RESULTS.md (markers included), whether it passed."""
+    command = benchmark.quick if quick else benchmark.full
+    assert command is not None
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"{benchmark.name}.log"
+    started = datetime.datetime.now(datetime.UTC)
+    load_before = load()
+    commit = commit_label()  # what ran: taken before, the tree may change during a long run
+    clock = time.monotonic()
+    with log.open("w") as stderr:
+        done = subprocess.run(
+            ["nice", "-n", "10", *command], cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr,
+            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    minutes = (time.monotonic() - clock) / 60
+    shown = " ".join(
+        ".venv/bin/python" if c == PY else c.replace(str(ROOT.parent), "..") for c in command
+    )
+    begin, end = section_marker(benchmark.name)
+    lines = [
+        begin,
+        f"## {benchmark.title}",
+        "",
+        f"- **Run**: {started:%Y-%m-%d %H:%M} UTC, {minutes:.1f} min, commit {commit}, "
+        f"**{'quick mode' if quick else 'full'}**",
+        f"- **Machine**: {machine()}; load average (1 / 5 / 15 min) {load_before} before, "
+        f"{load()} after (shared with other work)",
+        f"- **Path**: {benchmark.path}",
+        f"- **Command**: `nice -n 10 {shown}`",
+        f"- **Quoted by**: {benchmark.feeds}",
+        "",
+    ]
+    output = done.stdout.strip()
+    if done.returncode != 0 and not output:
+        tail = log.read_text()[-1500:].strip()
+        lines += [f"**FAILED** (exit status {done.returncode}); no figures from this run.", ""]
+        lines += ["```", tail, "```", ""]
+    elif done.returncode != 0:
+        # Some benchmarks (bench_admin, mcp-conformance) exit 1 when a goal or a check fails:
+        # the table stands, and says which.
+        lines += [f"**Exit status {done.returncode}**: a goal or a check failed, or the run "
+                  "stopped part way; the output as printed:", "", output, ""]  # fmt: skip
+    else:
+        lines += [output, ""]
+    lines.append(end)
+    return "\n".join(lines), done.returncode == 0
+
+
+def merge(sections: dict[str, str]) -> str:
+    """RESULTS.md with `sections` replaced and the others kept, in BENCHMARKS' order."""
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    parts = [HEADER]
+    for benchmark in BENCHMARKS:
+        begin, end = section_marker(benchmark.name)
+        if benchmark.name in sections:
+            parts.append(sections[benchmark.name])
+            continue
+        found = re.search(re.escape(begin) + r".*?" + re.escape(end), old, re.S)
+        if found:
+            parts.append(found.group(0))
+        else:
+            parts.append(f"{begin}\n## {benchmark.title}\n\nNot run yet: `make bench`.\n{end}")
+    return "\n\n".join(parts).rstrip() + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1"
+    )
+    parser.add_argument("--only", default="", help="Comma-separated names (see --list).")
+    parser.add_argument("--skip", default="", help="Comma-separated names to leave out.")
+    parser.add_argument("--list", action="store_true", help="Print the benchmarks and exit.")
+    args = parser.parse_args()
+    names = {b.name for b in BENCHMARKS}
+    only = {n for n in args.only.split(",") if n}
+    skip = {n for n in args.skip.split(",") if n}
+    if unknown := (only | skip) - names:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {sorted(names)}")
+    if args.list:
+        for b in BENCHMARKS:
+            sizes = "full" + (", quick" if b.quick else " only")
+            print(f"{b.name:16} {sizes:12} {b.title}")
+        return
+    chosen = [b for b in BENCHMARKS if (not only or b.name in only) and b.name not in skip]
+    sections: dict[str, str] = {}
+    failed = []
+    for benchmark in chosen:
+        if args.quick and benchmark.quick is None:
+            print(f"[{benchmark.name}] no quick mode: not run (make bench runs it)", flush=True)
+            continue
+        print(f"[{benchmark.name}] running ({'quick' if args.quick else 'full'}) ...", flush=True)
+        sections[benchmark.name], passed = run(benchmark, args.quick)
+        if not passed:
+            failed.append(benchmark.name)
+        RESULTS.write_text(merge(sections))  # after each one: a long run keeps what it has
+        print(f"[{benchmark.name}] done; {RESULTS.relative_to(ROOT)} updated", flush=True)
+    if failed:
+        print(f"failed: {', '.join(failed)} (logs in {LOGS.relative_to(ROOT)})", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
