@@ -222,6 +222,15 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "screening",
+        "Prioritised screening and the stopping rule (Cranfield, SciFact)",
+        "`manage.py simulate_screening`'s code: the ranking and stopping rule that "
+        "`screen_next` / `screen_decide` use",
+        (PY, "benchmarks/bench_screening.py", "--seeds", "3"),
+        (PY, "benchmarks/bench_screening.py", "--seeds", "1", "--limit-topics", "30"),
+        "docs/SCREENING.md",
+    ),
+    Benchmark(
         "conformance",
         "MCP conformance (Inspector CLI, conformance suite, strictness)",
         "`manage.py serve` over HTTP, stdio and SSE",
