@@ -52,16 +52,6 @@ DateBound = Annotated[
     str | None,
     Field(pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$", description="YYYY[-MM[-DD]]"),
 ]
-EngineId = Annotated[str, Field(min_length=1, max_length=64)]
-Engines = Annotated[
-    EngineId | list[EngineId] | None,
-    Field(
-        description=(
-            'Engine id or list of ids. Only "local" (the papers already in the library) is '
-            "available for now; null or omitted means all available engines."
-        )
-    ),
-]
 FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CHARS)]
 
 
