@@ -124,6 +124,15 @@ BENCHMARKS = (
         "docs/ENGINES.md",
     ),
     Benchmark(
+        "offline-load",
+        "No network: 50 clients over /mcp",
+        "25 clients calling local tools and 25 calling `search_papers` with every default "
+        "engine refused or hanging, over /mcp (`manage.py serve`)",
+        (PY, "benchmarks/bench_offline_load.py", "--runs", "3", "--seconds", "40"),
+        (PY, "benchmarks/bench_offline_load.py", "--runs", "1", "--seconds", "15"),
+        "docs/ENGINES.md",
+    ),
+    Benchmark(
         "mcp",
         "/mcp beside the SDK's own app (get_paper_details)",
         "`tools/call get_paper_details` over /mcp",

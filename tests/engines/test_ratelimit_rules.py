@@ -149,10 +149,13 @@ def test_with_the_shared_store_down_calls_are_counted_in_process_memory(
 
 
 def test_with_the_cache_down_no_pause_is_known_and_pausing_does_not_fail(
-    engine, monkeypatch: pytest.MonkeyPatch
+    engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="engines.cache")
     with monkeypatch.context() as patch:
         patch.setattr(ratelimit, "caches", {"engines": DeadStore()})
+        patch.setitem(engine_cache._warned, "at", -1e9)  # the warning is due
         ratelimit.pause(engine.id, 30)  # no exception: the retry's own backoff still waits
+        assert "(ConnectionError: Redis is down)" in caplog.text
         assert ratelimit.paused_for(engine.id) == 0.0
     assert ratelimit.paused_for(engine.id) == 0.0  # nothing was stored either
