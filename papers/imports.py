@@ -9,6 +9,7 @@ projects/imports.py.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from django.db import DatabaseError, connection, transaction
 
 from core.errors import DomainError
 from papers.schemas import PaperRecord
+from papers.search import semantic
 from papers.search.postings import DOC_TABLE, POSTING_TABLE
 from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
@@ -86,22 +88,38 @@ def import_records(
     """
     report = ImportReport()
     batch: list[tuple[str, PaperRecord]] = []
-    for item in items:
-        if on_progress:
-            on_progress(1)
-        if item.error is not None or item.data is None:
-            report.failures.append((item.location, item.error or "empty record"))
-            continue
-        try:
-            batch.append((item.location, build(item.data)))
-        except DomainError as error:
-            report.failures.append((item.location, error.message))
-            continue
-        if len(batch) >= batch_size:
+    seen, bulk = 0, False
+    with contextlib.ExitStack() as stack:
+
+        def flush() -> None:
+            nonlocal bulk
+            # From the first batch flushed after more than EAGER_INLINE_MAX records, the
+            # import is a bulk change throughout (semantic.bulk_writes): a small batch late
+            # in a large import must not embed inline nor start the second tier's backfill,
+            # which would then embed the whole import beside it. A small import (a few
+            # BibTeX entries) is embedded at once, like any edit.
+            if seen > semantic.EAGER_INLINE_MAX and not bulk:
+                stack.enter_context(semantic.bulk_writes())
+                bulk = True
             _flush(batch, report, on_saved)
-            batch = []
-    if batch:
-        _flush(batch, report, on_saved)
+
+        for item in items:
+            seen += 1
+            if on_progress:
+                on_progress(1)
+            if item.error is not None or item.data is None:
+                report.failures.append((item.location, item.error or "empty record"))
+                continue
+            try:
+                batch.append((item.location, build(item.data)))
+            except DomainError as error:
+                report.failures.append((item.location, error.message))
+                continue
+            if len(batch) >= batch_size:
+                flush()
+                batch = []
+        if batch:
+            flush()
     return report
 
 

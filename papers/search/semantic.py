@@ -25,12 +25,14 @@ papers_changed` inside every write transaction):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -92,6 +94,24 @@ PROBE_FACTOR = 20
 # --- when papers are embedded --------------------------------------------------------------
 
 
+# Inside `bulk_writes()`: every write counts as bulk, however few papers it touches.
+_bulk_writes: contextvars.ContextVar[bool] = contextvars.ContextVar("bulk_writes", default=False)
+
+
+@contextlib.contextmanager
+def bulk_writes() -> Iterator[None]:
+    """Within this block (an import), every write is treated as a bulk change even when it
+    touches few papers (an import's batch that mostly finds papers unchanged, its last
+    batch): nothing is embedded inline and the second tier's background thread is not
+    woken, so the import keeps the CPU, the database and its memory (the models are not
+    loaded). The papers are embedded later, as after any bulk change."""
+    token = _bulk_writes.set(True)
+    try:
+        yield
+    finally:
+        _bulk_writes.reset(token)
+
+
 def schedule_embedding(paper_ids: Sequence[int]) -> None:
     """Have these papers (re-)embedded once the current transaction commits.
 
@@ -106,7 +126,7 @@ def schedule_embedding(paper_ids: Sequence[int]) -> None:
     # robust: the write has committed whatever happens here; a failure (broker down, model
     # missing) is logged, and the papers are embedded later by the lazy pass or
     # reindex_embeddings, which find every paper without a current vector.
-    if settings.CELERY_TASK_ALWAYS_EAGER and len(ids) > EAGER_INLINE_MAX:
+    if settings.CELERY_TASK_ALWAYS_EAGER and (len(ids) > EAGER_INLINE_MAX or _bulk_writes.get()):
         transaction.on_commit(lambda: drop_stale_embeddings(ids), robust=True)
         return
     transaction.on_commit(lambda: _embed_after_commit(ids), robust=True)
