@@ -243,12 +243,7 @@ def _account_verdict(base: str, key: str) -> str | None:
         )
     except requests.RequestException:
         return None
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    error = data.get("error") if isinstance(data, dict) else None
-    message = str(error).replace(key, "***") if error else ""
+    data, message = _json_and_error(response, key)
     status = response.status_code
     if status in (401, 403) or any(problem in message.lower() for problem in ACCOUNT_PROBLEMS):
         return f"SerpApi key rejected: {message or f'HTTP {status}'}"
@@ -268,15 +263,21 @@ def _account_verdict(base: str, key: str) -> str | None:
     return ""
 
 
-def _answer(response: requests.Response, key: str) -> dict[str, Any]:
-    """The answer's JSON, or the failure it reports as one of the engine errors."""
-    status = response.status_code
+def _json_and_error(response: requests.Response, key: str) -> tuple[Any, str]:
+    """SerpApi's JSON (None when the body is not JSON) and its `error` text, with the key
+    masked should SerpApi echo it."""
     try:
         data = response.json()
     except ValueError:
         data = None
     error = data.get("error") if isinstance(data, dict) else None
-    message = str(error).replace(key, "***") if error else ""
+    return data, str(error).replace(key, "***") if error else ""
+
+
+def _answer(response: requests.Response, key: str) -> dict[str, Any]:
+    """The answer's JSON, or the failure it reports as one of the engine errors."""
+    status = response.status_code
+    data, message = _json_and_error(response, key)
     if status == 200 and isinstance(data, dict):
         if not message:
             return data

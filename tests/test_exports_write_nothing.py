@@ -11,15 +11,9 @@ import pytest
 from core.errors import InvalidInput
 from papers.exports import export_search_results
 from papers.models import Paper
+from tests.test_exports import exports_dir  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def exports_dir(settings: object, tmp_path: Path) -> Path:
-    folder = tmp_path / "exports"
-    settings.EXPORTS_DIR = folder  # type: ignore[attr-defined]
-    return folder
 
 
 @pytest.fixture
@@ -31,7 +25,8 @@ def papers(make_paper: Callable[..., Paper]) -> list[Paper]:
 
 
 def test_small_export_comes_back_inline_and_writes_nothing(
-    papers: list[Paper], exports_dir: Path
+    papers: list[Paper],
+    exports_dir: Path,  # noqa: F811
 ) -> None:
     result = export_search_results(
         fmt="bibtex", refs=[p.pk for p in papers], inline_max_bytes=20_000, write=False
@@ -43,7 +38,8 @@ def test_small_export_comes_back_inline_and_writes_nothing(
 
 
 def test_filename_is_refused_before_anything_is_written(
-    papers: list[Paper], exports_dir: Path
+    papers: list[Paper],
+    exports_dir: Path,  # noqa: F811
 ) -> None:
     with pytest.raises(InvalidInput) as raised:
         export_search_results(fmt="csv", refs=[papers[0].pk], filename="mine", write=False)
@@ -53,7 +49,8 @@ def test_filename_is_refused_before_anything_is_written(
 
 
 def test_too_large_for_inline_is_refused_with_its_size(
-    papers: list[Paper], exports_dir: Path
+    papers: list[Paper],
+    exports_dir: Path,  # noqa: F811
 ) -> None:
     with pytest.raises(InvalidInput) as raised:
         export_search_results(
