@@ -248,22 +248,25 @@ def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: i
     """_exhaustive's aggregate summed here instead of by SQLite's GROUP BY, whose
     temporary b-tree took most of a broad query's time (~4 ms of CPU for "machine
     translation" at 10k papers, against ~1.5 ms here): each term's postings come back as
-    two comma-separated lists (one row), parsed and summed with numpy. The same order
-    (score descending, then paper id), total and scores (up to the last bits: a paper's
-    terms may be added in another order; tests/test_search_speed_path.py compares them)."""
+    two comma-separated lists (one row per term, one statement for all the terms, so a
+    query costs the same statements whatever its length), parsed and summed with numpy.
+    The same order (score descending, then paper id), total and scores (up to the last
+    bits: a paper's terms may be added in another order; tests/test_search_speed_path.py
+    compares them)."""
+    weights: dict[int, float] = {}
+    for term, weight in zip(terms.ids, terms.weights, strict=True):
+        weights[term] = weights.get(term, 0.0) + weight  # a repeated term counts twice
+    cursor.execute(
+        f"SELECT term_id, group_concat(paper_id), group_concat(impact) "  # noqa: S608
+        f"FROM {POSTING_TABLE} WHERE term_id IN {_in(list(weights))} "
+        "GROUP BY term_id ORDER BY term_id",
+        list(weights),
+    )
     paper_parts: list[np.ndarray] = []
     score_parts: list[np.ndarray] = []
-    for term, weight in sorted(zip(terms.ids, terms.weights, strict=True)):
-        cursor.execute(
-            f"SELECT group_concat(paper_id), group_concat(impact) FROM {POSTING_TABLE} "  # noqa: S608
-            "WHERE term_id = %s",
-            [term],
-        )
-        papers, impacts = cursor.fetchone()
-        if not papers:
-            continue
+    for term, papers, impacts in cursor.fetchall():
         paper_parts.append(np.fromstring(papers, dtype=np.int64, sep=","))
-        score_parts.append(np.fromstring(impacts, dtype=np.float64, sep=",") * weight)
+        score_parts.append(np.fromstring(impacts, dtype=np.float64, sep=",") * weights[term])
     if not paper_parts:
         return Ranked([], [], 0)
     paper_ids = np.concatenate(paper_parts)
