@@ -221,8 +221,10 @@ def curating_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeB
 
 @pytest.fixture(scope="module")
 def curating_server(curating_kb: KnowledgeBase) -> Iterator[LiveServer]:
-    # The local PDF server stands for the web (the download guard refuses loopback).
-    env = {"PDF_ALLOW_PRIVATE_URLS": "true"}
+    # The local PDF server stands for the web (the download guard refuses loopback). The
+    # download runs on this server's own threads: with a broker it would go to the suite's
+    # shared Celery worker, which has neither this setting nor this server's database.
+    env = {"PDF_ALLOW_PRIVATE_URLS": "true", "REDIS_URL": "", "CELERY_BROKER_URL": ""}
     with running_server(curating_kb, env=env) as server:
         yield server
 
