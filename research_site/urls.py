@@ -1,9 +1,10 @@
-"""URL routes: the admin (curation UI), the REST API and the MCP endpoint."""
+"""URL routes: the home page, the admin (curation UI), the REST API and the MCP endpoint."""
 
 from django.conf import settings
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
+from projects.home import home
 from research_site.admin_login import ThrottledAdminLoginForm
 
 admin.site.site_header = "Research MCP"
@@ -12,6 +13,7 @@ admin.site.index_title = "Library"
 admin.site.login_form = ThrottledAdminLoginForm
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", home, name="home"),
     path("admin/", admin.site.urls),
 ]
 if settings.API_ENABLED:

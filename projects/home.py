@@ -1,0 +1,95 @@
+"""The site's home page at `/`, the admin's "View site".
+
+Signed in as staff: the library at a glance (counts, recent papers and annotations, projects
+with their size, reviews waiting for a decision, the engines' status) and a quick search that
+opens the paper list. Signed out (or not staff): what this server is, and where to go next:
+the admin, the REST docs and an MCP client configuration to copy.
+
+It lives in `projects` because it reads the layers below (papers, engines) and projects'
+own reviews; research_site only routes to it. Reads only: every figure comes from a
+selector that costs a handful of indexed queries, so the page stays fast at 95k papers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import admin
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from engines.selectors import engines_list
+from papers.models import Annotation, Paper, PaperPdf
+from projects.models import Project, ReviewSession
+
+RECENT = 8
+
+
+def home_overview() -> dict[str, Any]:
+    """What the signed-in home page shows. No network: engines are described from their
+    configuration and breakers only (`probe=False`), never probed from a page load."""
+    engines = [
+        {
+            "name": entry.get("name") or entry["id"],
+            "available": entry.get("is_available", True),
+            "reason": entry.get("unavailable_reason", ""),
+        }
+        for entry in engines_list(probe=False)["engines"]
+    ]
+    projects = Project.objects.annotate(size=Count("paper_links")).order_by("-updated_at")
+    waiting = ReviewSession.objects.filter(status=ReviewSession.Status.WAITING).order_by(
+        "-updated_at"
+    )
+    return {
+        "counts": {
+            "papers": Paper.objects.count(),
+            "with_pdf": PaperPdf.objects.count(),
+            "annotations": Annotation.objects.count(),
+            "projects": Project.objects.count(),
+        },
+        "recent_papers": list(
+            Paper.objects.order_by("-created_at").only("paper_id", "title", "year")[:RECENT]
+        ),
+        "recent_annotations": list(
+            Annotation.objects.select_related("paper")
+            .only("id", "page", "kind", "text", "comment", "color", "paper__title")
+            .order_by("-created_at")[:RECENT]
+        ),
+        "projects": list(projects[:RECENT]),
+        "reviews_waiting": list(waiting[:RECENT]),
+        "engines": engines,
+    }
+
+
+def mcp_client_config(request: HttpRequest) -> str:
+    """A client configuration for this server, as MCP clients' JSON files spell it."""
+    url = request.build_absolute_uri("/mcp")
+    config: dict[str, Any] = {"mcpServers": {settings.MCP_SERVER_NAME: {"url": url}}}
+    if settings.MCP_AUTH_TOKEN:
+        config["mcpServers"][settings.MCP_SERVER_NAME]["headers"] = {
+            "Authorization": "Bearer <MCP_AUTH_TOKEN>"
+        }
+    return json.dumps(config, indent=2)
+
+
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    signed_in = request.user.is_authenticated and request.user.is_staff
+    context: dict[str, Any] = {
+        **admin.site.each_context(request),
+        "title": "Research MCP",
+        "signed_in": signed_in,
+        "api_enabled": settings.API_ENABLED,
+        "mcp_enabled": settings.MCP_ENABLED,
+        "read_only": settings.MCP_READ_ONLY,
+    }
+    if signed_in:
+        context.update(home_overview())
+    else:
+        context["mcp_config"] = mcp_client_config(request)
+        context["is_nav_sidebar_enabled"] = False  # it would only say "no permission"
+    return render(request, "projects/home.html", context)
