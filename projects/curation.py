@@ -24,7 +24,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from core.errors import InvalidInput
-from papers.admin import KeywordFilter, PaperAdmin, VenueFilter, YearFilter
+from papers.admin import KeywordFilter, PaperAdmin, TextInputFilter, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart
 from papers.models import Paper
 from papers.search.admin_search import (
@@ -49,8 +49,53 @@ def _project_or_404(project_admin: admin.ModelAdmin, request: HttpRequest, pk: s
     return project
 
 
+class AuthorFilter(TextInputFilter):
+    """An author's papers: `?author=<author id>` (the reading page's author links) or a
+    part of a name."""
+
+    title = "author"
+    parameter_name = "author"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
+        value = (self.value() or "").strip()
+        if not value:
+            return queryset
+        if value.isdigit():
+            return queryset.filter(author_links__author_id=int(value))
+        return queryset.filter(author_links__author__name__icontains=value).distinct()
+
+
 class LibraryPaperAdmin(PaperAdmin):
     """The Paper list, filing papers into projects and asking the engines."""
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        return [*super().get_list_filter(request), AuthorFilter]
+
+    def view_on_site(self, paper: Paper) -> str:
+        # The edit form's "View on site" button opens the reading page (projects.reading).
+        return reverse("admin:papers_paper_read", args=[paper.pk])
+
+    def get_urls(self) -> list[Any]:
+        from django.urls import path
+
+        from projects import reading
+
+        def view(function: Any) -> Any:
+            def bound(request: HttpRequest, paper_id: int) -> HttpResponse:
+                return function(request, self, paper_id)
+
+            return self.admin_site.admin_view(bound)
+
+        return [
+            path("<int:paper_id>/read/", view(reading.paper_read_view), name="papers_paper_read"),
+            path("<int:paper_id>/annotations.json", view(reading.paper_annotations_view),
+                 name="papers_paper_annotations"),
+            path("<int:paper_id>/projects/", view(reading.paper_projects_view),
+                 name="papers_paper_projects"),
+            path("<int:paper_id>/upload-pdf/", view(reading.paper_upload_view),
+                 name="papers_paper_upload_pdf"),
+            *super().get_urls(),
+        ]  # fmt: skip
 
     def project_resolve(self, ref: str) -> str:
         return project_get(ref=ref).id

@@ -1,0 +1,203 @@
+"""A paper's reading page in the admin (issue 21, item 2): `/admin/papers/paper/<id>/read/`.
+
+The edit form stays for editing; this page is for reading. It shows the record as a reader
+wants it (authors by name, each a link to their other papers; venue, year, identifiers as
+links, abstract, keywords, summaries, papers it cites and that cite it, its projects with
+add / remove in place) beside the PDF, drawn by pdf.js (vendored from its npm package,
+scripts/vendor-pdfjs.sh; no CDN) with the stored highlights and area annotations in their
+colours. Selecting text offers "Highlight": the page's JSON endpoint calls the same service
+as MCP's `create_highlight`, so the highlight is found tolerant of line breaks and is drawn
+into the annotated PDF too. Uploading a PDF comes back to this page.
+
+The views are LibraryPaperAdmin's (projects.curation): they live in `projects` because the
+page files papers into projects. Every write checks the admin permission it needs and
+MCP_READ_ONLY, and goes through a service; errors come back as the service's message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from core.errors import DomainError
+from papers.models import Citation, Paper, PaperPdf
+from papers.pdf.selectors import annotation_list, annotation_record
+from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
+from papers.selectors import paper_record, with_relations
+from projects.models import Project
+from projects.services import project_add_papers, project_remove_papers
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin
+
+CITATIONS_SHOWN = 25
+PROJECT_CHOICES = 500
+HIGHLIGHT_COLOURS = (
+    ("#ffd400", "yellow"),
+    ("#ff6666", "red"),
+    ("#5fb236", "green"),
+    ("#2ea8e5", "blue"),
+    ("#a28ae5", "purple"),
+)  # fmt: skip  (the seed's colours, as create_highlight names them)
+
+
+def _paper(model_admin: ModelAdmin[Paper], request: HttpRequest, paper_id: int) -> Paper:
+    paper = with_relations(Paper.objects.filter(pk=paper_id)).first()
+    if paper is None:
+        raise Http404("No paper with this id.")
+    if not model_admin.has_view_permission(request, paper):
+        raise PermissionDenied
+    return paper
+
+
+def _refuse_if_read_only(request: HttpRequest) -> None:
+    if settings.MCP_READ_ONLY:
+        raise PermissionDenied("The server is read-only (MCP_READ_ONLY).")
+
+
+def _links(record: dict[str, Any]) -> list[tuple[str, str]]:
+    links = []
+    if record["doi"]:
+        links.append((f"DOI {record['doi']}", f"https://doi.org/{record['doi']}"))
+    if record["arxiv_id"]:
+        links.append((f"arXiv {record['arxiv_id']}", f"https://arxiv.org/abs/{record['arxiv_id']}"))
+    if record["source_url"]:
+        links.append(("Source page", record["source_url"]))
+    if record["pdf_url"]:
+        links.append(("PDF at the source", record["pdf_url"]))
+    # Only web links: a stored URL is data from outside, never a javascript: link.
+    return [(label, url) for label, url in links if url.startswith(("https://", "http://"))]
+
+
+def _citations(paper: Paper) -> dict[str, Any]:
+    cites = Citation.objects.filter(citing=paper).select_related("cited").order_by("cited__year")
+    cited_by = Citation.objects.filter(cited=paper).select_related("citing")
+    return {
+        "cites": [c.cited for c in cites[:CITATIONS_SHOWN]],
+        "cites_total": cites.count(),
+        "cited_by": [c.citing for c in cited_by.order_by("-citing__year")[:CITATIONS_SHOWN]],
+        "cited_by_total": cited_by.count(),
+    }
+
+
+def paper_read_view(
+    request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
+) -> HttpResponse:
+    """The reading page."""
+    paper = _paper(model_admin, request, paper_id)
+    record = paper_record(paper)
+    has_pdf = PaperPdf.objects.filter(paper=paper).exists()
+    can_change = not settings.MCP_READ_ONLY and model_admin.has_change_permission(request, paper)
+    can_annotate = not settings.MCP_READ_ONLY and request.user.has_perm("papers.add_annotation")
+    member_of = set(record["projects"])
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": paper.title,
+        "opts": model_admin.model._meta,
+        "paper": paper,
+        "record": record,
+        "authors": [link.author for link in paper.author_links.all()],
+        "links": _links(record),
+        "projects": Project.objects.filter(pk__in=member_of).order_by("name"),
+        "other_projects": Project.objects.exclude(pk__in=member_of).order_by("name")[
+            :PROJECT_CHOICES
+        ],
+        "has_pdf": has_pdf,
+        "can_change": can_change,
+        "can_annotate": can_annotate and has_pdf,
+        "colours": HIGHLIGHT_COLOURS,
+        "reader_config": (
+            {
+                "pdf": reverse("admin:papers_paper_pdf", args=[paper.pk]),
+                "annotations": reverse("admin:papers_paper_annotations", args=[paper.pk]),
+                "worker": settings.STATIC_URL + "papers/pdfjs/pdf.worker.min.mjs",
+                "canAnnotate": can_annotate and has_pdf,
+            }
+        ),
+        **_citations(paper),
+    }
+    return render(request, "projects/paper_read.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def paper_annotations_view(
+    request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
+) -> JsonResponse:
+    """GET: the paper's annotations as list_annotations gives them. POST (JSON `page`,
+    `text`, optional `color` and `comment`): a highlight of the selected text, made by
+    create_highlight's service; the new annotation, or `{"error": message}` with 400."""
+    paper = _paper(model_admin, request, paper_id)
+    if request.method == "GET":
+        records = [annotation_record(a) for a in annotation_list(paper=paper)]
+        return JsonResponse({"annotations": records})
+    _refuse_if_read_only(request)
+    if not request.user.has_perm("papers.add_annotation"):
+        raise PermissionDenied
+    try:
+        body = json.loads(request.body or b"{}")
+        if not isinstance(body, dict):
+            raise ValueError
+        page = int(body["page"])
+        text, comment = str(body.get("text") or ""), str(body.get("comment") or "")
+        color = body.get("color") or None
+    except (ValueError, TypeError, KeyError):
+        return JsonResponse({"error": "Send JSON with page (a number) and text."}, status=400)
+    try:
+        annotation = annotation_highlight_create(
+            paper=paper, page=page, text=text, color=color, comment=comment
+        )
+    except DomainError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse(annotation_record(annotation), status=201)
+
+
+@require_POST
+def paper_projects_view(
+    request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
+) -> HttpResponse:
+    """Add the paper to a project or remove it from one, then back to the reading page."""
+    paper = _paper(model_admin, request, paper_id)
+    _refuse_if_read_only(request)
+    if not request.user.has_perm("projects.change_project"):
+        raise PermissionDenied
+    back = HttpResponseRedirect(reverse("admin:papers_paper_read", args=[paper.pk]))
+    project_id = request.POST.get("project", "")
+    try:
+        if request.POST.get("action") == "remove":
+            project_remove_papers(project=project_id, paper_ids=[paper.pk])
+            messages.success(request, f"Removed from project {project_id!r}.")
+        else:
+            project_add_papers(project=project_id, paper_ids=[paper.pk])
+            messages.success(request, f"Added to project {project_id!r}.")
+    except DomainError as error:
+        messages.error(request, str(error))
+    return back
+
+
+@require_POST
+def paper_upload_view(
+    request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
+) -> HttpResponse:
+    """Attach (or replace) the paper's PDF from an upload, then back to the reading page."""
+    paper = _paper(model_admin, request, paper_id)
+    _refuse_if_read_only(request)
+    if not model_admin.has_change_permission(request, paper):
+        raise PermissionDenied
+    upload = request.FILES.get("pdf")
+    if upload is None:
+        messages.error(request, "Choose a PDF file to upload.")
+    else:
+        try:
+            pdf_attach_upload(paper_id=paper.pk, chunks=upload.chunks(), name=upload.name or "")
+            messages.success(request, f"PDF {upload.name!r} attached.")
+        except DomainError as error:
+            messages.error(request, str(error))
+    return HttpResponseRedirect(reverse("admin:papers_paper_read", args=[paper.pk]))
