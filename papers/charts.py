@@ -26,8 +26,20 @@ MAX_LABEL_CHARS = 40
 
 @dataclass(frozen=True)
 class Bar:
+    """One bar: its axis `label`, its `value`, the `name` shown on hover (the label when
+    empty: a venue's full name behind its short one) and `href`, where a click leads (the
+    paper list filtered to the bar's papers)."""
+
     label: str
     value: int
+    name: str = ""
+    href: str = ""
+
+    def hover(self) -> str:
+        return f"{escape(self.name or self.label)}: {_papers(self.value)}"
+
+    def linked(self, markup: str) -> str:
+        return f'<a href="{escape(self.href)}">{markup}</a>' if self.href else markup
 
 
 def _shorten(text: str, limit: int = MAX_LABEL_CHARS) -> str:
@@ -68,10 +80,14 @@ def column_chart(
         bar_h = plot_h * bar.value / top_value
         y = top + plot_h - bar_h
         colour = BAR_COLOUR if bar.value else ZERO_COLOUR
+        # The whole column is the link's target, not just its bar: short bars stay clickable.
         body.append(
-            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{max(step - gap, 1):.1f}" '
-            f'height="{max(bar_h, 1):.1f}" fill="{colour}">'
-            f"<title>{escape(bar.label)}: {_papers(bar.value)}</title></rect>"
+            bar.linked(
+                f'<rect class="bar-target" x="{x:.1f}" y="{top}" width="{max(step - gap, 1):.1f}" '
+                f'height="{plot_h}" fill="transparent"><title>{bar.hover()}</title></rect>'
+                f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{max(step - gap, 1):.1f}" '
+                f'height="{max(bar_h, 1):.1f}" fill="{colour}"><title>{bar.hover()}</title></rect>'
+            )
         )
         if index % every == 0 or index == len(bars) - 1:
             cx, cy = x + (step - gap) / 2, top + plot_h + 14
@@ -98,15 +114,45 @@ def bar_chart(bars: Sequence[Bar], *, title: str, width: int = 760) -> SafeStrin
         y = 4 + index * row
         bar_w = max(plot_w * bar.value / top_value, 1)
         body.append(
-            f'<text class="bar-label" x="{label_w - 6}" y="{y + 13}" text-anchor="end" '
-            f'fill="{TEXT_COLOUR}">{escape(_shorten(bar.label))}</text>'
-            f'<rect class="bar" x="{label_w}" y="{y + 2}" width="{bar_w:.1f}" '
-            f'height="{row - 6}" fill="{BAR_COLOUR}">'
-            f"<title>{escape(bar.label)}: {_papers(bar.value)}</title></rect>"
-            f'<text class="bar-value" x="{label_w + bar_w + 4:.1f}" y="{y + 13}" '
-            f'fill="{TEXT_COLOUR}">{bar.value}</text>'
+            bar.linked(
+                f'<text class="bar-label" x="{label_w - 6}" y="{y + 13}" text-anchor="end" '
+                f'fill="{TEXT_COLOUR}"><title>{bar.hover()}</title>'
+                f"{escape(_shorten(bar.label))}</text>"
+                f'<rect class="bar" x="{label_w}" y="{y + 2}" width="{bar_w:.1f}" '
+                f'height="{row - 6}" fill="{BAR_COLOUR}"><title>{bar.hover()}</title></rect>'
+                f'<text class="bar-value" x="{label_w + bar_w + 4:.1f}" y="{y + 13}" '
+                f'fill="{TEXT_COLOUR}">{bar.value}</text>'
+            )
         )
     return _svg(width, height, title, body, "bar-chart")
+
+
+def fold_timeline(
+    years: Sequence[tuple[int, int]], *, tail_share: float = 0.01, max_bars: int = 60
+) -> list[tuple[str, int, int, int]]:
+    """Per-year counts (every year from the first to the last, zeros included) as chart
+    columns that can be read: the sparse early tail (a paper from 1805 in a library of
+    2000s papers) folded into one "before YEAR" column holding at most `tail_share` of the
+    papers, and older years folded further until at most `max_bars` columns remain.
+    Returns (label, count, first year, last year) per column, oldest first."""
+    if not years:
+        return []
+    total = sum(count for _, count in years)
+    # The tail: the years before the cumulative count first passes tail_share of the papers.
+    start, cumulative = 0, 0
+    while start < len(years) - 1 and cumulative + years[start][1] <= total * tail_share:
+        cumulative += years[start][1]
+        start += 1
+    start = max(start, len(years) - (max_bars - 1))
+    # Empty years just after the fold would be columns with nothing to read.
+    while 0 < start < len(years) - 1 and years[start][1] == 0:
+        start += 1
+    folded = sum(count for _, count in years[:start])
+    columns = [(str(year), count, year, year) for year, count in years[start:]]
+    if start:
+        first, boundary = years[0][0], years[start][0]
+        columns.insert(0, (f"before {boundary}", folded, first, boundary - 1))
+    return columns
 
 
 def _value_axis(left: int, top: int, plot_w: int, plot_h: int, top_value: int) -> str:

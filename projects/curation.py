@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -25,8 +26,8 @@ from django.urls import reverse
 
 from core.errors import InvalidInput
 from papers.admin import KeywordFilter, PaperAdmin, TextInputFilter, VenueFilter, YearFilter
-from papers.charts import Bar, bar_chart, column_chart
-from papers.models import Paper
+from papers.charts import Bar, bar_chart, column_chart, fold_timeline
+from papers.models import Paper, Venue
 from papers.search.admin_search import (
     ADMIN_SEARCH_MAX_HITS,
     paper_search_admin,
@@ -50,10 +51,10 @@ def _project_or_404(project_admin: admin.ModelAdmin, request: HttpRequest, pk: s
 
 
 class AuthorFilter(TextInputFilter):
-    """An author's papers: `?author=<author id>` (the reading page's author links) or a
-    part of a name."""
+    """An author's papers: `?author=<author id>` (the reading page's author links) or the
+    author's full name, any case (the trends chart's bars)."""
 
-    title = "author"
+    title = "author (full name)"
     parameter_name = "author"
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
@@ -62,7 +63,7 @@ class AuthorFilter(TextInputFilter):
             return queryset
         if value.isdigit():
             return queryset.filter(author_links__author_id=int(value))
-        return queryset.filter(author_links__author__name__icontains=value).distinct()
+        return queryset.filter(author_links__author__name__iexact=value).distinct()
 
 
 class LibraryPaperAdmin(PaperAdmin):
@@ -128,7 +129,7 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
         return super().get_queryset(request).filter(project_links__project=self.project)
 
     def get_list_filter(self, request: HttpRequest) -> list[Any]:
-        return [YearFilter, VenueFilter, KeywordFilter]
+        return [YearFilter, VenueFilter, KeywordFilter, AuthorFilter]
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
@@ -249,25 +250,66 @@ def library_picker_view(
     )
 
 
+# Which filter of the project's papers page a bar of each chart applies.
+_BAR_FILTERS = {"authors": "author", "venues": "venue", "keywords": "keyword"}
+
+
+def _year_bars(timeline: dict[str, Any], papers_url: str) -> list[Bar]:
+    """The populated years, the sparse early tail folded into one column, each a link to
+    the project's papers of those years."""
+    years = [(item["year"], item["paper_count"]) for item in timeline["items"]]
+    bars = []
+    for label, count, first, last in fold_timeline(years):
+        span = str(first) if first == last else f"{first}-{last}"
+        name = "" if first == last else f"{first}–{last}"
+        bars.append(Bar(label, count, name=name, href=f"{papers_url}?{urlencode({'year': span})}"))
+    return bars
+
+
+def _short(venue: str) -> str:
+    return venue.upper() if venue.isascii() and venue.islower() else venue
+
+
+def _named_bars(kind: str, items: list[dict[str, Any]], papers_url: str) -> list[Bar]:
+    """Authors, venues or keywords, each a link to the project's papers filtered by it;
+    venues labelled by their short name ('ACL'), the full name on hover."""
+    short: dict[str, str] = {}
+    if kind == "venues":
+        names = [item["name"] for item in items]
+        short = {
+            name: _short(abbreviation)
+            for name, abbreviation in Venue.objects.filter(name__in=names)
+            .exclude(short_name="")
+            .values_list("name", "short_name")
+        }
+    parameter = _BAR_FILTERS[kind]
+    return [
+        Bar(short.get(item["name"], item["name"]), item["paper_count"], name=item["name"],
+            href=f"{papers_url}?{urlencode({parameter: item['name']})}")
+        for item in items
+    ]  # fmt: skip
+
+
 def project_trends_view(
     project_admin: admin.ModelAdmin, request: HttpRequest, project_id: str
 ) -> TemplateResponse:
     """Papers per year, top authors, venues and keywords of the project, as charts: the
     same counts as the analyze_paper_trends tool."""
-    from papers.trends import papers_trends_by_ref
+    from papers.trends import MAX_ITEMS, papers_trends_by_ref
 
     project = _project_or_404(project_admin, request, project_id)
 
-    def trend(kind: str) -> dict[str, Any]:
-        return papers_trends_by_ref(analysis_type=kind, project_id=project.pk, limit=TOP_ITEMS)
+    def trend(kind: str, limit: int = TOP_ITEMS) -> dict[str, Any]:
+        return papers_trends_by_ref(analysis_type=kind, project_id=project.pk, limit=limit)
 
-    timeline = trend("timeline")
-    years = [Bar(str(item["year"]), item["paper_count"]) for item in timeline["items"]]
-    charts = [("Papers per year", "timeline", column_chart(years, title="Papers per year"))]
+    # Every year, which _year_bars folds into columns one can read.
+    timeline = trend("timeline", MAX_ITEMS)
+    papers_url = reverse("admin:projects_project_papers", args=[project.pk])
+    charts = [("Papers per year", "timeline", column_chart(_year_bars(timeline, papers_url),
+                                                           title="Papers per year"))]  # fmt: skip
     for kind, heading in (("authors", "Top authors"), ("venues", "Top venues"),
                           ("keywords", "Top keywords")):  # fmt: skip
-        items = trend(kind)["items"]
-        bars = [Bar(item["name"], item["paper_count"]) for item in items]
+        bars = _named_bars(kind, trend(kind)["items"], papers_url)
         charts.append((heading, kind, bar_chart(bars, title=heading)))
     context = {
         **project_admin.admin_site.each_context(request),

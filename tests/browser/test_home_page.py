@@ -4,15 +4,21 @@ paper list; it fits a 768 px window without horizontal scrolling."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
-from tests.browser.test_curation_flow import listed_titles, log_in
+from tests.browser.test_curation_flow import log_in
+from tests.mcp.conftest import mcp_client
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
+
+TITLES = "#result_list tbody td.field-short_title"
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -36,7 +42,7 @@ def test_the_home_page_welcomes_visitors_and_researchers(
     page.fill(".home-search input[type=search]", "attention")
     page.click(".home-search input[type=submit]")
     expect(page).to_have_url(site.url("/admin/papers/paper/?q=attention"))
-    assert any("Attention" in title for title in listed_titles(page))
+    expect(page.locator("#result_list")).to_contain_text("Attention Is All You Need")
 
 
 def test_the_home_page_fits_a_768_pixel_window(
@@ -50,3 +56,32 @@ def test_the_home_page_fits_a_768_pixel_window(
     )
     shots.take("768px")
     assert overflow <= 0
+
+
+async def _project_over_mcp(url: str, paper_ids: list[int]) -> None:
+    async with mcp_client(url) as client:
+        await client.call_tool("create_project", {"name": "Chart clicks"})
+        await client.call_tool(
+            "add_papers_to_project", {"project_id": "chart-clicks", "paper_ids": paper_ids}
+        )
+
+
+def test_a_chart_bar_leads_to_the_papers_it_counts(
+    page: Page, curation_site: CurationSite, shots: Shots
+) -> None:
+    site = curation_site
+    ids = [paper["paper_id"] for paper in site.data["papers"].values()]
+    with ThreadPoolExecutor(1) as thread:  # Playwright's loop runs in this thread
+        thread.submit(asyncio.run, _project_over_mcp(site.url("/mcp"), ids)).result()
+    log_in(page, site)
+    page.goto(site.url("/admin/projects/project/chart-clicks/trends/"))
+    shots.take("trends")
+    page.locator("#chart-timeline a").filter(has_text="2017").locator("rect.bar").click()
+    expect(page).to_have_url(
+        re.compile(r"/admin/projects/project/chart-clicks/papers/\?year=2017$")
+    )
+    expect(page.locator(TITLES)).to_have_text(["Attention Is All You Need"])
+    page.go_back()
+    page.locator("#chart-venues a").filter(has_text="CVPR").locator("rect.bar").click()
+    expect(page).to_have_url(re.compile(r"/chart-clicks/papers/\?venue=CVPR$"))
+    expect(page.locator(TITLES)).to_have_text(["Deep Residual Learning for Image Recognition"])

@@ -1,0 +1,107 @@
+"""Charts you can read and click (issue 21, item 4): the year chart keeps to the populated
+years with the sparse early tail folded into one column, venues show their short names with
+the full name on hover, and every bar is a link to the project's papers it counts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from html import unescape
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from papers.charts import Bar, bar_chart, column_chart, fold_timeline
+from papers.models import Paper, Venue
+from projects.models import Project
+from projects.services import project_add_papers
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_stray_old_year_is_folded_into_one_column() -> None:
+    years = [(1805, 1)] + [(year, 0) for year in range(1806, 2000)] + [
+        (year, 20) for year in range(2000, 2024)
+    ]  # fmt: skip
+    columns = fold_timeline(years)
+    assert columns[0] == ("before 2000", 1, 1805, 1999)
+    assert [label for label, *_ in columns[1:]] == [str(year) for year in range(2000, 2024)]
+    assert sum(count for _, count, *_ in columns) == 1 + 24 * 20
+
+
+def test_a_long_populated_timeline_keeps_at_most_sixty_columns() -> None:
+    years = [(year, 5) for year in range(1900, 2024)]
+    columns = fold_timeline(years, max_bars=60)
+    assert len(columns) == 60 and columns[0][0] == "before 1965" and columns[-1][0] == "2023"
+    assert sum(count for _, count, *_ in columns) == 5 * len(years)
+
+
+def test_a_short_timeline_is_left_alone() -> None:
+    years = [(2019, 3), (2020, 0), (2021, 4)]
+    assert fold_timeline(years) == [("2019", 3, 2019, 2019), ("2020", 0, 2020, 2020),
+                                    ("2021", 4, 2021, 2021)]  # fmt: skip
+    assert fold_timeline([]) == []
+
+
+def test_bars_link_and_name_their_papers_on_hover() -> None:
+    svg = bar_chart([Bar("ACL", 3, name="Annual Meeting of the ACL", href="/x?venue=A&b=1")],
+                    title="Venues")  # fmt: skip
+    assert '<a href="/x?venue=A&amp;b=1">' in svg
+    assert "<title>Annual Meeting of the ACL: 3 papers</title>" in svg and ">ACL</text>" in svg
+    column = column_chart([Bar("2020", 0, href="/y?year=2020")], title="Years")
+    assert '<a href="/y?year=2020">' in column  # a year without papers is still a target
+
+
+@pytest.fixture
+def project(make_paper: Callable[..., Paper], make_project: Callable[..., Project]) -> Project:
+    project = make_project("Parsing")
+    papers = [make_paper("A letter on grammar", authors=["Old Author"], year=1805)]
+    for year in range(2005, 2021):
+        for number in range(6):
+            papers.append(make_paper(
+                f"Parsing paper {year}-{number}", year=year, venue="Annual Meeting of the ACL",
+                authors=["Jane Parser" if number == 0 else f"Other {year} {number}"],
+            ))  # fmt: skip
+    Venue.objects.filter(name="Annual Meeting of the ACL").update(short_name="acl")
+    project_add_papers(project=project, paper_ids=[paper.pk for paper in papers])
+    return project
+
+
+def links(svg: str) -> dict[str, str]:
+    """Each link's target -> the hover title inside it."""
+    found = re.findall(r'<a href="([^"]+)">.*?<title>([^<]+)</title>', svg)
+    return {unescape(href): unescape(title) for href, title in found}
+
+
+def chart(page: str, kind: str) -> str:
+    return page.split(f'id="chart-{kind}"')[1].split("</svg>")[0]
+
+
+def test_the_trends_page_charts_lead_to_the_papers_they_count(
+    admin_client: Client, project: Project
+) -> None:
+    page = admin_client.get(reverse("admin:projects_project_trends", args=[project.pk]))
+    page = page.content.decode()
+    papers_url = reverse("admin:projects_project_papers", args=[project.pk])
+
+    years = links(chart(page, "timeline"))
+    assert years[f"{papers_url}?year=1805-2004"] == "1805–2004: 1 paper"
+    assert years[f"{papers_url}?year=2012"] == "2012: 6 papers"
+    assert len(years) == 17  # the folded tail and 2005-2020, not 216 years
+
+    venues = chart(page, "venues")
+    assert ">ACL</text>" in venues
+    assert "Annual Meeting of the ACL: 96 papers" in unescape(venues)
+
+    authors = links(chart(page, "authors"))
+    jane = next(href for href, title in authors.items() if title.startswith("Jane Parser"))
+    listed = admin_client.get(jane).content.decode()
+    assert len(set(re.findall(r"Parsing paper \d{4}-0", listed))) == 16
+    assert not re.findall(r"Parsing paper \d{4}-[1-5]", listed)
+
+    year_list = admin_client.get(f"{papers_url}?year=2012").content.decode()
+    assert len(set(re.findall(r"Parsing paper 2012-\d", year_list))) == 6
+    assert "Parsing paper 2013" not in year_list
+    tail = admin_client.get(f"{papers_url}?year=1805-2004").content.decode()
+    assert "A letter on grammar" in tail and "Parsing paper" not in tail
