@@ -13,6 +13,7 @@ the project. `ProjectAdmin.get_urls` routes here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -69,6 +70,30 @@ class AuthorFilter(TextInputFilter):
 class LibraryPaperAdmin(PaperAdmin):
     """The Paper list, filing papers into projects and asking the engines."""
 
+    # Whether "Delete selected papers" (from the whole library) is offered: on the library's
+    # own list, last, after Django's confirmation page with the count; never on the pages of
+    # a project, whose actions act on the project.
+    library_wide_delete = True
+
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
+        # Django 6.1 passes where the actions are shown; 5.2 (the 3.11 fallback) does not.
+        actions = (
+            super().get_actions(request)
+            if action_location is None
+            else super().get_actions(request, action_location)  # type: ignore[call-arg]
+        )
+        delete: Any = actions.pop("delete_selected", None)
+        if delete is not None and self.library_wide_delete:
+            described = "Delete selected papers from the library…"
+            # Django 6.1 has Action dataclasses; 5.2 (the 3.11 fallback) plain tuples.
+            replaced: Any = (
+                dataclasses.replace(delete, description=described)
+                if not isinstance(delete, tuple)
+                else (delete[0], delete[1], described)
+            )
+            actions["delete_selected"] = replaced
+        return actions
+
     def get_list_filter(self, request: HttpRequest) -> list[Any]:
         return [*super().get_list_filter(request), AuthorFilter]
 
@@ -114,6 +139,7 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
     """The papers of one project, with the Paper list's tools and the membership ones."""
 
     change_list_template = "admin/projects/project/papers.html"
+    library_wide_delete = False
     actions = [
         "remove_from_project", "move_to_project", "add_to_project", "add_keywords",
         "set_keywords", "remove_keywords", "export_bibtex", "export_csv", "export_ris",
@@ -197,6 +223,7 @@ class LibraryPickerAdmin(LibraryPaperAdmin):
 
     change_list_template = "admin/projects/project/library_picker.html"
     actions = ["add_to_this_project"]
+    library_wide_delete = False
 
     def __init__(self, project: Project, admin_site: admin.AdminSite) -> None:
         super().__init__(Paper, admin_site)

@@ -105,3 +105,32 @@ def test_the_trends_page_charts_lead_to_the_papers_they_count(
     assert "Parsing paper 2013" not in year_list
     tail = admin_client.get(f"{papers_url}?year=1805-2004").content.decode()
     assert "A letter on grammar" in tail and "Parsing paper" not in tail
+
+
+# --- actions that act where they are shown (issue 21, item 3) ---------------------------------
+
+
+def action_names(page: str) -> list[str]:
+    select = page.split('name="action"')[1].split("</select>")[0]
+    return re.findall(r'<option value="(\w+)"', select)
+
+
+def test_project_pages_offer_no_library_wide_delete(admin_client: Client, project: Project) -> None:
+    papers_page = admin_client.get(reverse("admin:projects_project_papers", args=[project.pk]))
+    names = action_names(papers_page.content.decode())
+    assert names[0] == "remove_from_project" and "delete_selected" not in names
+    picker = admin_client.get(reverse("admin:projects_project_add_papers", args=[project.pk]))
+    assert action_names(picker.content.decode()) == ["add_to_this_project"]
+
+
+def test_the_library_list_deletes_last_and_asks_with_the_count(
+    admin_client: Client, project: Project
+) -> None:
+    names = action_names(admin_client.get("/admin/papers/paper/").content.decode())
+    assert names[-1] == "delete_selected" and names[0] != "delete_selected"
+    ids = list(Paper.objects.order_by("pk").values_list("pk", flat=True)[:3])
+    asked = admin_client.post(
+        "/admin/papers/paper/", {"action": "delete_selected", "_selected_action": ids}
+    ).content.decode()
+    assert "Are you sure" in asked and "Papers: 3" in asked
+    assert Paper.objects.filter(pk__in=ids).count() == 3  # nothing deleted before the yes
