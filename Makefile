@@ -36,7 +36,7 @@ test-faults: setup-dev
 ## Mutation testing (issue 25): mutmut on the review rules, API auth, Origin/Host checks,
 ## BibTeX, rate limits and identifiers, each against its own tests; report: docs/MUTATION.md.
 ## Uses every core for ~1 h; GROUPS="bibtex review" runs some.
-.PHONY: mutation
+.PHONY: mutation screenshots
 mutation: setup-dev
 	nice -n 10 $(PY) scripts/mutation.py $(GROUPS)
 
@@ -50,6 +50,11 @@ lint: setup-dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
 	.venv/bin/lint-imports
+
+## Screenshots of the home, paper list, reading, project papers and trends pages at 1280 px
+## and 768 px into docs/screenshots/ (Debian's Chromium; README.md links them).
+screenshots: setup-dev
+	$(PY) scripts/screenshots.py
 
 format: setup-dev
 	$(PY) -m ruff format .

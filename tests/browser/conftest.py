@@ -47,7 +47,7 @@ PLAYWRIGHT_MISSING = "the playwright package is not installed (pip install -r re
 try:
     from playwright.sync_api import Browser, Page, sync_playwright
 except ImportError:  # pragma: no cover - requirements-dev.txt installs it
-    sync_playwright = None
+    sync_playwright = None  # type: ignore[assignment]
 
 
 def _missing() -> str | None:
