@@ -67,7 +67,8 @@ ASGI_APPLICATION = "research_site.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # The site's admin look (admin/base_site.html), found before django.contrib.admin's.
+        "DIRS": [BASE_DIR / "research_site" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -85,3 +85,20 @@ def test_a_chart_bar_leads_to_the_papers_it_counts(
     page.locator("#chart-venues a").filter(has_text="CVPR").locator("rect.bar").click()
     expect(page).to_have_url(re.compile(r"/chart-clicks/papers/\?venue=CVPR$"))
     expect(page.locator(TITLES)).to_have_text(["Deep Residual Learning for Image Recognition"])
+
+
+def test_the_paper_list_fits_a_768_pixel_window(
+    page: Page, curation_site: CurationSite, shots: Shots
+) -> None:
+    log_in(page, curation_site)
+    page.set_viewport_size({"width": 768, "height": 1000})
+    page.goto(curation_site.url("/admin/papers/paper/?q=transformer"))
+    expect(page.locator(TITLES).first).to_be_visible()
+    shots.take("paper-list-768px")
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0
+    # The list is not squeezed beside the filters: it takes the window's width.
+    width = page.locator("#changelist .results").evaluate("(e) => e.getBoundingClientRect().width")
+    assert width >= 600
