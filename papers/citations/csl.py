@@ -21,11 +21,17 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from citeproc import Citation, CitationItem, CitationStylesBibliography, formatter
+from citeproc import (
+    Citation,
+    CitationItem,
+    CitationStylesBibliography,
+    CitationStylesStyle,
+    formatter,
+)
 from citeproc.source import Locator
 from citeproc.source.json import CiteProcJSON
 
@@ -239,13 +245,13 @@ def citations_format(
     if style_object.has_bibliography():
         rendered = bibliography.bibliography()
         for item, text in zip(bibliography.items, rendered, strict=True):
-            references[item.key] = polish(styles.separate_label(str(text)), True)
+            references[item.key] = polish(styles.separate_label(str(text)))
 
     def cite(keys: list[str]) -> str:
         cited = Citation([_item(key, pages.get(key)) for key in keys])
         bibliography.register(cited)  # numbers stay those of the bibliography
         # A fresh list of earlier cites: every citation is a first one (no 'ibid.').
-        return polish(str(style_object.render_citation(cited, [], _unknown)), False)
+        return polish(str(style_object.render_citation(cited, [], _unknown)))
 
     order = bibliography.keys
     by_key = {_key(paper): paper for paper in papers}
@@ -314,10 +320,12 @@ def _locators(papers: list[Paper], locators: Mapping[int, str]) -> dict[str, str
     return pages
 
 
-def _polisher(style: Any, locale: str) -> Any:
+def _polisher(style: CitationStylesStyle, locale: str) -> Callable[[str], str]:
+    """One line of text, with the locale's punctuation inside closing quotes where it wants
+    it (citeproc-py ignores `punctuation-in-quote`)."""
     in_quotes = styles.punctuation_in_quote(style, locale)
 
-    def polish(text: str, reference: bool) -> str:
+    def polish(text: str) -> str:
         text = " ".join(text.split())
         return styles.move_punctuation_into_quotes(text) if in_quotes else text
 
