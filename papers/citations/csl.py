@@ -207,9 +207,9 @@ def citations_format(
 
     `style`: a CSL repository id ('apa', 'ieee', 'vancouver', ...), its URL, or a CSL
     document as text; `locale`: e.g. 'en-US', 'de-DE' (None: the style's own default
-    locale, else en-US); `locators`: a page (or page range)
-    per paper_id for its in-text citation; `output`: 'text' or 'html'. Reads nothing from
-    the database beyond the papers' prefetched relations; writes nothing.
+    locale, else en-US); `locators`: a page (or page range) per paper_id for its in-text
+    citation; `output`: 'text' or 'html'. Reads nothing from the database beyond the
+    papers' relations (prefetch them: `selectors.with_relations`); writes nothing.
 
     Raises InvalidInput for no papers, an unknown style or locale (with close matches), a
     bad locator, or an unknown output.
