@@ -4,8 +4,10 @@ and csl-json formats of /api/papers/export."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
+from django.conf import settings
 
 from tests.api.conftest import Api, Library, error
 
@@ -88,8 +90,11 @@ def test_export_as_a_bibliography_and_as_csl_json(api: Api, library: Library) ->
 
 
 def test_export_a_bibliography_to_a_file(api: Api, library: Library) -> None:
+    name = f"refs-{uuid.uuid4().hex[:8]}"  # the exports folder may outlive a test run
     body = {"paper_ids": [library.attention.pk], "format": "bibliography", "style": "ieee",
-            "filename": "refs"}  # fmt: skip
+            "filename": name}  # fmt: skip
     response = api.post("/api/papers/export", body)
     assert response.status_code == 200, response.content
-    assert response.json()["filename"] == "refs.txt"
+    assert response.json()["filename"] == f"{name}.txt"
+    written = settings.EXPORTS_DIR / f"{name}.txt"
+    assert written.read_text(encoding="utf-8").startswith("[1] A. Vaswani and N. Shazeer, “")
