@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 # search, assets, pdf, zotero and review here.
 # A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
-    "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library",
+    "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library,mcp_endpoint.tools.cite",  # noqa: E501
     "search": "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search",
     "assets": "mcp_endpoint.tools.assets",
     "pdf": "mcp_endpoint.tools.pdf",

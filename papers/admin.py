@@ -7,6 +7,7 @@ by identifier or BibTeX in `papers.intake`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django import forms
@@ -25,6 +26,8 @@ from django.utils.html import format_html, format_html_join
 
 from core.errors import DomainError
 from papers import scoping
+from papers.citations import csl as citations
+from papers.citations.styles import COMMON_STYLES, DEFAULT_STYLE
 from papers.curation import PaperCurationAdmin
 from papers.intake import add_by_identifier_view, import_bibtex_view
 from papers.models import (
@@ -44,6 +47,7 @@ from papers.models import (
 )
 from papers.search.admin_search import SEARCH_RANK, paper_search_admin
 from papers.search.index import papers_changed
+from papers.selectors import with_relations
 
 
 class TextInputFilter(admin.SimpleListFilter):
@@ -315,6 +319,29 @@ class AnnotationInline(admin.TabularInline):
 # How many citing papers the paper page lists (the rest are counted).
 CITED_BY_SHOWN = 50
 
+logger = logging.getLogger(__name__)
+
+
+def cite_box(paper_id: int, style: str | None) -> dict[str, Any]:
+    """What the paper page's Cite box shows: the reference (HTML and text, to copy) and
+    the in-text citation in one of COMMON_STYLES (`?cite_style=`, default apa)."""
+    chosen = style if style in COMMON_STYLES else DEFAULT_STYLE
+    box: dict[str, Any] = {"styles": list(COMMON_STYLES.items()), "style": chosen}
+    papers = list(with_relations(Paper.objects.filter(pk=paper_id)))
+    try:
+        text = citations.citations_format(papers=papers, style=chosen, locale=None)
+        html = citations.citations_format(papers=papers, style=chosen, locale=None,
+                                          output="html")  # fmt: skip
+    except DomainError as error:
+        return {**box, "error": error.message}
+    except Exception:
+        # A citeproc-py failure on odd data must not take the paper page down with it.
+        logger.exception("Cite box: paper %s in %s", paper_id, chosen)
+        return {**box, "error": "This paper could not be formatted in this style."}
+    entry = text.entries[0]
+    return {**box, "reference": entry.reference, "in_text": entry.in_text,
+            "reference_html": html.entries[0].reference}  # fmt: skip
+
 
 class RelevanceChangeList(ChangeList):
     """A search lists the best matches first (SEARCH_RANK, set by paper_search_admin)
@@ -344,6 +371,7 @@ class PaperAdmin(PaperCurationAdmin):
     paginator = EstimatedCountPaginator
     list_per_page = 50
     ordering = ["-paper_id"]
+    change_form_template = "admin/papers/paper/change_form.html"
     readonly_fields = ["paper_id", "human_id", "citekey", "created_at", "updated_at",
                        "pdf_link", "project_links", "cited_by"]  # fmt: skip
     autocomplete_fields = ["venue"]
@@ -389,6 +417,18 @@ class PaperAdmin(PaperCurationAdmin):
     @admin.display(description="keywords")
     def keyword_list(self, paper: Paper) -> str:
         return ", ".join(keyword.name for keyword in paper.keywords.all())
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        if object_id.isdigit():
+            context["cite"] = cite_box(int(object_id), request.GET.get("cite_style"))
+        return super().change_view(request, object_id, form_url, context)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str

@@ -1,6 +1,6 @@
-"""REST endpoints for papers (`/api/papers`): records, keywords, exports, summaries and
-sources. The same selectors and services as the MCP `library` and `assets` tools, with
-the same limits; errors are mapped once in `research_site.api_errors`.
+"""REST endpoints for papers (`/api/papers`): records, keywords, exports, citations in a
+CSL style, summaries and sources. The same selectors and services as the MCP `library`
+and `assets` tools, with the same limits; errors are mapped once in `research_site.api_errors`.
 
 A paper is named by its paper_id (`/api/papers/12`), its human id (URL-encoded:
 `/api/papers/%5BVaswani%2C%20A.%202017%5D`) or its citekey (`/api/papers/vaswani2017attention`).
@@ -23,6 +23,8 @@ from papers import assets
 from papers import selectors as paper_selectors
 from papers import services as paper_services
 from papers.bibtex import render_bibtex
+from papers.citations import csl as citations
+from papers.citations.styles import COMMON_STYLES, MAX_STYLE_ID_LENGTH
 from papers.exports import EXTENSIONS, FORMATS, export_search_results, render_export
 from papers.pdf import fetch
 
@@ -39,6 +41,8 @@ EXPORT_CONTENT_TYPES = {
     "jsonl": "application/x-ndjson",
     "markdown": "text/markdown",
     "ris": "application/x-research-info-systems",
+    "csl-json": "application/vnd.citationstyles.csl+json",
+    "bibliography": "text/plain",
 }
 
 PaperRefValue = (
@@ -65,6 +69,20 @@ ExportFormat = Annotated[
     ),
 ]
 ProjectRef = Annotated[str, Field(min_length=1, max_length=200)]
+CitationStyle = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_STYLE_ID_LENGTH,
+        description=(f"A CSL style id of the CSL repository, e.g. {', '.join(COMMON_STYLES)}."),
+    ),
+]
+CitationLocale = Annotated[
+    str,
+    Field(
+        min_length=2, max_length=20, description="e.g. en-US, en-GB, de-DE; default: the style's."
+    ),
+]
 MaxChars = Annotated[
     int | None,
     Field(
@@ -203,6 +221,10 @@ class ExportFileIn(Schema):
         default=False,
         description="Replace a file of that name; otherwise the export takes name-2, name-3...",
     )
+    style: CitationStyle | None = Field(
+        default=None, description="For the bibliography format: a CSL style id (default apa)."
+    )
+    locale: CitationLocale | None = None
 
 
 class ExportFile(Schema):
@@ -259,6 +281,45 @@ class ExportQuery(Schema):
         default=None,
         description="The project to export; with paper_ids, only those of them in it.",
     )
+    style: CitationStyle | None = Field(
+        default=None, description="For the bibliography format: a CSL style id (default apa)."
+    )
+    locale: CitationLocale | None = None
+
+
+class CiteQuery(Schema):
+    paper_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]] = Field(
+        min_length=1,
+        max_length=MAX_PAPERS,
+        description="Up to 100 papers (paper_id, human id or citekey); repeat the parameter.",
+    )
+    style: CitationStyle = "apa"
+    locale: CitationLocale | None = None
+    locators: list[Annotated[str, Field(min_length=3, max_length=MAX_REF_CHARS + 60)]] = Field(
+        default_factory=list,
+        max_length=MAX_PAPERS,
+        description=(
+            "A page for a paper's in-text citation as '<paper>:<page>', e.g. "
+            "'vaswani2017attention:5'; repeat the parameter."
+        ),
+    )
+    format: Literal["text", "html"] = "text"
+
+
+class CitationOut(Schema):
+    paper_id: int
+    citekey: str
+    reference: str = Field(description="The paper's entry in the style's reference list.")
+    in_text: str = Field(description="Its in-text citation, with the page when given.")
+
+
+class CitationsOut(Schema):
+    style: str
+    style_title: str
+    locale: str
+    format: str
+    entries: list[CitationOut] = Field(description="In the style's reference-list order.")
+    citation: str = Field(description="All the papers cited together.")
 
 
 class SummaryQuery(Schema):
@@ -305,13 +366,14 @@ def _content(text: str, max_chars: int | None, more: str) -> dict[str, Any]:
     },
 )
 def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpResponse:
-    """The papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS in the response body;
-    nothing is written on the server. Repeat paper_ids for several papers, or give only
+    """The papers as BibTeX, CSV, JSON, JSON Lines, Markdown, RIS, CSL-JSON or a
+    bibliography in a CSL style (`style`, default apa) in the response body; nothing is
+    written on the server. Repeat paper_ids for several papers, or give only
     project_id for a whole project."""
     if not query.paper_ids and not query.project_id:
         raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
-    content = render_export(papers, query.format)
+    content = render_export(papers, query.format, style=query.style, locale=query.locale)
     fmt = query.format.strip().lower()
     content_type = EXPORT_CONTENT_TYPES.get(fmt, "text/plain")
     response = HttpResponse(content, content_type=f"{content_type}; charset=utf-8")
@@ -331,9 +393,37 @@ def export_to_file(request: HttpRequest, body: ExportFileIn) -> dict[str, Any]:
     `overwrite`) and say where. GET /api/papers/export returns the content instead."""
     result = export_search_results(
         fmt=body.format, refs=body.paper_ids, project=body.project_id, filename=body.filename,
-        overwrite=body.overwrite, inline_max_bytes=0,
+        overwrite=body.overwrite, inline_max_bytes=0, style=body.style, locale=body.locale,
     )  # fmt: skip
     return result
+
+
+@router.get(
+    "/cite",
+    operation_id="format_citations",
+    summary="References and in-text citations of papers in a CSL style",
+    response=with_errors({200: CitationsOut}, 404),
+)
+def cite(request: HttpRequest, query: Query[CiteQuery]) -> dict[str, Any]:
+    """As the MCP tool format_citations: each paper's reference and in-text citation in
+    any style of the CSL repository (apa, chicago-author-date, ieee, vancouver, ...), with
+    a page for the in-text citation when `locators` gives one."""
+    locators: dict[str, str] = {}
+    for text in query.locators:
+        ref, separator, page = text.rpartition(":")
+        if not separator or not ref.strip() or not page.strip():
+            raise InvalidInput(
+                f"Locator {text!r} is not '<paper>:<page>' (e.g. 'vaswani2017attention:5').",
+                field="locators",
+            )
+        if ref.strip() in locators:
+            raise InvalidInput(f"Two locators name {ref.strip()!r}.", field="locators")
+        locators[ref.strip()] = page.strip()
+    result = citations.citations_for_refs(
+        refs=query.paper_ids, style=query.style, locale=query.locale, locators=locators,
+        output=query.format,
+    )  # fmt: skip
+    return result.as_dict()
 
 
 # --- keywords of several papers ----------------------------------------------------------

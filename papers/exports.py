@@ -1,4 +1,5 @@
-"""Exporting papers as BibTeX, CSV, JSON, JSON Lines, Markdown or RIS, inline or to a file.
+"""Exporting papers as BibTeX, CSV, JSON, JSON Lines, Markdown, RIS, CSL-JSON or a formatted
+bibliography (any CSL style, papers/citations), inline or to a file.
 
 Files are written only into `settings.EXPORTS_DIR` (read at call time), under a name the
 caller may choose from a safe alphabet, and atomically: a temporary file in the same
@@ -29,13 +30,17 @@ from django.conf import settings
 from core.atomic import write_atomic
 from core.errors import InvalidInput
 from papers.bibtex import render_bibtex
+from papers.citations.csl import render_bibliography, render_csl_json
 from papers.models import Paper
 from papers.ris import render_ris
 from papers.selectors import paper_record, papers_filter
 
 EXTENSIONS = {
     "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",
+    "csl-json": "json", "bibliography": "txt",
 }  # fmt: skip
+# Formats that take a citation style (and locale): the others refuse one.
+STYLED_FORMATS = ("bibliography",)
 FORMATS = tuple(EXTENSIONS)
 MAX_FILENAME_LENGTH = 100
 # Names Windows refuses whatever the extension; refused everywhere so exports can be shared.
@@ -66,9 +71,12 @@ def export_papers(
     filename: str | None = None,
     overwrite: bool = False,
     content: str | None = None,
+    style: str | None = None,
+    locale: str | None = None,
 ) -> ExportResult:
     """Write papers (relations prefetched, e.g. from `selectors.papers_filter`) to a file
-    in EXPORTS_DIR and say where. `content`: the export already rendered (render_export).
+    in EXPORTS_DIR and say where. `content`: the export already rendered (render_export);
+    `style`/`locale`: the CSL style and locale of a bibliography (render_export).
 
     `filename` is a name without folders, of letters, digits, '-', '_', '.' and spaces;
     the extension of the format is added (a name that already ends in it is kept as is).
@@ -81,7 +89,10 @@ def export_papers(
     """
     fmt = _check_format(fmt)
     papers = list(papers)
-    text = render_export(papers, fmt) if content is None else content
+    if content is None:
+        text = render_export(papers, fmt, style=style, locale=locale)
+    else:
+        text = content
     folder = Path(settings.EXPORTS_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     extension = EXTENSIONS[fmt]
@@ -110,6 +121,8 @@ def export_search_results(
     inline_max_bytes: int | None = None,
     scope: Sequence[str] | None = None,
     write: bool = True,
+    style: str | None = None,
+    locale: str | None = None,
 ) -> dict[str, Any]:
     """Export papers named by reference (any paper id form), a whole project (id or name;
     no need to list its papers), or the listed papers that are in the project.
@@ -139,7 +152,7 @@ def export_search_results(
             field="filename",
         )
     papers = list(papers_filter(refs=refs or None, project=project or None, scope=scope))
-    content = render_export(papers, fmt)
+    content = render_export(papers, fmt, style=style, locale=locale)
     size = len(content.encode("utf-8"))
     limit = settings.EXPORT_INLINE_MAX_BYTES if inline_max_bytes is None else inline_max_bytes
     inline = size <= limit
@@ -170,15 +183,28 @@ def _shown_path(path: Path) -> str:
         return str(Path(path.parent.name) / path.name)
 
 
-def render_export(papers: Iterable[Paper], fmt: str) -> str:
+def render_export(
+    papers: Iterable[Paper], fmt: str, *, style: str | None = None, locale: str | None = None
+) -> str:
     """The export as text, for interfaces that return it inline (MCP, REST, --stdout).
+    `style` (a CSL style id, default apa) and `locale` (default: the style's) apply to the
+    `bibliography` format only.
 
-    Raises InvalidInput for an unknown format or an empty selection.
+    Raises InvalidInput for an unknown format, an empty selection, a style or locale given
+    for another format, or an unknown style or locale.
     """
     fmt = _check_format(fmt)
+    if (style or locale) and fmt not in STYLED_FORMATS:
+        raise InvalidInput(
+            f"A citation style or locale applies to the {', '.join(STYLED_FORMATS)} format "
+            f"only, not {fmt}.",
+            field="style",
+        )
     papers = list(papers)
     if not papers:
         raise InvalidInput("No papers to export: the selection is empty.", field="papers")
+    if fmt == "bibliography":
+        return render_bibliography(papers, style=style, locale=locale)
     return RENDERERS[fmt](papers)
 
 
@@ -335,4 +361,5 @@ RENDERERS: dict[str, Callable[[list[Paper]], str]] = {
     "jsonl": _render_jsonl,
     "markdown": _render_markdown,
     "ris": render_ris,
+    "csl-json": render_csl_json,
 }

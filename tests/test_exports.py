@@ -158,7 +158,8 @@ def test_export_papers_writes_into_the_exports_folder(
     library: list[Paper], exports_dir: Path, fmt: str
 ) -> None:
     result = export_papers(papers=everything(), fmt=fmt, filename="my refs_2024.v2")
-    extension = {"bibtex": "bib", "markdown": "md"}.get(fmt, fmt)
+    extensions = {"bibtex": "bib", "markdown": "md", "csl-json": "json", "bibliography": "txt"}
+    extension = extensions.get(fmt, fmt)
     assert result.path == exports_dir / f"my refs_2024.v2.{extension}"
     assert (result.filename, result.count, result.format) == (result.path.name, 3, fmt)
     assert result.path.read_bytes().decode("utf-8") == render_export(everything(), fmt)

@@ -28,7 +28,7 @@ MCP_DOC = ROOT / "docs" / "MCP.md"
 # Export and document formats a description might name; a tool with a `format` enum may
 # name only those it accepts.
 FORMAT_WORDS = ("bibtex", "csv", "tsv", "json", "jsonl", "markdown", "ris", "xml", "yaml",
-                "html", "endnote", "txt")  # fmt: skip
+                "html", "endnote", "txt", "text")  # fmt: skip
 
 
 def all_tools() -> dict[str, Any]:

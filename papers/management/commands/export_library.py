@@ -3,12 +3,16 @@
     manage.py export_library --format bibtex --project thesis --output thesis-refs
     manage.py export_library --format csv --ids 12,vaswani2017attention
     manage.py export_library --format jsonl --stdout > library.jsonl
+    manage.py export_library --format bibliography --style ieee --project thesis --stdout
+    manage.py export_library --format bibliography --style ./my-journal.csl --ids 12
 
-Exit codes: 0 written, 2 bad arguments (format, project, ids, file name, empty selection).
+Exit codes: 0 written, 2 bad arguments (format, project, ids, file name, empty selection,
+style, locale).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -41,7 +45,10 @@ def split_refs(raw: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Export papers as BibTeX, CSV, JSON, JSON Lines or Markdown into the exports folder."
+    help = (
+        "Export papers as BibTeX, CSV, JSON, JSON Lines, Markdown, RIS, CSL-JSON or a "
+        "bibliography in a CSL style into the exports folder."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--format", required=True, help=f"One of {', '.join(FORMATS)}.")
@@ -59,6 +66,14 @@ class Command(BaseCommand):
             help="Replace a file of that name (otherwise the export takes NAME-2, NAME-3, ...).",
         )
         parser.add_argument(
+            "--style",
+            help="For --format bibliography: a CSL style id (apa, ieee, vancouver, ...; "
+            "default apa) or the path of a .csl file.",
+        )
+        parser.add_argument(
+            "--locale", help="For --format bibliography: e.g. en-GB (default: the style's)."
+        )
+        parser.add_argument(
             "--stdout",
             action="store_true",
             # not `stdout`: BaseCommand.execute takes that option as the output stream
@@ -70,16 +85,21 @@ class Command(BaseCommand):
         refs = split_refs(options["ids"]) if options.get("ids") else None
         if options.get("ids") is not None and not refs:
             raise CommandError("--ids names no papers.", returncode=EXIT_BAD_INPUT)
+        style = _style_argument(options.get("style"))
+        locale = options.get("locale")
         try:
             papers = papers_filter(refs=refs, project=options.get("project"))
             if options["print_content"]:
-                self.stdout.write(render_export(papers, options["format"]), ending="")
+                content = render_export(papers, options["format"], style=style, locale=locale)
+                self.stdout.write(content, ending="")
                 return
             result = export_papers(
                 papers=papers,
                 fmt=options["format"],
                 filename=options.get("output"),
                 overwrite=options["overwrite"],
+                style=style,
+                locale=locale,
             )
         except StorageFull as error:  # the disk, not the request: exit 1
             raise CommandError(error.message) from None
@@ -89,3 +109,15 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot write the export: {error}") from None
         noun = "paper" if result.count == 1 else "papers"
         self.stdout.write(f"Exported {result.count} {noun} as {result.format} to {result.path}")
+
+
+def _style_argument(value: str | None) -> str | None:
+    """A style id as it is; a path ending in .csl read as the CSL document (only the
+    command reads files: network clients send the CSL text itself)."""
+    if not value or not value.lower().endswith(".csl"):
+        return value
+    try:
+        return Path(value).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"Cannot read the style {value}: {error}",
+                           returncode=EXIT_BAD_INPUT) from None  # fmt: skip

@@ -1,0 +1,76 @@
+"""Tool set `library`, citations (issue 22): `format_citations`, each paper's reference and
+in-text citation in any CSL style. A thin adapter over papers/citations/csl.py
+(docs/CITATIONS.md); errors are mapped by `mcp_endpoint.registry`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from django.conf import settings
+from pydantic import Field
+
+from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.scope import current_scope
+from papers import selectors as paper_selectors
+from papers.citations import csl
+from papers.citations.styles import MAX_CSL_BYTES
+
+PaperRefValue = (
+    Annotated[int, Field(ge=1)]
+    | Annotated[str, Field(min_length=1, max_length=paper_selectors.MAX_REF_LENGTH)]
+)
+Page = Annotated[str, Field(min_length=1, max_length=csl.MAX_LOCATOR_LENGTH)]
+
+
+def register(registry: Registry) -> None:
+    @registry.tool(
+        name="format_citations",
+        title="Format citations",
+        description=(
+            "Reference-list entries and in-text citations of library papers in a citation "
+            "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML."
+        ),
+        annotations=READ_ONLY,
+    )
+    def format_citations(
+        paper_ids: Annotated[
+            list[PaperRefValue],
+            Field(
+                min_length=1,
+                max_length=settings.MAX_PAGE_SIZE,
+                description="paper_ids, citekeys (as in the BibTeX export) or human ids.",
+            ),
+        ],
+        style: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_CSL_BYTES,
+                description=(
+                    "A CSL repository style id: apa, chicago-author-date, ieee, vancouver, "
+                    "harvard-cite-them-right, modern-language-association, ...; or a CSL "
+                    "document."
+                ),
+            ),
+        ] = "apa",
+        locale: Annotated[
+            str | None, Field(max_length=20, description="e.g. en-GB; default: the style's.")
+        ] = None,
+        locators: Annotated[
+            dict[str, Page] | None,
+            Field(
+                max_length=settings.MAX_PAGE_SIZE,
+                description="A page per paper for its in-text citation, keyed as in "
+                'paper_ids: {"vaswani2017attention": "5"}.',
+            ),
+        ] = None,
+        format: Literal["text", "html"] = "text",
+    ) -> dict[str, Any]:
+        result = csl.citations_for_refs(
+            refs=list(paper_ids), style=style, locale=locale, locators=locators, output=format,
+            scope=current_scope(),
+        )  # fmt: skip
+        answer = result.as_dict()
+        del answer["format"]
+        return answer

@@ -1,0 +1,90 @@
+"""`format_citations` over /mcp with the SDK's own client: references and in-text
+citations with page locators in a CSL style, papers named by citekey or paper_id, and the
+errors an agent gets for an unknown style or paper."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import MCPError
+
+from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, tool_data, tool_error
+
+pytestmark = [pytest.mark.server, pytest.mark.anyio]
+
+
+async def test_format_citations_is_listed_read_only(library_server: LiveServer) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    tool = tools["format_citations"]
+    assert tool.annotations.read_only_hint is True
+    properties = tool.input_schema["properties"]
+    assert set(properties) == {"paper_ids", "style", "locale", "locators", "format"}
+    assert properties["paper_ids"]["maxItems"] == 100
+
+
+async def test_apa_references_and_in_text_citations_with_a_page(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    attention, bert = knowledge_base.paper("attention"), knowledge_base.paper("bert")
+    arguments = {
+        "paper_ids": [attention["citekey"], bert["paper_id"]],
+        "style": "apa",
+        "locators": {attention["citekey"]: "5"},
+    }
+    async with mcp_client(library_server.mcp_url) as client:
+        answer = tool_data(await client.call_tool("format_citations", arguments))
+    assert answer["style"] == "apa"
+    assert answer["locale"] == "en-US"
+    assert answer["entries"] == [
+        {
+            "paper_id": bert["paper_id"],
+            "citekey": bert["citekey"],
+            "reference": "Devlin, J., & Chang, M.-W. (2019). BERT: Pre-training of Deep "
+            "Bidirectional Transformers. NAACL.",
+            "in_text": "(Devlin & Chang, 2019)",
+        },
+        {
+            "paper_id": attention["paper_id"],
+            "citekey": attention["citekey"],
+            "reference": "Vaswani, A., & Shazeer, N. (2017). Attention Is All You Need. "
+            "NeurIPS. https://doi.org/10.5555/3295222.3295349",
+            "in_text": "(Vaswani & Shazeer, 2017, p. 5)",
+        },
+    ]
+    assert answer["citation"] == "(Devlin & Chang, 2019; Vaswani & Shazeer, 2017, p. 5)"
+    assert "format" not in answer
+
+
+async def test_numeric_styles_number_the_papers_in_the_order_given(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    attention, bert = knowledge_base.paper("attention"), knowledge_base.paper("bert")
+    arguments = {"paper_ids": [attention["paper_id"], bert["citekey"]], "style": "ieee",
+                 "locators": {bert["citekey"]: "7"}, "format": "html"}  # fmt: skip
+    async with mcp_client(library_server.mcp_url) as client:
+        answer = tool_data(await client.call_tool("format_citations", arguments))
+    assert [e["in_text"] for e in answer["entries"]] == ["[1]", "[2, p. 7]"]
+    assert answer["entries"][0]["reference"] == (
+        "[1] A. Vaswani and N. Shazeer, “Attention Is All You Need,” <i>NeurIPS</i>, 2017, "
+        "doi: 10.5555/3295222.3295349."
+    )
+
+
+async def test_an_unknown_style_is_32602_with_close_matches(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    arguments = {"paper_ids": [knowledge_base.paper("attention")["paper_id"]], "style": "chicgo"}
+    async with mcp_client(library_server.mcp_url) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("format_citations", arguments)
+    assert raised.value.error.code == -32602
+    assert "chicago" in raised.value.error.data["suggestions"]
+    assert "Did you mean" in raised.value.error.message
+
+
+async def test_an_unknown_paper_is_a_not_found_result(library_server: LiveServer) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        result = await client.call_tool("format_citations", {"paper_ids": ["nobody2099ghost"]})
+    error = tool_error(result)
+    assert error["code"] == "not_found"
+    assert error["paper_ids"] == ["nobody2099ghost"]

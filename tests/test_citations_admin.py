@@ -1,0 +1,87 @@
+"""The Cite box on a paper's admin page: a style select, the formatted reference (HTML and
+text to copy) and the in-text citation, through Django's test client."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from papers.models import Paper
+
+pytestmark = pytest.mark.django_db
+
+
+def cite_box(page: str) -> str:
+    match = re.search(r'<fieldset class="module aligned" id="cite-box">.*?</fieldset>', page, re.S)
+    assert match, "no Cite box on the page"
+    return match.group(0)
+
+
+@pytest.fixture
+def paper(make_paper: Callable[..., Paper]) -> Paper:
+    return make_paper(
+        "Attention is all you need", venue="Advances in Neural Information Processing Systems",
+        volume="30", pages="5998--6008", doi="10.5555/3295222.3295349",
+    )  # fmt: skip
+
+
+def test_the_paper_page_cites_the_paper_in_apa_by_default(
+    admin_client: Client, paper: Paper
+) -> None:
+    response = admin_client.get(reverse("admin:papers_paper_change", args=[paper.pk]))
+    assert response.status_code == 200
+    box = cite_box(response.content.decode())
+    assert '<option value="apa" selected>APA 7th edition</option>' in box
+    for style in ("chicago-author-date", "ieee", "vancouver", "harvard-cite-them-right"):
+        assert f'<option value="{style}">' in box
+    reference = (
+        "Vaswani, A., &amp; Shazeer, N. (2017). Attention is all you need. Advances in Neural "
+        "Information Processing Systems, 30, 5998–6008. https://doi.org/10.5555/3295222.3295349"
+    )
+    assert f'readonly rows="3" cols="80" onfocus="this.select()">{reference}</textarea>' in box
+    assert "<i>Advances in Neural Information Processing Systems</i>, <i>30</i>, 5998–6008." in box
+    assert 'value="(Vaswani &amp; Shazeer, 2017)"' in box
+
+
+def test_the_style_select_chooses_another_style(admin_client: Client, paper: Paper) -> None:
+    url = reverse("admin:papers_paper_change", args=[paper.pk])
+    box = cite_box(admin_client.get(url, {"cite_style": "ieee"}).content.decode())
+    assert '<option value="ieee" selected>IEEE</option>' in box
+    assert html.escape("[1] A. Vaswani and N. Shazeer, “Attention is all you need,”") in box
+    assert 'value="[1]"' in box
+    # A style outside the list falls back to APA rather than failing the page.
+    box = cite_box(admin_client.get(url, {"cite_style": "../etc"}).content.decode())
+    assert '<option value="apa" selected>' in box
+
+
+def test_the_box_controls_are_never_submitted_with_the_form(
+    admin_client: Client, paper: Paper
+) -> None:
+    box = cite_box(admin_client.get(reverse("admin:papers_paper_change", args=[paper.pk]))
+                   .content.decode())  # fmt: skip
+    assert " name=" not in box
+
+
+def test_titles_are_escaped_in_the_box(
+    admin_client: Client, make_paper: Callable[..., Paper]
+) -> None:
+    hostile = make_paper("<img src=x onerror=alert(1)> study", authors=["Eve Evans"])
+    page = admin_client.get(reverse("admin:papers_paper_change", args=[hostile.pk]))
+    box = cite_box(page.content.decode())
+    assert "<img" not in box
+    assert "&lt;img src=x onerror=alert(1)&gt; study" in box
+
+
+def test_readers_see_the_box_on_the_view_only_page(client: Client, paper: Paper) -> None:
+    reader = User.objects.create_user("reader", password="pw", is_staff=True)
+    reader.groups.add(Group.objects.get(name="Readers"))
+    client.force_login(reader)
+    response = client.get(reverse("admin:papers_paper_change", args=[paper.pk]))
+    assert response.status_code == 200
+    assert "(Vaswani &amp; Shazeer, 2017)" in cite_box(response.content.decode())
