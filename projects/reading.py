@@ -3,7 +3,7 @@
 The edit form stays for editing; this page is for reading. It shows the record as a reader
 wants it (authors by name, each a link to their other papers; venue, year, identifiers as
 links, abstract, keywords, summaries, papers it cites and that cite it, its projects with
-add / remove in place) beside the PDF, drawn by pdf.js (vendored from its npm package,
+add / remove in place, the Cite box of papers.admin) beside the PDF, drawn by pdf.js (vendored from its npm package,
 scripts/vendor-pdfjs.sh; no CDN) with the stored highlights and area annotations in their
 colours. Selecting text offers "Highlight": the page's JSON endpoint calls the same service
 as MCP's `create_highlight`, so the highlight is found tolerant of line breaks and is drawn
@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import DomainError
+from papers.admin import cite_box
 from papers.models import Citation, Paper, PaperPdf
 from papers.pdf.selectors import annotation_list, annotation_record
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
@@ -122,6 +123,7 @@ def paper_read_view(
                 "canAnnotate": can_annotate and has_pdf,
             }
         ),
+        "cite": cite_box(paper.pk, request.GET.get("cite_style")),
         **_citations(paper),
     }
     return render(request, "projects/paper_read.html", context)

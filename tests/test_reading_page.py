@@ -72,6 +72,7 @@ def test_the_reading_page_shows_the_record_as_a_reader_wants_it(
     assert "Cites (1)" in page and "Attention Is All You Need" in page
     assert "This paper has no PDF in the library." in page
     assert 'name="pdf"' in page  # the upload form is on the page
+    assert 'id="cite-box"' in page and "Shen, Z., &amp; August, T. (2023)" in page
 
 
 def test_the_author_links_list_that_authors_papers(
