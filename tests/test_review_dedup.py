@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from papers.models import Paper
+from papers.models import Citation, Paper
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
 from projects.models import ReviewCandidate, ReviewDuplicate
@@ -331,3 +333,94 @@ def test_prisma_after_completion_counts_reports_of_included_studies(
     with pytest.raises(ToolError) as done:
         tools("split_duplicate", session_id=session_id, paper=str(library["bert_preprint"]))
     assert done.value.code == "session_complete"
+
+
+def test_a_person_splits_a_wrong_group_in_the_admin(
+    at_screen: tuple[Tools, str, dict[str, Any]], library: dict[str, int], admin_client: Client
+) -> None:
+    tools, session_id, _ = at_screen
+    url = reverse("admin:projects_reviewduplicate_changelist")
+    listing = admin_client.get(url)
+    assert listing.status_code == 200
+    assert "Graph transformers for molecular property prediction v2" in listing.content.decode()
+    row = ReviewDuplicate.objects.get(session_id=session_id, paper_id=library["cafe_preprint"])
+    answer = admin_client.post(url, {"action": "split_out", "_selected_action": [row.pk]})
+    assert answer.status_code == 302
+    row.refresh_from_db()
+    assert row.split_by == "admin:admin" and row.split_at is not None
+    shown = candidates(tools, session_id)
+    assert shown[library["cafe_preprint"]]["status"] == "pending"
+    # Again: already split, nothing happens; after the checkpoint closed: refused, said so.
+    assert (
+        admin_client.post(url, {"action": "split_out", "_selected_action": [row.pk]}).status_code
+        == 302
+    )
+    tools("decide", session_id=session_id, action="approve", checkpoint=2)
+    other = ReviewDuplicate.objects.get(session_id=session_id, paper_id=library["gnn_preprint"])
+    page = admin_client.post(
+        url, {"action": "split_out", "_selected_action": [other.pk]}, follow=True
+    )
+    assert "is complete" in page.content.decode()
+    other.refresh_from_db()
+    assert other.split_at is None
+
+
+def test_the_citation_search_groups_versions_and_attaches_those_of_known_papers(
+    library: dict[str, int],
+) -> None:
+    tools = Tools()
+    state = tools("start_review", query="What do transformers do?", limit=50)
+    session_id = state["session_id"]
+    data = {"queries": ["transformers"], "engines": ["local"], "snowball": True}
+    tools("decide", session_id=session_id, action="edit", data=data, checkpoint=1)
+    # Papers citing the one to include, saved after the search: a version of a search
+    # candidate, a preprint and its publication, a candidate and a grouped version.
+    new = {
+        "attention_copy": dict(
+            title="Attention is all you need for transformers (preprint)",
+            authors=["Ashish Vaswani", "Noam Shazeer"], year=2016, arxiv_id="1706.03762",
+        ),
+        "ranking_preprint": dict(
+            title="Ranking long lists with language models", authors=["Xu Yan"], year=2021,
+            arxiv_id="2101.99999",
+        ),
+        "ranking_published": dict(
+            title="Ranking long lists with language models: a study", authors=["Xu Yan"],
+            year=2022, doi="10.1000/ranking.2022",
+        ),
+    }  # fmt: skip
+    ids = {
+        name: papers_upsert(records=[PaperRecord.build(**values)]).paper_ids[0]
+        for name, values in new.items()
+    }
+    cited = library["part_1"]
+    citing = [*ids.values(), library["attention_vaswani"], library["bert_preprint"]]
+    Citation.objects.bulk_create([Citation(citing_id=pk, cited_id=cited) for pk in citing])
+    state = tools(
+        "decide", session_id=session_id, action="edit", data={"include": [cited]}, checkpoint=2
+    )
+    assert state["current_checkpoint_kind"] == "expand", state
+    items = state["checkpoint"]["candidates"]["items"]
+    assert [item["paper_id"] for item in items] == [ids["ranking_published"]]
+    assert [v["paper_id"] for v in items[0]["versions"]] == [ids["ranking_preprint"]]
+    attached = ReviewDuplicate.objects.get(session_id=session_id, paper_id=ids["attention_copy"])
+    assert attached.candidate.paper_id == library["attention_vaswani"]
+    assert attached.source == "citation" and attached.cites == [cited]
+    block = state["counts"]["citation_search"]
+    assert (block["identified_total"], block["duplicates_removed"], block["screened"]) == (5, 4, 1)
+    assert_counts_add_up(state["counts"])
+    prisma = state["prisma"]
+    assert prisma_problems(prisma) == []
+    assert prisma["other_methods"]["versions_grouped"] == 2
+    # Split the attached copy: a citation candidate of its own, at the expand checkpoint.
+    tools("split_duplicate", session_id=session_id, paper=str(ids["attention_copy"]))
+    state = tools("get_session", session_id=session_id, limit=50)
+    block = state["counts"]["citation_search"]
+    assert (block["duplicates_removed"], block["screened"], block["pending"]) == (3, 2, 2)
+    assert prisma_problems(state["prisma"]) == []
+    split = ReviewCandidate.objects.get(session_id=session_id, paper_id=ids["attention_copy"])
+    assert split.source == "citation" and split.cites == [cited]
+    # A search version cannot be split at expand: its screening is over.
+    with pytest.raises(ToolError) as late:
+        tools("split_duplicate", session_id=session_id, paper=str(library["bert_preprint"]))
+    assert late.value.code == "no_pending_checkpoint"
