@@ -221,6 +221,7 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
     included = [
         f"Studies included in review {_n(flow['included'])}",
         f"Reports of included studies {_n(flow['reports'])}",
+        "(a study's versions are its reports)",
     ]
     included_y = y
     total_h = included_y + _height(included) + 20
@@ -237,7 +238,7 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
     ]
     if title:
         out.append(
-            f'<text x="{LEFT}" y="{TOP - 10}" font-weight="bold">{escape(_cut(title, 120))}</text>'
+            f'<text x="{LEFT}" y="{TOP - 22}" font-weight="bold">{escape(_cut(title, 120))}</text>'
         )
     top = ys[0]
     headings = {
