@@ -177,6 +177,33 @@ def test_a_group_never_holds_two_arxiv_ids(transactional_db: None) -> None:
     assert sorted(map(sorted, grouping.groups)) == sorted([sorted([ids[0], ids[2]]), [ids[1]]])
 
 
+def test_a_doi_the_library_kept_as_an_alternate_links_the_journal_version(
+    transactional_db: None,
+) -> None:
+    """An arXiv preprint (arXiv DOI) merged with a record of the same arXiv id naming the
+    journal DOI keeps that DOI as an alternate; the journal's own record (that DOI, a new
+    title, three years later) is another library paper, grouped with it by the DOI."""
+    authors = ["Rita Gomes", "Sam Ode"]
+    preprint = dict(
+        title="Cheap attention", authors=authors, year=2019, arxiv_id="1905.00011",
+        doi="10.48550/arXiv.1905.00011",
+    )  # fmt: skip
+    upsert = papers_upsert
+    first = upsert(records=[PaperRecord.build(**preprint)]).paper_ids[0]
+    merged = dict(preprint, doi="10.1145/cheap.2022", source="s2")
+    assert upsert(records=[PaperRecord.build(**merged)]).paper_ids == [first]
+    alternates = Paper.objects.get(pk=first).metadata["alternates"]["doi"]
+    assert [entry["value"] for entry in alternates] == ["10.1145/cheap.2022"]
+    journal = dict(
+        title="Attention on a budget", authors=authors, year=2022, doi="10.1145/cheap.2022"
+    )
+    second = upsert(records=[PaperRecord.build(**journal)]).paper_ids[0]
+    assert second != first
+    grouping = work_groups([first, second], works_load([first, second]))
+    assert grouping.groups == [[second, first]]
+    assert grouping.why[first] == "same doi 10.1145/cheap.2022"
+
+
 def test_a_version_of_a_paper_the_review_has_is_attached_to_its_candidate(
     library: dict[str, int],
 ) -> None:

@@ -10,8 +10,10 @@ with a subtitle, "v2" or other punctuation. Grouping here is a review's reading,
 `ReviewDuplicate` rows and reversible (`duplicate_split`); the library stays as it is.
 
 Two papers are one work when
-- they share an identifier: DOI, arXiv id (also read from an arXiv DOI), or another
-  scheme's id (OpenAlex, S2, ACL, PubMed, ...): `same <scheme>`;
+- they share an identifier: DOI, arXiv id (also read from an arXiv DOI), another scheme's
+  id (OpenAlex, S2, ACL, PubMed, ...), or a related one their records named (a DOI or
+  arXiv id the library kept as an alternate when records merged, an arXiv entry's other
+  DOIs): `same <scheme> <value>`;
 - or, conservatively, their titles are the same once folded (case, accents, punctuation,
   spaces, a trailing "v2" / "preprint" / "extended version"), or one is the other plus a
   subtitle, or they differ only in the spelling of a word or two; with the same numbers
@@ -219,17 +221,17 @@ def works_load(paper_ids: Iterable[int]) -> dict[int, Work]:
     """The Work of each paper (three queries whatever their number)."""
     ids = list(dict.fromkeys(paper_ids))
     rows = Paper.objects.filter(pk__in=ids).values_list(
-        "pk", "title", "year", "doi", "arxiv_id", "venue__name", "source"
+        "pk", "title", "year", "doi", "arxiv_id", "venue__name", "source", "metadata"
     )
     works: dict[int, Work] = {}
-    for pk, title, year, doi, arxiv_id, venue, source in rows:
+    for pk, title, year, doi, arxiv_id, venue, source, metadata in rows:
         doi = normalize_doi(doi) if doi else None
         arxiv = normalize_arxiv_id(arxiv_id) if arxiv_id else None
         preprint_venue = any(name in (venue or "").lower() for name in PREPRINT_VENUES)
         preprint = (doi is not None and _preprint_doi(doi)) or (
             doi is None and (arxiv is not None or preprint_venue or source == "arxiv")
         )
-        works[pk] = Work(pk, title, year, doi, arxiv, preprint)
+        works[pk] = Work(pk, title, year, doi, arxiv, preprint, _related(metadata))
     for pk, scheme, value in PaperIdentifier.objects.filter(paper_id__in=ids).values_list(
         "paper_id", "scheme", "value"
     ):
@@ -242,6 +244,28 @@ def works_load(paper_ids: Iterable[int]) -> dict[int, Work]:
     ):
         works[pk].authors.append(fold_key(family or ""))
     return works
+
+
+def _related(metadata: Any) -> set[tuple[str, str]]:
+    """The other DOIs and arXiv ids a paper's records named: the values the library kept
+    as alternates when records merged into it disagreed (an arXiv record naming its
+    journal DOI), and the further DOIs an arXiv entry lists."""
+    if not isinstance(metadata, dict):
+        return set()
+    alternates = metadata.get("alternates") or {}
+    named: list[tuple[str, Any]] = [
+        (scheme, entry.get("value"))
+        for scheme, field_name in (("doi", "doi"), ("arxiv", "arxiv_id"))
+        for entry in alternates.get(field_name) or []
+        if isinstance(entry, dict)
+    ]
+    named += [("doi", value) for value in metadata.get("other_dois") or []]
+    related = set()
+    for scheme, value in named:
+        normal = normalize_doi(value) if scheme == "doi" else normalize_arxiv_id(value)
+        if normal:
+            related.add((scheme, normal))
+    return related
 
 
 def _identity_keys(work: Work) -> set[tuple[str, str]]:
