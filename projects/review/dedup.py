@@ -30,6 +30,7 @@ else the best-ranked record; the others are its members.
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import re
 import uuid
@@ -106,6 +107,7 @@ class Work:
         return self.doi if self.doi and not _preprint_doi(self.doi) else None
 
 
+@functools.lru_cache(maxsize=4096)
 def title_key(title: str) -> str:
     """The folded title without a trailing version mark ("v2", "preprint", ...)."""
     key = fold_key(title, max_length=1000)
@@ -120,6 +122,7 @@ def _compact(key: str) -> str:
     return key.replace(" ", "")
 
 
+@functools.lru_cache(maxsize=4096)
 def _main_title(title: str) -> str | None:
     """The title before its subtitle, folded, when it has one of enough words."""
     parts = _SUBTITLE.split(title.strip(), maxsplit=1)
@@ -129,6 +132,7 @@ def _main_title(title: str) -> str | None:
     return main if len(main.split()) >= MIN_MAIN_TITLE_WORDS else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _numbers(key: str) -> frozenset[str]:
     """The numbers a title names: digits, and roman numerals after "part", "volume"..."""
     words = key.split()
@@ -352,11 +356,15 @@ def work_groups(
                 join(by_key[key], pk, f"same {key[0]} {key[1]}", check=False)
             else:
                 by_key[key] = pk
-    by_author: dict[str, list[int]] = {}
+    # Only papers of the same first author whose titles start alike can match by title
+    # (same title, a subtitle added, a word spelled with the same first letters).
+    blocks: dict[tuple[str, str], list[int]] = {}
     for pk in everyone:
-        if works[pk].authors and works[pk].authors[0]:
-            by_author.setdefault(works[pk].authors[0], []).append(pk)
-    for block in by_author.values():
+        work = works[pk]
+        if work.authors and work.authors[0]:
+            start = _compact(work.key)[:VARIANT_PREFIX]
+            blocks.setdefault((work.authors[0], start), []).append(pk)
+    for block in blocks.values():
         for i, a in enumerate(block):
             for b in block[i + 1 :]:
                 if groups.find(a) == groups.find(b):
