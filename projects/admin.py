@@ -24,6 +24,7 @@ from projects.curation import (
     project_trends_view,
 )
 from projects.models import Project
+from projects.review import duplicates_admin  # noqa: F401 - registers grouped versions
 from projects.services import project_create, project_delete, project_rename
 
 # papers.admin registered papers' own; it is always imported first (projects.curation

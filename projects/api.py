@@ -2,6 +2,9 @@
 counts), read (with keyword counts), delete (confirmed by name), and the papers they hold.
 The same selectors and services as the MCP `library` tools; a project is named by its id
 (a slug such as `llm-evaluation`) or its name (URL-encoded).
+
+Also a literature review's PRISMA 2020 flow, as numbers and as the diagram (SVG):
+`/api/projects/reviews/{session_id}/prisma[.svg]` (docs/REVIEW.md).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema, Status
 
 from core.schemas import with_errors
@@ -19,6 +22,8 @@ from papers.api import PaperBrief, PaperRefs
 from projects import selectors as project_selectors
 from projects import services as project_services
 from projects.models import Project
+from projects.review import selectors as review_selectors
+from projects.review.prisma import prisma_svg
 
 router = Router(tags=["projects"])
 
@@ -126,6 +131,47 @@ def project_create(request: HttpRequest, body: ProjectIn) -> Status[dict[str, An
 )
 def project_list(request: HttpRequest) -> list[dict[str, Any]]:
     return [project_selectors.project_brief(p) for p in project_selectors.project_list()]
+
+
+# --- a review's PRISMA 2020 flow (before /{ref}) -------------------------------------------
+
+
+@router.get(
+    "/reviews/{session_id}/prisma",
+    operation_id="get_review_prisma",
+    summary="A literature review's PRISMA 2020 flow counts",
+    response=with_errors({200: dict[str, Any]}, 404),
+)
+def review_prisma(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    """Records identified per source and by citation search, duplicates removed (other
+    versions grouped among them), screened, excluded with reasons, reports sought and not
+    retrieved, studies and reports included (docs/REVIEW.md, "De-duplication and PRISMA")."""
+    session = review_selectors.review_get(session_id=session_id)
+    return review_selectors.review_prisma(session=session)
+
+
+@router.get(
+    "/reviews/{session_id}/prisma.svg",
+    operation_id="get_review_prisma_diagram",
+    summary="A literature review's PRISMA 2020 flow diagram (SVG)",
+    response=with_errors({200: str}, 404),
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The diagram.",
+                "content": {"image/svg+xml": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+def review_prisma_diagram(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = review_selectors.review_get(session_id=session_id)
+    flow = review_selectors.review_prisma(session=session)
+    response = HttpResponse(
+        prisma_svg(flow, title=session.query), content_type="image/svg+xml; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'inline; filename="prisma-{session.pk}.svg"'
+    return response
 
 
 @router.get(

@@ -231,3 +231,45 @@ class ReviewCandidate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}: {self.paper_id} ({self.status})"
+
+
+class ReviewDuplicate(models.Model):
+    """A record of a review grouped with a candidate as another version of the same work
+    (a preprint and its publication, the same paper from another source): screened once,
+    through its group's candidate, and kept here with its source and engines and why it was
+    grouped (projects/review/dedup.py). Splitting it out (`split_at`) undoes the merge: it
+    becomes a candidate of its own; the row stays as the record of both."""
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="duplicates")
+    # The group: the candidate screened for this work.
+    candidate = models.ForeignKey(
+        ReviewCandidate, on_delete=models.CASCADE, related_name="duplicates"
+    )
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="review_duplicates")
+    source = models.CharField(max_length=16, choices=ReviewCandidate.Source.choices)
+    round = models.PositiveIntegerField()
+    score = models.FloatField(default=0.0)
+    engines = models.JSONField(default=list, blank=True)
+    queries = models.JSONField(default=list, blank=True)
+    cites = models.JSONField(default=list, blank=True)
+    match = models.CharField(max_length=300, help_text="Why it was grouped.")
+    grouped_at = models.DateTimeField(auto_now_add=True)
+    split_at = models.DateTimeField(null=True, blank=True)
+    split_by = models.CharField(max_length=150, blank=True, help_text="'agent' or 'admin:<user>'.")
+
+    class Meta:
+        constraints = [
+            # A paper is grouped into a review at most once at a time.
+            models.UniqueConstraint(
+                fields=["session", "paper"],
+                condition=models.Q(split_at__isnull=True),
+                name="reviewduplicate_one_live",
+            ),
+        ]
+        indexes = [
+            # PRISMA counts: a review's grouped records by source.
+            models.Index(fields=["session", "source"], name="reviewduplicate_source_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.paper_id} grouped with {self.candidate_id}"

@@ -506,6 +506,7 @@ def test_read_only_mode_hides_the_write_tools() -> None:
     assert set(Tools(read_only=True).fns) == {"get_session", "export_results"}
     assert set(Tools().fns) == {
         "start_review", "decide", "get_session", "export_results", "cleanup_review",
+        "split_duplicate",
     }  # fmt: skip
 
 

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcp_endpoint.registry import READ_ONLY, Registry
 from projects.models import ReviewSession
 from projects.review import selectors, services
+from projects.review.dedup import duplicate_split
+from projects.review.prisma import prisma_svg
 from projects.review.workflow import WorkflowFailed
 
 MAX_WAIT_SECONDS = 20
@@ -38,6 +40,9 @@ WAITED_PAGE = 10
 
 STARTS_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
+CHANGES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 REMOVES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
@@ -61,6 +66,9 @@ class ReviewState(BaseModel):
     iteration: int = Field(description="Decisions applied so far.")
     error: str | None = None
     counts: dict[str, Any] = Field(description="PRISMA-style counts.")
+    prisma: dict[str, Any] | None = Field(
+        default=None, description="PRISMA 2020 flow numbers; diagram: its `diagram` resource."
+    )
     checkpoint: dict[str, Any] | None = Field(
         description="The pending checkpoint: kind, payload, candidates page, actions."
     )
@@ -73,6 +81,14 @@ class ReviewExport(BaseModel):
     format: str
     count: int = Field(description="Included papers exported.")
     content: str
+
+
+class DuplicateSplit(BaseModel):
+    session_id: str
+    paper_id: int
+    was_grouped_with: int
+    status: str
+    next: str
 
 
 class ReviewRemoved(BaseModel):
@@ -205,3 +221,32 @@ def register(registry: Registry) -> None:
     )
     def cleanup_review(session_id: SessionId) -> ReviewRemoved:
         return ReviewRemoved.model_validate(services.review_cleanup(session_id=session_id))
+
+    @registry.tool(
+        name="split_duplicate",
+        title="Split a record out of its version group",
+        description=(
+            "Review workflow: undo a de-duplication. A record grouped as another version of "
+            "a candidate (its `versions`) becomes a candidate of its own, to screen."
+        ),
+        annotations=CHANGES,
+    )
+    def split_duplicate(
+        session_id: SessionId,
+        paper: Annotated[str, Field(min_length=1, max_length=200, description="paper_id or id.")],
+    ) -> DuplicateSplit:
+        session_id = str(selectors.review_session_id(session_id))
+        return DuplicateSplit.model_validate(
+            duplicate_split(session_id=session_id, paper=paper, split_by="agent")
+        )
+
+    @registry.resource(
+        "review://{session_id}/prisma.svg",
+        name="review_prisma_diagram",
+        title="PRISMA 2020 flow diagram of a review",
+        description="The review's PRISMA 2020 flow diagram with its counts, as SVG.",
+        mime_type="image/svg+xml",
+    )
+    def review_prisma_resource(session_id: str) -> str:
+        session = selectors.review_get(session_id=session_id)
+        return prisma_svg(selectors.review_prisma(session=session), title=session.query)

@@ -9,6 +9,11 @@ nothing of the review itself (the step's commit does that, in one transaction).
 Ranking is reciprocal-rank fusion over the result lists (one per query, or one per cited
 paper): a paper high in several lists, or found by several engines, comes first. Citation
 candidates that cite more of the included papers come before the others.
+
+Before ranking, papers that are versions of one work (a preprint and its publication,
+projects/review/dedup.py) are grouped: the group is one candidate, screened once, with the
+other versions as its `members`; its score is theirs summed. In the citation search, a
+version of a paper the review already has is `attached` to that paper's candidate.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from engines.services import EngineSearchResult, citing_papers, engines_search
 from papers.models import Paper
 from papers.search.fulltext import paper_search
 from papers.search.types import SearchFilters, SearchPage
+from projects.review.dedup import work_groups, works_load
 from projects.review.planning import Plan
 
 # Reciprocal-rank fusion constant (Cormack et al. 2009): 60 damps the top ranks' weight.
@@ -57,17 +63,21 @@ class Found:
     engines: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     cites: list[int] = field(default_factory=list)
+    # Other versions of the same work, grouped with this one: (record, why).
+    members: list[tuple[Found, str]] = field(default_factory=list)
 
 
 @dataclass
 class Gathered:
     """Candidates best first (at most max_results), identification counts, and each
-    engine's status per query (or per cited paper)."""
+    engine's status per query (or per cited paper); `attached`: versions of papers the
+    review already has, as (that candidate's paper_id, record, why)."""
 
     candidates: list[Found]
     identification: dict[str, Any]
     statuses: dict[str, dict[str, Any]]
     notes: list[str]
+    attached: list[tuple[int, Found, str]] = field(default_factory=list)
 
 
 def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool]) -> Gathered:
@@ -86,20 +96,21 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
             raise Stopped
         result = _search_one(query, plan, max_results, year_from, year_to)
         _collect(result, query, found, identified, sources, statuses, notes, label=query)
-    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=set())
+    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known={})
 
 
 def citations_gather(
     *,
     plan: Plan,
     cited: list[Paper],
-    known: set[int],
+    known: dict[int, int],
     max_results: int,
     keep_going: Callable[[], bool],
 ) -> Gathered:
     """Papers citing the `cited` ones (the included papers, best first), from the library's
     citations and the plan's engines that have citation data. Papers in `known` (already
-    candidates) count as duplicates."""
+    candidates, or grouped with one: paper_id -> the candidate's paper_id) count as
+    duplicates, and so do other versions of them (attached to their candidate)."""
     found: dict[int, Found] = {}
     identified: Counter[str] = Counter()
     sources: dict[str, dict[str, Any]] = {}
@@ -232,14 +243,34 @@ def _ranked(
     plan: Plan,
     max_results: int,
     *,
-    known: set[int],
+    known: dict[int, int],
 ) -> Gathered:
     year_from, year_to = plan.year_range()
     total = sum(identified.values())
     new = [item for item in found.values() if item.paper_id not in known]
-    within = [item for item in new if _within(item.year, year_from, year_to)]
-    within.sort(key=lambda item: (-len(item.cites), -item.score, item.first_seen))
+    grouping = work_groups(
+        [item.paper_id for item in new], works_load([*found, *known]), known=known
+    )
+    attached = [
+        (grouping.attached[item.paper_id], item, grouping.why[item.paper_id])
+        for item in new
+        if item.paper_id in grouping.attached
+    ]
+    works = []
+    for group in grouping.groups:
+        head = found[group[0]]
+        head.members = [(found[pk], grouping.why[pk]) for pk in group[1:]]
+        works.append(head)
+    # A work is within the date range when one of its versions is (a 2018 preprint of a
+    # 2020 paper); its score sums its versions', as a paper found twice sums its ranks.
+    within = [
+        item
+        for item in works
+        if any(_within(v.year, year_from, year_to) for v in (item, *_versions(item)))
+    ]
+    within.sort(key=lambda item: (-len(work_cites(item)), -work_score(item), _first_seen(item)))
     kept = within[:max_results]
+    versions = sum(len(item.members) for item in kept) + len(attached)
     identification = {
         # Records per source that answered; a source that never did is not 0 here but
         # under `not_reached` with what happened (unreachable, rate_limited, bad_key, ...).
@@ -253,13 +284,31 @@ def _ranked(
         },
         "sources": {engine: _source_summary(source) for engine, source in sources.items()},
         "identified_total": total,
-        # Records of a paper already counted: the same paper from another engine or
-        # query, or (citation search) a paper the review already has.
-        "duplicates_removed": total - len(new),
-        "outside_date_range": len(new) - len(within),
+        # Records of a work already counted: the same paper from another engine or query,
+        # another version of it (grouped), or (citation search) a paper the review has.
+        "duplicates_removed": total - len(works),
+        # Of those, the versions kept as members of a candidate's group (dedup.py).
+        "versions_grouped": versions,
+        "outside_date_range": len(works) - len(within),
         "over_limit": len(within) - len(kept),
     }
-    return Gathered(kept, identification, statuses, notes)
+    return Gathered(kept, identification, statuses, notes, attached)
+
+
+def _versions(item: Found) -> list[Found]:
+    return [member for member, _ in item.members]
+
+
+def work_cites(item: Found) -> set[int]:
+    return {pk for version in (item, *_versions(item)) for pk in version.cites}
+
+
+def work_score(item: Found) -> float:
+    return item.score + sum(member.score for member in _versions(item))
+
+
+def _first_seen(item: Found) -> int:
+    return min(version.first_seen for version in (item, *_versions(item)))
 
 
 def _source_summary(source: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from papers.exports import render_export
 from papers.models import Paper
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
+from projects.review.dedup import duplicates_of
+from projects.review.prisma import grouped_tally, prisma_counts
 from projects.review.screening import screening_status
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
 
@@ -106,6 +108,7 @@ def review_state(
         "error": session.error or None,
         "plan": session.plan or None,
         "counts": counts,
+        "prisma": prisma_counts(session=session, counts=counts) if session.identification else None,
         "checkpoint": _checkpoint(session, pending, offset, limit) if pending else None,
         "decisions": review_decisions(session=session),
         "result": None,
@@ -182,6 +185,9 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
     excluded = session.candidates.filter(status=ReviewCandidate.Status.EXCLUDED)
     for source, reason in excluded.values_list("source", "reason"):
         reasons[source][reason or "no reason given"] += 1
+    # A grouped version split back out (dedup.duplicate_split) is no longer a duplicate
+    # removed but a record screened.
+    _, split = grouped_tally(session)
 
     def block(source: str, identification: dict[str, Any]) -> dict[str, Any]:
         values = {
@@ -190,7 +196,7 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
             "not_reached": identification.get("not_reached", {}),
             "sources": identification.get("sources", {}),
             "identified_total": identification.get("identified_total", 0),
-            "duplicates_removed": identification.get("duplicates_removed", 0),
+            "duplicates_removed": identification.get("duplicates_removed", 0) - split[source],
             "outside_date_range": identification.get("outside_date_range", 0),
             "over_limit": identification.get("over_limit", 0),
             "screened": sum(n for (s, _), n in tally.items() if s == source),
@@ -218,6 +224,7 @@ def review_candidates(
         queryset = queryset.filter(status=ReviewCandidate.Status.PENDING)
     total = queryset.count()
     page = list(queryset.order_by("rank")[offset : offset + limit])
+    versions = duplicates_of(page)
     papers = {
         paper.pk: paper
         for paper in with_relations(Paper.objects.filter(pk__in=[c.paper_id for c in page]))
@@ -245,7 +252,16 @@ def review_candidates(
                 "reason": candidate.reason or None,
             }
         )
+        if candidate.pk in versions:
+            # Other versions of this work (a preprint, the same paper from another
+            # source), screened through this one; split_duplicate undoes a wrong grouping.
+            items[-1]["versions"] = versions[candidate.pk]
     return items, total
+
+
+def review_prisma(*, session: ReviewSession) -> dict[str, Any]:
+    """The review's PRISMA 2020 flow numbers (projects/review/prisma.py)."""
+    return prisma_counts(session=session, counts=review_counts(session=session))
 
 
 def review_included_papers(*, session: ReviewSession) -> list[Paper]:

@@ -32,11 +32,18 @@ from django.utils import timezone
 
 from core.errors import Conflict, database_unavailable
 from projects.dispatch import review_step_send
-from projects.models import Project, ReviewCandidate, ReviewSession
+from projects.models import Project, ReviewCandidate, ReviewDuplicate, ReviewSession
 from projects.review import planning
 from projects.review.handler import DatabaseCheckpointHandler
 from projects.review.planning import Plan, plan_propose
-from projects.review.searching import Gathered, Stopped, citations_gather, search_gather
+from projects.review.searching import (
+    Gathered,
+    Stopped,
+    citations_gather,
+    search_gather,
+    work_cites,
+    work_score,
+)
 from projects.review.workflow import Checkpoint, CheckpointHandler
 from projects.services import project_add_papers, project_create
 
@@ -102,7 +109,10 @@ def _work(session: ReviewSession, stage: str, *, keep_going: Any) -> Plan | Gath
     if stage == Stage.EXPAND:
         included = session.candidates.filter(status=ReviewCandidate.Status.INCLUDED)
         cited = [candidate.paper for candidate in included.select_related("paper").order_by("rank")]
-        known = set(session.candidates.values_list("paper_id", flat=True))
+        # The review's papers: its candidates, and the versions grouped with them.
+        known = {pk: pk for pk in session.candidates.values_list("paper_id", flat=True)}
+        members = session.duplicates.filter(split_at__isnull=True)
+        known.update(members.values_list("paper_id", "candidate__paper_id"))
         return citations_gather(
             plan=plan,
             cited=cited,
@@ -213,7 +223,9 @@ def _locked_claim(
 
 
 def _store_candidates(session: ReviewSession, source: str, gathered: Gathered) -> None:
+    """The candidates, and the other versions grouped with them (ReviewDuplicate)."""
     session.candidates.filter(source=source).delete()
+    session.duplicates.filter(source=source).delete()
     ReviewCandidate.objects.bulk_create(
         [
             ReviewCandidate(
@@ -222,12 +234,38 @@ def _store_candidates(session: ReviewSession, source: str, gathered: Gathered) -
                 source=source,
                 round=session.round,
                 rank=rank,
-                score=round(found.score, 6),
+                score=round(work_score(found), 6),
                 engines=found.engines,
                 queries=found.queries,
-                cites=found.cites,
+                cites=sorted(work_cites(found)),
             )
             for rank, found in enumerate(gathered.candidates, start=1)
+        ]
+    )
+    groups = [
+        (found.paper_id, member, why)
+        for found in gathered.candidates
+        for member, why in found.members
+    ]
+    groups += gathered.attached
+    if not groups:
+        return
+    by_paper = dict(session.candidates.values_list("paper_id", "pk"))
+    ReviewDuplicate.objects.bulk_create(
+        [
+            ReviewDuplicate(
+                session=session,
+                candidate_id=by_paper[head],
+                paper_id=member.paper_id,
+                source=source,
+                round=session.round,
+                score=round(member.score, 6),
+                engines=member.engines,
+                queries=member.queries,
+                cites=member.cites,
+                match=why[:300],
+            )
+            for head, member, why in groups
         ]
     )
 

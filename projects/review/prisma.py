@@ -1,0 +1,293 @@
+"""PRISMA 2020 flow counts of a review and its flow diagram as SVG (issue 23).
+
+The counts come from the review's PRISMA-style `counts` (selectors.review_counts) and its
+grouped records (ReviewDuplicate), arranged as the PRISMA 2020 flow diagram for new
+systematic reviews (Page et al. 2021, BMJ 372:n71): identification via databases (the
+search's engines) and via other methods (the citation search), records removed before
+screening, records screened and excluded (with the reasons given), reports sought for
+retrieval and not retrieved, studies included and their reports.
+
+The workflow screens titles and abstracts and has no separate full-text stage: the
+records included at screening are the reports sought for retrieval; a report counts as
+not retrieved while its paper has no PDF in the library, and stays included (it was
+included on its abstract). Studies are the included candidates (one per work); reports
+are those plus the other versions grouped with them (a preprint and its publication are
+two reports of one study). These always hold (`prisma_problems` checks them):
+
+- identified_total = sum(identified) = duplicates_removed + outside_date_range +
+  over_limit + screened, in each column;
+- screened = pending + excluded + sought; excluded = sum(excluded_reasons);
+  not_retrieved <= sought; versions_grouped <= duplicates_removed;
+- included = sum of sought over the columns; reports = included + versions of included.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+from xml.sax.saxutils import escape
+
+from django.db.models import Count, Q
+
+from projects.models import ReviewCandidate, ReviewSession
+
+SOURCES = {"search": "databases", "citation": "other_methods"}
+
+
+def grouped_tally(session: ReviewSession) -> tuple[Counter[str], Counter[str]]:
+    """Per source (search, citation): the live grouped records, and those split out."""
+    live: Counter[str] = Counter()
+    split: Counter[str] = Counter()
+    rows = session.duplicates.values("source").annotate(
+        live=Count("pk", filter=Q(split_at__isnull=True)),
+        split=Count("pk", filter=Q(split_at__isnull=False)),
+    )
+    for row in rows.order_by():
+        live[row["source"]] += row["live"]
+        split[row["source"]] += row["split"]
+    return live, split
+
+
+def prisma_counts(*, session: ReviewSession, counts: dict[str, Any]) -> dict[str, Any]:
+    """The PRISMA 2020 flow numbers of a review from its `counts` (review_counts)."""
+    live, _ = grouped_tally(session)
+    included = session.candidates.filter(status=ReviewCandidate.Status.INCLUDED)
+    missing = Counter(
+        dict(
+            included.filter(paper__pdf__isnull=True)
+            .values_list("source")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+    )
+    versions_of_included = session.duplicates.filter(
+        split_at__isnull=True, candidate__status=ReviewCandidate.Status.INCLUDED
+    ).count()
+    flow: dict[str, Any] = {}
+    blocks = {"search": counts, "citation": counts.get("citation_search")}
+    for source, block in blocks.items():
+        if block is None:
+            continue
+        flow[SOURCES[source]] = {
+            "identified": dict(block["identified"]),
+            "identified_total": block["identified_total"],
+            "duplicates_removed": block["duplicates_removed"],
+            "versions_grouped": live[source],
+            "outside_date_range": block["outside_date_range"],
+            "over_limit": block["over_limit"],
+            "screened": block["screened"],
+            "pending": block["pending"],
+            "excluded": block["excluded"],
+            "excluded_reasons": dict(block["excluded_reasons"]),
+            "sought": block["included"],
+            "not_retrieved": missing[source],
+        }
+    flow["included"] = counts["included_total"]
+    flow["reports"] = counts["included_total"] + versions_of_included
+    flow["diagram"] = f"review://{session.pk}/prisma.svg"
+    return flow
+
+
+def prisma_problems(flow: dict[str, Any]) -> list[str]:
+    """The invariants of the module docstring that `flow` breaks (none, always)."""
+    problems = []
+    sought = 0
+    for name in SOURCES.values():
+        column = flow.get(name)
+        if column is None:
+            continue
+        sought += column["sought"]
+        removed = column["duplicates_removed"] + column["outside_date_range"] + column["over_limit"]
+        checks = {
+            "identified_total = sum(identified)": column["identified_total"]
+            == sum(column["identified"].values()),
+            "identified_total = removed + screened": column["identified_total"]
+            == removed + column["screened"],
+            "screened = pending + excluded + sought": column["screened"]
+            == column["pending"] + column["excluded"] + column["sought"],
+            "excluded = sum(reasons)": column["excluded"]
+            == sum(column["excluded_reasons"].values()),
+            "not_retrieved <= sought": 0 <= column["not_retrieved"] <= column["sought"],
+            "versions_grouped <= duplicates_removed": 0
+            <= column["versions_grouped"]
+            <= column["duplicates_removed"],
+            "no negative count": min(
+                removed, column["duplicates_removed"], column["pending"], column["excluded"]
+            )
+            >= 0,
+        }
+        problems += [f"{name}: {check}" for check, holds in checks.items() if not holds]
+    if flow["included"] != sought:
+        problems.append("included = sum(sought)")
+    if flow["reports"] < flow["included"]:
+        problems.append("reports >= included")
+    return problems
+
+
+# --- the diagram ----------------------------------------------------------------------------
+
+LINE = 15  # px between text lines
+PAD = 10
+MAIN_W = 250
+SIDE_W = 250
+GAP = 40
+LEFT = 50  # after the phase bars
+TOP = 50  # after the column headings
+ROW_GAP = 30
+MAX_LABEL = 44  # characters of an engine name or reason
+MAX_REASONS = 6
+
+
+def _n(value: int) -> str:
+    return f"(n = {value})"
+
+
+def _cut(text: str, limit: int = MAX_LABEL) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _column_boxes(column: dict[str, Any], other: bool) -> list[tuple[list[str], list[str]]]:
+    """Rows of (main box lines, side box lines) for one column."""
+    found = [
+        f"{_cut(engine)} {_n(n)}"
+        for engine, n in sorted(column["identified"].items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    what = "Citation searching via:" if other else "Databases:"
+    identified = ["Records identified from", what, *(found or ["(no source answered)"])]
+    if len(found) > 1 or not found:
+        identified.append(f"Total {_n(column['identified_total'])}")
+    removed = [
+        "Records removed before screening:",
+        f"Duplicate records removed {_n(column['duplicates_removed'])}",
+        f"  of which other versions grouped {_n(column['versions_grouped'])}",
+        f"Outside the date range {_n(column['outside_date_range'])}",
+        f"Over the result limit {_n(column['over_limit'])}",
+    ]
+    screened = [f"Records screened {_n(column['screened'])}"]
+    if column["pending"]:
+        screened.append(f"Awaiting a decision {_n(column['pending'])}")
+    reasons = sorted(column["excluded_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))
+    excluded = [f"Records excluded {_n(column['excluded'])}"]
+    excluded += [f"{_cut(reason, MAX_LABEL - 8)} {_n(n)}" for reason, n in reasons[:MAX_REASONS]]
+    if len(reasons) > MAX_REASONS:
+        rest = sum(n for _, n in reasons[MAX_REASONS:])
+        excluded.append(f"Other reasons {_n(rest)}")
+    sought = [f"Reports sought for retrieval {_n(column['sought'])}"]
+    missing = [f"Reports not retrieved {_n(column['not_retrieved'])}", "(no PDF in the library)"]
+    return [(identified, removed), (screened, excluded), (sought, missing)]
+
+
+def _box(x: int, y: int, width: int, lines: list[str], *, fill: str = "#ffffff") -> str:
+    height = _height(lines)
+    parts = [
+        f'<rect x="{x}" y="{y}" width="{width}" height="{height}" fill="{fill}" '
+        'stroke="#000000" stroke-width="1"/>'
+    ]
+    for index, line in enumerate(lines):
+        parts.append(
+            f'<text x="{x + PAD}" y="{y + PAD + LINE * (index + 1) - 3}" '
+            f'xml:space="preserve">{escape(line)}</text>'
+        )
+    return "\n".join(parts)
+
+
+def _height(lines: list[str]) -> int:
+    return PAD * 2 + LINE * len(lines)
+
+
+def _arrow(x1: int, y1: int, x2: int, y2: int) -> str:
+    return (
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#000000" '
+        'stroke-width="1.2" marker-end="url(#arrow)"/>'
+    )
+
+
+def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
+    """The PRISMA 2020 flow diagram of `flow` (prisma_counts) as a standalone SVG."""
+    columns = [(flow[name], name == "other_methods") for name in SOURCES.values() if name in flow]
+    rows = [_column_boxes(column, other) for column, other in columns]
+    heights = [
+        max(_height(lines) for column_rows in rows for lines in column_rows[row])
+        for row in range(3)
+    ]
+    column_w = MAIN_W + GAP + SIDE_W + GAP
+    width = LEFT + column_w * len(columns) + 10
+    ys = []
+    y = TOP + (LINE * 2 if title else 0)
+    for height in heights:
+        ys.append(y)
+        y += height + ROW_GAP
+    included = [
+        f"Studies included in review {_n(flow['included'])}",
+        f"Reports of included studies {_n(flow['reports'])}",
+        "(a study's versions are its reports)",
+    ]
+    included_y = y
+    total_h = included_y + _height(included) + 20
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h}" '
+        f'viewBox="0 0 {width} {total_h}" font-family="Helvetica, Arial, sans-serif" '
+        'font-size="12" role="img" aria-label="PRISMA 2020 flow diagram">',
+        "<title>PRISMA 2020 flow diagram</title>",
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+        'fill="#000000"/></marker></defs>',
+        f'<rect x="0" y="0" width="{width}" height="{total_h}" fill="#ffffff"/>',
+    ]
+    if title:
+        out.append(
+            f'<text x="{LEFT}" y="{TOP - 22}" font-weight="bold">{escape(_cut(title, 120))}</text>'
+        )
+    top = ys[0]
+    headings = {
+        False: "Identification of studies via databases and registers",
+        True: "Identification of studies via other methods",
+    }
+    for index, (_, other) in enumerate(columns):
+        x = LEFT + index * column_w
+        out.append(
+            f'<rect x="{x}" y="{top - 36}" width="{MAIN_W + GAP + SIDE_W}" height="26" '
+            f'fill="{"#e8e8e8" if other else "#fff2cc"}" stroke="#000000"/>'
+        )
+        heading = escape(headings[other])
+        out.append(f'<text x="{x + PAD}" y="{top - 18}" font-weight="bold">{heading}</text>')
+    phases = [
+        ("Identification", ys[0], ys[0] + heights[0]),
+        ("Screening", ys[1], ys[2] + heights[2]),
+        ("Included", included_y, included_y + _height(included)),
+    ]
+    for name, y1, y2 in phases:
+        middle = (y1 + y2) // 2
+        out.append(
+            f'<rect x="8" y="{y1}" width="26" height="{y2 - y1}" rx="4" fill="#9dc3e6" '
+            'stroke="#000000"/>'
+        )
+        out.append(
+            f'<text x="21" y="{middle}" text-anchor="middle" font-weight="bold" '
+            f'transform="rotate(-90 21 {middle})">{escape(name)}</text>'
+        )
+    for index, column_rows in enumerate(rows):
+        x = LEFT + index * column_w
+        side_x = x + MAIN_W + GAP
+        for row, (main, side) in enumerate(column_rows):
+            y = ys[row]
+            out.append(_box(x, y, MAIN_W, main))
+            out.append(_box(side_x, y, SIDE_W, side))
+            middle = y + min(_height(main), _height(side)) // 2
+            out.append(_arrow(x + MAIN_W, middle, side_x, middle))
+            centre = x + MAIN_W // 2
+            if row < 2 or index == 0:
+                below = ys[row + 1] if row < 2 else included_y
+                out.append(_arrow(centre, y + _height(main), centre, below))
+            else:  # other methods: down beside the included box, then into it
+                level = included_y + _height(included) // 2
+                out.append(
+                    f'<line x1="{centre}" y1="{y + _height(main)}" x2="{centre}" y2="{level}" '
+                    'stroke="#000000" stroke-width="1.2"/>'
+                )
+                out.append(_arrow(centre, level, LEFT + MAIN_W, level))
+    out.append(_box(LEFT, included_y, MAIN_W, included, fill="#f2f2f2"))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
