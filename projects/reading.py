@@ -3,11 +3,12 @@
 The edit form stays for editing; this page is for reading. It shows the record as a reader
 wants it (authors by name, each a link to their other papers; venue, year, identifiers as
 links, abstract, keywords, summaries, papers it cites and that cite it, its projects with
-add / remove in place, the Cite box of papers.admin) beside the PDF, drawn by pdf.js (vendored from its npm package,
-scripts/vendor-pdfjs.sh; no CDN) with the stored highlights and area annotations in their
-colours. Selecting text offers "Highlight": the page's JSON endpoint calls the same service
-as MCP's `create_highlight`, so the highlight is found tolerant of line breaks and is drawn
-into the annotated PDF too. Uploading a PDF comes back to this page.
+add / remove in place, the Cite box of papers.admin) beside the PDF, drawn by pdf.js
+(vendored from its npm package, scripts/vendor-pdfjs.sh; no CDN) with the stored highlights
+and area annotations in their colours. Selecting text offers "Highlight": the page's JSON
+endpoint calls the same service as MCP's `create_highlight`, so the highlight is found
+tolerant of line breaks and is drawn into the annotated PDF too. Uploading a PDF comes back
+to this page.
 
 The views are LibraryPaperAdmin's (projects.curation): they live in `projects` because the
 page files papers into projects. Every write checks the admin permission it needs and
