@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Exists, OuterRef, Sum
 
-from core.errors import NotFound
+from core.errors import DomainError, NotFound
 from core.tasks import registered_task
 from papers.models import Paper, PaperPdf, Passage, PassageTerm
 from papers.passages.extract import PagePassage, document_passages
@@ -179,3 +179,28 @@ def passages_reindex(
         if progress is not None:
             progress(outcome)
     return outcomes
+
+
+# Papers indexed on demand by one call (a verify_quote on a PDF attached before the index).
+ENSURE_MAX = 20
+
+
+def passages_ensure(*, paper_ids: Iterable[int]) -> int:
+    """Index now those of these papers whose PDF has no current passages (attached before
+    the index existed, or its task failed), up to ENSURE_MAX; returns how many were
+    indexed. Files that cannot be read are left to quote_find's refusal."""
+    current = Passage.objects.filter(paper_id=OuterRef("paper_id"), pdf_sha256=OuterRef("sha256"))
+    stale = (
+        PaperPdf.objects.filter(paper_id__in=list(paper_ids))
+        .exclude(Exists(current))
+        .values_list("paper_id", flat=True)
+    )
+    indexed = 0
+    for paper_id in list(stale[:ENSURE_MAX]):
+        try:
+            passages_index(paper_id=paper_id)
+        except DomainError as error:
+            logger.warning("paper %s: passages not indexed: %s", paper_id, error.message)
+            continue
+        indexed += 1
+    return indexed
