@@ -16,6 +16,7 @@ from typing import Any
 import pymupdf
 import pytest
 from mcp import MCPError
+from mcp_types import TextResourceContents
 
 from tests.mcp.conftest import (
     SEED_SCRIPT,
@@ -184,9 +185,9 @@ async def test_a_search_hit_goes_straight_to_create_highlight(setup: Setup) -> N
 async def test_the_page_resource_gives_passages_with_line_boxes(setup: Setup) -> None:
     paper_id = setup.paper_id("bert")
     async with mcp_client(setup.server.mcp_url) as client:
-        page = json.loads(
-            (await client.read_resource(f"paper://{paper_id}/passages?page=2")).contents[0].text
-        )
+        [content] = (await client.read_resource(f"paper://{paper_id}/passages?page=2")).contents
+        assert isinstance(content, TextResourceContents)
+        page = json.loads(content.text)
         with pytest.raises(MCPError) as raised:
             await client.read_resource(f"paper://{paper_id}/passages?page=99")
     assert (page["paper_id"], page["page"], page["total_pages"]) == (paper_id, 2, 8)
