@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from core.errors import InvalidInput
 from papers.models import Paper, Passage, PassageTerm
-from papers.passages import services
+from papers.passages import quotes, services
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
@@ -194,7 +194,7 @@ def test_a_quote_with_changed_words_is_approximate_with_the_closest_text(
     )
     match = quote_find(text=changed)
     assert (match.status, match.paper_id, match.page) == ("approximate", paper.pk, 2)
-    assert 0.75 <= match.similarity < 1.0
+    assert quotes.APPROXIMATE_MIN <= match.similarity < 1.0
     assert match.closest_text and "property graph" in match.closest_text
     assert match.rects
 

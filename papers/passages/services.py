@@ -10,6 +10,8 @@ in-process on the embedded default), like the source markdown.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -31,6 +33,8 @@ logger = logging.getLogger(__name__)
 INDEX_PASSAGES = "papers.index_passages"
 # Rows per INSERT of postings.
 WRITE_BATCH = 2_000
+# The average passage length (BM25's length normalisation) is read again this often.
+STATS_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,7 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
         # Lock the paper: two index runs of one paper write one after the other.
         Paper.objects.select_for_update().filter(pk=paper_id).first()
         _delete(paper_id)
-        other = Passage.objects.aggregate(n=Count("pk"), total=Sum("length"))
-        documents = (other["n"] or 0) + len(passages)
-        average = ((other["total"] or 0) + sum(lengths)) / documents if documents else 1.0
+        average = _average_length(len(lengths), sum(lengths))
         rows = Passage.objects.bulk_create(
             [
                 Passage(
@@ -116,6 +118,24 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
     return len(rows)
 
 
+_stats_lock = threading.Lock()
+_stats = {"documents": 0, "total": 0, "read_at": -STATS_SECONDS}
+
+
+def _average_length(documents: int, total: int) -> float:
+    """The index's average passage length with these passages added: read from the
+    database every STATS_SECONDS (a scan of every passage), followed in between by this
+    process's writes, as papers/search/postings.py does for papers."""
+    with _stats_lock:
+        if time.monotonic() - _stats["read_at"] >= STATS_SECONDS:
+            counted = Passage.objects.aggregate(n=Count("pk"), total=Sum("length"))
+            _stats.update(documents=counted["n"] or 0, total=counted["total"] or 0)
+            _stats["read_at"] = time.monotonic()
+        _stats["documents"] += documents
+        _stats["total"] += total
+        return _stats["total"] / _stats["documents"] if _stats["documents"] else 1.0
+
+
 def _impact(count: int, length: int, average: float) -> int:
     """papers/search/postings.py's BM25 term-frequency part, for one field."""
     norm = K1 * (1 - B + B * length / average)
@@ -142,6 +162,8 @@ def passages_remove(*, paper_id: int) -> int:
 
 
 def _delete(paper_id: int) -> int:
+    if not Passage.objects.filter(paper_id=paper_id).exists():
+        return 0
     # Postings first, in one statement, rather than through the cascade's collector.
     PassageTerm.objects.filter(passage__paper_id=paper_id).delete()
     deleted, _ = Passage.objects.filter(paper_id=paper_id).delete()
