@@ -3,8 +3,9 @@ and dropped when it is removed (papers/pdf/services.py calls the hooks).
 
 The PDF is read, split (extract.py), analysed and embedded outside any transaction; the
 paper's passages and their postings are then replaced in one transaction. The work runs
-after the attach commits, as the task `papers.index_passages` (on a worker with a broker,
-in-process on the embedded default), like the source markdown.
+after the attach commits, as the task `papers.index_passages` (started through
+papers/dispatch.py: on a worker with a broker, in-process on the embedded default), like
+the source markdown. Detaching a PDF deletes its passages in the same transaction.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Sum
 
 from core.errors import DomainError, NotFound
-from core.tasks import registered_task
 from papers.models import Paper, PaperPdf, Passage, PassageTerm
 from papers.passages.extract import PagePassage, document_passages
 from papers.pdf.selectors import pdf_open
@@ -30,7 +29,6 @@ from papers.search.postings import IMPACT_SCALE, K1, B
 
 logger = logging.getLogger(__name__)
 
-INDEX_PASSAGES = "papers.index_passages"
 # Rows per INSERT of postings.
 WRITE_BATCH = 2_000
 # The average passage length (BM25's length normalisation) is read again this often.
@@ -40,9 +38,10 @@ STATS_SECONDS = 30.0
 @dataclass(frozen=True)
 class IndexOutcome:
     paper_id: int
-    status: str  # indexed | unchanged | no_pdf | removed
+    status: str  # indexed | unchanged | no_pdf | removed | failed
     pages: int = 0
     passages: int = 0
+    error: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -170,33 +169,29 @@ def _delete(paper_id: int) -> int:
     return deleted
 
 
-def passages_index_enqueue(paper_id: int) -> None:
-    """Index the paper's passages: in-process on the embedded default (a failure is logged,
-    the attach it follows stands), on a worker otherwise. Call after commit."""
-    task = registered_task(INDEX_PASSAGES)
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        task.apply(args=[paper_id])
-    else:
-        task.delay(paper_id)
+def passages_reindex_ids() -> list[int]:
+    """The papers `reindex_passages --all` goes through: every paper with a PDF, and
+    papers with passages but no PDF (they lose them)."""
+    with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
+    stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
+    return sorted(with_pdf | stale)
 
 
 def passages_reindex(
     *,
-    paper_ids: Iterable[int] | None = None,
+    paper_ids: Iterable[int],
     force: bool = False,
     progress: Callable[[IndexOutcome], None] | None = None,
 ) -> list[IndexOutcome]:
-    """Index these papers' PDFs (default: every paper with a PDF, and papers with
-    passages but no PDF lose them); `progress` is called after each paper."""
-    if paper_ids is None:
-        with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
-        stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
-        ids = sorted(with_pdf | stale)
-    else:
-        ids = list(paper_ids)
+    """passages_index for each of these papers; a paper whose file cannot be read is a
+    `failed` outcome with the error, and the others go on. `progress` is called after
+    each paper."""
     outcomes = []
-    for paper_id in ids:
-        outcome = passages_index(paper_id=paper_id, force=force)
+    for paper_id in paper_ids:
+        try:
+            outcome = passages_index(paper_id=paper_id, force=force)
+        except DomainError as error:
+            outcome = IndexOutcome(paper_id, "failed", error=error.message)
         outcomes.append(outcome)
         if progress is not None:
             progress(outcome)

@@ -111,6 +111,13 @@ async def test_a_quote_across_a_line_break_is_found_on_its_page(setup: Setup) ->
     assert answer["status"] == "found" and answer["similarity"] == 1.0
     assert answer["paper"]["paper_id"] == setup.paper_id("attention") and answer["page"] == 1
     assert len(answer["rects"]) == 3
+    # The service the benchmark measures, run against the server's database, agrees.
+    code = (
+        "from mcp_endpoint.tools.passages import quote_answer; "
+        f"print(quote_answer(text={quote!r}, paper_ids=None).model_dump_json(exclude_none=True))"
+    )
+    service = json.loads(run(setup.kb.env, "manage.py", "shell", "-c", code).splitlines()[-1])
+    assert service == answer
 
 
 async def test_a_made_up_quote_is_not_found(setup: Setup) -> None:
