@@ -216,6 +216,7 @@ def test_a_quote_from_another_paper_is_not_found_in_this_one(
     acl, expository = attach(ACL), attach(EXPOSITORY)
     assert quote_find(text=WRAPPED, paper_ids=[acl.pk]).status == "not_found"
     assert quote_find(text=WRAPPED, paper_ids=[expository.pk]).status == "found"
+    assert quote_find(text=WRAPPED, paper_ids=[]).status == "not_found"
 
 
 def test_verify_on_a_paper_without_a_pdf_is_refused(make_paper: Callable[..., Paper]) -> None:

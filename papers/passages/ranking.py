@@ -30,7 +30,7 @@ def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: in
     """Passage ids and BM25 scores for these query words (papers/search/postings.py's
     formula over PassageTerm), best first, among `paper_ids`' passages when given."""
     terms = list(dict.fromkeys(analysis.term_id(s) for s in analysis.stems(" ".join(words))))
-    if not terms:
+    if not terms or paper_ids == []:
         return [], []
     table, passages = PassageTerm._meta.db_table, Passage._meta.db_table
     marks = ", ".join(["%s"] * len(terms))
