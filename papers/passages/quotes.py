@@ -40,6 +40,7 @@ APPROXIMATE_MIN = 0.7
 CLOSEST_MIN = 0.4
 LEAD_WORDS = 30
 _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_LINE_HYPHEN_RE = re.compile(r"([^\W\d_])[-\u00ad]\s+(?=[a-z])")
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,10 @@ def _best_window(quote_keys: list[str], text: str) -> tuple[float, str]:
 def _closest(
     quote: str, candidates: list[Passage], pages: dict[tuple[int, int], list[Passage]]
 ) -> QuoteMatch:
-    quote_keys = [text_key(token) for token in _TOKEN_RE.findall(quote)]
+    # A quote copied with a line-end hyphen ('canon- ical') is aligned as the passages
+    # read ('canonical').
+    joined = _LINE_HYPHEN_RE.sub(r"\1", quote)
+    quote_keys = [text_key(token) for token in _TOKEN_RE.findall(joined)]
     best: _Window | None = None
     for passage in candidates:
         on_page = pages.get((passage.paper_id, passage.page), [])
