@@ -70,7 +70,7 @@ TOOLSET_MODULES: dict[str, str] = {
     "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library,mcp_endpoint.tools.cite",  # noqa: E501
     "search": "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search",
     "assets": "mcp_endpoint.tools.assets",
-    "pdf": "mcp_endpoint.tools.pdf",
+    "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages",
     "zotero": "mcp_endpoint.tools.zotero",
     "review": "mcp_endpoint.tools.review,mcp_endpoint.tools.screening",
 }
