@@ -341,7 +341,7 @@ def _sentence_at(sentences: list[tuple[int, int]], offset: int) -> tuple[int, in
     for start, end in sentences:
         if start <= offset < end:
             return start, end
-    return (sentences[-1] if sentences else (0, 0))
+    return sentences[-1] if sentences else (0, 0)
 
 
 def _claim(sentence: str, spans: list[tuple[int, int]], offset: int) -> str:
