@@ -448,3 +448,58 @@ class Annotation(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.paper_id} p.{self.page} {self.kind} {self.color}"
+
+
+class Passage(models.Model):
+    """A paragraph-sized piece of a paper's PDF (papers/passages/): what search_passages
+    ranks and find_quote looks in first.
+
+    `text` is the page's words in reading order with hyphenation at line ends undone and
+    ligatures expanded; `rects` are its lines' boxes, `[x1, y1, x2, y2]` in PDF points with
+    the origin at the bottom-left (Annotation's convention). `pdf_sha256` names the file the
+    passage came from, so re-indexing an unchanged file is skipped. `length` (index terms)
+    and `vector` (the first-tier embedding, float32) serve the hybrid ranking.
+    """
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="passages")
+    page = models.PositiveIntegerField(help_text="1-based page number.")
+    order = models.PositiveIntegerField(help_text="Reading order on the page, from 1.")
+    text = models.TextField()
+    rects = models.JSONField(default=list)
+    pdf_sha256 = models.CharField(max_length=64)
+    length = models.PositiveIntegerField(default=0, help_text="Index terms, for BM25.")
+    model = models.CharField(max_length=100, blank=True)
+    vector = models.BinaryField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["paper", "page", "order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["paper", "page", "order"], name="passage_paper_page_order_unique"
+            ),
+            models.CheckConstraint(condition=Q(page__gte=1), name="passage_page_positive"),
+        ]
+        # The unique constraint's index serves a paper's passages by page (the resource,
+        # find_quote's page neighbours, re-indexing a paper).
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} p.{self.page} #{self.order}"
+
+
+class PassageTerm(models.Model):
+    """A BM25 posting of a passage: `term_id` is papers.search.analysis.term_id of a stem,
+    `impact` the passage's term-frequency part x IMPACT_SCALE (papers/search/postings.py's
+    formula, one field)."""
+
+    passage = models.ForeignKey(Passage, on_delete=models.CASCADE, related_name="terms")
+    term_id = models.BigIntegerField()
+    impact = models.PositiveSmallIntegerField()
+
+    class Meta:
+        indexes = [
+            # search_passages / find_quote: a query term's postings (WHERE term_id IN ...).
+            models.Index(fields=["term_id", "impact"], name="passageterm_term_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.passage_id}: {self.term_id} ({self.impact})"

@@ -12,6 +12,7 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from core.errors import DomainError
+from papers.passages.services import passages_index
 from papers.pdf.errors import DownloadFailed
 from papers.pdf.jobs import pdf_attach_run
 from papers.pdf.services import pdf_download, pdf_source_markdown_save
@@ -123,3 +124,24 @@ def attach_pdf_task(job_key: str, paper_id: int, url: str | None = None) -> dict
     """attach_pdf's background job (papers/pdf/jobs.py): the outcome goes where its callers
     poll for it. Not retried: a caller who wants another try calls attach_pdf again."""
     return pdf_attach_run(job_key=job_key, paper_id=paper_id, url=url)
+
+
+@shared_task(
+    name="papers.index_passages",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    retry_jitter=True,
+    max_retries=3,
+    # About 30 pages a second to split and embed; a 500-page book takes under a minute.
+    soft_time_limit=300,
+    time_limit=330,
+    serializer="json",
+)
+def index_passages_task(paper_id: int, force: bool = False) -> dict[str, Any]:
+    """Rebuild the passage index of the paper's PDF (papers/passages/services.py); a file
+    that cannot be read is reported in the result, not retried."""
+    try:
+        return passages_index(paper_id=paper_id, force=force).as_dict()
+    except DomainError as error:
+        logger.warning("paper %s: passages not indexed: %s", paper_id, error.message)
+        return {"paper_id": paper_id, "status": "failed", "error": error.as_dict()}

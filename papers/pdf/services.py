@@ -22,6 +22,7 @@ from core.errors import InvalidInput, NotFound
 from papers import assets
 from papers.dispatch import pdf_download_enqueue, pdf_source_markdown_enqueue
 from papers.models import Annotation, Paper, PaperAsset, PaperPdf
+from papers.passages.services import passages_index_enqueue, passages_remove
 from papers.pdf import download
 from papers.pdf.annotate import page_box, page_to_pdf, pdf_to_page, write_annotated_copy
 from papers.pdf.errors import TextNotFound
@@ -154,6 +155,7 @@ def _attach_staged(
         _annotated_rebuild(record)
         paper_pk = paper.pk
         transaction.on_commit(lambda: schedule_source_markdown(paper_pk), robust=True)
+        transaction.on_commit(lambda: passages_index_enqueue(paper_pk), robust=True)
     logger.info("paper %s: PDF attached (%s, %s pages)", paper_pk, origin, facts.page_count)
     return record
 
@@ -167,6 +169,7 @@ def pdf_detach(*, paper_id: int) -> bool:
             return False
         names = [record.file_name, record.annotated_file_name]
         record.delete()
+        passages_remove(paper_id=paper_id)
         # After commit: a rolled-back delete must not lose the files.
         transaction.on_commit(lambda: _remove_files(names))
     return True

@@ -1,0 +1,82 @@
+"""Build the passage index of the library's PDFs: `manage.py reindex_passages
+[--paper ID ...] [--all] [--force]` (papers/passages/services.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
+
+from core.errors import DomainError
+from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
+from papers.models import Paper, PaperPdf, Passage
+from papers.passages.services import IndexOutcome, passages_index
+
+
+class Command(BaseCommand):
+    help = (
+        "Split papers' PDFs into passages for search_passages and find_quote. --all: every "
+        "paper with a PDF (and papers whose PDF is gone lose their passages); --paper: "
+        "these papers. PDFs whose passages are current are skipped unless --force."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--all", action="store_true", help="Every paper with a PDF.")
+        which.add_argument("--paper", type=int, nargs="+", metavar="ID", help="paper_id(s).")
+        parser.add_argument("--force", action="store_true", help="Re-split unchanged PDFs.")
+        parser.add_argument(
+            "--no-progress", action="store_true", help="Do not draw a progress bar."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["all"]:
+            with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
+            stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
+            ids = sorted(with_pdf | stale)
+        else:
+            ids = sorted(set(options["paper"]))
+            missing = set(ids) - set(Paper.objects.filter(pk__in=ids).values_list("pk", flat=True))
+            if missing:
+                raise CommandError(
+                    f"No paper {', '.join(map(str, sorted(missing)))} in the library.",
+                    returncode=EXIT_BAD_INPUT,
+                )
+        statuses: Counter[str] = Counter()
+        pages = passages = 0
+        # Log lines (one per paper) go through tqdm.write, above the bar, not through it.
+        with (
+            logging_redirect_tqdm(),
+            tqdm(
+                total=len(ids),
+                desc="Passages",
+                unit=" papers",
+                file=sys.stderr,
+                disable=options["no_progress"] or None,
+                mininterval=0.5,
+            ) as bar,
+        ):
+            for paper_id in ids:
+                try:
+                    outcome = passages_index(paper_id=paper_id, force=options["force"])
+                except DomainError as error:
+                    outcome = IndexOutcome(paper_id, "failed")
+                    tqdm.write(f"paper {paper_id}: {error.message}", file=sys.stderr)
+                statuses[outcome.status] += 1
+                pages += outcome.pages if outcome.status == "indexed" else 0
+                passages += outcome.passages
+                bar.update(1)
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+        noun = "paper" if len(ids) == 1 else "papers"
+        self.stdout.write(
+            f"{len(ids)} {noun}: {counts or 'nothing to do'} ({passages} passages from "
+            f"{pages} pages)"
+        )
+        if statuses["failed"]:
+            raise CommandError(
+                f"{statuses['failed']} of {len(ids)} papers failed", returncode=EXIT_SOME_FAILED
+            )

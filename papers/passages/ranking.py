@@ -1,0 +1,122 @@
+"""Ranking passages the way paper search ranks papers: BM25 with the same analyzer and
+formula (papers/search/analysis.py, postings.py; the postings are PassageTerm rows) and
+cosine similarity to the first-tier model's vectors (papers/search/embedding.py).
+
+The BM25 sum is one aggregate over the query terms' postings (no threshold algorithm:
+a passage index is two orders smaller than the papers' postings at the same library
+size); the vectors are held in memory per process, read again when passages change.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from django.db.models import Count, Max
+
+from papers.models import Passage, PassageTerm
+from papers.search import analysis, embedding
+from papers.search.postings import IMPACT_SCALE, idf
+
+Ranking = tuple[list[int], list[float]]
+
+
+def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: int) -> Ranking:
+    """Passage ids and BM25 scores for these query words (papers/search/postings.py's
+    formula over PassageTerm), best first, among `paper_ids`' passages when given."""
+    terms = list(dict.fromkeys(analysis.term_id(s) for s in analysis.stems(" ".join(words))))
+    if not terms:
+        return [], []
+    table, passages = PassageTerm._meta.db_table, Passage._meta.db_table
+    marks = ", ".join(["%s"] * len(terms))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {passages}")  # noqa: S608
+        documents = int(cursor.fetchone()[0])
+        cursor.execute(
+            f"SELECT term_id, count(*) FROM {table} WHERE term_id IN ({marks}) GROUP BY term_id",  # noqa: S608
+            terms,
+        )
+        df = dict(cursor.fetchall())
+        kept = [t for t in terms if df.get(t)]
+        if not kept:
+            return [], []
+        weights = [idf(max(documents, df[t]), df[t]) / IMPACT_SCALE for t in kept]
+        case = " ".join("WHEN %s THEN %s" for _ in kept)
+        params: list[Any] = [v for pair in zip(kept, weights, strict=True) for v in pair]
+        where = f"t.term_id IN ({', '.join(['%s'] * len(kept))})"
+        params += kept
+        join = ""
+        if paper_ids is not None:
+            join = f" JOIN {passages} p ON p.id = t.passage_id"
+            where += f" AND p.paper_id IN ({', '.join(['%s'] * len(paper_ids))})"
+            params += paper_ids
+        cursor.execute(
+            f"SELECT t.passage_id, sum(t.impact * CASE t.term_id {case} END) AS s "  # noqa: S608
+            f"FROM {table} t{join} WHERE {where} "
+            "GROUP BY t.passage_id ORDER BY s DESC, t.passage_id LIMIT %s",
+            [*params, limit],
+        )
+        rows = cursor.fetchall()
+    return [int(r[0]) for r in rows], [float(r[1]) for r in rows]
+
+
+# --- vectors ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Matrix:
+    signature: tuple[object, ...] = ()
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    papers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+
+
+_matrix = _Matrix()
+_matrix_lock = threading.Lock()
+
+
+def _current_matrix(model_name: str) -> _Matrix:
+    """Every passage vector of `model_name`, read again when passages were added or
+    removed since (their count or highest id changed)."""
+    global _matrix
+    embedded = Passage.objects.filter(model=model_name, vector__isnull=False)
+    stats = embedded.aggregate(count=Count("pk"), top=Max("pk"))
+    signature = (model_name, stats["count"], stats["top"])
+    with _matrix_lock:
+        if _matrix.signature == signature:
+            return _matrix
+        rows = list(embedded.order_by("pk").values_list("pk", "paper_id", "vector"))
+        data = b"".join(bytes(vector or b"") for _, _, vector in rows)
+        _matrix = _Matrix(
+            signature=signature,
+            ids=np.array([r[0] for r in rows], dtype=np.int64),
+            papers=np.array([r[1] for r in rows], dtype=np.int64),
+            vectors=np.frombuffer(data, dtype=np.float32).reshape(len(rows), -1)
+            if rows
+            else np.zeros((0, 0), dtype=np.float32),
+        )
+        return _matrix
+
+
+def semantic_ranking(text: str, *, paper_ids: list[int] | None, limit: int) -> Ranking:
+    """Passage ids and cosine similarities to `text`, best first (none without a model)."""
+    try:
+        model = embedding.load_model()
+    except ImportError:
+        return [], []
+    matrix = _current_matrix(model.name)
+    if not len(matrix.ids):
+        return [], []
+    scores = matrix.vectors @ model.encode_query(text)
+    if paper_ids is not None:
+        scores = np.where(np.isin(matrix.papers, paper_ids), scores, -math.inf)
+    depth = min(limit, len(scores))
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    top = top[np.isfinite(scores[top])]
+    return matrix.ids[top].tolist(), scores[top].astype(float).tolist()

@@ -1,0 +1,236 @@
+"""The passage index of the library's PDFs and the quotes found through it (issue 22):
+passages keep their page and line boxes, two-column order and hyphenation are handled,
+running footers left out; the index follows attach/replace/detach; search_passages ranks
+them; find_quote tolerates what copying does to a quote and says when it is not there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from core.errors import InvalidInput
+from papers.models import Paper, Passage, PassageTerm
+from papers.passages import services
+from papers.passages.selectors import page_passages, passage_search, quote_find
+from papers.pdf import services as pdf_services
+from papers.pdf.errors import PdfNotAvailable
+from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
+
+ACL = FIXTURES / "N18-3011.pdf"  # NAACL 2018, two columns, 8 pages
+HYPHENATED = FIXTURES / "grobid-dehypenisation1.pdf"  # 'dehypenisa-' / 'tion'
+# Page 1 of 2304.02623v1, three lines, 'tech-' + 'nology' split by the line break.
+WRAPPED = (
+    "Recent work has shown that leveraging this new technology can transform writing in "
+    "many scenarios such as ideation during creative writing, editing support, and "
+    "summarization."
+)
+# Page 2 of N18-3011, as the page prints it: 'diﬀerent' (a ligature), 'di-' / 'rected'.
+LIGATURE_QUOTE = (
+    "The literature graph is a property graph with directed edges. Unlike Resource "
+    "Description Framework (RDF) graphs, nodes and edges in property graphs have an "
+    "internal structure"
+)
+
+
+@pytest.fixture(autouse=True)
+def knowledge_base(settings: Any, tmp_path: Path) -> Path:
+    settings.DOWNLOADS_DIR = tmp_path / "downloads"
+    settings.ASSETS_DIR = tmp_path / "assets"
+    # The index task runs here, on this process's folders (the PG run has a worker).
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    return tmp_path
+
+
+@pytest.fixture
+def attach(
+    make_paper: Callable[..., Paper], django_capture_on_commit_callbacks: Any
+) -> Callable[[Path], Paper]:
+    """A paper with this PDF attached, its after-commit work (the index task) run."""
+
+    def make(path: Path) -> Paper:
+        paper = make_paper(title=f"Paper {path.stem}", authors=["A. Writer"])
+        with django_capture_on_commit_callbacks(execute=True):
+            pdf_services.pdf_attach_file(paper_id=paper.pk, path=path)
+        return paper
+
+    return make
+
+
+def test_attaching_a_pdf_indexes_paragraph_sized_passages_with_pages_and_line_boxes(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    passages = page_passages(paper_id=paper.pk)
+    assert {p.page for p in passages} == set(range(1, 9))
+    words = sorted(len(p.text.split()) for p in passages)
+    assert words[len(words) // 2] >= 50 and words[-1] <= 210
+    first = passages[0]
+    assert first.order == 1 and first.pdf_sha256 == paper.pdf.sha256
+    # One box per line, PDF points with the origin bottom-left: the title is near the top.
+    assert len(first.rects) >= 3
+    x0, y0, x1, y1 = first.rects[0]
+    assert x0 < x1 and y0 < y1 and y0 > 700
+    assert PassageTerm.objects.filter(passage__paper=paper).count() > 1000
+
+
+def test_two_columns_are_read_left_column_first_and_running_footers_are_left_out(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    text = " ".join(p.text for p in page_passages(paper_id=paper.pk, page=1))
+    # The left column's last line runs on at the top of the right column.
+    assert "Which of my co-authors published one or more papers on coreference" in text
+    everything = " ".join(p.text for p in page_passages(paper_id=paper.pk))
+    assert "Proceedings of NAACL-HLT 2018" not in everything
+    assert " 85 " not in f" {' '.join(p.text for p in page_passages(paper_id=paper.pk, page=2))} "
+
+
+def test_hyphenation_at_a_line_end_is_undone_and_ligatures_expanded(
+    attach: Callable[[Path], Paper],
+) -> None:
+    [passage] = page_passages(paper_id=attach(HYPHENATED).pk)
+    assert passage.text == "We test the dehypenisation of a short text."
+    assert len(passage.rects) == 2
+    acl = page_passages(paper_id=attach(ACL).pk, page=2)
+    joined = " ".join(p.text for p in acl)
+    assert "graph with directed edges" in joined and "different types" in joined
+    assert "ﬀ" not in joined
+
+
+def test_the_index_follows_a_replaced_and_a_removed_pdf(
+    attach: Callable[[Path], Paper], django_capture_on_commit_callbacks: Any
+) -> None:
+    paper = attach(EXPOSITORY)
+    before = set(Passage.objects.filter(paper=paper).values_list("pdf_sha256", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        pdf_services.pdf_attach_file(paper_id=paper.pk, path=QUANTUM)
+    paper.refresh_from_db()
+    after = set(Passage.objects.filter(paper=paper).values_list("pdf_sha256", flat=True))
+    assert after == {paper.pdf.sha256} and after != before
+    assert max(Passage.objects.filter(paper=paper).values_list("page", flat=True)) == 8
+    assert pdf_services.pdf_detach(paper_id=paper.pk)
+    assert not Passage.objects.filter(paper=paper).exists()
+    assert not PassageTerm.objects.filter(passage__paper=paper).exists()
+
+
+def test_reindexing_an_unchanged_pdf_is_skipped_unless_forced(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(HYPHENATED)
+    first = Passage.objects.get(paper=paper).pk
+    assert services.passages_index(paper_id=paper.pk).status == "unchanged"
+    assert Passage.objects.get(paper=paper).pk == first
+    outcome = services.passages_index(paper_id=paper.pk, force=True)
+    assert (outcome.status, outcome.passages) == ("indexed", 1)
+    assert Passage.objects.get(paper=paper).pk != first
+
+
+def test_search_passages_returns_the_page_and_bolds_the_query_words(
+    attach: Callable[[Path], Paper],
+) -> None:
+    acl, other = attach(ACL), attach(EXPOSITORY)
+    hits = passage_search(query="property graph directed edges nodes", limit=3)
+    assert hits[0].paper_id == acl.pk and hits[0].page == 2
+    assert "**graph**" in hits[0].snippet and hits[0].rects
+    assert hits[0].score >= hits[-1].score
+    only_other = passage_search(query="property graph directed edges", paper_ids=[other.pk])
+    assert {hit.paper_id for hit in only_other} <= {other.pk}
+    assert passage_search(query="graph", paper_ids=[]) == []
+    with pytest.raises(InvalidInput):
+        passage_search(query="  ?! ")
+
+
+def test_a_search_hit_can_be_passed_straight_to_create_highlight(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    [hit] = passage_search(query="deterministically remove duplicate papers", limit=1)
+    annotation = pdf_services.annotation_highlight_create(
+        paper=paper, page=hit.page, text=hit.snippet
+    )
+    assert annotation.page == hit.page == 2
+    assert "remove duplicate papers" in annotation.text
+
+
+@pytest.mark.parametrize(
+    ("quote", "why"),
+    [
+        (WRAPPED, "plain"),
+        (WRAPPED.replace("new technology", "new tech-\nnology"), "line break with hyphen"),
+        (WRAPPED.replace("ideation", "ideation\n"), "line break"),
+        (WRAPPED.replace("Recent work", "“Recent work”"), "curly quotes"),
+    ],
+)
+def test_find_quote_finds_a_quote_copied_from_the_pdf(
+    attach: Callable[[Path], Paper], quote: str, why: str
+) -> None:
+    paper = attach(EXPOSITORY)
+    attach(ACL)
+    match = quote_find(text=quote)
+    assert (match.status, match.paper_id, match.page) == ("found", paper.pk, 1), why
+    assert len(match.rects) == 3 and match.similarity == 1.0
+    assert match.matched_text and "tech- nology" in match.matched_text
+
+
+def test_find_quote_finds_ligatures_and_a_dropped_hyphen(attach: Callable[[Path], Paper]) -> None:
+    paper = attach(ACL)
+    match = quote_find(text=LIGATURE_QUOTE.replace("di", "di").replace("directed", "di-rected"))
+    assert (match.status, match.paper_id, match.page) == ("found", paper.pk, 2)
+    ligatures = quote_find(text="nodes and edges of ﬀerent".replace("ﬀ", "diﬀ"))
+    assert (ligatures.status, ligatures.page) == ("found", 2)
+
+
+def test_a_quote_with_changed_words_is_approximate_with_the_closest_text(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    changed = LIGATURE_QUOTE.replace("property graph", "labelled graph").replace(
+        "internal structure", "inner structure"
+    )
+    match = quote_find(text=changed)
+    assert (match.status, match.paper_id, match.page) == ("approximate", paper.pk, 2)
+    assert 0.75 <= match.similarity < 1.0
+    assert match.closest_text and "property graph" in match.closest_text
+    assert match.rects
+
+
+def test_a_made_up_quote_is_not_found(attach: Callable[[Path], Paper]) -> None:
+    attach(ACL)
+    attach(EXPOSITORY)
+    match = quote_find(
+        text="Our results show that citation graphs are rarely useful for ranking papers by "
+        "their long-term influence on clinical practice."
+    )
+    assert match.status == "not_found" and match.matched_text is None
+
+
+def test_a_quote_from_another_paper_is_not_found_in_this_one(
+    attach: Callable[[Path], Paper],
+) -> None:
+    acl, expository = attach(ACL), attach(EXPOSITORY)
+    assert quote_find(text=WRAPPED, paper_ids=[acl.pk]).status == "not_found"
+    assert quote_find(text=WRAPPED, paper_ids=[expository.pk]).status == "found"
+
+
+def test_verify_on_a_paper_without_a_pdf_is_refused(make_paper: Callable[..., Paper]) -> None:
+    paper = make_paper(title="No PDF here")
+    with pytest.raises(PdfNotAvailable):
+        quote_find(text="anything at all", paper_ids=[paper.pk])
+
+
+def test_reindex_passages_command_indexes_every_pdf_with_a_progress_bar(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(HYPHENATED)
+    Passage.objects.filter(paper=paper).delete()
+    out, err = StringIO(), StringIO()
+    call_command("reindex_passages", "--all", stdout=out, stderr=err)
+    assert Passage.objects.filter(paper=paper).count() == 1
+    assert "1 paper" in out.getvalue()
+    call_command("reindex_passages", "--paper", str(paper.pk), stdout=out, stderr=err)
+    assert "unchanged" in out.getvalue()
