@@ -68,7 +68,9 @@ logger = logging.getLogger(__name__)
 # A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
     "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library",
-    "search": "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search",
+    "search": (
+        "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search,mcp_endpoint.tools.citecheck"
+    ),
     "assets": "mcp_endpoint.tools.assets",
     "pdf": "mcp_endpoint.tools.pdf",
     "zotero": "mcp_endpoint.tools.zotero",
