@@ -39,6 +39,8 @@ def keys(text: str, **options: str) -> list[tuple[str, str]]:
         ("Vaswani et al. (2017) showed it.", [("author_year", "vaswani|2017")]),
         ("Vaswani and Shazeer (2017, p. 5) showed it.", [("author_year", "vaswani|2017")]),
         ("As van der Maaten (2008) did.", [("author_year", "van der maaten|2008")]),
+        ("Plain (August et al., 2022).", [("author_year", "august|2022")]),
+        ("May and Shen (2021) agree.", [("author_year", "may|2021")]),
         ("See García-Peñalvo (2020).", [("author_year", "garcia penalvo|2020")]),
         (r"It helps \cite{vaswani2017attention}.", [("latex", "vaswani2017attention")]),
         (
@@ -82,6 +84,7 @@ def test_numeric_citations_expand_ranges_against_a_numbered_reference_list() -> 
         "The model (2017) was released in (2019).",
         "Table 3 (2019) and Figure 2 (2020) show it.",
         "Since (2015) and in (2016) nothing changed.",
+        "The survey ran (August, 2022) and (May 2021).",
         "Write to jane@example.org for data.",
         "Scores rose by 10.5/3 points.",
         "A list [1] with no reference list is prose.",
@@ -114,6 +117,15 @@ def test_reference_entries_are_read_in_ieee_apa_acl_and_vancouver_forms() -> Non
     assert (vancouver.authors, vancouver.year) == (("He", "Zhang"), "2016")
     assert vancouver.title == "Deep residual learning for image recognition"
     assert vancouver.arxiv_id == "1512.03385"
+
+
+def test_hyphenated_given_names_do_not_read_as_a_title() -> None:
+    (entry,) = draft_parse(
+        "See [1].\n\nReferences\n[1] Hyun Ju Lee, Janet E. Carter and Jae-sung Bae (2012). "
+        "Human umbilical cord blood-derived stem cells. Neurobiol. Aging.\n"
+    ).references
+    assert (entry.authors, entry.year) == (("Lee", "Carter", "Bae"), "2012")
+    assert entry.title == "Human umbilical cord blood-derived stem cells"
 
 
 def test_reference_list_markers_and_identifiers_are_not_cited_from_the_body() -> None:

@@ -194,3 +194,15 @@ def test_crossref_keeps_update_notices_in_the_record(crossref) -> None:
     )
     CrossrefEngine().search(SearchRequest("ecology"))
     assert {"updated-by", "update-to"} <= set(crossref.requests[-1].query["select"][0].split(","))
+
+
+def test_an_author_year_marker_that_two_entries_fit_is_ambiguous(make_paper) -> None:
+    make_paper()
+    text = (
+        "Attention (Vaswani et al., 2017).\n\nReferences\n\n"
+        "Vaswani, A., & Shazeer, N. (2017). Attention is all you need. NeurIPS.\n\n"
+        "Vaswani, A., & Parmar, N. (2017). Image transformer. ICML.\n"
+    )
+    (resolution,) = check(text)
+    assert resolution.status == "ambiguous"
+    assert "2 reference entries" in resolution.reason

@@ -52,9 +52,12 @@ _NOT_NAMES = {
     "eq", "equation", "equations", "appendix", "chapter", "part", "page", "pages", "step",
     "in", "on", "at", "since", "before", "after", "until", "from", "by", "the", "a", "an",
     "see", "cf", "also", "and", "or", "of", "for", "to", "as", "with", "this", "that",
-    "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december", "spring", "summer", "autumn",
-    "fall", "winter", "year", "years", "version", "release", "edition", "vol", "volume",
+    "spring", "summer", "autumn", "fall", "winter", "year", "years", "version", "release",
+    "edition", "vol", "volume",
+}  # fmt: skip
+_MONTHS = {
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
 }  # fmt: skip
 _PREFIXES = re.compile(r"^(?:(?:see|cf\.?|e\.g\.?,?|i\.e\.?,?|also|but|and|for example,?)\s+)+",
                        re.IGNORECASE)  # fmt: skip
@@ -239,6 +242,8 @@ def _author_years(authors: str, years: str, locator: str) -> list[_Found]:
     first = _first_author(authors)
     surname = first.split()[-1] if first else ""
     if not surname or surname.lower() in _NOT_NAMES or fold_key(first) in _NOT_NAMES:
+        return []
+    if fold_key(authors) in _MONTHS:  # "(May 2020)" is a date; "(May et al., 2020)" cites
         return []
     return [
         _Found(AUTHOR_YEAR, f"{fold_key(first)}|{year}", first, year, locator.strip(" ,"))
@@ -473,11 +478,14 @@ _NAME_WORDS = {"and", "et", "al", "van", "von", "der", "den", "de", "del", "di",
 
 
 def _has_title(segment: str) -> bool:
-    """A segment with a lower-case word that is no name particle reads as a title."""
-    return any(
-        len(word) >= 3 and word.islower() and word not in _NAME_WORDS
-        for word in re.findall(r"[^\W\d_]+", segment)
-    )
+    """A segment with two lower-case words that are no name particles reads as a title
+    ('Jae-sung' is a name: hyphenated words count whole)."""
+    lower = [
+        word
+        for word in re.findall(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*", segment)
+        if len(word) >= 3 and word.islower() and word not in _NAME_WORDS
+    ]
+    return len(lower) >= 2
 
 
 def _family_names(text: str) -> list[str]:

@@ -257,8 +257,17 @@ def _reference_for(cite: Cite, draft: Draft) -> Reference | None:
                 return exact[0]
             index = ord(suffix) - ord("a")
             return matches[index] if 0 <= index < len(matches) else None
+        if len(matches) > 1:
+            raise _SeveralEntries(len(matches))
         return matches[0] if matches else None
     return None
+
+
+class _SeveralEntries(Exception):
+    """An author-year marker with no a/b suffix that several entries fit."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
 
 
 def _settle(found: list[Work], via: str, reference: Reference | None) -> Resolution | None:
@@ -409,7 +418,12 @@ def resolve_all(
     asks: dict[int, tuple[_Lookup, Reference | None]] = {}
     memo: dict[tuple[str, str, str], tuple[Resolution | None, _Lookup | None]] = {}
     for index, cite in enumerate(draft.cites):
-        reference = _reference_for(cite, draft)
+        try:
+            reference = _reference_for(cite, draft)
+        except _SeveralEntries as several:
+            reason = f"{several.count} reference entries fit this marker (add 2020a, 2020b)"
+            resolutions.append(Resolution(AMBIGUOUS, reason=reason))
+            continue
         memo_key = (cite.kind, cite.key, reference.label if reference else "")
         if memo_key not in memo:
             memo[memo_key] = _resolve_in_library(cite, reference, library)

@@ -80,6 +80,8 @@ def citations_check(
                 if support.verdict != NOT_CHECKED and support.similarity is not None:
                     entry["page"] = support.page
                     entry["similarity"] = support.similarity
+                if support.quote:
+                    entry["quote"] = support.quote
         citations.append(entry)
     summary = dict(Counter(entry["status"] for entry in citations))
     verdicts = Counter(str(entry["support"]) for entry in citations if "support" in entry)

@@ -9,7 +9,9 @@ and the cosine of the two texts' embeddings with the library's own model (what s
 rewording). Thresholds were calibrated on benchmarks/bench_citations.py (drafts built from
 the fixture PDFs, docs/CITATION-CHECK.md): `unsupported` below UNSUPPORTED_BELOW,
 `supported` from SUPPORTED_FROM, `uncertain` between. A quote is `supported` when found
-exactly or approximately at QUOTE_SUPPORTED or above, `unsupported` when not found.
+word for word (up to line breaks, hyphenation, ligatures, quote marks), `uncertain` when
+only approximately (a misquote cannot be told from a copying slip), `unsupported` when not
+found.
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ NO_PDF = "no_pdf"
 NOT_CHECKED = "not_checked"
 NOT_INDEXED = "not_indexed"
 
-SUPPORTED_FROM = 0.62
+SUPPORTED_FROM = 0.55
 UNSUPPORTED_BELOW = 0.45
-QUOTE_SUPPORTED = 0.85
 PASSAGES_COMPARED = 5
 MAX_QUERY_CHARS = 500
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
@@ -49,6 +50,11 @@ _STOP = frozenset(
 )
 
 
+_NEGATIONS = frozenset(
+    "not no never cannot neither nor none nothing nobody without fail fails failed".split()
+)
+
+
 @dataclass(frozen=True)
 class Support:
     verdict: str  # supported | unsupported | uncertain | no_pdf | not_indexed | not_checked
@@ -56,6 +62,7 @@ class Support:
     page: int | None = None
     passage: str = ""
     how: str = ""  # quote | passage
+    quote: str = ""  # quote_find's status for a quoting sentence: found | approximate | not_found
 
 
 def content_words(text: str) -> list[str]:
@@ -101,17 +108,34 @@ def support_check(*, claim: str, quote: str, paper_id: int | None, has_pdf: bool
     if quote:
         match = quote_find(text=quote, paper_ids=[paper_id])
         if match.status == "found":
-            return Support(SUPPORTED, 1.0, match.page, match.matched_text or quote, "quote")
-        similarity = float(match.similarity or 0.0)
-        if match.status == "approximate" and similarity >= QUOTE_SUPPORTED:
-            passage = match.closest_text or match.matched_text or ""
-            return Support(SUPPORTED, round(similarity, 3), match.page, passage, "quote")
+            passage = match.matched_text or quote
+            return Support(SUPPORTED, 1.0, match.page, passage, "quote", match.status)
+        similarity = round(float(match.similarity or 0.0), 3)
         if match.status == "approximate":
+            # A few words differ: a misquote ("not" added, a number changed) looks the
+            # same as a copying slip, so it is for the writer to look at the page.
             passage = match.closest_text or ""
-            return Support(UNCERTAIN, round(similarity, 3), match.page, passage, "quote")
-        return Support(UNSUPPORTED, round(similarity, 3), None, "", "quote")
+            return Support(UNCERTAIN, similarity, match.page, passage, "quote", match.status)
+        return Support(UNSUPPORTED, similarity, None, "", "quote", match.status)
     if len(content_words(claim)) < 2:
         return Support(NOT_CHECKED)
     scored = [(claim_similarity(claim, hit.text), hit) for hit in hits]
     similarity, best = max(scored, key=lambda item: item[0])
-    return Support(verdict_of(similarity), similarity, best.page, best.text, "passage")
+    verdict = verdict_of(similarity)
+    if verdict == SUPPORTED and negated(claim) != negated(closest_sentence(claim, best.text)):
+        # The paper's words with the opposite sense ("... is not ..."): the similarities
+        # cannot see it, the negation words of the closest sentence can.
+        verdict = UNCERTAIN
+    return Support(verdict, similarity, best.page, best.text, "passage")
+
+
+def closest_sentence(claim: str, passage: str) -> str:
+    """The passage's sentence that holds most of the claim's content words."""
+    wanted = set(content_words(claim))
+    sentences = re.split(r"(?<=[.!?])\s+", passage)
+    return max(sentences, key=lambda sentence: len(wanted & set(content_words(sentence))))
+
+
+def negated(text: str) -> bool:
+    """Whether the text holds an explicit negation word."""
+    return any(word in _NEGATIONS for word in _WORD.findall(text.lower().replace("n't", " not")))
