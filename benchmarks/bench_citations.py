@@ -14,7 +14,8 @@ Drafts are generated with a fixed seed, each citation with the answer it should 
 - a sentence of a PDF quoted with the right citation (supported) or a wrong one
   (unsupported), and the same sentence reworded by code (words dropped, synonyms, clauses
   swapped; no language model) with the right citation (supported) or a wrong one
-  (unsupported);
+  (unsupported); the sentence quoted with one word changed (uncertain: a misquote) and
+  negated ("It is not true that ...": unsupported, a known blind spot);
 - invented sentences citing a real paper (unsupported);
 - reference entries for papers that do not exist (invented titles, some with DOIs no
   source knows): not_found, which the local Crossref answers with a 404 or unrelated works;
@@ -29,6 +30,7 @@ set the thresholds in engines/citecheck/support.py.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -235,7 +237,9 @@ def build_library(
         paper.paper_id, paper.citekey = row.pk, row.citekey
         paper.sentences = page_sentences(PDFS / name)
         with_pdf.append(paper)
-    call_command("reindex_passages", all=True, no_progress=True, verbosity=0)
+    # Attaching indexed them already; this is what a user runs to be sure (its report
+    # goes nowhere: stdout is the benchmark's table).
+    call_command("reindex_passages", all=True, no_progress=True, stdout=io.StringIO())
 
     acl: list[Paper] = []
     for line in ACL.read_text().splitlines():

@@ -38,13 +38,12 @@ def register(registry: Registry) -> None:
         name="check_citations",
         title="Check a draft's citations",
         description=(
-            "Verify every citation in a draft: (Author, 2020), Author (2020), [3] with a "
-            "reference list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status "
-            "exists / not_found / ambiguous / unresolved (could not tell), metadata "
-            "mismatches against the reference entry, retraction/correction flags, and "
-            "whether the citing sentence is supported by the paper's PDF (supported / "
-            "unsupported / uncertain / no_pdf, with page and similarity). Library first; "
-            "engines='local' stays offline, otherwise engines cost seconds. Keeps nothing."
+            "Verify a draft's citations: (Author, 2020), Author (2020), [3] with a reference "
+            "list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status (exists, "
+            "not_found, ambiguous; unresolved = could not tell), metadata mismatches, "
+            "retracted/corrected flags, and whether the paper's PDF supports the citing "
+            "sentence (supported, unsupported, uncertain, no_pdf; page, similarity). Library "
+            "first; engines='local' stays offline. Keeps nothing."
         ),
         annotations=CHECK,
     )
