@@ -98,6 +98,15 @@ BENCHMARKS = (
         "docs/PDF.md",
     ),
     Benchmark(
+        "evidence",
+        "Evidence: passages and quotes",
+        "the service functions behind `search_passages` and `find_quote` (held equal to the "
+        "tools over /mcp by tests/mcp/test_passages_tools.py)",
+        (PY, "benchmarks/bench_evidence.py"),
+        (PY, "benchmarks/bench_evidence.py", "--quick"),
+        "docs/EVIDENCE.md",
+    ),
+    Benchmark(
         "engines",
         "Engines: fan-out, cache, de-duplication",
         "`search_papers` over /mcp with plugin engines pinned (fan-out goal); `call_engine` "

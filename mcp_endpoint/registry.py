@@ -72,7 +72,7 @@ TOOLSET_MODULES: dict[str, str] = {
         "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search,mcp_endpoint.tools.citecheck"
     ),
     "assets": "mcp_endpoint.tools.assets",
-    "pdf": "mcp_endpoint.tools.pdf",
+    "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages",
     "zotero": "mcp_endpoint.tools.zotero",
     "review": "mcp_endpoint.tools.review,mcp_endpoint.tools.screening",
 }

@@ -26,6 +26,7 @@ EMBED_PAPERS_STRONG = "papers.embed_papers_strong"
 DOWNLOAD_PDF = "papers.download_pdf"
 PDF_SOURCE_MARKDOWN = "papers.pdf_source_markdown"
 ATTACH_PDF = "papers.attach_pdf"
+INDEX_PASSAGES = "papers.index_passages"
 # Background PDF downloads this process runs at once on the embedded default.
 ATTACH_PDF_THREADS = 4
 
@@ -61,6 +62,16 @@ def pdf_source_markdown_enqueue(paper_id: int) -> None:
         task.apply(args=[paper_id], kwargs={"replace": False})
     else:
         task.delay(paper_id, replace=False)
+
+
+def passages_index_enqueue(paper_id: int) -> None:
+    """Rebuild the passage index of the paper's PDF (papers/passages); in-process, a
+    failure is logged by the task and the attach it follows stands."""
+    task = registered_task(INDEX_PASSAGES)
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        task.apply(args=[paper_id])
+    else:
+        task.delay(paper_id)
 
 
 def pdf_attach_send(*, job_key: str, paper_id: int, url: str | None, job_id: str) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from core.errors import InvalidInput
-from papers.models import Paper, Passage, PassageTerm
-from papers.passages import services
+from mcp_endpoint.tools.passages import quote_answer
+from papers.models import Annotation, Paper, Passage, PassageTerm
+from papers.passages import quotes, services
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
@@ -194,7 +195,7 @@ def test_a_quote_with_changed_words_is_approximate_with_the_closest_text(
     )
     match = quote_find(text=changed)
     assert (match.status, match.paper_id, match.page) == ("approximate", paper.pk, 2)
-    assert 0.75 <= match.similarity < 1.0
+    assert quotes.APPROXIMATE_MIN <= match.similarity < 1.0
     assert match.closest_text and "property graph" in match.closest_text
     assert match.rects
 
@@ -234,3 +235,41 @@ def test_reindex_passages_command_indexes_every_pdf_with_a_progress_bar(
     assert "1 paper" in out.getvalue()
     call_command("reindex_passages", "--paper", str(paper.pk), stdout=out, stderr=err)
     assert "unchanged" in out.getvalue()
+
+
+def test_verify_indexes_a_pdf_attached_before_the_index_existed(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(EXPOSITORY)
+    Passage.objects.filter(paper=paper).delete()
+    answer = quote_answer(text=WRAPPED, paper_ids=[paper.pk])
+    assert (answer.status, answer.page) == ("found", 1)
+    assert Passage.objects.filter(paper=paper).exists()
+
+
+def test_highlight_from_a_found_quote_uses_the_seed_colour_and_not_in_read_only_mode(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(EXPOSITORY)
+    refused = quote_answer(text=WRAPPED, paper_ids=None, highlight=True, read_only=True)
+    assert refused.highlight and "read-only" in refused.highlight["error"]
+    assert not Annotation.objects.filter(paper=paper).exists()
+    made = quote_answer(text=WRAPPED, paper_ids=None, highlight=True)
+    assert made.highlight is not None
+    annotation = Annotation.objects.get(pk=made.highlight["annotation_id"])
+    assert (annotation.page, annotation.color, annotation.rects) == (1, "#5fb236", made.rects)
+
+
+def test_reindex_passages_goes_on_past_a_missing_file_and_fails_at_the_end(
+    attach: Callable[[Path], Paper], knowledge_base: Path
+) -> None:
+    gone, kept = attach(HYPHENATED), attach(EXPOSITORY)
+    (knowledge_base / "downloads" / gone.pdf.file_name).unlink()
+    Passage.objects.filter(paper=kept).delete()
+    with pytest.raises(CommandError) as raised:
+        call_command("reindex_passages", "--all", "--force", "--no-progress", stdout=StringIO())
+    assert raised.value.returncode == 1 and "1 of 2 papers failed" in str(raised.value)
+    assert Passage.objects.filter(paper=kept).exists()
+    with pytest.raises(CommandError) as unknown:
+        call_command("reindex_passages", "--paper", "999999", stdout=StringIO())
+    assert unknown.value.returncode == 2

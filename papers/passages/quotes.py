@@ -35,7 +35,7 @@ MAX_PAPER_IDS = 10_000
 # Candidate passages aligned with the quote, and pages checked for the exact words.
 CANDIDATES = 20
 # Below this similarity a quote is not found (the closest text is still shown).
-APPROXIMATE_MIN = 0.75
+APPROXIMATE_MIN = 0.7
 # The closest text of a not-found quote is shown from this similarity.
 CLOSEST_MIN = 0.4
 LEAD_WORDS = 30

@@ -63,7 +63,7 @@ def passage_search(
     lexical = bm25_ranking(words, paper_ids=ids, limit=HYBRID_DEPTH)
     semantic = semantic_ranking(text, paper_ids=ids, limit=HYBRID_DEPTH)
     fused = min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])[:limit]
-    rows = Passage.objects.in_bulk([pk for pk, _ in fused])
+    rows = Passage.objects.defer("vector").in_bulk([pk for pk, _ in fused])
     highlighter = Highlighter(words, understood.prefixes)
     hits = []
     for pk, score in fused:

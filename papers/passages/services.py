@@ -3,23 +3,24 @@ and dropped when it is removed (papers/pdf/services.py calls the hooks).
 
 The PDF is read, split (extract.py), analysed and embedded outside any transaction; the
 paper's passages and their postings are then replaced in one transaction. The work runs
-after the attach commits, as the task `papers.index_passages` (on a worker with a broker,
-in-process on the embedded default), like the source markdown.
+after the attach commits, as the task `papers.index_passages` (started through
+papers/dispatch.py: on a worker with a broker, in-process on the embedded default), like
+the source markdown. Detaching a PDF deletes its passages in the same transaction.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Exists, OuterRef, Sum
 
-from core.errors import NotFound
-from core.tasks import registered_task
+from core.errors import DomainError, NotFound
 from papers.models import Paper, PaperPdf, Passage, PassageTerm
 from papers.passages.extract import PagePassage, document_passages
 from papers.pdf.selectors import pdf_open
@@ -28,17 +29,19 @@ from papers.search.postings import IMPACT_SCALE, K1, B
 
 logger = logging.getLogger(__name__)
 
-INDEX_PASSAGES = "papers.index_passages"
 # Rows per INSERT of postings.
 WRITE_BATCH = 2_000
+# The average passage length (BM25's length normalisation) is read again this often.
+STATS_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
 class IndexOutcome:
     paper_id: int
-    status: str  # indexed | unchanged | no_pdf | removed
+    status: str  # indexed | unchanged | no_pdf | removed | failed
     pages: int = 0
     passages: int = 0
+    error: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -84,9 +87,7 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
         # Lock the paper: two index runs of one paper write one after the other.
         Paper.objects.select_for_update().filter(pk=paper_id).first()
         _delete(paper_id)
-        other = Passage.objects.aggregate(n=Count("pk"), total=Sum("length"))
-        documents = (other["n"] or 0) + len(passages)
-        average = ((other["total"] or 0) + sum(lengths)) / documents if documents else 1.0
+        average = _average_length(len(lengths), sum(lengths))
         rows = Passage.objects.bulk_create(
             [
                 Passage(
@@ -116,6 +117,24 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
     return len(rows)
 
 
+_stats_lock = threading.Lock()
+_stats = {"documents": 0, "total": 0, "read_at": -STATS_SECONDS}
+
+
+def _average_length(documents: int, total: int) -> float:
+    """The index's average passage length with these passages added: read from the
+    database every STATS_SECONDS (a scan of every passage), followed in between by this
+    process's writes, as papers/search/postings.py does for papers."""
+    with _stats_lock:
+        if time.monotonic() - _stats["read_at"] >= STATS_SECONDS:
+            counted = Passage.objects.aggregate(n=Count("pk"), total=Sum("length"))
+            _stats.update(documents=counted["n"] or 0, total=counted["total"] or 0)
+            _stats["read_at"] = time.monotonic()
+        _stats["documents"] += documents
+        _stats["total"] += total
+        return _stats["total"] / _stats["documents"] if _stats["documents"] else 1.0
+
+
 def _impact(count: int, length: int, average: float) -> int:
     """papers/search/postings.py's BM25 term-frequency part, for one field."""
     norm = K1 * (1 - B + B * length / average)
@@ -142,40 +161,63 @@ def passages_remove(*, paper_id: int) -> int:
 
 
 def _delete(paper_id: int) -> int:
+    if not Passage.objects.filter(paper_id=paper_id).exists():
+        return 0
     # Postings first, in one statement, rather than through the cascade's collector.
     PassageTerm.objects.filter(passage__paper_id=paper_id).delete()
     deleted, _ = Passage.objects.filter(paper_id=paper_id).delete()
     return deleted
 
 
-def passages_index_enqueue(paper_id: int) -> None:
-    """Index the paper's passages: in-process on the embedded default (a failure is logged,
-    the attach it follows stands), on a worker otherwise. Call after commit."""
-    task = registered_task(INDEX_PASSAGES)
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        task.apply(args=[paper_id])
-    else:
-        task.delay(paper_id)
+def passages_reindex_ids() -> list[int]:
+    """The papers `reindex_passages --all` goes through: every paper with a PDF, and
+    papers with passages but no PDF (they lose them)."""
+    with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
+    stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
+    return sorted(with_pdf | stale)
 
 
 def passages_reindex(
     *,
-    paper_ids: Iterable[int] | None = None,
+    paper_ids: Iterable[int],
     force: bool = False,
     progress: Callable[[IndexOutcome], None] | None = None,
 ) -> list[IndexOutcome]:
-    """Index these papers' PDFs (default: every paper with a PDF, and papers with
-    passages but no PDF lose them); `progress` is called after each paper."""
-    if paper_ids is None:
-        with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
-        stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
-        ids = sorted(with_pdf | stale)
-    else:
-        ids = list(paper_ids)
+    """passages_index for each of these papers; a paper whose file cannot be read is a
+    `failed` outcome with the error, and the others go on. `progress` is called after
+    each paper."""
     outcomes = []
-    for paper_id in ids:
-        outcome = passages_index(paper_id=paper_id, force=force)
+    for paper_id in paper_ids:
+        try:
+            outcome = passages_index(paper_id=paper_id, force=force)
+        except DomainError as error:
+            outcome = IndexOutcome(paper_id, "failed", error=error.message)
         outcomes.append(outcome)
         if progress is not None:
             progress(outcome)
     return outcomes
+
+
+# Papers indexed on demand by one call (a verify_quote on a PDF attached before the index).
+ENSURE_MAX = 20
+
+
+def passages_ensure(*, paper_ids: Iterable[int]) -> int:
+    """Index now those of these papers whose PDF has no current passages (attached before
+    the index existed, or its task failed), up to ENSURE_MAX; returns how many were
+    indexed. Files that cannot be read are left to quote_find's refusal."""
+    current = Passage.objects.filter(paper_id=OuterRef("paper_id"), pdf_sha256=OuterRef("sha256"))
+    stale = (
+        PaperPdf.objects.filter(paper_id__in=list(paper_ids))
+        .exclude(Exists(current))
+        .values_list("paper_id", flat=True)
+    )
+    indexed = 0
+    for paper_id in list(stale[:ENSURE_MAX]):
+        try:
+            passages_index(paper_id=paper_id)
+        except DomainError as error:
+            logger.warning("paper %s: passages not indexed: %s", paper_id, error.message)
+            continue
+        indexed += 1
+    return indexed

@@ -20,9 +20,12 @@ from django.db import transaction
 from core.atomic import write_atomic
 from core.errors import InvalidInput, NotFound
 from papers import assets
-from papers.dispatch import pdf_download_enqueue, pdf_source_markdown_enqueue
-from papers.models import Annotation, Paper, PaperAsset, PaperPdf
-from papers.passages.services import passages_index_enqueue, passages_remove
+from papers.dispatch import (
+    passages_index_enqueue,
+    pdf_download_enqueue,
+    pdf_source_markdown_enqueue,
+)
+from papers.models import Annotation, Paper, PaperAsset, PaperPdf, Passage
 from papers.pdf import download
 from papers.pdf.annotate import page_box, page_to_pdf, pdf_to_page, write_annotated_copy
 from papers.pdf.errors import TextNotFound
@@ -169,7 +172,8 @@ def pdf_detach(*, paper_id: int) -> bool:
             return False
         names = [record.file_name, record.annotated_file_name]
         record.delete()
-        passages_remove(paper_id=paper_id)
+        # Its passages (papers/passages) go with it: find_quote must not find a removed PDF.
+        Passage.objects.filter(paper_id=paper_id).delete()
         # After commit: a rolled-back delete must not lose the files.
         transaction.on_commit(lambda: _remove_files(names))
     return True

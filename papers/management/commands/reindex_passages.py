@@ -11,10 +11,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from core.errors import DomainError
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
-from papers.models import Paper, PaperPdf, Passage
-from papers.passages.services import IndexOutcome, passages_index
+from papers.models import Paper
+from papers.passages.services import IndexOutcome, passages_reindex, passages_reindex_ids
 
 
 class Command(BaseCommand):
@@ -35,9 +34,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["all"]:
-            with_pdf = set(PaperPdf.objects.values_list("paper_id", flat=True))
-            stale = set(Passage.objects.values_list("paper_id", flat=True).distinct())
-            ids = sorted(with_pdf | stale)
+            ids = passages_reindex_ids()
         else:
             ids = sorted(set(options["paper"]))
             missing = set(ids) - set(Paper.objects.filter(pk__in=ids).values_list("pk", flat=True))
@@ -60,16 +57,17 @@ class Command(BaseCommand):
                 mininterval=0.5,
             ) as bar,
         ):
-            for paper_id in ids:
-                try:
-                    outcome = passages_index(paper_id=paper_id, force=options["force"])
-                except DomainError as error:
-                    outcome = IndexOutcome(paper_id, "failed")
-                    tqdm.write(f"paper {paper_id}: {error.message}", file=sys.stderr)
-                statuses[outcome.status] += 1
-                pages += outcome.pages if outcome.status == "indexed" else 0
-                passages += outcome.passages
+
+            def advance(outcome: IndexOutcome) -> None:
+                if outcome.error:
+                    tqdm.write(f"paper {outcome.paper_id}: {outcome.error}", file=sys.stderr)
                 bar.update(1)
+
+            outcomes = passages_reindex(paper_ids=ids, force=options["force"], progress=advance)
+        for outcome in outcomes:
+            statuses[outcome.status] += 1
+            pages += outcome.pages if outcome.status == "indexed" else 0
+            passages += outcome.passages
         counts = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
         noun = "paper" if len(ids) == 1 else "papers"
         self.stdout.write(
