@@ -494,6 +494,10 @@ def main() -> None:
                     results.append((item.expected, got))
                     if "similarity" in got:
                         similarities[item.expected.case].append(got["similarity"])
+                    wrong_verdict = got.get("support") != item.expected.support
+                    if args.calibrate and wrong_verdict and "support" in got:
+                        print(f"{item.expected.case}: {got['support']} ({got.get('similarity')})"
+                              f" {item.sentence[:90]}", file=sys.stderr)  # fmt: skip
                     mismatch = isinstance(got.get("metadata"), list)
                     if args.calibrate and mismatch != item.expected.mismatch:
                         shown = f"{got['marker']} -> {got.get('paper')}"
