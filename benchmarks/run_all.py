@@ -249,6 +249,15 @@ BENCHMARKS = (
         "docs/SCREENING.md",
     ),
     Benchmark(
+        "citations",
+        "Citation check: precision and recall of each flag",
+        "`check_citations` over /mcp on drafts built from the fixture PDFs and ACL records, "
+        "Crossref replayed locally",
+        (PY, "benchmarks/bench_citations.py", "--drafts", "40"),
+        (PY, "benchmarks/bench_citations.py", "--drafts", "12"),
+        "docs/CITATION-CHECK.md",
+    ),
+    Benchmark(
         "conformance",
         "MCP conformance (Inspector CLI, conformance suite, strictness)",
         "`manage.py serve` over HTTP, stdio and SSE",

@@ -41,7 +41,7 @@ WORK_FIELDS = ",".join(
         "DOI", "URL", "title", "subtitle", "author", "issued", "published-print",
         "published-online", "container-title", "short-container-title", "volume", "issue",
         "page", "publisher", "type", "is-referenced-by-count", "abstract", "link", "subject",
-        "ISSN", "ISBN", "language",
+        "ISSN", "ISBN", "language", "updated-by", "update-to",
     )
 )  # fmt: skip
 
@@ -216,6 +216,10 @@ def _record(item: dict[str, Any]) -> PaperRecord | None:
         "language": item.get("language") or "",
         "issn": item.get("ISSN") or [],
         "isbn": item.get("ISBN") or [],
+        # Retractions, corrections, expressions of concern: on the original work
+        # (`updated-by`), and on a notice, the works it updates (`update-to`).
+        "updated_by": _updates(item.get("updated-by")),
+        "update_to": _updates(item.get("update-to")),
     }
     try:
         return PaperRecord.build(
@@ -281,6 +285,25 @@ def _issued(item: dict[str, Any]) -> tuple[int | None, str]:
             date = "-".join(f"{n:02d}" if i else f"{n:04d}" for i, n in enumerate(numbers[:3]))
             return numbers[0], date
     return None, ""
+
+
+def _updates(values: object) -> list[dict[str, str]]:
+    """Crossref's update entries, kept short: type, the other work's DOI, who says so
+    (publisher or retraction-watch) and when."""
+    updates = []
+    for value in values if isinstance(values, list) else []:
+        if isinstance(value, dict) and value.get("type"):
+            parts = ((value.get("updated") or {}).get("date-parts") or [[]])[0] or []
+            parts = [n for n in parts if isinstance(n, int)]
+            date = "-".join(f"{n:02d}" if i else f"{n:04d}" for i, n in enumerate(parts[:3]))
+            entry = {
+                "type": str(value["type"]),
+                "doi": str(value.get("DOI") or "").lower(),
+                "source": str(value.get("source") or ""),
+                "date": date,
+            }
+            updates.append({key: item for key, item in entry.items() if item})
+    return updates
 
 
 def _pdf_url(links: object) -> str:

@@ -67,8 +67,12 @@ logger = logging.getLogger(__name__)
 # search, assets, pdf, zotero and review here.
 # A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
-    "library": "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library,mcp_endpoint.tools.cite",  # noqa: E501
-    "search": "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search",
+    "library": (
+        "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library,mcp_endpoint.tools.cite"
+    ),
+    "search": (
+        "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search,mcp_endpoint.tools.citecheck"
+    ),
     "assets": "mcp_endpoint.tools.assets",
     "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages",
     "zotero": "mcp_endpoint.tools.zotero",
