@@ -115,16 +115,20 @@ def _axes(total: int, relevant: int, plot_w: float, plot_h: float) -> list[str]:
         f'<text transform="translate(16 {TOP + plot_h / 2}) rotate(-90)" '
         'text-anchor="middle">relevant records found</text>',
     ]
-    for step in range(TICKS + 1):
-        x = LEFT + plot_w * step / TICKS
-        y = bottom - plot_h * step / TICKS
+    # Whole numbers of records at the ticks (placed where they fall).
+    xs = sorted({round(total * step / TICKS) for step in range(TICKS + 1)})
+    ys = sorted({round(relevant * step / TICKS) for step in range(TICKS + 1)})
+    for value in xs:
+        x = LEFT + plot_w * value / max(total, 1)
         parts += [
             f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="black"/>',
-            f'<text x="{x:.1f}" y="{bottom + 18}" text-anchor="middle">'
-            f"{round(total * step / TICKS)}</text>",
+            f'<text x="{x:.1f}" y="{bottom + 18}" text-anchor="middle">{value}</text>',
+        ]
+    for value in ys:
+        y = bottom - plot_h * value / relevant
+        parts += [
             f'<line x1="{LEFT - 4}" y1="{y:.1f}" x2="{LEFT}" y2="{y:.1f}" stroke="black"/>',
-            f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{relevant * step / TICKS:g}</text>",
+            f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{value}</text>',
         ]
     return parts
 
