@@ -241,12 +241,8 @@ BENCHMARKS = (
     ),
     Benchmark(
         "screening-features",
-        "Screening features: TF-IDF, MiniLM embeddings, both (Cranfield's first 50 "
-        "questions, SciFact sample)",
+        "Screening features: TF-IDF, MiniLM embeddings, both (Cranfield, SciFact sample)",
         "`manage.py simulate_screening --features`: what the screening model reads",
-        # A logistic regression on 384 dense columns fits several times slower than on
-        # TF-IDF's sparse ones: all 219 Cranfield questions x 3 feature sets take an hour
-        # of a loaded 2-core machine, so the comparison runs on the first 50.
         (
             PY,
             "benchmarks/bench_screening.py",
@@ -256,8 +252,6 @@ BENCHMARKS = (
             "tfidf,embeddings,both",
             "--scifact-sample",
             "1000",
-            "--limit-topics",
-            "50",
         ),
         (
             PY,
