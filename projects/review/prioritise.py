@@ -117,7 +117,8 @@ class Ranker:
         # Stable on ties: equal scores keep the search order.
         ranking = sorted(range(len(pending)), key=lambda i: -scores[i])
         included = "the question as inclusion" if stand_in else f"{positives} incl."
-        trained = f"{self.model}, {included}/{len(labels) - positives} excl."
+        reads = "" if self.kind == TFIDF else f" on {self.kind}"
+        trained = f"{self.model}{reads}, {included}/{len(labels) - positives} excl."
         return [
             Ranked(pending[i], float(scores[i]), f"model score {scores[i]:.3f} ({trained})")
             for i in ranking
