@@ -292,8 +292,9 @@ def test_agreement_compares_the_two_busiest_screeners_on_what_both_decided() -> 
     assert summary is not None
     assert summary["compared"] == ["agent", "ann"] and summary["both_screened"] == 3
     assert summary["disagreements"] == [
-        {"paper_id": 2, "title": "Disputed", "agent": "exclude", "ann": "include"}
+        {"paper_id": 2, "title": "Disputed", "votes": {"agent": "exclude", "ann": "include"}}
     ]
+    assert summary["disagreements_total"] == summary["unresolved"] == 1
     # observed 2/3; agent includes 1/3, ann 2/3: chance 2/9 + 2/9 = 4/9.
     assert summary["kappa"] == pytest.approx(round((2 / 3 - 4 / 9) / (1 - 4 / 9), 3))
     assert agreement_summary({1: {"agent": "include"}}, {}) is None

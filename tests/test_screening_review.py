@@ -269,3 +269,44 @@ def test_two_screeners_decide_independently_and_get_session_shows_kappa(
         ]
         != shown["records"][0]["rank_reason"]
     )
+
+
+def test_an_unresolved_disagreement_keeps_the_screen_checkpoint_open(
+    at_screen: tuple[Tools, str], relevant: set[int]
+) -> None:
+    tools, session_id = at_screen
+    batch = tools("screen_next", session_id=session_id, limit=3)["records"]
+    agent = oracle(batch, relevant)
+    tools("screen_decide", session_id=session_id, decisions=agent)
+    flipped = {"include": "exclude", "exclude": "include"}
+    other = [{**agent[0], "decision": flipped[agent[0]["decision"]]}, *agent[1:]]
+    tools("screen_decide", session_id=session_id, decisions=other, screener="bob")
+    disputed = agent[0]["paper"]
+    for action, data in (("approve", None), ("edit", {"include": []})):
+        with pytest.raises(ToolError) as refused:
+            tools("decide", session_id=session_id, action=action, data=data, checkpoint=2)
+        assert refused.value.code == "invalid_decision"
+        assert refused.value.body["papers"] == [str(disputed)]
+        assert "resolve" in refused.value.body["message"]
+    state = tools("get_session", session_id=session_id)
+    assert state["current_checkpoint_kind"] == "screen" and state["iteration"] == 1
+    assert ReviewCandidate.objects.filter(session_id=session_id, status="pending").count() == 21
+
+    # "_" starts the reserved key of a resolution, never a screener's name.
+    with pytest.raises(MCPError, match="reserved"):
+        tools("screen_decide", session_id=session_id, decisions=agent[:1], screener="_resolution")
+    # The resolver may be anyone, one of the two screeners included; its decision stands.
+    final = flipped[agent[0]["decision"]]
+    resolution = {"paper": disputed, "decision": final, "reason": "agreed after discussion"}
+    tools("screen_decide", session_id=session_id, screener="agent", resolve=True,
+          decisions=[resolution])  # fmt: skip
+    candidate = ReviewCandidate.objects.get(session_id=session_id, paper_id=disputed)
+    assert candidate.status == ("included" if final == "include" else "excluded")
+    assert candidate.votes["_resolution"] == {
+        "decision": final,
+        "by": "agent",
+        "reason": "agreed after discussion",
+    }
+    assert candidate.votes["agent"] == agent[0]["decision"]  # the independent vote is kept
+    state = tools("decide", session_id=session_id, action="approve", checkpoint=2)
+    assert state["is_complete"]

@@ -79,7 +79,9 @@ def register(registry: Registry) -> None:
         title="Record screening decisions",
         description=(
             "Review at its screen checkpoint: include or exclude records (from screen_next), "
-            "one or a batch; all or none. Finish with decide approve when safe to stop."
+            "one or a batch; all or none. Finish with decide approve when safe to stop. "
+            "resolve=true settles screeners' disagreements (get_session lists them; reason "
+            "required)."
         ),
         annotations=RECORDS,
     )
@@ -87,6 +89,7 @@ def register(registry: Registry) -> None:
         session_id: SessionId,
         decisions: Annotated[list[ScreenDecision], Field(min_length=1, max_length=100)],
         screener: Screener = "agent",
+        resolve: bool = False,
     ) -> ScreeningAnswer:
         return ScreeningAnswer.model_validate(
             screening.screening_decide(
@@ -95,5 +98,6 @@ def register(registry: Registry) -> None:
                     item.model_dump() if isinstance(item, BaseModel) else item for item in decisions
                 ],
                 decided_by=screener,
+                resolve=resolve,
             )
         )

@@ -1,5 +1,13 @@
 """Reviews in the admin: listed with their state, checkpoints and decisions; a person can
-answer the pending checkpoint on the review's page (the same service as MCP's `decide`)."""
+answer the pending checkpoint on the review's page (the same service as MCP's `decide`).
+
+At the screen checkpoint the page shows "Next to screen" (the order `screen_next` gives,
+docs/SCREENING.md) where a person includes or excludes each record with a button, and the
+screeners' disagreements, each resolved with a button: both post to `screen_view`, which
+calls the service behind MCP's `screen_decide` as `admin:<username>`. The buttons belong
+to a form of their own, outside the change form (HTML `form` attribute), so the change
+form's Save never records a screening decision and vice versa.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +15,27 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
-from projects.review.screening import screening_next
+from projects.review.screening import DECISIONS, screening_decide, screening_next, screening_status
 from projects.review.selectors import review_counts, review_pending_checkpoint
 from projects.review.services import review_cleanup, review_decide
 from projects.review.workflow import DecisionAction
 
 ABSTRACT_PREVIEW = 300
+NEXT_SHOWN = 10
 SUMMARY_FIELDS = [
     "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
     "project", "created_at", "completed_at",
@@ -97,7 +111,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
         "project", "created_at", "completed_at", "task_id", "attempt", "checkpoint_view",
-        "decisions_view", "plan_view", "counts_view", "screening_view",
+        "decisions_view", "plan_view", "counts_view",
     ]  # fmt: skip
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -108,10 +122,11 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             ("Review", {"fields": SUMMARY_FIELDS}),
             ("Pending checkpoint", {"fields": ["checkpoint_view"]}),
         ]
+        # "Next to screen" follows "Pending checkpoint": change_form.html places it.
         pending = review_pending_checkpoint(obj) if obj is not None else None
-        if pending is not None and pending.kind == "screen" and obj.status == "waiting":
-            fieldsets.append(("Next to screen", {"fields": ["screening_view"]}))
-        if pending is not None and obj.status == ReviewSession.Status.WAITING:
+        # The decision's fields are not the model's: a view-only user could not see them.
+        can_decide = self.has_change_permission(request, obj)
+        if pending is not None and obj.status == ReviewSession.Status.WAITING and can_decide:
             decision = ["action", "edit_data", "note", "checkpoint"]
             if pending.kind != "plan":
                 decision[2:2] = ["exclude", "exclude_reason"]
@@ -170,30 +185,6 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             "<p>#{} {}: {} candidates</p><table><tr><th>rank</th><th>paper</th>"
             "<th>engines</th></tr>{}</table>",
             checkpoint.sequence, checkpoint.kind, candidates.count(), rows,
-        )  # fmt: skip
-
-    @admin.display(description="next to screen")
-    def screening_view(self, session: ReviewSession) -> SafeString | str:
-        """The order screen_next gives (docs/SCREENING.md), with the stopping rule's say."""
-        try:
-            upcoming = screening_next(session=session, limit=10)
-        except DomainError as exc:
-            return str(exc)
-        stop = upcoming["stopping"]
-        rows = format_html_join(
-            "",
-            "<tr><td><a href='{}'>{}</a></td><td>{}</td></tr>",
-            (
-                (reverse("admin:papers_paper_change", args=[r["paper_id"]]), r["title"],
-                 r["rank_reason"])
-                for r in upcoming["records"]
-            ),
-        )  # fmt: skip
-        return format_html(
-            "<p>{} pending of {}; estimated recall at least {} ({} confidence); safe to stop: "
-            "{}</p><table><tr><th>paper</th><th>why here</th></tr>{}</table>",
-            upcoming["pending"], upcoming["total"], stop["estimated_recall"],
-            stop["confidence"], "yes" if stop["safe_to_stop"] else "no", rows,
         )  # fmt: skip
 
     @admin.display(description="history")
@@ -269,6 +260,98 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             self.message_user(request, error.message, level=messages.ERROR)
         else:
             self.message_user(request, f"Decision recorded: {action}.")
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        session = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if session is not None:
+            extra["screening"] = self._screening_panel(request, session)
+        return super().change_view(request, object_id, form_url, extra)
+
+    def _screening_panel(self, request: HttpRequest, session: ReviewSession) -> Any:
+        """What "Next to screen" shows (None away from the screen checkpoint): the next
+        records for this person as a screener, the stopping rule's say, the disagreements
+        to resolve, and whether this person may decide here."""
+        pending = review_pending_checkpoint(session)
+        if pending is None or pending.kind != "screen" or session.status != "waiting":
+            return None
+        screener = f"admin:{request.user.get_username()}"
+        try:
+            upcoming = screening_next(session=session, limit=NEXT_SHOWN, screener=screener)
+        except DomainError as exc:
+            return {"error": str(exc)}
+        status = screening_status(session=session) or {}
+        if settings.MCP_READ_ONLY:
+            why_not = "This server is read-only (MCP_READ_ONLY=true): nothing can be decided."
+        elif not self.has_change_permission(request, session):
+            why_not = "You may view this review but not decide on it."
+        else:
+            why_not = ""
+        for record in upcoming["records"]:
+            record["url"] = reverse("admin:papers_paper_change", args=[record["paper_id"]])
+            abstract = record["abstract"] or ""
+            record["preview"] = abstract[:ABSTRACT_PREVIEW]
+        return {
+            "upcoming": upcoming,
+            "stop": upcoming["stopping"],
+            "agreement": status.get("agreement"),
+            "screener": screener,
+            "why_not": why_not,
+            "can_decide": not why_not,
+            "url": reverse("admin:projects_reviewsession_screen", args=[session.pk]),
+        }
+
+    def get_urls(self) -> list[URLPattern]:
+        screen = path(
+            "<path:object_id>/screen/",
+            self.admin_site.admin_view(self.screen_view),
+            name="projects_reviewsession_screen",
+        )
+        return [screen, *super().get_urls()]
+
+    @method_decorator(require_POST)
+    def screen_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """One record's decision from "Next to screen" (`screen=include:<paper_id>` and
+        `reason-<paper_id>`), or one disagreement's resolution (`resolve=...` and
+        `resolve-reason-<paper_id>`), as admin:<username>; back to the review's page with
+        what happened as a message. 403 without the change permission; refused in
+        read-only mode."""
+        session = self.get_object(request, unquote(object_id))
+        if session is None:
+            raise Http404("No such review.")
+        if not self.has_change_permission(request, session):
+            raise PermissionDenied
+        back = HttpResponseRedirect(
+            reverse("admin:projects_reviewsession_change", args=[session.pk])
+        )
+        if settings.MCP_READ_ONLY:
+            self.message_user(request, "This server is read-only.", level=messages.ERROR)
+            return back
+        resolve = "resolve" in request.POST
+        decision, _, paper = request.POST.get("resolve" if resolve else "screen", "").partition(":")
+        if decision not in DECISIONS or not paper.isdigit():
+            self.message_user(request, "Choose include or exclude on a record.", messages.ERROR)
+            return back
+        reason = request.POST.get(f"{'resolve-' if resolve else ''}reason-{paper}", "")
+        try:
+            screening_decide(
+                session_id=session.pk,
+                decisions=[{"paper": int(paper), "decision": decision, "reason": reason}],
+                decided_by=f"admin:{request.user.get_username()}",
+                resolve=resolve,
+            )
+        except DomainError as error:
+            self.message_user(request, error.message, level=messages.ERROR)
+        else:
+            done = "Resolved" if resolve else "Recorded"
+            self.message_user(request, f"{done}: {decision} paper {paper}.")
+        return back
 
     def response_change(self, request: HttpRequest, obj: ReviewSession) -> HttpResponse:
         # Back to the review, which now shows the next checkpoint (or that it is working).

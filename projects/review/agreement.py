@@ -1,9 +1,12 @@
-"""Agreement between two screeners who decided the same records independently: Cohen's
-kappa and the records they disagree on (issue 23, item 4).
+"""Agreement between screeners who decided the same records independently: Cohen's kappa,
+the records they disagree on, and how those were resolved (issue 23, item 4).
 
 A record's votes are kept per screener (`ReviewCandidate.votes`, {screener: "include" |
 "exclude"}); the first vote on a record decides its status, later ones are second
-opinions. Kappa is computed over the records both screeners voted on.
+opinions. Where the votes differ the record is disputed until a third decision resolves
+it: kept in the same field under RESOLUTION ({"decision", "by", "reason"}), it sets the
+record's final status, and it is not a vote: kappa is computed on the independent votes
+only, over the records the two busiest screeners both voted on.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 INCLUDE = "include"
+# The key of a resolution among a record's votes. Screener names cannot start with "_"
+# (projects/review/screening.py), so it never collides with one.
+RESOLUTION = "_resolution"
+RESERVED_PREFIX = "_"
 
 
 def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> float | None:
@@ -32,30 +39,54 @@ def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> float | None:
     return (observed - chance) / (1 - chance)
 
 
+def screener_votes(record: Mapping[str, Any]) -> dict[str, str]:
+    """The independent votes of one record's `votes` field (the resolution left out)."""
+    return {k: v for k, v in record.items() if not k.startswith(RESERVED_PREFIX)}
+
+
+def is_disputed(record: Mapping[str, Any]) -> bool:
+    """The screeners' votes on this record differ (resolved or not)."""
+    return len(set(screener_votes(record).values())) > 1
+
+
+def is_unresolved(record: Mapping[str, Any]) -> bool:
+    return is_disputed(record) and RESOLUTION not in record
+
+
 def agreement_summary(
-    votes: Mapping[int, Mapping[str, str]], titles: Mapping[int, str], *, shown: int = 20
+    votes: Mapping[int, Mapping[str, Any]], titles: Mapping[int, str], *, shown: int = 20
 ) -> dict[str, Any] | None:
-    """Kappa and disagreements of the two screeners with the most votes, over the records
-    (paper_id -> {screener: decision}) both voted on; None with fewer than two screeners."""
-    counts = Counter(screener for record in votes.values() for screener in record)
+    """Kappa of the two screeners with the most votes, over the records (paper_id ->
+    votes field) both voted on; the disputed records still to resolve (up to `shown`, with
+    every screener's vote) and the resolutions made (up to `shown`, with who and why).
+    None with fewer than two screeners."""
+    independent = {pk: screener_votes(record) for pk, record in votes.items()}
+    counts = Counter(screener for record in independent.values() for screener in record)
     if len(counts) < 2:
         return None
     (a, _), (b, _) = counts.most_common(2)
-    both = [pk for pk, record in votes.items() if a in record and b in record]
-    first = [votes[pk][a] == INCLUDE for pk in both]
-    second = [votes[pk][b] == INCLUDE for pk in both]
+    both = [pk for pk, record in independent.items() if a in record and b in record]
+    first = [independent[pk][a] == INCLUDE for pk in both]
+    second = [independent[pk][b] == INCLUDE for pk in both]
     kappa = cohen_kappa(first, second)
-    disagreements = [
-        {"paper_id": pk, "title": titles.get(pk, ""), a: votes[pk][a], b: votes[pk][b]}
-        for pk in both
-        if votes[pk][a] != votes[pk][b]
-    ]
+    agreed = sum(x == y for x, y in zip(first, second, strict=True))
+    disputed = [pk for pk, record in votes.items() if is_disputed(record)]
+    unresolved = [pk for pk in disputed if RESOLUTION not in votes[pk]]
+    resolved = [pk for pk in disputed if RESOLUTION in votes[pk]]
     return {
         "screeners": dict(counts.most_common()),
         "compared": [a, b],
         "both_screened": len(both),
-        "agreed": len(both) - len(disagreements),
+        "agreed": agreed,
         "kappa": None if kappa is None else round(kappa, 3),
-        "disagreements": disagreements[:shown],
-        "disagreements_total": len(disagreements),
+        "disagreements_total": len(disputed),
+        "unresolved": len(unresolved),
+        "disagreements": [
+            {"paper_id": pk, "title": titles.get(pk, ""), "votes": independent[pk]}
+            for pk in unresolved[:shown]
+        ],
+        "resolutions": [
+            {"paper_id": pk, "title": titles.get(pk, ""), **votes[pk][RESOLUTION]}
+            for pk in resolved[:shown]
+        ],
     }

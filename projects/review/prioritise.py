@@ -16,17 +16,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import vstack
+from scipy.sparse import csr_matrix, hstack, spmatrix, vstack
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
+
+if TYPE_CHECKING:
+    from papers.search.embedding import EmbeddingModel
 
 NAIVE_BAYES = "naive_bayes"
 LOGISTIC = "logistic"
 MODELS = (NAIVE_BAYES, LOGISTIC)
 DEFAULT_MODEL = LOGISTIC
+
+# What the classifier reads: TF-IDF, the library's MiniLM sentence embeddings (the second
+# tier's model, papers/search/embedding.py), or both side by side. Chosen by simulation
+# (docs/SCREENING.md, "Features").
+TFIDF = "tfidf"
+EMBEDDINGS = "embeddings"
+BOTH = "both"
+FEATURES = (TFIDF, EMBEDDINGS, BOTH)
+DEFAULT_FEATURES = TFIDF
+EMBEDDING_MODEL = "minilm-l6-int8"
 
 SEARCH_RANK = "search rank (no decisions yet)"
 SEARCH_RANK_ONE_CLASS = "search rank (the model needs an inclusion and an exclusion)"
@@ -47,16 +61,43 @@ class Ranker:
 
     The TF-IDF vocabulary is fitted once on every record's text (unsupervised, as in
     ASReview); `order` fits the classifier on the screened ones each time it is called.
+    With `features` embeddings or both, `vectors` are the records' embeddings (rows in
+    the order of `texts`, L2-normalised); without them the texts are encoded here
+    (`encode_texts`: seconds per hundred records on one core).
     """
 
-    def __init__(self, texts: Sequence[str], *, model: str = DEFAULT_MODEL) -> None:
+    def __init__(
+        self,
+        texts: Sequence[str],
+        *,
+        model: str = DEFAULT_MODEL,
+        features: str = DEFAULT_FEATURES,
+        vectors: np.ndarray | None = None,
+    ) -> None:
         if model not in MODELS:
             raise ValueError(f"Unknown model {model!r}; use one of {', '.join(MODELS)}.")
+        if features not in FEATURES:
+            raise ValueError(f"Unknown features {features!r}; use one of {', '.join(FEATURES)}.")
+        if model == NAIVE_BAYES and features != TFIDF:
+            raise ValueError("Naive Bayes needs counts: use it with --features tfidf.")
         self.model = model
+        self.kind = features
         self.size = len(texts)
         self.vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=1)
         usable = [text if text.strip() else "(empty)" for text in texts]
-        self.features = self.vectorizer.fit_transform(usable) if usable else None
+        self.features: spmatrix | None = None
+        if not usable:
+            return
+        blocks = []
+        if features != EMBEDDINGS:
+            blocks.append(self.vectorizer.fit_transform(usable))
+        if features != TFIDF:
+            if vectors is None:
+                vectors = encode_texts(usable)
+            if vectors.shape[0] != len(usable):
+                raise ValueError("One embedding per record is needed.")
+            blocks.append(csr_matrix(vectors))
+        self.features = csr_matrix(hstack(blocks)) if len(blocks) > 1 else csr_matrix(blocks[0])
 
     def order(
         self, labels: Mapping[int, bool], pending: Sequence[int], *, question: str = ""
@@ -76,7 +117,8 @@ class Ranker:
         # Stable on ties: equal scores keep the search order.
         ranking = sorted(range(len(pending)), key=lambda i: -scores[i])
         included = "the question as inclusion" if stand_in else f"{positives} incl."
-        trained = f"{self.model}, {included}/{len(labels) - positives} excl."
+        reads = "" if self.kind == TFIDF else f" on {self.kind}"
+        trained = f"{self.model}{reads}, {included}/{len(labels) - positives} excl."
         return [
             Ranked(pending[i], float(scores[i]), f"model score {scores[i]:.3f} ({trained})")
             for i in ranking
@@ -90,7 +132,7 @@ class Ranker:
         target = np.array([1 if labels[i] else 0 for i in screened])
         features = self.features[screened]
         if question:
-            features = vstack([features, self.vectorizer.transform([question])])
+            features = vstack([features, self._question_features(question)])
             target = np.append(target, 1)
         if self.model == NAIVE_BAYES:
             # ASReview's settings: a strong smoothing prior, and no class prior, so a
@@ -102,3 +144,24 @@ class Ranker:
             classifier = LogisticRegression(class_weight="balanced", solver="liblinear")
         classifier.fit(features, target)
         return classifier.predict_proba(self.features[list(pending)])[:, 1]
+
+    def _question_features(self, question: str) -> spmatrix:
+        blocks = []
+        if self.kind != EMBEDDINGS:
+            blocks.append(self.vectorizer.transform([question]))
+        if self.kind != TFIDF:
+            blocks.append(csr_matrix(_embedding_model().encode_query(question)[None, :]))
+        return csr_matrix(hstack(blocks)) if len(blocks) > 1 else blocks[0]
+
+
+def encode_texts(texts: Sequence[str]) -> np.ndarray:
+    """The records' MiniLM embeddings (len(texts) x 384, L2-normalised), computed now.
+    Raises ImportError when the model's package is missing."""
+    return _embedding_model().encode_documents(list(texts))
+
+
+def _embedding_model() -> EmbeddingModel:
+    # Imported on use: TF-IDF screening needs neither onnxruntime nor its start-up time.
+    from papers.search.embedding import load_model
+
+    return load_model(EMBEDDING_MODEL)

@@ -9,6 +9,11 @@ After record-by-record decisions, `decide approve` keeps them and excludes the r
 never screened as NOT_SCREENED (the screener stopped, ideally when the rule said it was
 safe); `edit` still applies to the pending records only.
 
+With two screeners, a record they disagree on is disputed until a third decision
+(`screening_decide(..., resolve=True)`: a person in the admin or an agent) resolves it,
+with who and why (projects/review/agreement.py); while any is unresolved, neither
+`approve` nor `edit` closes the screen checkpoint (`screening_unresolved_check`).
+
 This module reads the session through the models, not projects/review/selectors.py, which
 imports `screening_status` from here for get_session.
 """
@@ -27,7 +32,13 @@ from core.errors import InvalidInput, NotFound
 from papers.models import Paper
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import stopping
-from projects.review.agreement import agreement_summary
+from projects.review.agreement import (
+    RESERVED_PREFIX,
+    RESOLUTION,
+    agreement_summary,
+    is_disputed,
+    is_unresolved,
+)
 from projects.review.prioritise import DEFAULT_MODEL, Ranked, Ranker
 from projects.review.workflow import (
     MAX_REASON,
@@ -182,16 +193,22 @@ def screening_next(
 
 @transaction.atomic
 def screening_decide(
-    *, session_id: uuid.UUID, decisions: Any, decided_by: str = "agent"
+    *, session_id: uuid.UUID, decisions: Any, decided_by: str = "agent", resolve: bool = False
 ) -> dict[str, Any]:
     """Record `decided_by`'s include/exclude decisions on records of a review at
     `screen`, in the order given, all or none: every decision is checked before any is
     saved. On a pending record the decision sets its status; on one another screener
     decided, it is a second opinion, kept for the agreement.
 
+    With `resolve`, each decision settles a disagreement instead: the record must be
+    disputed (its screeners voted differently) and not yet resolved, and the reason (why)
+    is required; the decision becomes the record's status and is kept with who made it
+    and why, beside the votes (not counted in kappa).
+
     `decisions`: [{"paper": paper_id | id | citekey, "decision": "include" | "exclude",
-    "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list,
-    InvalidDecision naming the papers that are unknown, not pending or listed twice;
+    "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list
+    (or a resolution without a reason), InvalidDecision naming the papers that are
+    unknown, not pending, listed twice, not disputed or already resolved;
     NoPendingCheckpoint, SessionComplete, WorkflowFailed, NotFound."""
     session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
     if session is None:
@@ -200,6 +217,10 @@ def screening_decide(
     screener = " ".join(str(decided_by).split())
     if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
         raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
+    if screener.startswith(RESERVED_PREFIX):
+        raise InvalidInput(
+            f"screener cannot start with {RESERVED_PREFIX!r} (reserved).", field="screener"
+        )
     if not isinstance(decisions, list) or not 1 <= len(decisions) <= settings.MAX_PAGE_SIZE:
         raise InvalidInput(
             f"decisions must list 1-{settings.MAX_PAGE_SIZE} decisions.", field="decisions"
@@ -215,6 +236,8 @@ def screening_decide(
     unknown: list[Any] = []
     decided: list[Any] = []
     twice: list[Any] = []
+    undisputed: list[Any] = []
+    resolved: list[Any] = []
     for entry in decisions:
         if not isinstance(entry, dict) or entry.get("decision") not in DECISIONS:
             raise InvalidInput(
@@ -227,10 +250,14 @@ def screening_decide(
             unknown.append(ref)
             continue
         candidate = candidates[paper_id]
-        if screener in candidate.votes:
-            decided.append(ref)
-        elif any(c.paper_id == paper_id for c, _, _ in chosen):
+        if any(c.paper_id == paper_id for c, _, _ in chosen):
             twice.append(ref)
+        elif resolve and not is_disputed(candidate.votes):
+            undisputed.append(ref)
+        elif resolve and RESOLUTION in candidate.votes:
+            resolved.append(ref)
+        elif not resolve and screener in candidate.votes:
+            decided.append(ref)
         include = entry["decision"] == "include"
         reason = " ".join(str(entry.get("reason") or "").split())
         if len(reason) > MAX_REASON or "\x00" in reason:
@@ -238,11 +265,18 @@ def screening_decide(
                 f"The reason for {ref!r} must be text of at most {MAX_REASON} characters.",
                 field="decisions",
             )
+        if resolve and not reason:
+            raise InvalidInput(
+                f"The resolution of {ref!r} needs a reason: why this decision settles it.",
+                field="decisions",
+            )
         chosen.append((candidate, include, reason))
     problems = [
         (unknown, "not candidates of this review"),
         (decided, f"already screened by {screener}"),
         (twice, "listed twice"),
+        (undisputed, "not in disagreement (resolve settles records screeners disagree on)"),
+        (resolved, "already resolved"),
     ]
     for refs, what in problems:
         if refs:
@@ -250,6 +284,19 @@ def screening_decide(
                 f"Papers {what}: {refs[:20]}; nothing was recorded.",
                 papers=[str(ref) for ref in refs[:20]],
             )
+    if resolve:
+        for candidate, include, reason in chosen:
+            decision = DECISIONS[0 if include else 1]
+            resolution = {"decision": decision, "by": screener, "reason": reason}
+            candidate.votes = {**candidate.votes, RESOLUTION: resolution}
+            candidate.status = Status.INCLUDED if include else Status.EXCLUDED
+            candidate.reason = "" if include else reason
+        ReviewCandidate.objects.bulk_update(
+            [c for c, _, _ in chosen], ["status", "reason", "votes"]
+        )
+        session.save(update_fields=["updated_at"])
+        status = screening_status(session=session) or {}
+        return {"session_id": str(session.pk), "resolved": len(chosen), **status}
     order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
     for candidate, include, reason in chosen:
         candidate.votes = {**candidate.votes, screener: DECISIONS[0 if include else 1]}
@@ -293,6 +340,27 @@ def screening_status(
     return status
 
 
+def screening_unresolved_check(session: ReviewSession) -> None:
+    """Before `approve` or `edit` closes the screen checkpoint: InvalidDecision naming the
+    records whose screeners disagree and that no one has resolved yet (nothing is
+    changed; the checkpoint stays pending)."""
+    disputed = [
+        paper_id
+        for paper_id, votes in session.candidates.filter(source=SEARCH)
+        .exclude(votes={})
+        .order_by("screened_order")
+        .values_list("paper_id", "votes")
+        if is_unresolved(votes)
+    ]
+    if disputed:
+        raise InvalidDecision(
+            f"{len(disputed)} screening disagreements are unresolved (papers "
+            f"{disputed[:20]}): resolve each with screen_decide(..., resolve=true) or in the "
+            "admin, then close the screen checkpoint.",
+            papers=[str(pk) for pk in disputed[:20]],
+        )
+
+
 def screening_on_approve(session: ReviewSession, pending: list[int]) -> dict[int, str] | None:
     """What `decide approve` at `screen` does to the still-pending records once some were
     screened record by record: excludes them as not screened (paper_id -> reason). None
@@ -317,11 +385,22 @@ def _hint(screening: _Screening, report: stopping.StoppingReport, pending: int) 
         f"decide(session_id, 'approve', checkpoint={sequence}) keeps these decisions and "
         f"excludes the {pending} unscreened as '{NOT_SCREENED}'."
     )
+    unresolved = sum(is_unresolved(c.votes) for c in screening.candidates if c.votes)
+    if unresolved:
+        finish = (
+            f"Resolve the {unresolved} screening disagreements first (get_session lists "
+            f"them): screen_decide(..., resolve=true) with a reason; then {finish}"
+        )
     if pending == 0:
         return f"All screened. {finish}"
     if report.safe_to_stop:
         return (
             f"Safe to stop: recall >= {report.target_recall:.0%} at {report.confidence:.0%} "
             f"confidence. {finish}"
+        )
+    if unresolved:
+        return (
+            "Decide these with screen_decide, then call screen_next again. "
+            f"{unresolved} screening disagreements await resolve=true."
         )
     return "Decide these with screen_decide, then call screen_next again."

@@ -22,7 +22,7 @@ from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import planning, steps
 from projects.review.handler import DatabaseCheckpointHandler
 from projects.review.planning import Plan, plan_edit
-from projects.review.screening import screening_on_approve
+from projects.review.screening import screening_on_approve, screening_unresolved_check
 from projects.review.selectors import review_session_id
 from projects.review.steps import review_complete, step_dispatch, step_send
 from projects.review.workflow import (
@@ -224,6 +224,8 @@ def _screen(session: ReviewSession, source: str, decision: Decision) -> None:
         return by_ref.get(str(ref).strip())
 
     pending_ids = [c.paper_id for c in pending]
+    if source == ReviewCandidate.Source.SEARCH:
+        screening_unresolved_check(session)  # disagreements resolved first (issue 23)
     # After record-by-record screening (screen_decide), approve keeps those decisions.
     unscreened = None
     if source == ReviewCandidate.Source.SEARCH and decision.action is DecisionAction.APPROVE:

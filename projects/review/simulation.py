@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from projects.review import stopping
-from projects.review.prioritise import DEFAULT_MODEL, Ranker
+from projects.review.prioritise import DEFAULT_FEATURES, DEFAULT_MODEL, Ranker
 
 DEFAULT_BATCH = 10
 
@@ -210,10 +212,22 @@ def run_metrics(labels: Sequence[bool], order: Sequence[int], prior: Sequence[in
 
 
 def simulate_seeds(
-    records: Sequence[LabelledRecord], *, seeds: Sequence[int], **options: Any
+    records: Sequence[LabelledRecord],
+    *,
+    seeds: Sequence[int],
+    features: str = DEFAULT_FEATURES,
+    vectors: np.ndarray | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
-    """Runs with each seed (one TF-IDF fit shared) and the medians over them."""
-    ranker = Ranker([record.text for record in records], model=options.get("model", DEFAULT_MODEL))
+    """Runs with each seed (one TF-IDF fit and one encoding shared) and the medians over
+    them. `vectors`: the records' embeddings if already computed (features embeddings or
+    both), else they are encoded here."""
+    ranker = Ranker(
+        [record.text for record in records],
+        model=options.get("model", DEFAULT_MODEL),
+        features=features,
+        vectors=vectors,
+    )
     runs = [simulate(records, seed=seed, ranker=ranker, **options) for seed in seeds]
     return {"runs": runs, "median": medians(runs)}
 

@@ -192,7 +192,9 @@ async def test_screen_decide_names_what_is_wrong_and_records_nothing(
     assert done["code"] == "session_complete"
 
 
-async def test_two_screeners_over_mcp_get_cohens_kappa(screening_server: LiveServer) -> None:
+async def test_two_screeners_over_mcp_get_kappa_and_a_third_resolves_disagreements(
+    screening_server: LiveServer,
+) -> None:
     url = screening_server.mcp_url
     session_id = (await at_screen(url))["session_id"]
     page = await ok(url, "screen_next", session_id=session_id, limit=8)
@@ -210,3 +212,57 @@ async def test_two_screeners_over_mcp_get_cohens_kappa(screening_server: LiveSer
     assert agreement["both_screened"] == 8 and agreement["disagreements_total"] == 2
     # Observed 6/8; agent-1 includes none: chance 0 * 2/8 + 1 * 6/8; kappa 0.
     assert agreement["kappa"] == 0.0
+    assert agreement["unresolved"] == 2
+    disputed = {item["paper_id"] for item in agreement["disagreements"]}
+    assert disputed == set(list(titles)[6:])
+    assert all(item["votes"] == {"agent-1": "exclude", "ann": "include"}
+               for item in agreement["disagreements"])  # fmt: skip
+
+    # The screen stage cannot be closed while they are unresolved; nothing changes.
+    sequence = state["checkpoint"]["sequence"]
+    refused = tool_error(await call(url, "decide", session_id=session_id, action="approve",
+                                    checkpoint=sequence))  # fmt: skip
+    assert (
+        refused["code"] == "invalid_decision"
+        and "2 screening disagreements" in (refused["message"])
+    )
+    assert sorted(refused["papers"]) == sorted(str(pk) for pk in disputed)
+    assert "resolve" in (await ok(url, "screen_next", session_id=session_id))["next"]
+
+    # A third decision resolves them: the reason is required, and only disputed records.
+    resolve = [{"paper": pk, "decision": "include"} for pk in disputed]
+    async with mcp_client(url) as client:
+        with pytest.raises(MCPError) as no_reason:
+            await client.call_tool("screen_decide", {
+                "session_id": session_id, "decisions": resolve, "screener": "lead",
+                "resolve": True,
+            })  # fmt: skip
+    assert no_reason.value.error.code == -32602 and "reason" in no_reason.value.error.message
+    agreed = next(iter(titles))
+    wrong = tool_error(await call(url, "screen_decide", session_id=session_id, screener="lead",
+                                  resolve=True, decisions=[
+        {"paper": agreed, "decision": "include", "reason": "on second thought"},
+    ]))  # fmt: skip
+    assert wrong["code"] == "invalid_decision" and "not in disagreement" in wrong["message"]
+    resolve = [{**item, "reason": "sparse attention for long texts: on topic"} for item in resolve]
+    answer = await ok(url, "screen_decide", session_id=session_id, screener="lead",
+                      resolve=True, decisions=resolve)  # fmt: skip
+    assert answer["resolved"] == 2 and answer["included"] == 2
+    again = tool_error(await call(url, "screen_decide", session_id=session_id, screener="lead",
+                                  resolve=True, decisions=resolve[:1]))  # fmt: skip
+    assert "already resolved" in again["message"]
+
+    agreement = (await ok(url, "get_session", session_id=session_id))["screening"]["agreement"]
+    assert agreement["unresolved"] == 0 and agreement["disagreements"] == []
+    assert agreement["kappa"] == 0.0 and agreement["screeners"] == {"agent-1": 8, "ann": 8}
+    assert {(r["paper_id"], r["decision"], r["by"]) for r in agreement["resolutions"]} == {
+        (pk, "include", "lead") for pk in disputed
+    }
+    assert {r["reason"] for r in agreement["resolutions"]} == {resolve[0]["reason"]}
+    # The resolution is the final decision of the disputed records.
+    state = await ok(url, "decide", session_id=session_id, action="approve", checkpoint=sequence)
+    assert state["is_complete"] and state["result"]["included"] == 2
+    exported = await ok(url, "export_results", session_id=session_id, format="json")
+    assert {paper["title"] for paper in json.loads(exported["content"])["papers"]} == {
+        titles[pk] for pk in disputed
+    }

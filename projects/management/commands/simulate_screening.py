@@ -12,7 +12,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.review import stopping
-from projects.review.prioritise import DEFAULT_MODEL, MODELS
+from projects.review.prioritise import DEFAULT_FEATURES, DEFAULT_MODEL, FEATURES, MODELS
+from projects.review.recall_plot import recall_curve_svg
 from projects.review.simulation import DEFAULT_BATCH, dataset_load, simulate_seeds
 from projects.review.stopping import CONSECUTIVE_EXCLUSIONS
 
@@ -38,12 +39,24 @@ class Command(BaseCommand):
         parser.add_argument("--prior-excluded", type=int, default=1)
         parser.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL)
         parser.add_argument(
+            "--features",
+            choices=FEATURES,
+            default=DEFAULT_FEATURES,
+            help="What the model reads: TF-IDF, the library's MiniLM embeddings, or both.",
+        )
+        parser.add_argument(
             "--batch", type=int, default=DEFAULT_BATCH, help="Records per retraining."
         )
         parser.add_argument("--target-recall", type=_share, default=stopping.TARGET_RECALL)
         parser.add_argument("--confidence", type=_share, default=stopping.CONFIDENCE)
         parser.add_argument(
             "--json", action="store_true", help="Every run, with its screening order."
+        )
+        parser.add_argument(
+            "--plot",
+            type=Path,
+            metavar="CURVE.svg",
+            help="Write the first seed's recall curve here (SVG).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -52,6 +65,11 @@ class Command(BaseCommand):
             raise CommandError(f"No dataset at {path}.")
         if options["seeds"] < 1 or options["batch"] < 1:
             raise CommandError("--seeds and --batch must be at least 1.")
+        plot: Path | None = options["plot"]
+        if plot is not None and plot.suffix.lower() != ".svg":
+            raise CommandError("--plot writes SVG only: give a path ending in .svg.")
+        if plot is not None and not plot.parent.is_dir():
+            raise CommandError(f"No folder {plot.parent} for --plot.")
         try:
             records = dataset_load(path)
             result = simulate_seeds(
@@ -60,13 +78,29 @@ class Command(BaseCommand):
                 prior_included=options["prior_included"],
                 prior_excluded=options["prior_excluded"],
                 model=options["model"],
+                features=options["features"],
                 batch=options["batch"],
                 target_recall=options["target_recall"],
                 confidence=options["confidence"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        except ImportError as exc:
+            raise CommandError(f"The embedding model is not installed: {exc}") from None
         included = sum(record.included for record in records)
+        if plot is not None:
+            first = result["runs"][0]
+            plot.write_text(
+                recall_curve_svg(
+                    [records[i].included for i in first.order],
+                    total=len(records),
+                    relevant=included,
+                    stopped_at=first.stopped_at,
+                    title=f"{path.name}: {options['model']}, {options['features']}, "
+                    f"seed {first.seed}",
+                ),
+                encoding="utf-8",
+            )
         if options["json"]:
             runs = [
                 {
@@ -84,18 +118,21 @@ class Command(BaseCommand):
                 "records": len(records),
                 "included": included,
                 "model": options["model"],
+                "features": options["features"],
                 "batch": options["batch"],
                 "target_recall": options["target_recall"],
                 "confidence": options["confidence"],
                 "median": result["median"],
                 "runs": runs,
             }
+            if plot is not None:
+                summary["plot"] = str(plot)
             self.stdout.write(json.dumps(summary))
             return
         median = result["median"]
         self.stdout.write(
             f"{path.name}: {len(records)} records, {included} included; model "
-            f"{options['model']}, batch {options['batch']}, prior "
+            f"{options['model']} on {options['features']}, batch {options['batch']}, prior "
             f"{options['prior_included']}+{options['prior_excluded']}, "
             f"{options['seeds']} seeds (medians)"
         )
@@ -111,6 +148,8 @@ class Command(BaseCommand):
             f"{_fmt(median['consecutive_stop'], digits=0)} records (recall "
             f"{_fmt(median['consecutive_recall'])}; no guarantee)"
         )
+        if plot is not None:
+            self.stdout.write(f"  recall curve     {plot}")
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

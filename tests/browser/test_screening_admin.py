@@ -1,0 +1,119 @@
+"""Screening record by record in a real browser (issue 23): on a review waiting at its
+screen checkpoint, a person excludes one record with a reason and includes another with
+the buttons of "Next to screen"; Enter in a reason box records nothing by itself, and the
+change form's own Save records no screening decision. Screenshots: test-artifacts/browser/."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    KnowledgeBase,
+    base_env,
+    running_server,
+    server_database,
+)
+
+expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+SEED = """
+import json, os
+from django.contrib.auth.models import User
+from core.bootstrap import prepare_knowledge_base
+from papers.schemas import PaperRecord
+from papers.services import papers_upsert
+from projects.review import services
+from tests.test_review_workflow import CORPUS, LONG_DOCS
+prepare_knowledge_base(create_admin=False)
+records = [PaperRecord.build(**values) for values in CORPUS.values()]
+ids = dict(zip(CORPUS, papers_upsert(records=records).paper_ids))
+User.objects.create_superuser("lead", "lead@example.org", os.environ["BROWSER_USER_PASSWORD"])
+session = services.review_start(query=LONG_DOCS, max_results=10)
+services.review_wait(session_id=str(session.pk), timeout=60)
+services.review_decide(session_id=str(session.pk), action="approve")
+services.review_wait(session_id=str(session.pk), timeout=60)
+print(json.dumps({"session_id": str(session.pk), "papers": ids}))
+"""
+STATE = """
+import json
+from projects.models import ReviewCandidate
+rows = ReviewCandidate.objects.filter(session_id="{session_id}").exclude(status="pending")
+print(json.dumps({{str(c.paper_id): [c.status, c.reason, c.screened_by] for c in rows}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def review_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
+    directory = tmp_path_factory.mktemp("browser-screening-kb")
+    password = secrets.token_urlsafe(16)
+    with server_database("browserscreen") as database_url:
+        env = base_env(directory, database_url)
+        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+            env.pop(name, None)
+        env["EMBEDDINGS_ENABLED"] = "false"
+        seeded = subprocess.run(
+            [PYTHON, "manage.py", "shell", "-c", SEED], cwd=ROOT, capture_output=True,
+            text=True, timeout=180, check=False, env={**env, "BROWSER_USER_PASSWORD": password},
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        data = json.loads(seeded.stdout.strip().splitlines()[-1])
+        with running_server(KnowledgeBase(directory, env)) as server:
+            yield CurationSite(server, "lead", password, {**data, "env": env})
+
+
+def decided(site: CurationSite) -> dict[str, Any]:
+    done = subprocess.run(
+        [PYTHON, "manage.py", "shell", "-c", STATE.format(session_id=site.data["session_id"])],
+        cwd=ROOT,
+        capture_output=True, text=True, timeout=120, check=False, env=site.data["env"],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_a_person_screens_records_one_by_one_in_the_browser(
+    review_site: CurationSite, page: Page, shots: Shots
+) -> None:
+    site = review_site
+    page.goto(site.url("/admin/login/?next=/admin/"))
+    page.fill("#id_username", site.username)
+    page.fill("#id_password", site.password)
+    page.click("input[type=submit]")
+    page.goto(site.url(f"/admin/projects/reviewsession/{site.data['session_id']}/change/"))
+    panel = page.locator("#next-to-screen")
+    expect(panel).to_contain_text("search rank (no decisions yet)")
+    shots.take("next-to-screen")
+    rows = panel.locator("#screening-records tbody tr")
+    first, second = (int(rows.nth(i).get_attribute("data-paper") or 0) for i in (0, 1))
+
+    # Enter in the second record's reason box submits nothing (the panel's first button
+    # is a disabled one); its Exclude button then records that record only, with the reason.
+    reason = page.locator(f"input[name='reason-{second}']")
+    reason.fill("not about long documents")
+    reason.press("Enter")
+    page.click(f"button[value='exclude:{second}']")
+    expect(page.locator("ul.messagelist")).to_contain_text(f"Recorded: exclude paper {second}")
+    expect(page.locator(f"button[value='exclude:{second}']")).to_have_count(0)
+    expect(page.locator(f"button[value='include:{first}']")).to_have_count(1)
+    page.click(f"button[value='include:{first}']")
+    expect(page.locator("ul.messagelist")).to_contain_text(f"Recorded: include paper {first}")
+    shots.take("after-two-decisions")
+    # The change form's Save (no checkpoint decision chosen) records no screening decision.
+    page.click("input[name=_save]")
+    expect(page.locator("#next-to-screen")).to_contain_text("1 included, 1 excluded")
+    assert decided(site) == {
+        str(second): ["excluded", "not about long documents", "admin:lead"],
+        str(first): ["included", "", "admin:lead"],
+    }
