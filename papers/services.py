@@ -525,17 +525,26 @@ def _allocate_identifiers(papers: list[Paper], records: list[PaperRecord]) -> No
         pending = [chosen[key] for key in clashes]
 
 
+# Values per `IN (...)` of the alias lookup: a batch of 10k records makes 270k candidate
+# keys, past SQLite's 250,000 (32,766 before 3.32) and PostgreSQL's 65,535 parameters.
+ALIAS_LOOKUP_CHUNK = 10_000
+
+
 def _citekey_aliases(bases: set[str]) -> set[str]:
     """Citekey aliases recorded for any paper that a key generated from `bases` could hit
     (the base itself and its first Better-BibTeX suffixes)."""
-    candidates = {
-        base + suffix for base in bases for suffix in itertools.islice(citekey_suffixes(), 27)
-    }
-    return set(
-        PaperIdentifier.objects.filter(scheme="citekey", value__in=candidates).values_list(
-            "value", flat=True
-        )
+    candidates = sorted(
+        {base + suffix for base in bases for suffix in itertools.islice(citekey_suffixes(), 27)}
     )
+    found: set[str] = set()
+    for start in range(0, len(candidates), ALIAS_LOOKUP_CHUNK):
+        chunk = candidates[start : start + ALIAS_LOOKUP_CHUNK]
+        found.update(
+            PaperIdentifier.objects.filter(scheme="citekey", value__in=chunk).values_list(
+                "value", flat=True
+            )
+        )
+    return found
 
 
 # --- related rows: venues, authors, keywords, categories, identifiers -----------------

@@ -268,3 +268,14 @@ def test_a_suffixed_citekey_never_takes_another_papers_key(
     papers_upsert(records=records)
     keys = list(Paper.objects.values_list("citekey", flat=True))
     assert len(keys) == len(set(keys)) == 21
+
+
+def test_a_batch_of_ten_thousand_keys_checks_its_aliases_within_the_databases_limits() -> None:
+    # 10k citekey bases make 270k candidate keys: one IN (...) of them is past SQLite's
+    # 250,000 and PostgreSQL's 65,535 parameters (bench_evidence's 10k-record upsert hit it).
+    from papers.services import _citekey_aliases
+
+    paper = papers_upsert(records=[PaperRecord.build(title="Aliased", authors=["A. Zed"])])
+    PaperIdentifier.objects.create(paper_id=paper.paper_ids[0], scheme="citekey", value="base9999c")
+    bases = {f"base{number}" for number in range(10_000)}
+    assert _citekey_aliases(bases) == {"base9999c"}
