@@ -17,14 +17,14 @@ from typing import Annotated, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from core.errors import DomainError, InvalidInput
+from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.models import Paper
 from papers.passages import selectors
+from papers.passages.marking import quote_locate
 from papers.passages.services import passages_ensure
-from papers.pdf import services as pdf_services
 from papers.pdf.selectors import paper_pdf_get
 from papers.scoping import papers_in_project, papers_in_scope
 from papers.selectors import paper_get
@@ -34,8 +34,6 @@ from projects.selectors import project_get
 READ_AND_MARK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
-# The seed's semantic colours: green for a quote found as given, grey for the closest text.
-HIGHLIGHT_COLORS = {"found": "positive", "approximate": "detail"}
 
 PaperIds = Annotated[
     list[Annotated[int, Field(ge=1)]] | None,
@@ -149,9 +147,10 @@ def quote_answer(
     read_only: bool = False,
 ) -> QuoteAnswer:
     """find_quote's and verify_quote's answer (benchmarks call this, as the tools do)."""
-    if paper_ids is not None:
-        passages_ensure(paper_ids=paper_ids)
-    match = selectors.quote_find(text=text, paper_ids=paper_ids, page=page)
+    outcome = quote_locate(
+        text=text, paper_ids=paper_ids, page=page, highlight=highlight, read_only=read_only
+    )
+    match = outcome.match
     answer = QuoteAnswer(
         status=match.status,  # type: ignore[arg-type]
         paper=_papers({match.paper_id}).get(match.paper_id) if match.paper_id else None,
@@ -161,22 +160,8 @@ def quote_answer(
         closest_text=match.closest_text,
         similarity=match.similarity,
     )
-    if highlight and match.status in HIGHLIGHT_COLORS and match.paper_id and match.page:
-        if read_only:
-            answer.highlight = {"error": "This server is read-only: no highlight was made."}
-            return answer
-        quoted = match.matched_text or match.closest_text or text
-        try:
-            annotation = pdf_services.annotation_highlight_create(
-                paper=Paper.objects.get(pk=match.paper_id),
-                page=match.page,
-                text=quoted,
-                color=HIGHLIGHT_COLORS[match.status],
-            )
-        except DomainError as error:  # e.g. the words occur twice on the page
-            answer.highlight = {"error": error.message}
-        else:
-            answer.highlight = {"annotation_id": annotation.pk}
+    if outcome.highlight is not None:
+        answer.highlight = outcome.highlight
     return answer
 
 
