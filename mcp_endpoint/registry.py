@@ -71,12 +71,14 @@ TOOLSET_MODULES: dict[str, str] = {
         "mcp_endpoint.tools.library,mcp_endpoint.tools.engines_library,mcp_endpoint.tools.cite"
     ),
     "search": (
-        "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search,mcp_endpoint.tools.citecheck"
+        "mcp_endpoint.tools.search,mcp_endpoint.tools.engines_search,mcp_endpoint.tools.citecheck,"
+        "mcp_endpoint.tools.snowball"
     ),
     "assets": "mcp_endpoint.tools.assets",
-    "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages",
+    "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages,mcp_endpoint.tools.open_access",
     "zotero": "mcp_endpoint.tools.zotero",
     "review": "mcp_endpoint.tools.review,mcp_endpoint.tools.screening",
+    "watch": "mcp_endpoint.tools.watch,mcp_endpoint.tools.retractions",
 }
 
 # The tools every agent needs, whatever else is chosen: tool set `core` is always listed.

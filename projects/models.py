@@ -273,3 +273,46 @@ class ReviewDuplicate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}: {self.paper_id} grouped with {self.candidate_id}"
+
+
+# --- alerts (issue 24: saved searches, retraction watch) ------------------------------------
+
+
+class Alert(models.Model):
+    """Something a researcher should look at: new papers from a saved search, a retraction or
+    correction of a paper a project holds, a saved search whose engines failed. Raised once
+    per `key` (projects/alerts.py `notify`), shown to agents (`get_alerts`, `alerts://`), on
+    the admin home page, in feeds and by e-mail; `read_at` marks it seen."""
+
+    class Kind(models.TextChoices):
+        NEW_PAPERS = "new_papers"
+        RETRACTION = "retraction"
+        CORRECTION = "correction"
+        SEARCH_FAILED = "search_failed"
+        OPEN_ACCESS = "open_access"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    paper = models.ForeignKey(
+        Paper, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    link = models.CharField(max_length=500, blank=True, help_text="A path or URL to look at.")
+    data = models.JSONField(default=dict, blank=True)
+    # What makes two alerts the same (e.g. "retraction:<paper>:<project>"): raised once.
+    key = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["-created_at"], name="alert_recent_idx"),
+            models.Index(fields=["project", "-created_at"], name="alert_project_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.title}"
