@@ -255,8 +255,10 @@ def _guard_resource(fn: FnT, uri_template: str) -> FnT:
 def compact_schema(schema: Any) -> Any:
     """An input schema as an agent needs it (docs/MCP.md "Tool budget"): no generated
     titles, no `default: null`, optional values without their `null` branch (omitting
-    an argument is how an agent says "none"), and every object closed
-    (`additionalProperties: false`) unless it says otherwise."""
+    an argument is how an agent says "none"), no `maxLength` (size guards the server
+    still enforces, with an error naming the limit; they tell an agent nothing it needs to
+    form a call), and every object closed (`additionalProperties: false`) unless it says
+    otherwise."""
     if isinstance(schema, list):
         return [compact_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -266,6 +268,8 @@ def compact_schema(schema: Any) -> Any:
         if key == "title" and isinstance(value, str):
             continue
         if key == "default" and value is None:
+            continue
+        if key == "maxLength":
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: compact_schema(prop) for name, prop in value.items()}

@@ -36,10 +36,8 @@ PaperRefValue = (
 PaperRef = Annotated[
     PaperRefValue,
     Field(
-        description=(
-            "The paper: its integer paper_id (e.g. 12), its human id "
-            "(e.g. '[Vaswani, A., Shazeer, N. 2017]') or its citekey (e.g. 'vaswani2017attention')."
-        )
+        # The forms are shown once, in the server's instructions (registry.INSTRUCTIONS).
+        description="paper_id (e.g. 12), human id or citekey."
     ),
 ]
 ProjectRef = Annotated[

@@ -11,10 +11,11 @@ value) is -32602 too. The multi-engine tools (`search_papers`, `search_by_author
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
@@ -48,10 +49,18 @@ MeaningQuery = Annotated[
 ]
 PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
 Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
-DateBound = Annotated[
-    str | None,
-    Field(pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$", description="YYYY[-MM[-DD]]"),
-]
+DATE_BOUND = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+
+
+def _date_bound(value: str | None) -> str | None:
+    # Checked here rather than as a schema `pattern`: the description says the form in
+    # fewer tokens, and the error says it in words.
+    if value is not None and not DATE_BOUND.fullmatch(value):
+        raise ValueError("a date is YYYY, YYYY-MM or YYYY-MM-DD")
+    return value
+
+
+DateBound = Annotated[str | None, AfterValidator(_date_bound), Field(description="YYYY[-MM[-DD]]")]
 FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CHARS)]
 
 
@@ -62,11 +71,17 @@ FILTERS_HELP = (
 )
 
 
+def _closed_undescribed(schema: dict[str, Any]) -> None:
+    schema.pop("description", None)
+    schema["additionalProperties"] = False
+
+
 class PayloadFilters(BaseModel):
     """Metadata filters (FILTERS_HELP); the field descriptions live in that one text."""
 
-    # Unknown keys reach filters_from_payload, whose error lists the allowed keys.
-    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+    # Unknown keys reach filters_from_payload, whose error lists the allowed keys. Listed
+    # closed and without this docstring (the field that uses it describes it).
+    model_config = ConfigDict(extra="allow", json_schema_extra=_closed_undescribed)
 
     year: int | str | list[int | None] | None = None
     year_from: int | None = None

@@ -57,7 +57,9 @@ async def test_search_tools_are_listed_read_only_with_bounded_inputs(
         assert tool.output_schema is None, name
         assert tool.title and tool.description and len(tool.description) > 60, name
     search = tools["search_papers"].input_schema["properties"]
-    assert search["query"]["maxLength"] == 500
+    # Size guards are enforced (test_limits_are_32602), not listed: they cost every turn.
+    assert "maxLength" not in str(tools["search_papers"].input_schema)
+    assert search["query"]["minLength"] == 1
     assert search["limit"]["maximum"] == 100 and search["limit"]["default"] == 5
     assert search["offset"]["maximum"] == 10_000
     assert "paper_id" in (tools["search_papers"].description or "")
