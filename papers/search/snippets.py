@@ -77,18 +77,35 @@ class Highlighter:
         if not matching:
             return ""
         matched = [(i, matching[word]) for i, word in enumerate(words) if word in matching]
-        best, best_key = 0, (-1, -1)
-        for n, (start, _) in enumerate(matched):
-            window = [term for i, term in matched[n:] if i < start + SNIPPET_WORDS]
-            key = (len(set(window)), len(window))
-            if key > best_key:
-                best, best_key = start, key
+        best = _best_window(matched)
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
         last = min(len(words), first + SNIPPET_WORDS)
         tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
         terms = [matching.get(word) for word in words[first:last]]
         return _render(text, tokens, terms, first > 0, last < len(words))
+
+
+def _best_window(matched: Sequence[tuple[int, str]]) -> int:
+    """The word index starting the window of SNIPPET_WORDS words that holds the most
+    distinct query terms, then the most matches; the first such window. One pass: the
+    window's end only moves forward as its start does."""
+    best, best_key = 0, (-1, -1)
+    counts: dict[str, int] = {}
+    end = 0
+    for n, (start, _) in enumerate(matched):
+        while end < len(matched) and matched[end][0] < start + SNIPPET_WORDS:
+            term = matched[end][1]
+            counts[term] = counts.get(term, 0) + 1
+            end += 1
+        key = (len(counts), end - n)
+        if key > best_key:
+            best, best_key = start, key
+        term = matched[n][1]
+        counts[term] -= 1
+        if not counts[term]:
+            del counts[term]
+    return best
 
 
 def _render(
