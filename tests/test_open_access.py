@@ -22,7 +22,6 @@ from papers.models import Paper, PaperIdentifier, PaperPdf, Passage
 from papers.passages.selectors import passage_search
 from papers.pdf import fetch
 from tests.engines.replay import ReplayServer, Reply
-from tests.test_passages import WRAPPED
 from tests.test_pdf_library import EXPOSITORY, FACTS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "open_access"
@@ -88,9 +87,7 @@ def found_passages(paper: Paper) -> list[Any]:
 def test_an_openalex_pdf_is_downloaded_attached_and_searchable_by_passage(
     oa: ReplayServer, preprint: Paper
 ) -> None:
-    if not django_settings.CELERY_TASK_ALWAYS_EAGER and not os.environ.get(
-        "CELERY_WORKER_RUNNING"
-    ):
+    if not django_settings.CELERY_TASK_ALWAYS_EAGER and not os.environ.get("CELERY_WORKER_RUNNING"):
         pytest.skip("a broker is configured but no worker was started (use make test-pg)")
     oa.add(OPENALEX_WORK, Reply(200, served("openalex_work.json", oa)))
     serve_pdf(oa, "/arxiv.org/pdf/2304.02623")
@@ -125,7 +122,8 @@ def test_a_refused_first_location_falls_through_to_the_next(
 ) -> None:
     oa.add(OPENALEX_WORK, Reply(200, served("openalex_work.json", oa)))
     # The best location answers with a landing page, as publishers often do.
-    oa.add("/arxiv.org/pdf/2304.02623", Reply(200, "<html>Sign in</html>", headers={"Content-Type": "text/html"}))  # fmt: skip
+    landing = Reply(200, "<html>Sign in</html>", headers={"Content-Type": "text/html"})
+    oa.add("/arxiv.org/pdf/2304.02623", landing)
     serve_pdf(oa, "/export.arxiv.org/pdf/2304.02623v1")
 
     result = find_and_attach(preprint)
