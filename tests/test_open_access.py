@@ -6,6 +6,7 @@ tests do (PDF_ALLOW_PRIVATE_URLS); the refusal test turns it off."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
 from engines import open_access
 from engines.open_access import find_and_attach, papers_find_and_attach
@@ -256,3 +258,45 @@ def test_a_batch_counts_what_each_paper_gave(
     assert report.line() == "3 papers: 1 attached, 2 none, 0 failed (openalex 1)"
     # Papers that have a PDF are left out of the next batch.
     assert open_access.papers_without_pdf([preprint.pk, bare.pk]) == [bare.pk]
+
+
+BIBTEX = """
+@misc{shen2023beyond,
+  title = {Beyond Summarization: Designing AI Support for Real-World Expository Writing Tasks},
+  author = {Shen, Zejiang and August, Tal}, year = {2023}, doi = {10.48550/arXiv.2304.02623}}
+@article{nobody2020, title = {Nobody Has This One}, author = {Body, No}, year = {2020},
+  doi = {10.1234/unknown.1}}
+@article{down2021, title = {A Source Is Down For This One}, author = {Down, Ada},
+  year = {2021}, doi = {10.1234/down.1}}
+@article{landing2022, title = {Only A Landing Page}, author = {Page, Lan}, year = {2022},
+  doi = {10.1234/landing.1}}
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_with_open_access_attaches_what_it_finds_and_counts_the_rest(
+    oa: ReplayServer, tmp_path: Path, settings: Any
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the index runs here (the PG run has a worker)
+    oa.add(OPENALEX_WORK, Reply(200, served("openalex_work.json", oa)))
+    serve_pdf(oa, "/arxiv.org/pdf/2304.02623")
+    oa.add("/works/doi:10.1234%2Fdown.1", Reply(503, {"error": "Service Unavailable"}))
+    landing = {"best_oa_location": {"is_oa": True, "pdf_url": f"{oa.url}/landing"}}
+    oa.add("/works/doi:10.1234%2Flanding.1", Reply(200, {**landing, "locations": []}))
+    oa.add("/landing", Reply(200, "<html>Sign in</html>", headers={"Content-Type": "text/html"}))
+    bib = tmp_path / "refs.bib"
+    bib.write_text(BIBTEX, encoding="utf-8")
+
+    def run(*extra: str) -> list[str]:
+        out = io.StringIO()
+        call_command("import_bibtex", str(bib), "--no-progress", *extra, stdout=out)
+        return out.getvalue().splitlines()
+
+    assert not [line for line in run() if "Open-access" in line]  # only when asked
+    assert oa.requests == []
+    lines = run("--open-access")
+    assert lines[-1] == "Open-access PDFs: 4 papers: 1 attached, 2 none, 1 failed (openalex 1)"
+    attached = PaperPdf.objects.get(paper__doi=DOI)
+    assert attached.origin == "downloaded" and attached.page_count == PAGES
+    # Imported again: the paper with its PDF is not looked for again.
+    assert run("--open-access")[-1] == "Open-access PDFs: 3 papers: 0 attached, 2 none, 1 failed"
