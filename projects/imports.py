@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from core.bootstrap import prepare_knowledge_base
 from core.errors import DomainError, NotFound
+from engines.open_access import papers_find_and_attach, papers_without_pdf
 from papers.imports import (
     ANALYZE_AFTER,
     DEFAULT_BATCH_SIZE,
@@ -29,6 +30,15 @@ from projects.selectors import project_get
 from projects.services import project_create, projects_adder
 
 
+def add_open_access_argument(parser: CommandParser) -> None:
+    parser.add_argument(
+        "--open-access",
+        action="store_true",
+        help="Then look for an open-access PDF of each imported paper without one "
+        "(arXiv, ACL Anthology, OpenAlex, Unpaywall, Semantic Scholar) and attach it.",
+    )
+
+
 class ImportCommand(BaseCommand):
     """Shared shape of import commands: a file, --project, --batch-size, a progress bar,
     a summary line, failures listed with their location, and the exit codes above."""
@@ -40,6 +50,7 @@ class ImportCommand(BaseCommand):
         parser.add_argument(
             "--no-progress", action="store_true", help="Do not draw a progress bar."
         )
+        add_open_access_argument(parser)
 
     def read_items(self, path: str, options: dict[str, Any]) -> Iterator[RawItem]:
         raise NotImplementedError
@@ -84,12 +95,38 @@ class ImportCommand(BaseCommand):
         if report.failed > MAX_REPORTED_FAILURES:
             self.stderr.write(f"... and {report.failed - MAX_REPORTED_FAILURES} more failures")
         self.stdout.write(report.summary())
+        self.find_open_access(report.paper_ids, options)
         if report.total == 0:
             raise CommandError(f"{path} holds no records.", returncode=EXIT_BAD_INPUT)
         if report.failed:
             raise CommandError(
                 f"{report.failed} of {report.total} records failed", returncode=EXIT_SOME_FAILED
             )
+
+    def find_open_access(self, paper_ids: list[int], options: dict[str, Any]) -> None:
+        """--open-access: look for an open-access PDF of each imported paper that has no
+        PDF (engines/open_access.py, OPEN_ACCESS_CONCURRENCY at once, each source under
+        its rate limit), with a progress bar and a summary line. What fails is counted;
+        the import stands whatever happens here."""
+        if not options.get("open_access"):
+            return
+        try:
+            missing = papers_without_pdf(paper_ids)
+            with tqdm(
+                desc="Open-access PDFs",
+                total=len(missing),
+                unit=" papers",
+                file=sys.stderr,
+                disable=options["no_progress"] or None,
+                mininterval=0.5,
+            ) as bar:
+                found = papers_find_and_attach(missing, on_result=lambda _: bar.update(1))
+        except Exception as error:  # the import is done; this is an extra
+            self.stderr.write(f"Open-access PDFs: stopped ({type(error).__name__}: {error})")
+            return
+        for paper_id, reason in found.errors[:MAX_REPORTED_FAILURES]:
+            self.stderr.write(f"open access: paper {paper_id}: {reason}")
+        self.stdout.write(f"Open-access PDFs: {found.line()}")
 
     def resolve_project(self, ref: str) -> str:
         """The project id for --project; a new project is created when none has that name."""

@@ -30,6 +30,8 @@ from research_site.api_errors import install_error_handlers
 
 # URL prefix under /api/ -> "module.attribute" of a ninja Router.
 ROUTERS: list[tuple[str, str]] = [
+    # The library's PDF coverage (counted per project), before papers.api's /papers/{ref}.
+    ("/papers", "projects.coverage_api.router"),
     ("/papers", "papers.api.router"),
     ("/search", "papers.search.api.router"),
     ("/projects", "projects.api.router"),

@@ -271,6 +271,11 @@ PDF_MAX_REDIRECTS = env_int("PDF_MAX_REDIRECTS", 5, minimum=0)
 # Allow downloads from loopback/private addresses (off: user-supplied URLs must not reach
 # the server's own network). Tests and closed intranets turn it on.
 PDF_ALLOW_PRIVATE_URLS = env_bool("PDF_ALLOW_PRIVATE_URLS", False)
+# Open-access PDFs (issue 24, engines/open_access.py): Unpaywall is asked only with an
+# e-mail address (its terms); papers looked for at once by `import_* --open-access`.
+UNPAYWALL_EMAIL = env_str("UNPAYWALL_EMAIL")
+UNPAYWALL_API_URL = env_str("UNPAYWALL_API_URL", "https://api.unpaywall.org")
+OPEN_ACCESS_CONCURRENCY = env_int("OPEN_ACCESS_CONCURRENCY", 4, minimum=1)
 
 # --- Zotero (issue 7) --------------------------------------------------------------------
 # The mcp-zotero-api plugin's REST routes inside a running Zotero (loopback only).
