@@ -72,9 +72,9 @@ def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = N
     if len(refs) > MAX_REFS:
         raise InvalidInput(f"At most {MAX_REFS} paper_ids at a time.", field="paper_ids")
     texts = [_ref_text(ref) for ref in refs]
-    numbers = {int(t) for t in texts if t.isdigit()}
+    numbers = {number for t in texts if (number := _paper_number(t)) is not None}
     human_ids = {t for t in texts if t.startswith("[")}
-    keys = {t for t in texts if not t.isdigit() and not t.startswith("[")}
+    keys = {t for t in texts if not _is_number(t) and not t.startswith("[")}
 
     visible = papers_in_scope(scope) if scope is not None else Paper.objects.all()
     found: dict[str, int] = {}
@@ -114,9 +114,25 @@ def _ref_text(ref: object) -> str:
     return text
 
 
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # not '¹' or '٣', which int() refuses
+
+
+def _paper_number(text: str) -> int | None:
+    """The paper_id a digits reference names, None past the largest possible one (a
+    database integer would overflow: no such paper)."""
+    if not _is_number(text):
+        return None
+    number = int(text)
+    return number if 0 < number <= MAX_PAPER_ID else None
+
+
 def _lookup(found: dict[str, int], text: str) -> int | None:
     # Digits are keyed by their canonical form, so '007' finds paper 7 as paper_get does.
-    return found.get(str(int(text))) if text.isdigit() else found.get(text)
+    if _is_number(text):
+        number = _paper_number(text)
+        return None if number is None else found.get(str(number))
+    return found.get(text)
 
 
 def with_relations(queryset: QuerySet[Paper]) -> QuerySet[Paper]:

@@ -88,6 +88,11 @@ def test_membership_errors(api: Api, library: Library) -> None:
     assert error(api.post(path, {"paper_ids": list(range(1, 102))}), 400)
     assert error(api.post("/api/projects/nope/papers", {"paper_ids": [1]}), 404)
     assert error(api.delete(f"{path}/999999"), 404)
+    # Digits int() refuses, and numbers past any database integer: no such paper, not a 500.
+    for odd in ("²", "٣", str(2**70), 2**70):
+        assert error(api.post(f"{path}/remove", {"paper_ids": [odd]}), 404)["paper_ids"] == [
+            str(odd)
+        ]
 
 
 def test_delete_project_needs_its_name_and_keeps_the_papers(api: Api, library: Library) -> None:
