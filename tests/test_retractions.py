@@ -11,6 +11,7 @@ tests/mcp/test_retraction_tools.py runs the check through the MCP client and a C
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from papers.models import Paper
 from papers.ris import render_ris
 from papers.search.fulltext import paper_search
 from papers.selectors import paper_detail, with_relations
+from projects.intake import paper_add_by_identifier
 from projects.models import Alert, Project
 from projects.retractions import retractions_check, retractions_check_due
 from projects.services import project_add_papers
@@ -319,3 +321,57 @@ def test_a_check_is_never_answered_from_the_engine_cache(
     Paper.objects.filter(pk=wakefield.pk).update(retraction_checked_at=None)
     retractions_check_due()
     assert len(sources.requests) == 2 * asked
+
+
+# --- on import --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_adding_a_paper_queues_a_check_that_runs_in_the_background(
+    sources: ReplayServer, settings: Any, make_project: Callable[..., Project]
+) -> None:
+    """add_paper returns without waiting; the check (a thread of this process on the
+    embedded default, a Celery task with a broker) flags the paper and alerts its project."""
+    settings.RETRACTION_CHECK_ON_IMPORT = True
+    settings.ENGINES_ENABLED = ["crossref"]
+    work = json.loads((FIXTURES / "crossref_work_list_plain.json").read_text())
+    work_message = {
+        "status": "ok", "message-type": "work", "message-version": "1.0.0",
+        "message": {
+            **work["message"]["items"][0], "type": "journal-article",
+            "issued": {"date-parts": [[1998]]},
+            "title": ["Ileal-lymphoid-nodular hyperplasia, non-specific colitis, and pervasive "
+                      "developmental disorder in children"],
+        },
+    }  # fmt: skip
+    sources.add("/crossref/works/10.1016%2Fs0140-6736(97)11096-0", Reply(200, work_message))
+    crossref_says(
+        sources, works="crossref_work_list_plain.json", notices="crossref_notices_update_to.json"
+    )
+    project = make_project("Gut")
+
+    added = paper_add_by_identifier(identifier=f"doi:{WORK}", project_ids=[project.id])
+
+    assert added.created
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        paper = Paper.objects.get(pk=added.paper.pk)
+        if paper.retraction_checked_at is not None:
+            break
+        time.sleep(0.1)
+    assert (paper.retraction_status, paper.retraction_checked_at is not None) == ("retracted", True)
+    key = f"retraction:{paper.pk}:{project.id}"
+    deadline = time.monotonic() + 10
+    while not Alert.objects.filter(key=key).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the alert follows the paper's update in the same task
+    assert Alert.objects.filter(key=key).exists()
+
+
+def test_adding_a_paper_already_in_the_library_queues_nothing(
+    sources: ReplayServer, settings: Any, wakefield: Paper
+) -> None:
+    settings.RETRACTION_CHECK_ON_IMPORT = True
+    settings.ENGINES_ENABLED = ["crossref"]
+    added = paper_add_by_identifier(identifier=f"doi:{WORK}")
+    assert not added.created
+    assert sources.requests == []
