@@ -28,7 +28,7 @@ from engines.base import UPDATES
 from engines.registry import registry
 from engines.runner import EngineCall, EngineOutcome, run_calls
 from papers.models import Paper
-from papers.retractions import paper_retraction_update
+from papers.retractions import paper_retraction_update, papers_retraction_clear
 
 # The engines asked, when enabled and available.
 RETRACTION_ENGINES = ("crossref", "openalex")
@@ -112,8 +112,18 @@ def papers_check_retractions(*, paper_ids: Sequence[int]) -> RetractionCheck:
                     {**notice, "source": outcome.engine} for notice in entry.get("notices") or []
                 ]
     now = timezone.now()
+    clean = [
+        paper_id
+        for doi, ids in by_doi.items()
+        if answered[doi] >= set(engine_ids) and not notices[doi]
+        for paper_id in ids
+    ]
+    papers_retraction_clear(paper_ids=clean, checked_at=now)
+    report.checked += clean
     for doi, paper_ids_of_doi in by_doi.items():
         complete = answered[doi] >= set(engine_ids)
+        if complete and not notices[doi]:
+            continue
         for paper_id in paper_ids_of_doi:
             try:
                 before, after = paper_retraction_update(

@@ -107,3 +107,12 @@ def paper_retraction_update(
         fields["retraction_checked_at"] = checked_at
     Paper.objects.filter(pk=paper_id).update(**fields)
     return before, after
+
+
+def papers_retraction_clear(*, paper_ids: list[int], checked_at: datetime) -> None:
+    """Record that every source answered with no notice for these papers: no status, no
+    notices, checked at `checked_at`. One statement for the whole batch (most papers of a
+    check), where paper_retraction_update takes one transaction a paper."""
+    Paper.objects.filter(pk__in=paper_ids).update(
+        retraction_status="", retraction_notices=[], retraction_checked_at=checked_at
+    )
