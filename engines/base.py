@@ -26,7 +26,9 @@ DETAILS = "get_paper_details"
 CITING = "get_citing_papers"
 CATEGORIES = "categories"
 BIBTEX = "get_bibtex"
-OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX)
+# Retraction watch (engines/retractions.py): update notices for a batch of DOIs.
+UPDATES = "get_update_notices"
+OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX, UPDATES)
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -260,6 +262,13 @@ class BaseSearchEngine:
     def get_bibtex(self, paper: PaperRef) -> str:
         """The source's own BibTeX for `paper`."""
         raise UnsupportedOperation(f"{self.name} does not provide BibTeX.")
+
+    def get_update_notices(self, dois: list[str]) -> list[dict[str, Any]]:
+        """Retractions, corrections and expressions of concern of these DOIs, one entry
+        {"doi", "notices": [{"type", "doi" (of the notice), "date", "reported_by"}]} per
+        DOI the source could tell about (no notices: it knows of none). A DOI left out
+        was not checked; a failure raises, never answers "no notices"."""
+        raise UnsupportedOperation(f"{self.name} has no update notices.")
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,7 @@ from engines.base import (
     BIBTEX,
     DETAILS,
     SEARCH,
+    UPDATES,
     BaseSearchEngine,
     EngineError,
     PaperNotFoundAtSource,
@@ -34,6 +35,8 @@ from papers.schemas import PaperRecord
 logger = logging.getLogger(__name__)
 
 MAX_ROWS = 1000
+# DOIs per update-notice request: 50 filter values keep the URL near 2 KB.
+MAX_UPDATE_DOIS = 50
 MAX_OFFSET = 10_000
 # Only what records are built from: deposited reference lists can be hundreds of entries.
 WORK_FIELDS = ",".join(
@@ -72,7 +75,7 @@ class CrossrefEngine(BaseSearchEngine):
         "Crossref: metadata of ~180M DOIs straight from publishers (journals, proceedings, "
         "books), with citation counts and BibTeX. No key needed."
     )
-    operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX})
+    operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX, UPDATES})
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
@@ -126,6 +129,50 @@ class CrossrefEngine(BaseSearchEngine):
         if not text.startswith("@"):
             raise EngineError(f"Crossref's BibTeX for DOI {doi} is not BibTeX.")
         return text
+
+    def get_update_notices(self, dois: list[str]) -> list[dict[str, Any]]:
+        """Update notices of up to MAX_UPDATE_DOIS DOIs, in two requests: the works
+        themselves (`filter=doi:a,doi:b`: their `updated-by`) and the notices that update
+        them (`filter=updates:a,updates:b`: their `update-to`; filters of one name are
+        ORed). DOIs a filter value cannot carry (with ',') are left out: not checked."""
+        wanted = [doi for doi in dict.fromkeys(filter(None, map(normalize_doi, dois)))]
+        wanted = [doi for doi in wanted if "," not in doi][:MAX_UPDATE_DOIS]
+        found: dict[str, dict[tuple[str, str], dict[str, str]]] = {doi: {} for doi in wanted}
+        if not wanted:
+            return []
+
+        def add(target: str, update: dict[str, str], notice_doi: str) -> None:
+            notices = found.get(normalize_doi(target) or "")
+            if notices is not None:
+                notice = {
+                    "type": update["type"], "doi": notice_doi, "date": update.get("date", ""),
+                    "reported_by": update.get("source", ""),
+                }  # fmt: skip
+                notices[(notice["type"], notice_doi)] = {k: v for k, v in notice.items() if v}
+
+        works = self._list("doi", wanted, "DOI,updated-by")
+        for work in works:
+            for update in _updates(work.get("updated-by")):
+                add(str(work.get("DOI") or ""), update, update.get("doi", ""))
+        for notice in self._list("updates", wanted, "DOI,type,update-to"):
+            for update in _updates(notice.get("update-to")):
+                add(update.get("doi", ""), update, str(notice.get("DOI") or "").lower())
+        return [{"doi": doi, "notices": list(notices.values())} for doi, notices in found.items()]
+
+    def _list(self, name: str, dois: list[str], select: str) -> list[dict[str, Any]]:
+        """Every work matching `name:<doi>` for any of `dois`, with the `select`ed fields."""
+        data = self._get(
+            "/works",
+            {
+                "filter": ",".join(f"{name}:{doi}" for doi in dois),
+                "select": select,
+                "rows": MAX_ROWS,
+            },
+        )
+        items = (data.get("message") or {}).get("items")
+        if data.get("message-type") != "work-list" or not isinstance(items, list):
+            raise EngineError("Crossref answered without a list of works.")
+        return [item for item in items if isinstance(item, dict)]
 
     def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
         raise UnsupportedOperation(

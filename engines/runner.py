@@ -54,6 +54,7 @@ from engines.base import (
     CITING,
     DETAILS,
     SEARCH,
+    UPDATES,
     BaseSearchEngine,
     EngineError,
     EngineTimeout,
@@ -252,6 +253,10 @@ class EngineCall:
     def bibtex(cls, engine: str, paper: PaperRef) -> EngineCall:
         return cls(engine, BIBTEX, {"paper": paper.as_dict()})
 
+    @classmethod
+    def update_notices(cls, engine: str, dois: list[str]) -> EngineCall:
+        return cls(engine, UPDATES, {"dois": list(dois)})
+
 
 def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any]) -> Any:
     """Run the operation and make its answer JSON-safe."""
@@ -269,6 +274,8 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
         return [asdict(category) for category in engine.categories()]
     elif operation == BIBTEX:
         return engine.get_bibtex(PaperRef.from_dict(arguments["paper"]))
+    elif operation == UPDATES:
+        return engine.get_update_notices([str(doi) for doi in arguments["dois"]])
     else:
         raise EngineError(f"Unknown operation {operation!r}.")
     return [record_as_dict(record) for record in records]
@@ -285,6 +292,9 @@ OUTCOME_OF_STATUS = {
     "rate_limited": "rate_limited",
     "cancelled": "cancelled",
 }
+
+
+UNCACHED_OPERATIONS = frozenset({UPDATES})
 
 
 def _backoff(attempt: int, error: TransientEngineError) -> float:
@@ -356,7 +366,9 @@ def call_engine(
     if refusal is not None:
         return refusal
     engine = registry.get(engine_id)
-    cached = cache.lookup(engine, operation, arguments)
+    # A retraction check asks what the source says now: never answered from the cache.
+    cacheable = operation not in UNCACHED_OPERATIONS
+    cached = cache.lookup(engine, operation, arguments) if cacheable else cache.MISSING
     if cached is not cache.MISSING:
         return outcome("ok", result=cached, cached=True)
 
@@ -395,7 +407,8 @@ def call_engine(
                 logger.exception("Engine %s failed on %s", engine_id, operation)
                 message = f"{type(exc).__name__} in {engine.name}: {exc}"
                 return outcome("error", message, attempts=attempt, reason="engine_bug")
-            cache.store(engine, operation, arguments, result)
+            if cacheable:
+                cache.store(engine, operation, arguments, result)
             return outcome("ok", result=result, attempts=attempt)
 
     with http.call_deadline(deadline):

@@ -45,6 +45,7 @@ from papers.models import (
     PaperPdf,
     Venue,
 )
+from papers.retraction_admin import RetractionFilter
 from papers.search.admin_search import SEARCH_RANK, paper_search_admin
 from papers.search.index import papers_changed
 from papers.selectors import with_relations
@@ -362,7 +363,8 @@ class PaperAdmin(PaperCurationAdmin):
                     "citekey"]  # fmt: skip
     list_display_links = ["paper_id", "human_id"]
     list_select_related = ["venue"]
-    list_filter = [YearFilter, VenueFilter, KeywordFilter, SourceFilter, ProjectFilter]
+    list_filter = [YearFilter, VenueFilter, KeywordFilter, SourceFilter, ProjectFilter,
+                   RetractionFilter]  # fmt: skip
     search_fields = ["title"]  # the real search is get_search_results below
     search_help_text = (
         "Title or author words, a paper_id, a citekey, an id like [Smith, J. 2024] or a DOI."

@@ -125,6 +125,20 @@ class Paper(TimeStamped):
     metadata = models.JSONField(default=dict, blank=True)
     # Which summary template get_paper_summary returns when none is named (seed 000).
     preferred_summary_template = models.CharField(max_length=100, blank=True)
+    # Retraction watch (papers/retractions.py): the gravest status the notices give
+    # ('' = none known), the notices, and when every source last answered for the paper.
+    retraction_status = models.CharField(
+        max_length=24,
+        blank=True,
+        choices=[
+            ("retracted", "Retracted"),
+            ("withdrawn", "Withdrawn"),
+            ("expression_of_concern", "Expression of concern"),
+            ("corrected", "Corrected"),
+        ],
+    )
+    retraction_notices = models.JSONField(default=list, blank=True)
+    retraction_checked_at = models.DateTimeField(null=True, blank=True)
 
     authors = models.ManyToManyField(
         Author, through="PaperAuthor", related_name="papers", blank=True
@@ -161,6 +175,18 @@ class Paper(TimeStamped):
             models.Index(fields=["source"], name="paper_source_idx"),
             # most-cited listings.
             models.Index(fields=["-citation_count"], name="paper_citations_idx"),
+            # the admin's "Retracted" filter and flagged lists: only flagged papers indexed.
+            models.Index(
+                fields=["retraction_status"],
+                name="paper_retraction_idx",
+                condition=~Q(retraction_status=""),
+            ),
+            # papers due for a retraction check (never or longest ago), among those with a DOI.
+            models.Index(
+                fields=["retraction_checked_at"],
+                name="paper_retraction_due_idx",
+                condition=Q(doi__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from papers.models import Paper
+from papers.retractions import retraction_note
 
 # BibTeX entry types (as stored on Paper.entry_type) -> RIS reference types.
 RIS_TYPES = {
@@ -66,6 +67,9 @@ def _record(paper: Paper) -> str:
     if paper.abstract:
         lines.append(_line("AB", paper.abstract))
     lines += [_line("KW", k.name) for k in sorted(paper.keywords.all(), key=lambda k: k.name)]
+    note = retraction_note(paper)
+    if note:
+        lines.append(_line("N1", note))
     lines.append(_line("ID", paper.citekey))
     lines.append(f"ER  - {LINE_END}")
     return "".join(lines)

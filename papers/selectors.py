@@ -202,7 +202,7 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
     two can never differ. `values` holds the paper's columns by field name, plus `venue`
     (its name), `authors`, `keywords`, `projects`, `summaries` (lists), `has_pdf_file`
     and `annotation_count`."""
-    return {
+    brief = {
         "paper_id": values["paper_id"],
         "id": values["human_id"],
         "citekey": values["citekey"],
@@ -231,12 +231,17 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
         "summaries": sorted(values["summaries"]),
         "annotation_count": int(values["annotation_count"] or 0),
     }
+    # Only when set, to keep lists lean: 'retracted', 'corrected', ... (papers/retractions.py).
+    if values["retraction_status"]:
+        brief["retraction"] = values["retraction_status"]
+    return brief
 
 
 # The paper columns a brief record reads (brief_from_values' plain fields).
 BRIEF_COLUMNS = (
     "paper_id", "human_id", "citekey", "title", "year", "source", "doi", "arxiv_id",
     "publication_info", "volume", "number", "pages", "publisher", "source_url", "pdf_url",
+    "retraction_status",
 )  # fmt: skip
 
 
@@ -308,6 +313,12 @@ def paper_record(paper: Paper) -> dict[str, Any]:
         "identifiers": {i.scheme: i.value for i in paper.identifiers.all()},
         "resources": paper.resources,
         "metadata": paper.metadata,
+        # Retraction watch: the notices behind `retraction`, and when every source last
+        # answered (None: never checked, or a source failed each time).
+        "retraction_notices": paper.retraction_notices or [],
+        "retraction_checked_at": (
+            paper.retraction_checked_at.isoformat() if paper.retraction_checked_at else None
+        ),
         "created_at": paper.created_at.isoformat(),
         "updated_at": paper.updated_at.isoformat(),
     }

@@ -65,3 +65,34 @@ def _run_here(task: Any, args: tuple[str, str, int], task_id: str) -> None:
         logger.exception("Review %s: in-process step %s failed", args[0], args[1])
     finally:
         connections.close_all()  # this thread's connections; the pool thread lives on
+
+
+# --- retraction checks (projects/retractions.py) -------------------------------------------
+
+CHECK_RETRACTIONS = "projects.check_retractions"
+_check_pool: list[ThreadPoolExecutor] = []
+
+
+def retraction_check_send(*, paper_ids: list[int]) -> None:
+    """Queue a retraction check of these papers: a Celery task with a broker, one thread of
+    this process (checks run one after another) on the embedded default. Raises whatever
+    the broker raises when it cannot take the message."""
+    task = registered_task(CHECK_RETRACTIONS)
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        with _pool_lock:
+            if not _check_pool:
+                _check_pool.append(
+                    ThreadPoolExecutor(max_workers=1, thread_name_prefix="retraction-check")
+                )
+        _check_pool[0].submit(_check_here, task, paper_ids)
+        return
+    task.apply_async(args=(paper_ids,))
+
+
+def _check_here(task: Any, paper_ids: list[int]) -> None:
+    try:
+        task.apply(args=(paper_ids,))
+    except Exception:  # the check reports engine failures itself; this is a bug around it
+        logger.exception("In-process retraction check of %d papers failed", len(paper_ids))
+    finally:
+        connections.close_all()

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -26,6 +27,8 @@ from papers.imports import (
     import_records,
 )
 from papers.schemas import PaperRecord
+from papers.services import OnSaved
+from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
 from projects.services import project_create, projects_adder
 
@@ -70,6 +73,7 @@ class ImportCommand(BaseCommand):
         on_saved = None
         if options.get("project"):
             on_saved = projects_adder([self.resolve_project(options["project"])])
+        on_saved = _with_retraction_checks(on_saved)
         try:
             items = self.read_items(path, options)
             with tqdm(
@@ -137,3 +141,19 @@ class ImportCommand(BaseCommand):
                 return project_create(name=ref).id
             except DomainError as error:
                 raise CommandError(error.message, returncode=EXIT_BAD_INPUT) from None
+
+
+def _with_retraction_checks(on_saved: OnSaved | None) -> OnSaved | None:
+    """`on_saved` that also queues a retraction check of each imported batch, on the
+    scale-out path (Celery workers do it while the import goes on). On the embedded
+    default an import does not wait for checks: the scheduled check takes the new papers
+    first (never checked), and `manage.py check_retractions` does them at once."""
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.RETRACTION_CHECK_ON_IMPORT:
+        return on_saved
+
+    def saved(paper_ids: list[int]) -> None:
+        if on_saved is not None:
+            on_saved(paper_ids)
+        retractions_check_soon(paper_ids)
+
+    return saved

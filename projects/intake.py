@@ -16,6 +16,7 @@ from engines.runner import EngineCall
 from engines.services import AddedPaper, EngineSearchResult
 from papers.models import Paper
 from papers.search.types import SearchPage
+from projects.retractions import retractions_check_soon
 from projects.services import projects_adder
 
 
@@ -57,8 +58,11 @@ def citing_papers(
 
 def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
     """engines.services.paper_add_by_identifier, adding the paper (new or already in the
-    library) to `project_ids`. Raises what it raises: InvalidInput, NotFound,
-    EngineUnavailable."""
-    return engine_services.paper_add_by_identifier(
+    library) to `project_ids`, and queues a retraction check of a new paper. Raises what
+    it raises: InvalidInput, NotFound, EngineUnavailable."""
+    added = engine_services.paper_add_by_identifier(
         identifier=identifier, on_saved=projects_adder(project_ids)
     )
+    if added.created:  # checked for retractions in the background (projects/retractions.py)
+        retractions_check_soon([added.paper.pk])
+    return added

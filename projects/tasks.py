@@ -1,4 +1,5 @@
-"""Celery tasks of the projects app: the literature-review steps (projects/review/).
+"""Celery tasks of the projects app: the literature-review steps (projects/review/) and
+the retraction watch (projects/retractions.py).
 
 Thin wrappers over the review services, which send them by name through
 projects/dispatch.py."""
@@ -10,12 +11,16 @@ from typing import Any
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from projects.retractions import retractions_check, retractions_check_due
 from projects.review.steps import StepBusy, review_step
 
 # A search step asks each engine once per query, each call bounded by
 # ENGINE_DEADLINE_SECONDS (25 s by default), and a citation step up to ten times that.
 STEP_SOFT_TIME_LIMIT = 900
 STEP_TIME_LIMIT = 960
+# A retraction check of RETRACTION_CHECK_LIMIT papers: a few rounds of engine calls.
+RETRACTION_SOFT_TIME_LIMIT = 600
+RETRACTION_TIME_LIMIT = 660
 
 
 @shared_task(
@@ -45,3 +50,29 @@ def review_step_task(self: Any, session_id: str, stage: str, round: int) -> str:
             return "busy"
         # Another copy is working; look again when its lease would have run out.
         raise self.retry(countdown=busy.retry_in + 1, max_retries=20) from None
+
+
+@shared_task(
+    name="projects.check_retractions",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_jitter=True,
+    max_retries=3,
+    soft_time_limit=RETRACTION_SOFT_TIME_LIMIT,
+    time_limit=RETRACTION_TIME_LIMIT,
+    serializer="json",
+)
+def check_retractions_task(paper_ids: list[int]) -> dict[str, Any]:
+    """Check these papers (just added) for retractions; see retractions_check."""
+    return retractions_check(paper_ids=[int(pk) for pk in paper_ids]).summary()
+
+
+@shared_task(
+    name="projects.check_retractions_due",
+    soft_time_limit=RETRACTION_SOFT_TIME_LIMIT,
+    time_limit=RETRACTION_TIME_LIMIT,
+    serializer="json",
+)
+def check_retractions_due_task() -> dict[str, Any]:
+    """The scheduled retraction check (Celery beat): see retractions_check_due."""
+    return retractions_check_due()

@@ -209,6 +209,11 @@ ENGINE_POOL_SIZE = env_int("ENGINE_POOL_SIZE", 16, minimum=1)
 ENGINE_CONCURRENCY = env_int("ENGINE_CONCURRENCY", 4, minimum=1)
 # Threads running review steps in this process on the embedded default (no broker).
 REVIEW_STEP_THREADS = env_int("REVIEW_STEP_THREADS", 4, minimum=1)
+# Retraction watch (projects/retractions.py): days before a checked paper is due again,
+# papers checked per run (scheduled or on demand), and whether adding papers queues a check.
+RETRACTION_RECHECK_DAYS = env_int("RETRACTION_RECHECK_DAYS", 30, minimum=1)
+RETRACTION_CHECK_LIMIT = env_int("RETRACTION_CHECK_LIMIT", 500, minimum=1)
+RETRACTION_CHECK_ON_IMPORT = env_bool("RETRACTION_CHECK_ON_IMPORT", True)
 # Keys and contact addresses; keys are never logged or returned by any tool.
 SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")

@@ -79,6 +79,14 @@ def _first_embedding_tier_only(settings: Any) -> None:
     settings.EMBEDDING_MODEL_STRONG = ""
 
 
+@pytest.fixture(autouse=True)
+def _no_retraction_checks_on_import(settings: Any) -> None:
+    """Adding papers queues no background retraction check unless a test asks for one
+    (tests/test_retractions.py): a thread writing while a test's transaction is open
+    would race with it."""
+    settings.RETRACTION_CHECK_ON_IMPORT = False
+
+
 @pytest.fixture
 def make_paper(db: None) -> Callable[..., Paper]:
     """Create (or merge into) a paper through paper_upsert, as every interface does."""

@@ -9,19 +9,10 @@ from typing import Any
 from engines.citecheck.parse import AUTHOR_YEAR, Cite, Reference
 from engines.citecheck.resolve import Work, titles_match
 from papers.identifiers import fold_key
+from papers.retractions import RETRACTED, WITHDRAWN, update_status
 
-# Crossref update types (https://www.crossref.org/documentation/crossmark/) by the flag
-# they raise; "retraction" also covers withdrawals and removals.
-UPDATE_FLAGS = {
-    "retraction": "retracted",
-    "withdrawal": "retracted",
-    "removal": "retracted",
-    "partial_retraction": "corrected",
-    "correction": "corrected",
-    "erratum": "corrected",
-    "corrigendum": "corrected",
-    "expression_of_concern": "expression_of_concern",
-}
+# A withdrawal flags a cited work as retracted (papers/retractions.py keeps it apart).
+CITE_FLAGS = {WITHDRAWN: RETRACTED}
 RETRACTED_TITLE_PREFIXES = ("retracted", "retraction:", "withdrawn:")
 # At least this share of the entry's authors must be the paper's authors.
 AUTHOR_OVERLAP = 0.5
@@ -65,7 +56,8 @@ def update_flags(work: Work) -> list[dict[str, Any]]:
     `is_retracted`, or a title that says so."""
     flags: list[dict[str, Any]] = []
     for update in work.metadata.get("updated_by") or []:
-        flag = UPDATE_FLAGS.get(str(update.get("type", "")).replace("-", "_").lower())
+        flag = update_status(update.get("type"))
+        flag = CITE_FLAGS.get(flag, flag)
         if flag:
             entry = {"flag": flag, "notice_doi": update.get("doi"), "date": update.get("date")}
             entry["source"] = update.get("source")

@@ -1,9 +1,46 @@
-"""Issue 24 tools (being built): registered from TOOLSET_MODULES; nothing listed yet."""
+"""Tool set `watch`, retractions (issue 24 item 3): `check_retractions`, a thin adapter over
+projects/retractions.py."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
 from mcp_endpoint.registry import Registry
+from mcp_endpoint.scope import current_scope
+from projects.retractions import retractions_check
+
+# Records what the sources say on the papers and raises alerts; asks external engines.
+CHECK = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+
+
+class RetractionCheckResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    checked: int
+    failed: int = Field(description="Not checked: an engine failed; retried later.")
+    flagged: list[dict[str, Any]]
 
 
 def register(registry: Registry) -> None:
-    del registry
+    @registry.tool(
+        name="check_retractions",
+        title="Check papers for retractions",
+        description=(
+            "Ask Crossref and OpenAlex now whether papers with a DOI (a project's, else the "
+            "library's least recently checked) were retracted or corrected; flags them and "
+            "alerts their projects. Returns only flagged papers and counts."
+        ),
+        annotations=CHECK,
+    )
+    def check_retractions(
+        project_id: Annotated[
+            str | None, Field(max_length=200, description="Project id or name.")
+        ] = None,
+    ) -> RetractionCheckResult:
+        report = retractions_check(project_ref=project_id, scope=current_scope())
+        return RetractionCheckResult.model_validate(report.summary())

@@ -27,6 +27,7 @@ from papers.bibtex.latex import (
 )
 from papers.identifiers import clean_text
 from papers.models import Paper
+from papers.retractions import retraction_note
 
 _SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 
@@ -126,6 +127,10 @@ def bibtex_entry(paper: Paper) -> Entry:
     keywords = sorted(k.name for k in paper.keywords.all())
     if keywords:
         fields["keywords"] = ", ".join(latex_escape(k) for k in keywords)
+    note = retraction_note(paper)
+    if note:  # 'Retracted: <notice DOI>' first, before any note the paper came with
+        kept = str(extras.get("note") or extras.get("NOTE") or "")
+        fields["note"] = latex_escape(f"{note}. {kept}" if kept else note)
     for name, value in extras.items():
         name = str(name).lower()
         if name in fields or not re.fullmatch(r"[a-z][a-z0-9_\-]*", name) or value in ("", None):

@@ -39,6 +39,7 @@ from core.errors import InvalidInput
 from papers.bibtex.fields import ISO_DATE
 from papers.citations import styles
 from papers.models import Author, Paper
+from papers.retractions import retraction_note
 from papers.selectors import papers_resolve, with_relations
 
 Output = Literal["text", "html"]
@@ -175,6 +176,9 @@ def paper_to_csl(paper: Paper) -> dict[str, Any]:
         item["URL"] = url
     if paper.abstract:
         item["abstract"] = paper.abstract
+    note = retraction_note(paper)
+    if note:  # CSL's free-text `note`: 'Retracted: <notice DOI>'
+        item["note"] = note
     return item
 
 

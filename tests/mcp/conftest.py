@@ -74,6 +74,9 @@ def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
     env["LOG_LEVEL"] = "INFO"
     # No external engines unless a test asks for them: tests never reach the internet.
     env["ENGINES_ENABLED"] = "local"
+    # Nor a background retraction check of added papers (the suite's shared Celery worker
+    # would run it with its own engines); tests/mcp/test_retraction_tools.py checks on purpose.
+    env["RETRACTION_CHECK_ON_IMPORT"] = "false"
     env.pop("DATABASE_URL", None)
     if database_url:
         env["DATABASE_URL"] = database_url
