@@ -26,7 +26,8 @@ DETAILS = "get_paper_details"
 CITING = "get_citing_papers"
 CATEGORIES = "categories"
 BIBTEX = "get_bibtex"
-OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX)
+REFERENCES = "get_references"
+OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX, REFERENCES)
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -252,6 +253,11 @@ class BaseSearchEngine:
     def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
         """Papers that cite `paper`, at most `max_results`."""
         raise UnsupportedOperation(f"{self.name} has no citation data.")
+
+    def get_references(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Papers `paper` cites (its reference list, in the source's order), at most
+        `max_results`."""
+        raise UnsupportedOperation(f"{self.name} has no reference lists.")
 
     def categories(self) -> list[Category]:
         """The subject categories `SearchRequest.categories` accepts."""
