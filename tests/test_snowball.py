@@ -15,12 +15,13 @@ from engines.crossref import CrossrefEngine
 from engines.openalex import OpenAlexEngine
 from engines.registry import registry
 from engines.semantic_scholar import SemanticScholarEngine
+from engines.snowball import MAX_ENGINE_CALLS
 from papers.models import Citation, Paper
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
 from projects.models import ProjectPaper
 from projects.services import project_add_papers, project_create
-from projects.snowball import MAX_ENGINE_CALLS, expand_by_citations
+from projects.snowball import expand_by_citations
 from tests.engines.replay import ReplayServer, Reply
 from tests.snowball_sources import SOURCES, graph, seed_records, serve_sources
 

@@ -25,7 +25,7 @@ from tests.test_review_workflow import CORPUS, Tools, assert_counts_add_up, buil
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # The plugin of tests/engines/plugins.py, with reference lists: GET /references?title=...
-REFERENCES_PART = '''
+REFERENCES_PART = """
 
 from engines.base import REFERENCES
 
@@ -36,7 +36,7 @@ def _get_references(self, paper, max_results):
 
 TestEngine.operations = TestEngine.operations | {REFERENCES}
 TestEngine.get_references = _get_references
-'''
+"""
 SPARSE = {
     "title": "Generating Long Sequences with Sparse Transformers",
     "authors": ["Rewon Child"],

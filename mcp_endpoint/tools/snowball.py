@@ -7,10 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engines.base import REFERENCES
 from mcp_endpoint.registry import EXTERNAL_SEARCH, Registry
 from mcp_endpoint.scope import current_scope
-from mcp_endpoint.tools.engines_search import engine_ids
 from projects.snowball import expand_by_citations
 
 
@@ -32,16 +30,15 @@ def expand_by_citations_tool(
     direction: Literal["references", "citing", "both"] = "both",
     depth: Literal[1, 2] = 1,
     limit: Annotated[int, Field(ge=1, le=100)] = 20,
-    engines: list[str] | None = None,
     add_to_project: bool = False,
 ) -> dict[str, Any]:
     expansion = expand_by_citations(
         paper_ids=paper_ids, project_id=project_id, direction=direction, depth=depth,
-        limit=limit, engines=None if engines is None else engine_ids(engines, operation=REFERENCES),
-        add_to_project=add_to_project, scope=current_scope(),
+        limit=limit, add_to_project=add_to_project, scope=current_scope(),
     )  # fmt: skip
     return expansion.as_dict()
 
 
-# paper_ids (at most MAX_SEEDS) and engines (at most 20) are bounded by the service, not
-# the schema: the tool's whole listing must fit in 200 tokens.
+# paper_ids (at most MAX_SEEDS) is bounded by the service, not the schema, and every available
+# engine with the operation is asked (no `engines` argument): the tool's whole listing must
+# fit in 200 tokens.

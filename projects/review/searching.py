@@ -34,12 +34,12 @@ from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall
 from engines.services import EngineSearchResult, citing_papers, engines_search
+from engines.snowball import citations_walk
 from papers.models import Paper
 from papers.search.fulltext import paper_search
 from papers.search.types import SearchFilters, SearchPage
 from projects.review.dedup import work_groups, works_load
 from projects.review.planning import Plan
-from projects.snowball import citations_walk
 
 # Reciprocal-rank fusion constant (Cormack et al. 2009): 60 damps the top ranks' weight.
 RRF_K = 60
