@@ -5,6 +5,8 @@ recorded, an engine that is down reported while the others still give results.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -81,6 +83,28 @@ def test_crossref_references_are_the_deposited_dois_fetched_as_works(sources: Re
     assert [r.doi for r in records] == ["10.5555/x", "10.5555/y"]  # the unstructured one left out
     assert sources.requests[-1].query["filter"] == ["doi:10.5555/x,doi:10.5555/y"]
     assert records[0].citation_count == 500
+
+
+def test_recorded_reference_lists_are_asked_for_as_one_batch(
+    sources: ReplayServer, settings: Any
+) -> None:
+    """The recorded answers of tests/fixtures/openalex and /crossref (see their SOURCE.txt):
+    their reference lists become one batch request each."""
+    recorded = Path(__file__).resolve().parent / "fixtures"
+    work = json.loads((recorded / "openalex" / "work_W2492449078.json").read_text())
+    sources.add("/openalex/works/W2492449078", Reply(200, work))
+    crossref = json.loads((recorded / "crossref" / "work.json").read_text())
+    sources.add("/crossref/works/10.1371%2Fjournal.pone.0033693", Reply(200, crossref))
+
+    assert (
+        OpenAlexEngine().get_references(PaperRef(identifiers={"openalex": "W2492449078"}), 50) == []
+    )
+    assert sources.requests[-1].query["filter"] == [
+        "openalex:W574722219|W1515810707|W1914972138|W1963501656|W1970559816"
+    ]
+    assert CrossrefEngine().get_references(PaperRef(doi="10.1371/journal.pone.0033693"), 1) == []
+    # max_results 1: only the first deposited DOI is fetched.
+    assert sources.requests[-1].query["filter"] == ["doi:10.1038/sj.npp.1301164"]
 
 
 # --- the service -------------------------------------------------------------------------------
