@@ -9,14 +9,18 @@ plugin engine in the shared engines folder (as tests/test_review_workflow.py's e
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 
+from engines.base import PaperRef
 from engines.registry import registry as engine_registry
+from engines.runner import EngineCall, run_calls
 from papers.models import Citation, Paper
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
@@ -107,3 +111,22 @@ def test_the_expand_step_snowballs_references_and_citing_papers(
     assert_counts_add_up(state["counts"])
     asked = {r.query["title"][0] for r in server.requests if r.path.endswith("/references")}
     assert asked == set(REFERENCES)
+
+
+@pytest.mark.skipif(
+    django_settings.CELERY_TASK_ALWAYS_EAGER or not os.environ.get("CELERY_WORKER_RUNNING"),
+    reason="needs Redis and running Celery workers (make test-pg)",
+)
+def test_reference_lookups_run_on_the_engine_workers(
+    references_engine: tuple[ReplayServer, str],
+) -> None:
+    server, engine_id = references_engine
+    paper = PaperRef(title=CORPUS["bigbird"]["title"])
+    [outcome] = run_calls([EngineCall.references(engine_id, paper, 10)])
+    assert outcome.ok, outcome
+    assert [record.title for record in outcome.records()] == [
+        ATTENTION["title"], SPARSE["title"].upper(),
+    ]  # fmt: skip
+    # Sent from a worker process, not this one.
+    assert server.requests
+    assert all(r.headers["x-worker"] != str(os.getpid()) for r in server.requests)
