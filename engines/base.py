@@ -28,7 +28,9 @@ CATEGORIES = "categories"
 BIBTEX = "get_bibtex"
 # Retraction watch (engines/retractions.py): update notices for a batch of DOIs.
 UPDATES = "get_update_notices"
-OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX, UPDATES)
+# Snowballing (engines/snowball.py): the works a paper cites.
+REFERENCES = "get_references"
+OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX, UPDATES, REFERENCES)
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -254,6 +256,11 @@ class BaseSearchEngine:
     def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
         """Papers that cite `paper`, at most `max_results`."""
         raise UnsupportedOperation(f"{self.name} has no citation data.")
+
+    def get_references(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Papers `paper` cites (its reference list, in the source's order), at most
+        `max_results`."""
+        raise UnsupportedOperation(f"{self.name} has no reference lists.")
 
     def categories(self) -> list[Category]:
         """The subject categories `SearchRequest.categories` accepts."""

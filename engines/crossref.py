@@ -20,6 +20,7 @@ from engines.base import (
     AUTHOR,
     BIBTEX,
     DETAILS,
+    REFERENCES,
     SEARCH,
     UPDATES,
     BaseSearchEngine,
@@ -38,6 +39,8 @@ MAX_ROWS = 1000
 # DOIs per update-notice request: 50 filter values keep the URL near 2 KB.
 MAX_UPDATE_DOIS = 50
 MAX_OFFSET = 10_000
+# DOIs of a reference list fetched in one `filter=doi:...` request (a URL of ~4 kB).
+MAX_REFERENCE_DOIS = 100
 # Only what records are built from: deposited reference lists can be hundreds of entries.
 WORK_FIELDS = ",".join(
     (
@@ -75,7 +78,7 @@ class CrossrefEngine(BaseSearchEngine):
         "Crossref: metadata of ~180M DOIs straight from publishers (journals, proceedings, "
         "books), with citation counts and BibTeX. No key needed."
     )
-    operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX, UPDATES})
+    operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX, UPDATES, REFERENCES})
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
@@ -179,6 +182,47 @@ class CrossrefEngine(BaseSearchEngine):
             "Crossref does not publish who cites a paper (its cited-by lists are for member "
             "publishers only); use openalex or semantic_scholar for citing papers."
         )
+
+    def get_references(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Works `paper` cites, from the `reference` list its publisher deposited: the
+        entries with a DOI (in list order), fetched as full works in one
+        `filter=doi:A,doi:B...` request; entries without a DOI (unstructured citations)
+        are left out. Raises PaperNotFoundAtSource when the paper has no DOI or Crossref
+        does not know it."""
+        doi = normalize_doi(paper.doi)
+        if not doi:
+            raise PaperNotFoundAtSource("Crossref has reference lists by DOI; this paper has none.")
+        data = self._get(
+            f"/works/{http.path_segment(doi, what='DOI')}",
+            {},
+            not_found=f"Crossref has no work with DOI {doi}.",
+        )
+        message = data.get("message")
+        if data.get("message-type") != "work" or not isinstance(message, dict):
+            raise EngineError(f"Crossref's answer for DOI {doi} is not a work.")
+        cited = [
+            normalize_doi(str(entry.get("DOI") or ""))
+            for entry in message.get("reference") or []
+            if isinstance(entry, dict)
+        ]
+        wanted = list(dict.fromkeys(d for d in cited if d and d != doi))
+        wanted = wanted[: max(1, min(max_results, MAX_REFERENCE_DOIS))]
+        if not wanted:
+            return []
+        listing = self._get(
+            "/works",
+            {
+                "filter": ",".join(f"doi:{d}" for d in wanted),
+                "rows": len(wanted),
+                "select": WORK_FIELDS,
+            },
+        )
+        items = (listing.get("message") or {}).get("items")
+        if listing.get("message-type") != "work-list" or not isinstance(items, list):
+            raise EngineError("Crossref answered without a list of works.")
+        order = {d: index for index, d in enumerate(wanted)}
+        records = _records(items)
+        return sorted(records, key=lambda r: order.get(r.doi or "", len(order)))
 
     # --- calls ---------------------------------------------------------------------------
 

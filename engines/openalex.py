@@ -20,6 +20,7 @@ from engines.base import (
     CATEGORIES,
     CITING,
     DETAILS,
+    REFERENCES,
     SEARCH,
     UPDATES,
     BaseSearchEngine,
@@ -37,6 +38,8 @@ logger = logging.getLogger(__name__)
 MAX_PER_PAGE = 200
 # DOIs per `doi:a|b|...` filter: OpenAlex takes up to 50 values in one OR filter.
 MAX_UPDATE_DOIS = 50
+# Values one OR filter (`openalex:W1|W2|...`) may hold.
+MAX_OR_VALUES = 100
 # Only what records are built from: a full work with its reference lists is ~10x larger.
 WORK_FIELDS = ",".join(
     (
@@ -101,7 +104,7 @@ class OpenAlexEngine(BaseSearchEngine):
         "OpenAlex: open catalogue of ~250M scholarly works across all fields, with "
         "abstracts, affiliations, open-access PDF links and citations. No key needed."
     )
-    operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, UPDATES})
+    operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, UPDATES, REFERENCES})
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
@@ -216,6 +219,46 @@ class OpenAlexEngine(BaseSearchEngine):
         return self._works(
             request, {"sort": "cited_by_count:desc"}, extra_filters=[f"cites:{work_id}"]
         )
+
+    def get_references(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Works `paper` cites, in its `referenced_works` order: two requests, the work's
+        reference ids (by identifiers["openalex"], else DOI), then those works in one
+        `filter=openalex:W1|W2...` (OpenAlex takes at most MAX_OR_VALUES ids per filter).
+        Raises PaperNotFoundAtSource when neither handle leads to a work."""
+        work_id = _short_id(paper.identifiers.get("openalex"))
+        doi = normalize_doi(paper.doi)
+        if work_id:
+            key = _work_key(work_id)
+        elif doi:
+            key = f"doi:{http.path_segment(doi, what='DOI')}"
+        else:
+            raise PaperNotFoundAtSource(
+                "OpenAlex finds references by OpenAlex id or DOI; this paper has neither."
+            )
+        work = self._get(
+            f"/works/{key}",
+            {"select": "id,referenced_works"},
+            not_found=f"OpenAlex has no work {work_id or doi}.",
+        )
+        cited = [_short_id(item) for item in work.get("referenced_works") or []]
+        cited = list(dict.fromkeys(item for item in cited if _WORK_ID.match(item)))
+        cited = cited[: max(1, min(max_results, MAX_OR_VALUES))]
+        if not cited:
+            return []
+        data = self._get(
+            "/works",
+            {
+                "filter": "openalex:" + "|".join(cited),
+                "per-page": len(cited),
+                "select": WORK_FIELDS,
+            },
+        )
+        results = data.get("results")
+        if not isinstance(results, list):
+            raise EngineError("OpenAlex answered without a list of results.")
+        order = {work_id: index for index, work_id in enumerate(cited)}
+        records = _records(results)
+        return sorted(records, key=lambda record: order.get(record.source_id, len(order)))
 
     def categories(self) -> list[Category]:
         """OpenAlex's top-level fields; filter with the id ('17') or the name."""

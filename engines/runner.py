@@ -53,6 +53,7 @@ from engines.base import (
     CATEGORIES,
     CITING,
     DETAILS,
+    REFERENCES,
     SEARCH,
     UPDATES,
     BaseSearchEngine,
@@ -246,6 +247,10 @@ class EngineCall:
         return cls(engine, CITING, {"paper": paper.as_dict(), "max_results": max_results})
 
     @classmethod
+    def references(cls, engine: str, paper: PaperRef, max_results: int) -> EngineCall:
+        return cls(engine, REFERENCES, {"paper": paper.as_dict(), "max_results": max_results})
+
+    @classmethod
     def categories(cls, engine: str) -> EngineCall:
         return cls(engine, CATEGORIES, {})
 
@@ -270,6 +275,9 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
     elif operation == CITING:
         paper = PaperRef.from_dict(arguments["paper"])
         records = engine.get_citing_papers(paper, int(arguments["max_results"]))
+    elif operation == REFERENCES:
+        paper = PaperRef.from_dict(arguments["paper"])
+        records = engine.get_references(paper, int(arguments["max_results"]))
     elif operation == CATEGORIES:
         return [asdict(category) for category in engine.categories()]
     elif operation == BIBTEX:

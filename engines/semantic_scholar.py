@@ -22,6 +22,7 @@ from engines.base import (
     CATEGORIES,
     CITING,
     DETAILS,
+    REFERENCES,
     SEARCH,
     BaseSearchEngine,
     Category,
@@ -89,7 +90,7 @@ class SemanticScholarEngine(BaseSearchEngine):
         "PDFs and a citation graph. Works without a key; SEMANTIC_SCHOLAR_API_KEY avoids "
         "the shared pool's frequent rate limiting."
     )
-    operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES})
+    operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, REFERENCES})
     # 1 request a second is the keyed limit; keyless callers share a pool and see 429s.
     rate_limit = "1/second"
 
@@ -201,6 +202,30 @@ class SemanticScholarEngine(BaseSearchEngine):
                     "intents": edge.get("intents") or [],
                 }
                 records += citing
+        return records[:max_results]
+
+    def get_references(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
+        """Papers `paper` cites (`/paper/{id}/references`, S2's order); references S2
+        could not match to a paper of its own (no title) are left out. Raises
+        PaperNotFoundAtSource as get_citing_papers does."""
+        key = _ref_key(paper)
+        data = self._get(
+            f"/paper/{http.path_segment(key)}/references",
+            {
+                "fields": f"isInfluential,{PAPER_FIELDS}",
+                "limit": max(1, min(max_results, MAX_LIST_LIMIT)),
+            },
+            not_found=f"Semantic Scholar has no paper {key!r}.",
+        )
+        edges = [e for e in data.get("data") or [] if isinstance(e, dict)]
+        records = []
+        for edge in edges:
+            cited = _records([edge.get("citedPaper") or {}], 1)
+            if cited:
+                cited[0].metadata["s2_citation"] = {
+                    "is_influential": bool(edge.get("isInfluential"))
+                }
+                records += cited
         return records[:max_results]
 
     def categories(self) -> list[Category]:

@@ -330,7 +330,11 @@ def paper_add_by_identifier(*, identifier: str, on_saved: OnSaved | None = None)
             on_saved([existing.pk])
         return AddedPaper(existing, False, {}, ["Already in the library; nothing fetched."])
     outcomes = start_calls(parsed.lookups()).wait()
-    statuses = {outcome.engine: outcome.summary() for outcome in outcomes}
+    # `count` as every engine status has it (the tool's EngineStatus requires it).
+    statuses = {
+        outcome.engine: {**outcome.summary(), "count": len(outcome.result or []) * outcome.ok}
+        for outcome in outcomes
+    }
     records = [record for outcome in outcomes if outcome.ok for record in outcome.records()]
     if parsed.kind == "acl":
         for record in records:  # the Anthology's own addresses, whatever the engine said

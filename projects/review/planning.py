@@ -29,7 +29,11 @@ MAX_BROAD_TERMS = 6
 MAX_CRITERIA = 20
 MAX_TEXT = 500
 DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
-EDITABLE = ("queries", "engines", "date_from", "date_to", "criteria", "snowball")
+EDITABLE = (
+    "queries", "engines", "date_from", "date_to", "criteria", "snowball", "snowball_direction"
+)  # fmt: skip
+# What the citation search follows: papers citing the included ones, those they cite, both.
+SNOWBALL_DIRECTIONS = ("citing", "references", "both")
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class Plan:
     date_to: str | None
     criteria: list[str]
     snowball: bool = False
+    snowball_direction: str = "citing"
     rationale: list[str] = field(default_factory=list)
     feedback: list[str] = field(default_factory=list)
 
@@ -258,6 +263,10 @@ def plan_edit(plan: Plan, changes: dict[str, Any], *, engines_allowed: Sequence[
         if not isinstance(changes["snowball"], bool):
             raise ValueError("snowball must be true or false.")
         values["snowball"] = changes["snowball"]
+    if "snowball_direction" in changes:
+        if changes["snowball_direction"] not in SNOWBALL_DIRECTIONS:
+            raise ValueError(f"snowball_direction must be one of {', '.join(SNOWBALL_DIRECTIONS)}.")
+        values["snowball_direction"] = changes["snowball_direction"]
     values["rationale"] = [*plan.rationale, "Edited at the plan checkpoint."]
     return Plan(**values)
 

@@ -34,6 +34,7 @@ from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall
 from engines.services import EngineSearchResult, citing_papers, engines_search
+from engines.snowball import citations_walk
 from papers.models import Paper
 from papers.search.fulltext import paper_search
 from papers.search.types import SearchFilters, SearchPage
@@ -116,6 +117,8 @@ def citations_gather(
     sources: dict[str, dict[str, Any]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
+    if plan.snowball_direction != "citing":
+        return _snowball_gather(plan, cited, known, max_results, keep_going)
     engine_ids = [engine for engine in plan.engines if _has_citations(engine)]
     if len(cited) > MAX_CITED_PAPERS:
         notes.append(f"Citations followed for the first {MAX_CITED_PAPERS} included papers.")
@@ -130,6 +133,48 @@ def citations_gather(
         _collect(
             result, None, found, identified, sources, statuses, notes, label=label, cites=paper.pk
         )
+    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=known)
+
+
+def _snowball_gather(
+    plan: Plan,
+    cited: list[Paper],
+    known: dict[int, int],
+    max_results: int,
+    keep_going: Callable[[], bool],
+) -> Gathered:
+    """The citation search through projects.snowball (plan.snowball_direction references
+    or both): one walk from the included papers; a candidate's `cites` are the included
+    papers it connects to, whichever way the citation goes."""
+    if not keep_going():
+        raise Stopped
+    notes: list[str] = []
+    if len(cited) > MAX_CITED_PAPERS:
+        notes.append(f"Citations followed for the first {MAX_CITED_PAPERS} included papers.")
+    walk = citations_walk(
+        seeds=cited[:MAX_CITED_PAPERS], direction=plan.snowball_direction, depth=1,
+        limit=max_results, engine_ids=plan.engines,
+    )  # fmt: skip
+    years = dict(Paper.objects.filter(pk__in=list(walk.reached)).values_list("pk", "year"))
+    found = {
+        item.paper_id: Found(
+            item.paper_id,
+            years.get(item.paper_id),
+            first_seen=position,
+            score=len(item.engines) / (RRF_K + position + 1),
+            engines=list(item.engines),
+            cites=sorted(item.via),
+        )
+        for position, item in enumerate(walk.ranked())
+    }
+    identified = Counter({e: s["records"] for e, s in walk.engines.items() if s["answered"]})
+    sources = {
+        engine: {"asked": s["calls"], "answered": s["answered"]}
+        | ({"failure": s["last_failure"]} if "last_failure" in s else {})
+        for engine, s in walk.engines.items()
+    }
+    statuses = {f"{plan.snowball_direction} of the included papers": walk.engines}
+    notes += walk.notes
     return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=known)
 
 

@@ -30,8 +30,9 @@ ACTIONS: dict[str, dict[str, str]] = {
     "plan": {
         "approve": "Search with this plan.",
         "edit": (
-            "Change any of queries, engines, date_from, date_to, criteria, snowball and "
-            'search, e.g. data={"queries": ["..."], "snowball": true}.'
+            "Change any of queries, engines, date_from, date_to, criteria, snowball, "
+            "snowball_direction (citing, references, both) and search, e.g. "
+            'data={"queries": ["..."], "snowball": true}.'
         ),
         "reject": "Plan again; say what to change in the note.",
     },
