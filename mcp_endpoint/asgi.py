@@ -39,6 +39,7 @@ from engines.registry import LOCAL_ENGINE
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
 from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
+from projects.watch import scheduler as saved_search_scheduler
 
 logger = logging.getLogger(__name__)
 
@@ -276,7 +277,11 @@ class McpRouter:
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
                 open_world_tools()  # now, rather than in the event loop of a first request
+                # Saved searches on their schedule, in this server process when there is
+                # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
+                saved_search_scheduler.start_in_process()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                saved_search_scheduler.stop_in_process()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -26,6 +26,7 @@ from projects.curation import (
 from projects.models import Project
 from projects.review import duplicates_admin  # noqa: F401 - registers grouped versions
 from projects.services import project_create, project_delete, project_rename
+from projects.watch import admin as watch_admin  # noqa: F401 - saved searches and alerts
 
 # papers.admin registered papers' own; it is always imported first (projects.curation
 # imports it, and papers comes before projects in INSTALLED_APPS).

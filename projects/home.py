@@ -1,8 +1,10 @@
 """The site's home page at `/`, the admin's "View site".
 
-Signed in as staff: the library at a glance (counts, recent papers and annotations, projects
-with their size, reviews waiting for a decision, the engines' status) and a quick search that
-opens the paper list. Signed out (or not staff): what this server is, and where to go next:
+Signed in as staff: the alerts inbox (unread alerts, newest first, each marked read with a
+button: `alerts_mark_read`, the page's one write, a CSRF-checked POST), the library at a
+glance (counts, recent papers and annotations, projects with their size, reviews waiting
+for a decision, the engines' status) and a quick search that opens the paper list.
+Signed out (or not staff): what this server is, and where to go next:
 the admin, the REST docs and an MCP client configuration to copy.
 
 It lives in `projects` because it reads the layers below (papers, engines) and projects'
@@ -17,16 +19,20 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.views.decorators.http import require_safe
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
 
 from engines.selectors import engines_list
 from papers.models import Annotation, Paper, PaperPdf
-from projects.models import Project, ReviewSession
+from projects.models import Alert, Project, ReviewSession
+from projects.watch.services import alerts_mark_read
 
 RECENT = 8
+INBOX = 10
 
 
 def home_overview() -> dict[str, Any]:
@@ -44,6 +50,7 @@ def home_overview() -> dict[str, Any]:
     waiting = ReviewSession.objects.filter(status=ReviewSession.Status.WAITING).order_by(
         "-updated_at"
     )
+    unread = Alert.objects.filter(read_at__isnull=True).order_by("-created_at", "-id")
     return {
         "counts": {
             "papers": Paper.objects.count(),
@@ -61,6 +68,8 @@ def home_overview() -> dict[str, Any]:
         ),
         "projects": list(projects[:RECENT]),
         "reviews_waiting": list(waiting[:RECENT]),
+        "alerts": list(unread[:INBOX]),
+        "alerts_unread": unread.count(),
         "engines": engines,
     }
 
@@ -93,3 +102,17 @@ def home(request: HttpRequest) -> HttpResponse:
         context["mcp_config"] = mcp_client_config(request)
         context["is_nav_sidebar_enabled"] = False  # it would only say "no permission"
     return render(request, "projects/home.html", context)
+
+
+@require_POST
+@staff_member_required
+def alerts_read(request: HttpRequest) -> HttpResponse:
+    """Mark one alert (`alert`) or every alert (`all`) read, then back to the home page.
+    Refused on a read-only server."""
+    if settings.MCP_READ_ONLY:
+        return HttpResponse("The server is read-only.", status=403)
+    if request.POST.get("all"):
+        alerts_mark_read(everything=True)
+    elif (alert_id := request.POST.get("alert", "")).isdigit():
+        alerts_mark_read(alert_ids=[int(alert_id)])
+    return HttpResponseRedirect(reverse("home") + "#home-alerts")

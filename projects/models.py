@@ -3,6 +3,7 @@ literature reviews whose results become projects."""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.db import models
@@ -10,6 +11,11 @@ from django.db.models.functions import Lower
 
 from core.models import TimeStamped
 from papers.models import Paper
+
+
+def feed_token_new() -> str:
+    """A random token for a feed link (32 bytes from the OS's random source)."""
+    return secrets.token_urlsafe(32)
 
 
 class Project(TimeStamped):
@@ -316,3 +322,111 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.title}"
+
+
+# --- saved searches (issue 24) -------------------------------------------------------------
+
+
+class SavedSearch(TimeStamped):
+    """A search run again and again (by hand, or on its schedule by projects/watch/
+    scheduler.py) whose new papers are reported: papers neither in the library before the
+    run nor seen by an earlier run of this search (`SavedSearchSeen`)."""
+
+    class Schedule(models.TextChoices):
+        MANUAL = "manual"
+        HOURLY = "hourly"
+        DAILY = "daily"
+        WEEKLY = "weekly"
+
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=500)
+    # Engine ids as search_papers takes them; empty = every available engine.
+    engines = models.JSONField(default=list, blank=True)
+    # search_papers' `filters` (they narrow the library's part, engine `local`).
+    filters = models.JSONField(default=dict, blank=True)
+    max_results = models.PositiveSmallIntegerField(default=10, help_text="Per engine.")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="saved_searches"
+    )
+    add_to_project = models.BooleanField(
+        default=True, help_text="File new papers into the project (when there is one)."
+    )
+    open_access = models.BooleanField(default=False, help_text="Look for open-access PDFs.")
+    schedule = models.CharField(max_length=16, choices=Schedule.choices, default="daily")
+    # Overrides the schedule's period when set (seconds between runs).
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    # Opens the search's Atom feed (/feeds/saved/<name>.atom?token=...).
+    feed_token = models.CharField(max_length=64, default=feed_token_new, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(Lower("name"), name="savedsearch_name_unique_ci"),
+        ]
+        indexes = [
+            # The scheduler's claim: enabled searches whose next_run_at has passed.
+            models.Index(fields=["enabled", "next_run_at"], name="savedsearch_due_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SavedSearchRun(models.Model):
+    """One run of a saved search: what each engine did and which papers were new."""
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual"
+        SCHEDULE = "schedule"
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        OK = "ok"
+        PARTIAL = "partial", "partial (some engines failed)"
+        FAILED = "failed"
+
+    search = models.ForeignKey(SavedSearch, on_delete=models.CASCADE, related_name="runs")
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    # {engine: {"status": "ok" | "timeout" | ..., "count": n, "message": ...}}
+    engines = models.JSONField(default=dict, blank=True)
+    found = models.PositiveIntegerField(default=0)
+    new = models.PositiveIntegerField(default=0)
+    # The new papers' ids, best first (the project's screening model, else engine order).
+    new_paper_ids = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            # A search's latest runs (list_saved_searches, the feed, the admin).
+            models.Index(fields=["search", "-started_at"], name="savedsearchrun_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.search_id} @ {self.started_at:%Y-%m-%d %H:%M} ({self.status})"
+
+
+class SavedSearchSeen(models.Model):
+    """An identity key (doi:..., arxiv:..., title:<title key>, <scheme>:<id>) of a work an
+    earlier run of this search found: that work is never reported new again, even if it
+    left the library meanwhile."""
+
+    search = models.ForeignKey(SavedSearch, on_delete=models.CASCADE, related_name="seen")
+    key = models.CharField(max_length=255)
+    first_run = models.ForeignKey(
+        SavedSearchRun, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["search", "key"], name="savedsearchseen_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.search_id}: {self.key}"

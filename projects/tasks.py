@@ -1,5 +1,6 @@
-"""Celery tasks of the projects app: the literature-review steps (projects/review/) and
-the retraction watch (projects/retractions.py).
+"""Celery tasks of the projects app: the literature-review steps (projects/review/), the
+retraction watch (projects/retractions.py) and the saved searches' scheduled runs
+(projects/watch/).
 
 Thin wrappers over the review services, which send them by name through
 projects/dispatch.py."""
@@ -13,6 +14,7 @@ from django.db import InterfaceError, OperationalError
 
 from projects.retractions import retractions_check, retractions_check_due
 from projects.review.steps import StepBusy, review_step
+from projects.watch import scheduler
 
 # A search step asks each engine once per query, each call bounded by
 # ENGINE_DEADLINE_SECONDS (25 s by default), and a citation step up to ten times that.
@@ -76,3 +78,32 @@ def check_retractions_task(paper_ids: list[int]) -> dict[str, Any]:
 def check_retractions_due_task() -> dict[str, Any]:
     """The scheduled retraction check (Celery beat): see retractions_check_due."""
     return retractions_check_due()
+
+
+@shared_task(
+    name="projects.tasks.run_due_saved_searches",
+    ignore_result=True,
+    serializer="json",
+    soft_time_limit=30,
+    time_limit=60,
+)
+def run_due_saved_searches() -> int:
+    """Celery beat's tick: claim the due saved searches and send each to a worker as its
+    own task (projects/watch/scheduler.py). Returns how many were sent."""
+    return scheduler.send_due()
+
+
+@shared_task(
+    name=scheduler.RUN_SAVED_SEARCH,
+    ignore_result=True,
+    serializer="json",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_jitter=True,
+    max_retries=3,
+    soft_time_limit=STEP_SOFT_TIME_LIMIT,
+    time_limit=STEP_TIME_LIMIT,
+)
+def run_saved_search(search_id: int) -> str:
+    """One scheduled run of a saved search (claimed by the beat tick)."""
+    return scheduler.saved_search_run_by_id(search_id)

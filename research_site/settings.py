@@ -142,6 +142,29 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # other calls behind it.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
+# --- saved searches and alerts (issue 24) ---------------------------------------------
+# Run saved searches on their schedule: on the embedded default a thread of each server
+# process (projects/watch/scheduler.py); with a broker, `celery beat` sends the due-check
+# task every tick. on/off.
+SAVED_SEARCH_SCHEDULER = env_bool("SAVED_SEARCH_SCHEDULER", True)
+SAVED_SEARCH_TICK_SECONDS = env_int("SAVED_SEARCH_TICK_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "run-due-saved-searches": {
+        "task": "projects.tasks.run_due_saved_searches",
+        "schedule": float(SAVED_SEARCH_TICK_SECONDS),
+    },
+}
+# Alerts by e-mail (projects/alerts.py): to these addresses (comma list; empty: no mail),
+# through Django's mail backends: the console by default, SMTP with EMAIL_HOST etc.
+ALERT_EMAIL_TO = env_list("ALERT_EMAIL_TO", [])
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "research-mcp@localhost")
+
 # --- MCP ----------------------------------------------------------------------------
 try:
     _PACKAGE_VERSION = metadata.version("research-mcp")

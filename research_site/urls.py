@@ -4,7 +4,8 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
-from projects.home import home
+from projects.home import alerts_read, home
+from projects.watch.feeds import SavedSearchFeed
 from research_site.admin_login import ThrottledAdminLoginForm
 
 admin.site.site_header = "Research MCP"
@@ -15,6 +16,9 @@ admin.site.login_form = ThrottledAdminLoginForm
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
     path("admin/", admin.site.urls),
+    # Issue 24: the home page's alert inbox and each saved search's Atom feed.
+    path("alerts/read", alerts_read, name="alerts_read"),
+    path("feeds/saved/<str:name>.atom", SavedSearchFeed(), name="saved_search_feed"),
 ]
 if settings.API_ENABLED:
     from research_site.api import api, unknown_endpoint

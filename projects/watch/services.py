@@ -1,0 +1,362 @@
+"""Saving, running and deleting saved searches.
+
+A run goes through the path `search_papers` takes (projects.intake.engines_search over
+engines/services.py, the library's part by `local_search`), so every paper found is kept
+in the library with the usual de-duplication. A paper is *new* to a saved search when it
+was not in the library before the run began and none of its identity keys (DOI, arXiv id,
+other schemes' ids, title key) was seen by an earlier run of the same search: a paper is
+reported once, even if someone deleted it from the library meanwhile. Every key found is
+remembered (`SavedSearchSeen`).
+
+An engine that failed or timed out is recorded as such on the run; its papers are not in
+the library, so they come up as new on the next run that reaches the engine. A run where
+every engine failed raises a `search_failed` alert; a run with new papers a `new_papers`
+one (projects/alerts.py). No network call happens inside a transaction.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.errors import InvalidInput, NotFound
+from engines.base import SEARCH, SearchRequest
+from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
+from engines.registry import registry as engine_registry
+from engines.runner import EngineCall
+from engines.services import engine_ids_resolve
+from papers.models import Paper, PaperIdentifier
+from papers.search.local import local_search, search_filters_build
+from papers.search.types import SearchPage
+from papers.services import NON_IDENTIFYING_SCHEMES
+from projects.alerts import notify
+from projects.intake import engines_search
+from projects.models import (
+    Alert,
+    Project,
+    ReviewCandidate,
+    SavedSearch,
+    SavedSearchRun,
+    SavedSearchSeen,
+)
+from projects.review.prioritise import DEFAULT_MODEL, Ranker
+from projects.selectors import project_get
+from projects.services import project_add_papers
+
+logger = logging.getLogger(__name__)
+
+SCHEDULE_PERIODS = {
+    SavedSearch.Schedule.HOURLY: datetime.timedelta(hours=1),
+    SavedSearch.Schedule.DAILY: datetime.timedelta(days=1),
+    SavedSearch.Schedule.WEEKLY: datetime.timedelta(weeks=1),
+}
+MIN_INTERVAL_SECONDS = 60
+MAX_RESULTS = 100
+
+
+def search_period(search: SavedSearch) -> datetime.timedelta | None:
+    """Time between scheduled runs; None for a manual search."""
+    if search.interval_seconds:
+        return datetime.timedelta(seconds=search.interval_seconds)
+    return SCHEDULE_PERIODS.get(search.schedule)  # type: ignore[call-overload]
+
+
+def _engines_checked(engines: Sequence[str] | None) -> list[str]:
+    if not engines:
+        return []
+    resolved = engine_ids_resolve(list(engines), operation=SEARCH)
+    known = list(dict.fromkeys([LOCAL_ENGINE, *BUILTIN_ENGINES, *engine_registry.engines()]))
+    unknown = [engine_id for engine_id in resolved if engine_id not in known]
+    if unknown:
+        raise InvalidInput(
+            f"Unknown engine(s): {', '.join(unknown)}; known: {', '.join(known)}.",
+            field="engines",
+        )
+    return resolved
+
+
+@transaction.atomic
+def saved_search_save(
+    *,
+    name: str,
+    query: str,
+    engines: Sequence[str] | None = None,
+    filters: dict[str, Any] | None = None,
+    project: str | None = None,
+    schedule: str = SavedSearch.Schedule.DAILY,
+    interval_seconds: int | None = None,
+    add_to_project: bool = True,
+    open_access: bool = False,
+    max_results: int = 10,
+    enabled: bool = True,
+    scope: Sequence[str] | None = None,
+) -> tuple[SavedSearch, bool]:
+    """Create the saved search `name`, or replace its settings when one of that name
+    (case-insensitively) exists; returns (search, created). A scheduled search is due at
+    once: its first run sets what later runs compare with. Its seen papers are kept.
+
+    Raises InvalidInput (empty name or query, unknown engine, bad filter or schedule),
+    NotFound (unknown project)."""
+    name, query = name.strip(), query.strip()
+    if not name or len(name) > 100:
+        raise InvalidInput("name must be 1-100 characters.", field="name")
+    if not query or len(query) > 500:
+        raise InvalidInput("query must be 1-500 characters.", field="query")
+    if schedule not in SavedSearch.Schedule.values:
+        choices = ", ".join(SavedSearch.Schedule.values)
+        raise InvalidInput(f"schedule must be one of {choices}.", field="schedule")
+    if interval_seconds is not None and interval_seconds < MIN_INTERVAL_SECONDS:
+        raise InvalidInput(
+            f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}.", field="interval_seconds"
+        )
+    if not 1 <= max_results <= MAX_RESULTS:
+        raise InvalidInput(f"max_results must be 1-{MAX_RESULTS}.", field="max_results")
+    engine_list = _engines_checked(engines)
+    search_filters_build(payload=filters or {}, scope=scope)  # raises InvalidInput
+    target = project_get(ref=project, scope=scope) if project else None
+    search = SavedSearch.objects.select_for_update().filter(name__iexact=name).first()
+    created = search is None
+    search = search or SavedSearch(name=name)
+    search.query = query
+    search.engines = engine_list
+    search.filters = dict(filters or {})
+    search.project = target
+    search.schedule = schedule
+    search.interval_seconds = interval_seconds
+    search.add_to_project = add_to_project
+    search.open_access = open_access
+    search.max_results = max_results
+    search.enabled = enabled
+    scheduled = schedule != SavedSearch.Schedule.MANUAL or interval_seconds
+    search.next_run_at = (search.next_run_at or timezone.now()) if scheduled else None
+    try:
+        with transaction.atomic():
+            search.save()
+    except IntegrityError:
+        raise InvalidInput(f"A saved search named {name!r} exists.", field="name") from None
+    return search, created
+
+
+def saved_search_get(*, name: str) -> SavedSearch:
+    """The saved search `name` (case-insensitive); NotFound otherwise."""
+    search = SavedSearch.objects.select_related("project").filter(name__iexact=name.strip()).first()
+    if search is None:
+        names = list(SavedSearch.objects.values_list("name", flat=True)[:20])
+        raise NotFound(f"No saved search named {name!r}.", name=name, saved_searches=names)
+    return search
+
+
+@transaction.atomic
+def saved_search_delete(*, name: str) -> None:
+    """Delete the saved search `name`, its runs and what it has seen; NotFound otherwise."""
+    saved_search_get(name=name).delete()
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def saved_search_run(
+    *, search: SavedSearch, trigger: str = SavedSearchRun.Trigger.MANUAL
+) -> SavedSearchRun:
+    """Run `search` now: ask its engines, keep what they find in the library, work out
+    which papers are new (module docstring), file those into the project when asked, rank
+    them, raise the run's alerts and return the finished run. A failure of the code around
+    the engines is recorded on the run (status failed, `error`) and raised again."""
+    run = SavedSearchRun.objects.create(search=search, trigger=trigger)
+    try:
+        _run(search, run)
+    except Exception as exc:
+        run.status = SavedSearchRun.Status.FAILED
+        run.error = f"{type(exc).__name__}: {exc}"[:2000]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        raise
+    return run
+
+
+def _run(search: SavedSearch, run: SavedSearchRun) -> None:
+    engine_list = list(search.engines) or engine_ids_resolve(None, operation=SEARCH)
+    request = SearchRequest(query=search.query, max_results=search.max_results)
+    calls = [EngineCall.search(e, request) for e in engine_list if e != LOCAL_ENGINE]
+    applied = search_filters_build(payload=search.filters)
+
+    def local() -> SearchPage:
+        return local_search(query=search.query, filters=applied, limit=search.max_results)
+
+    result = engines_search(
+        calls=calls, local=local if LOCAL_ENGINE in engine_list else None, save=True
+    )
+    found_ids = list(
+        dict.fromkeys(entry["paper_id"] for entry in result.results if entry.get("paper_id"))
+    )
+    new_ids = _new_and_remember(search, run, found_ids)
+    if search.project_id and new_ids:
+        new_ids = _ranked(search.project_id, new_ids)
+        if search.add_to_project:
+            project_add_papers(project=search.project_id, paper_ids=new_ids)
+    statuses = {
+        engine: {k: v for k, v in status.items() if k in ("status", "count", "message")}
+        for engine, status in result.engines.items()
+    }
+    failed = [engine for engine, status in statuses.items() if status["status"] != "ok"]
+    run.engines = statuses
+    run.found = len(found_ids)
+    run.new = len(new_ids)
+    run.new_paper_ids = new_ids
+    run.status = (
+        SavedSearchRun.Status.FAILED
+        if statuses and len(failed) == len(statuses)
+        else SavedSearchRun.Status.PARTIAL
+        if failed
+        else SavedSearchRun.Status.OK
+    )
+    run.finished_at = timezone.now()
+    run.save()
+    SavedSearch.objects.filter(pk=search.pk).update(last_run_at=run.finished_at)
+    if search.open_access and new_ids:
+        _open_access(new_ids)
+    _alerts(search, run, failed)
+
+
+def identity_keys(paper_ids: Iterable[int]) -> dict[int, set[str]]:
+    """Each paper's identity keys, by the library's rules: DOI, arXiv id, its other
+    schemes' ids (not citekeys, which name but do not identify) and its title key."""
+    keys: dict[int, set[str]] = {}
+    rows = Paper.objects.filter(pk__in=set(paper_ids)).values("pk", "doi", "arxiv_id", "title_key")
+    for row in rows:
+        found = keys.setdefault(row["pk"], set())
+        if row["doi"]:
+            found.add(f"doi:{row['doi'].lower()}")
+        if row["arxiv_id"]:
+            found.add(f"arxiv:{row['arxiv_id'].lower()}")
+        if row["title_key"]:
+            found.add(f"title:{row['title_key']}")
+    identifiers = PaperIdentifier.objects.filter(paper_id__in=keys).exclude(
+        scheme__in=NON_IDENTIFYING_SCHEMES
+    )
+    for paper_id, scheme, value in identifiers.values_list("paper_id", "scheme", "value"):
+        keys[paper_id].add(f"{scheme}:{value.lower()}")
+    return {pk: {key[:255] for key in found} for pk, found in keys.items()}
+
+
+def _new_and_remember(search: SavedSearch, run: SavedSearchRun, found_ids: list[int]) -> list[int]:
+    """The found papers that are new to `search` (in found order); remembers every key."""
+    if not found_ids:
+        return []
+    keys = identity_keys(found_ids)
+    all_keys = set().union(*keys.values()) if keys else set()
+    seen = set(
+        SavedSearchSeen.objects.filter(search=search, key__in=all_keys).values_list(
+            "key", flat=True
+        )
+    )
+    created_during_run = set(
+        Paper.objects.filter(pk__in=found_ids, created_at__gte=run.started_at).values_list(
+            "pk", flat=True
+        )
+    )
+    new_ids = [
+        paper_id
+        for paper_id in found_ids
+        if paper_id in created_during_run and not (keys.get(paper_id, set()) & seen)
+    ]
+    SavedSearchSeen.objects.bulk_create(
+        [SavedSearchSeen(search=search, key=key, first_run=run) for key in all_keys - seen],
+        ignore_conflicts=True,  # a concurrent run of the same search saw it too
+    )
+    return new_ids
+
+
+def _ranked(project_id: str, paper_ids: list[int]) -> list[int]:
+    """`paper_ids` best first by the project's screening model (a classifier trained on
+    the decisions of the project's reviews, projects/review/prioritise.py); as given when
+    the project has no decisions to learn from (an inclusion and an exclusion)."""
+    decided = list(
+        ReviewCandidate.objects.filter(session__project_id=project_id)
+        .exclude(status=ReviewCandidate.Status.PENDING)
+        .exclude(paper_id__in=paper_ids)
+        .values_list("paper_id", "status", "session__query")
+    )
+    if len(paper_ids) < 2 or len({status for _, status, _ in decided}) < 2:
+        return paper_ids
+    labelled = {
+        paper_id: status == ReviewCandidate.Status.INCLUDED for paper_id, status, _ in decided
+    }
+    order = [*labelled, *paper_ids]
+    texts_by_id = {
+        row["pk"]: f"{row['title']}. {row['abstract'] or row['snippet'] or ''}"
+        for row in Paper.objects.filter(pk__in=order).values("pk", "title", "abstract", "snippet")
+    }
+    ranker = Ranker([texts_by_id.get(pk, "") for pk in order], model=DEFAULT_MODEL)
+    labels = {index: labelled[pk] for index, pk in enumerate(order[: len(labelled)])}
+    pending = list(range(len(labelled), len(order)))
+    return [order[item.index] for item in ranker.order(labels, pending, question=decided[0][2])]
+
+
+def _open_access(paper_ids: list[int]) -> None:
+    """Look for open-access PDFs of the new papers, when engines.open_access offers
+    `find_and_attach` (issue 24 part 4); one paper's failure never stops the run."""
+    try:
+        open_access = importlib.import_module("engines.open_access")
+    except ImportError:  # built separately; a search without it just skips the step
+        return
+    find_and_attach = getattr(open_access, "find_and_attach", None)
+    if find_and_attach is None:
+        return
+    for paper in Paper.objects.filter(pk__in=paper_ids):
+        try:
+            find_and_attach(paper)
+        except Exception:  # reported in the log; the run goes on
+            logger.exception("Open-access lookup failed for paper %s", paper.pk)
+
+
+def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None:
+    project: Project | None = search.project
+    link = f"/admin/projects/savedsearchrun/{run.pk}/change/"
+    if run.new:
+        titles = list(
+            Paper.objects.filter(pk__in=run.new_paper_ids[:5]).values_list("title", flat=True)
+        )
+        notify(
+            Alert.Kind.NEW_PAPERS,
+            f"{run.new} new paper{'s' if run.new != 1 else ''} for saved search {search.name!r}",
+            key=f"new_papers:run:{run.pk}",
+            body="\n".join(f"- {title}" for title in titles)
+            + ("\n- ..." if run.new > len(titles) else ""),
+            project=project,
+            link=link,
+            data={"saved_search": search.name, "run_id": run.pk, "paper_ids": run.new_paper_ids},
+        )
+    if run.status == SavedSearchRun.Status.FAILED:
+        reasons = "; ".join(
+            f"{engine}: {run.engines[engine]['status']}"
+            for engine in failed
+            if engine in run.engines
+        )
+        notify(
+            Alert.Kind.SEARCH_FAILED,
+            f"Every engine failed for saved search {search.name!r}",
+            key=f"search_failed:run:{run.pk}",
+            body=reasons or "No engine answered.",
+            project=project,
+            link=link,
+            data={"saved_search": search.name, "run_id": run.pk, "engines": run.engines},
+        )
+
+
+# --- alerts --------------------------------------------------------------------------------
+
+
+def alerts_mark_read(*, alert_ids: Sequence[int] | None = None, everything: bool = False) -> int:
+    """Mark alerts read (these ids, or every unread one); returns how many changed."""
+    unread = Alert.objects.filter(read_at__isnull=True)
+    if not everything:
+        unread = unread.filter(Q(pk__in=list(alert_ids or [])))
+    return unread.update(read_at=timezone.now())
