@@ -155,14 +155,26 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 # Alerts by e-mail (projects/alerts.py): to these addresses (comma list; empty: no mail),
-# through Django's mail backends: the console by default, SMTP with EMAIL_HOST etc.
+# through Django's mailer: the console by default; EMAIL_BACKEND=smtp sends through
+# EMAIL_HOST:EMAIL_PORT (EMAIL_HOST_USER / EMAIL_HOST_PASSWORD, EMAIL_USE_TLS).
 ALERT_EMAIL_TO = env_list("ALERT_EMAIL_TO", [])
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
-EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
-EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
-EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+_MAIL_BACKENDS = {
+    "console": "django.core.mail.backends.console.EmailBackend",
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+}
+_mail_backend = env_str("EMAIL_BACKEND", "console")
+MAILERS: dict[str, dict[str, object]] = {
+    "default": {"BACKEND": _MAIL_BACKENDS.get(_mail_backend, _mail_backend)}
+}
+if _mail_backend == "smtp":
+    MAILERS["default"]["OPTIONS"] = {
+        "host": env_str("EMAIL_HOST", "localhost"),
+        "port": env_int("EMAIL_PORT", 25, minimum=1),
+        "username": env_str("EMAIL_HOST_USER"),
+        "password": env_str("EMAIL_HOST_PASSWORD"),
+        "use_tls": env_bool("EMAIL_USE_TLS", False),
+        "timeout": 10,
+    }
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "research-mcp@localhost")
 
 # --- MCP ----------------------------------------------------------------------------
