@@ -36,7 +36,11 @@ Name = Annotated[str, Field(min_length=1, max_length=100)]
 # Plain types with short descriptions: search_papers' own cost 400 tokens more.
 EngineIds = Annotated[
     list[Annotated[str, Field(max_length=64)]] | None,
-    Field(max_length=20, description="As search_papers; default all."),
+    Field(
+        max_length=20,
+        description="local, arxiv, google_scholar, openalex, crossref, semantic_scholar; "
+        "default all.",
+    ),
 ]
 SavedFilters = Annotated[dict[str, Any] | None, Field(description="search_papers' filters.")]
 MAX_ALERTS = 100
@@ -60,8 +64,8 @@ def register(registry: Registry) -> None:
         name="save_search",
         title="Save a search",
         description=(
-            "Save (or replace) a search run on a schedule; each run reports only papers "
-            "new to the library and earlier runs (an alert). project_id: file them there."
+            "Save a scheduled search; runs alert on papers new to the library and earlier "
+            "runs, filing them into project_id."
         ),
         annotations=SAVES,
     )
@@ -84,7 +88,7 @@ def register(registry: Registry) -> None:
     @registry.tool(
         name="list_saved_searches",
         title="List saved searches",
-        description="Saved searches: schedule, last run's status and new papers.",
+        description="Saved searches with their schedule and last run.",
         annotations=READ_ONLY,
     )
     def list_saved_searches() -> dict[str, Any]:
@@ -112,7 +116,7 @@ def register(registry: Registry) -> None:
     @registry.tool(
         name="delete_saved_search",
         title="Delete a saved search",
-        description="Delete a saved search (its papers stay).",
+        description="Delete a saved search; the papers it found stay.",
         annotations=REMOVES,
     )
     def delete_saved_search(name: Name) -> dict[str, Any]:
@@ -123,13 +127,13 @@ def register(registry: Registry) -> None:
         name="get_alerts",
         title="Get alerts",
         description=(
-            "Alerts, newest first (saved searches' new papers, retractions, failures); "
-            "mark_read marks them read."
+            "Alerts, newest first: saved searches' new papers, retractions, failures. "
+            "mark_read: mark read."
         ),
         annotations=READ_ONLY,
     )
     def get_alerts(
-        since: Annotated[str | None, Field(max_length=40, description="ISO date")] = None,
+        since: Annotated[str | None, Field(max_length=40)] = None,
         unread: bool = False,
         limit: Annotated[int, Field(ge=1, le=MAX_ALERTS)] = 20,
         mark_read: bool = False,
