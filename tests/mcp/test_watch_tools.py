@@ -1,0 +1,168 @@
+"""The `watch` tools over /mcp with the SDK client, against a real server whose engine is a
+plugin calling a local HTTP server: save a search, run it twice (the second time the source
+has one more paper: only that one is reported), the alerts it raised through get_alerts
+and alerts://recent, mark_read, delete; and read-only mode, which hides the write tools.
+
+On the PostgreSQL + Redis run the server hands engine calls to the Celery workers, so the
+plugin is also written where the workers look (this test run's RESEARCH_DIRECTORY).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from mcp import MCPError
+
+from tests.engines.plugins import write_plugin
+from tests.engines.replay import ReplayServer, Reply, Request
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    SEED_SCRIPT,
+    KnowledgeBase,
+    LiveServer,
+    base_env,
+    mcp_client,
+    running_server,
+    server_database,
+    tool_data,
+    tool_error,
+)
+
+pytestmark = [pytest.mark.server, pytest.mark.anyio]
+
+ENGINE = "fake_watch"
+FIRST = {"title": "Watching the literature grow", "authors": ["Ada Lovelace"], "year": 2025,
+         "arxiv_id": "2501.00001"}  # fmt: skip
+SECOND = {"title": "A paper published after the first run", "authors": ["Alan Turing"],
+          "year": 2025, "doi": "10.1234/after"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def answers() -> dict[str, list[dict[str, Any]]]:
+    return {"search": [FIRST]}
+
+
+@pytest.fixture(scope="module")
+def source(answers: dict[str, list[dict[str, Any]]]) -> Iterator[ReplayServer]:
+    server = ReplayServer().start()
+
+    def reply(request: Request) -> Reply:
+        return Reply(200, answers["search"])
+
+    server.add(f"/{ENGINE}/search", reply)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def watch_kb(
+    tmp_path_factory: pytest.TempPathFactory, source: ReplayServer
+) -> Iterator[KnowledgeBase]:
+    directory = tmp_path_factory.mktemp("watch-kb")
+    written = [
+        write_plugin(folder, ENGINE, f"{source.url}/{ENGINE}")
+        for folder in (directory / "engines", Path(settings.ENGINES_DIR))
+    ]
+    with server_database("mcpwatch") as database_url:
+        env = base_env(directory, database_url)
+        env["ENGINES_ENABLED"] = ENGINE
+        seeded = subprocess.run(
+            [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+    for path in written:
+        path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def watch_server(watch_kb: KnowledgeBase) -> Iterator[LiveServer]:
+    with running_server(watch_kb) as server:
+        yield server
+
+
+async def test_a_saved_search_run_twice_reports_only_the_new_paper_and_alerts(
+    watch_server: LiveServer, watch_kb: KnowledgeBase, answers: dict[str, list[dict[str, Any]]]
+) -> None:
+    nlp = watch_kb.project("nlp")
+    async with mcp_client(watch_server.mcp_url) as client:
+        saved = tool_data(
+            await client.call_tool(
+                "save_search",
+                {
+                    "name": "Growth",
+                    "query": "literature",
+                    "engines": [ENGINE],
+                    "project_id": nlp,
+                    "schedule": "manual",
+                },
+            )
+        )
+        first = tool_data(await client.call_tool("run_saved_search", {"name": "growth"}))
+        answers["search"] = [SECOND, FIRST]
+        second = tool_data(await client.call_tool("run_saved_search", {"name": "Growth"}))
+        listed = tool_data(await client.call_tool("list_saved_searches", {}))
+        unread = tool_data(await client.call_tool("get_alerts", {"unread": True}))
+        marked = tool_data(
+            await client.call_tool("get_alerts", {"unread": True, "mark_read": True})
+        )
+        after = tool_data(await client.call_tool("get_alerts", {"unread": True}))
+        recent = (await client.read_resource("alerts://recent")).contents[0].text
+        papers = tool_data(await client.call_tool("list_project_papers", {"project_id": nlp}))
+        deleted = tool_data(await client.call_tool("delete_saved_search", {"name": "Growth"}))
+        gone = await client.call_tool("run_saved_search", {"name": "Growth"})
+
+    assert saved["created"] is True and saved["engines"] == [ENGINE]
+    assert [p["title"] for p in first["new"]] == [FIRST["title"]]
+    assert first["engines"][ENGINE]["status"] == "ok" and first["status"] == "ok"
+    assert [p["title"] for p in second["new"]] == [SECOND["title"]]
+    assert second["found"] == 2
+    assert listed["saved_searches"][0]["last_run"]["new"] == 1
+    titles = [alert["title"] for alert in unread["alerts"]]
+    assert titles == ["1 new paper for saved search 'Growth'"] * 2
+    assert unread["alerts"][0]["data"]["paper_ids"] == [second["new"][0]["paper_id"]]
+    assert len(marked["alerts"]) == 2 and after["alerts"] == []
+    assert "new paper for saved search 'Growth'" in recent
+    in_project = {paper["title"] for paper in papers["papers"]}
+    assert {FIRST["title"], SECOND["title"]} <= in_project
+    assert deleted == {"deleted": "Growth"}
+    assert tool_error(gone)["code"] == "not_found"
+
+
+async def test_saving_a_search_with_bad_arguments_is_refused(watch_server: LiveServer) -> None:
+    refused = []
+    async with mcp_client(watch_server.mcp_url) as client:
+        for tool, arguments in [
+            ("save_search", {"name": "Bad", "query": "x", "engines": ["no_such_engine"]}),
+            ("save_search", {"name": "Bad", "query": "x", "filters": {"colour": "blue"}}),
+            ("get_alerts", {"since": "last tuesday"}),
+        ]:
+            with pytest.raises(MCPError) as error:
+                await client.call_tool(tool, arguments)
+            refused.append(error.value.error)
+        listed = tool_data(await client.call_tool("list_saved_searches", {}))
+    assert [error.code for error in refused] == [-32602] * 3
+    assert "Unknown engine" in refused[0].message and "since" in refused[2].message
+    assert "Bad" not in {search["name"] for search in listed["saved_searches"]}
+
+
+async def test_read_only_mode_lists_only_the_reading_watch_tools(watch_kb: KnowledgeBase) -> None:
+    with running_server(watch_kb, env={"MCP_READ_ONLY": "true"}) as server:
+        async with mcp_client(server.mcp_url) as client:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("get_alerts", {"mark_read": True})
+            resources = {str(r.uri) for r in (await client.list_resources()).resources}
+    watch = {"save_search", "run_saved_search", "delete_saved_search"}
+    assert tools.isdisjoint(watch)
+    assert {"list_saved_searches", "get_alerts"} <= tools
+    assert "read-only" in refused.value.error.message
+    assert "alerts://recent" in resources
