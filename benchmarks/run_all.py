@@ -116,6 +116,15 @@ BENCHMARKS = (
         "docs/ENGINES.md",
     ),
     Benchmark(
+        "saved-search",
+        "Saved searches: one run over five engines, one down",
+        "`saved_search_run`, the service `run_saved_search` (and the admin, the command, the "
+        "scheduler) calls, over plugin engines of a local server with per-source latencies",
+        (PY, "benchmarks/bench_saved_search.py", "--repeats", "20"),
+        (PY, "benchmarks/bench_saved_search.py", "--quick"),
+        "README.md",
+    ),
+    Benchmark(
         "offline",
         "No network: tools while no engine resolves",
         "the MCP tool functions `/mcp` runs, called in-process (bench_offline.py)",
