@@ -295,8 +295,21 @@ def test_the_scheduler_stays_off_when_switched_off_or_when_beat_schedules(settin
     settings.SAVED_SEARCH_SCHEDULER = False
     assert not scheduler.start_in_process()
     settings.SAVED_SEARCH_SCHEDULER = True
+    settings.MCP_READ_ONLY = True  # a run writes
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    assert not scheduler.start_in_process()
+    settings.MCP_READ_ONLY = False
     settings.CELERY_TASK_ALWAYS_EAGER = False  # a broker: Celery beat's job
     assert not scheduler.start_in_process()
+
+
+@pytest.mark.django_db
+def test_the_beat_task_sends_nothing_when_the_scheduler_is_off(settings: Any) -> None:
+    search, _ = saved_search_save(name="Off", query="x", schedule="daily")
+    settings.SAVED_SEARCH_SCHEDULER = False
+    assert scheduler.send_due() == 0
+    search.refresh_from_db()
+    assert search.next_run_at is not None and scheduler.saved_searches_claim_due() == [search.pk]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -390,5 +403,7 @@ def test_the_admin_runs_a_saved_search_now(source: Source, admin_client: Client)
         follow=True,
     )
     assert "Admin: ok, 1 found, 1 new." in answer.content.decode()
+    page = admin_client.get(f"/admin/projects/savedsearch/{search.pk}/change/").content.decode()
+    assert f"/feeds/saved/Admin.atom?token={search.feed_token}" in page
     alerts = admin_client.get("/admin/projects/alert/?unread=1").content.decode()
     assert "1 new paper for saved search" in alerts

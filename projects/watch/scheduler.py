@@ -77,7 +77,10 @@ def run_due_here() -> int:
 
 
 def send_due() -> int:
-    """Claim the due searches and send each to a worker (the beat task); how many."""
+    """Claim the due searches and send each to a worker (the beat task); how many. Sends
+    nothing when SAVED_SEARCH_SCHEDULER is off or the server is read-only."""
+    if not settings.SAVED_SEARCH_SCHEDULER or settings.MCP_READ_ONLY:
+        return 0
     claimed = saved_searches_claim_due()
     task = registered_task(RUN_SAVED_SEARCH)
     for search_id in claimed:
@@ -97,10 +100,12 @@ def _loop(tick: float, tick_once: Callable[[], int]) -> None:
 
 def start_in_process() -> bool:
     """Start this process's scheduler thread unless it runs already, the scheduler is off
-    (SAVED_SEARCH_SCHEDULER) or a broker is configured (Celery beat schedules then).
-    Returns whether a thread was started."""
+    (SAVED_SEARCH_SCHEDULER), the server is read-only (a run writes) or a broker is
+    configured (Celery beat schedules then). Returns whether a thread was started."""
     global _thread
-    if not settings.SAVED_SEARCH_SCHEDULER or not settings.CELERY_TASK_ALWAYS_EAGER:
+    if not settings.SAVED_SEARCH_SCHEDULER or settings.MCP_READ_ONLY:
+        return False
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
         return False
     with _thread_lock:
         if _thread is not None and _thread.is_alive():
