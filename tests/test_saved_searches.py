@@ -11,10 +11,13 @@ run the engine calls go to the Celery workers, which read the same plugin files.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from django.conf import settings as django_settings
 from django.core import mail
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from engines import breaker
 from engines.registry import registry
@@ -252,6 +256,10 @@ def test_saving_validates_and_a_name_is_unique_case_insensitively(
     assert created and search.next_run_at is not None
     again, created = saved_search_save(name="weekly llm", query="large language models")
     assert not created and again.pk == search.pk and again.query == "large language models"
+    SavedSearch.objects.filter(pk=search.pk).update(next_run_at=timezone.now() + timedelta(days=6))
+    hourly, _ = saved_search_save(name="Weekly LLM", query="llm", schedule="hourly")
+    assert hourly.next_run_at is not None
+    assert hourly.next_run_at <= timezone.now() + timedelta(hours=1)  # not in six days
     manual, _ = saved_search_save(name="By hand", query="x", schedule="manual")
     assert manual.next_run_at is None
     with pytest.raises(InvalidInput, match="Unknown engine"):
@@ -407,3 +415,25 @@ def test_the_admin_runs_a_saved_search_now(source: Source, admin_client: Client)
     assert f"/feeds/saved/Admin.atom?token={search.feed_token}" in page
     alerts = admin_client.get("/admin/projects/alert/?unread=1").content.decode()
     assert "1 new paper for saved search" in alerts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_open_access_search_asks_engines_open_access_for_each_new_paper(
+    source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def find_and_attach(paper: Paper) -> dict[str, Any]:
+        asked.append(paper.title)
+        return {"status": "not_found"}
+
+    module = types.ModuleType("engines.open_access")
+    module.find_and_attach = find_and_attach  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "engines.open_access", module)
+    found = engine(source, "found", [P1, P2])
+    saved_search_save(name="OA", query="x", engines=[found], open_access=True)
+    assert run("OA").new == 2
+    assert sorted(asked) == sorted([P1["title"], P2["title"]])
+    source.answers[found] = [P1, P2, P3]
+    run("OA")
+    assert asked[2:] == [P3["title"]]  # only the new paper

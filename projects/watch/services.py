@@ -134,8 +134,12 @@ def saved_search_save(
     search.open_access = open_access
     search.max_results = max_results
     search.enabled = enabled
-    scheduled = schedule != SavedSearch.Schedule.MANUAL or interval_seconds
-    search.next_run_at = (search.next_run_at or timezone.now()) if scheduled else None
+    period = search_period(search)
+    if period is None:
+        search.next_run_at = None
+    else:  # a new search is due now; a changed one keeps its time unless the period ends sooner
+        now = timezone.now()
+        search.next_run_at = min(search.next_run_at or now, now + period)
     try:
         with transaction.atomic():
             search.save()
