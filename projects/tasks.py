@@ -2,8 +2,8 @@
 retraction watch (projects/retractions.py) and the saved searches' scheduled runs
 (projects/watch/).
 
-Thin wrappers over the review services, which send them by name through
-projects/dispatch.py."""
+Thin wrappers: the review services send theirs by name through projects/dispatch.py; the
+saved-search tasks are sent by Celery beat and by the beat task (projects/watch/scheduler.py)."""
 
 from __future__ import annotations
 
