@@ -148,12 +148,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # task every tick. on/off.
 SAVED_SEARCH_SCHEDULER = env_bool("SAVED_SEARCH_SCHEDULER", True)
 SAVED_SEARCH_TICK_SECONDS = env_int("SAVED_SEARCH_TICK_SECONDS", 60, minimum=1)
-CELERY_BEAT_SCHEDULE = {
-    "run-due-saved-searches": {
-        "task": "projects.tasks.run_due_saved_searches",
-        "schedule": float(SAVED_SEARCH_TICK_SECONDS),
-    },
-}
+
 # Alerts by e-mail (projects/alerts.py): to these addresses (comma list; empty: no mail),
 # through Django's mailer: the console by default; EMAIL_BACKEND=smtp sends through
 # EMAIL_HOST:EMAIL_PORT (EMAIL_HOST_USER / EMAIL_HOST_PASSWORD, EMAIL_USE_TLS).
@@ -249,6 +244,22 @@ REVIEW_STEP_THREADS = env_int("REVIEW_STEP_THREADS", 4, minimum=1)
 RETRACTION_RECHECK_DAYS = env_int("RETRACTION_RECHECK_DAYS", 30, minimum=1)
 RETRACTION_CHECK_LIMIT = env_int("RETRACTION_CHECK_LIMIT", 500, minimum=1)
 RETRACTION_CHECK_ON_IMPORT = env_bool("RETRACTION_CHECK_ON_IMPORT", True)
+# How often the scheduled check runs (Celery beat, or the in-process scheduler):
+# RETRACTION_CHECK_LIMIT due papers each time.
+RETRACTION_CHECK_EVERY_SECONDS = env_int("RETRACTION_CHECK_EVERY_SECONDS", 3600, minimum=60)
+
+# Celery beat (scale-out; projects/watch/scheduler.py): the saved searches' tick and the
+# retraction watch.
+CELERY_BEAT_SCHEDULE = {
+    "run-due-saved-searches": {
+        "task": "projects.tasks.run_due_saved_searches",
+        "schedule": float(SAVED_SEARCH_TICK_SECONDS),
+    },
+    "check-retractions-due": {
+        "task": "projects.check_retractions_due",
+        "schedule": float(RETRACTION_CHECK_EVERY_SECONDS),
+    },
+}
 # Keys and contact addresses; keys are never logged or returned by any tool.
 SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")

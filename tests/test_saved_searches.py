@@ -437,3 +437,24 @@ def test_an_open_access_search_asks_engines_open_access_for_each_new_paper(
     source.answers[found] = [P1, P2, P3]
     run("OA")
     assert asked[2:] == [P3["title"]]  # only the new paper
+
+
+@pytest.mark.django_db
+def test_the_retraction_check_runs_on_its_own_interval_beside_the_saved_searches(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process tick runs the retraction watch's scheduled check once its interval
+    has passed (never at start), then not again until the next interval; beat has an
+    entry for the same registered task."""
+    from research_site.celery import app
+
+    settings.RETRACTION_CHECK_EVERY_SECONDS = 3600
+    monkeypatch.setattr(scheduler, "_retractions_at", float("inf"))  # as at start
+    assert scheduler.tick_here() == {"saved_searches": 0, "retractions": None}
+    monkeypatch.setattr(scheduler, "_retractions_at", time.monotonic() - 1)  # an hour on
+    first = scheduler.tick_here()["retractions"]
+    assert first is not None and first["checked"] == 0 and first["failed"] == 0
+    assert scheduler.tick_here()["retractions"] is None
+    assert scheduler._retractions_at > time.monotonic() + 3500
+    entry = settings.CELERY_BEAT_SCHEDULE["check-retractions-due"]
+    assert entry["task"] in app.tasks and entry["schedule"] == 3600.0

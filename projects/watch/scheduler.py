@@ -13,13 +13,20 @@ Two drivers call `saved_searches_claim_due`:
 - the embedded default (no broker): `start_in_process` starts one daemon thread per
   server process (the ASGI app's startup), which claims and runs them itself, so `make
   run` alone keeps saved searches running. Tests and management commands never start it.
+
+The same two drivers run the retraction watch's scheduled check
+(projects/retractions.py `retractions_check_due`) every RETRACTION_CHECK_EVERY_SECONDS:
+beat as its own entry, the in-process thread at the first tick past that interval (never
+at start: a server that lives a few minutes asks no engine).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import connections
@@ -27,6 +34,7 @@ from django.utils import timezone
 
 from core.tasks import registered_task
 from projects.models import SavedSearch, SavedSearchRun
+from projects.retractions import retractions_check_due
 from projects.watch.services import saved_search_run, search_period
 
 logger = logging.getLogger(__name__)
@@ -37,6 +45,8 @@ CLAIM_BATCH = 50
 _thread_lock = threading.Lock()
 _thread: threading.Thread | None = None
 _stop = threading.Event()
+# time.monotonic() from which this process's thread runs the retraction check next.
+_retractions_at = float("inf")
 
 
 def saved_searches_claim_due(*, limit: int = CLAIM_BATCH) -> list[int]:
@@ -76,6 +86,18 @@ def run_due_here() -> int:
     return len(claimed)
 
 
+def tick_here() -> dict[str, Any]:
+    """One tick of the in-process scheduler: the due saved searches, and the retraction
+    check when its interval has passed (its counts, else None)."""
+    global _retractions_at
+    report: dict[str, Any] = {"saved_searches": run_due_here(), "retractions": None}
+    now = time.monotonic()
+    if now >= _retractions_at:
+        _retractions_at = now + settings.RETRACTION_CHECK_EVERY_SECONDS
+        report["retractions"] = retractions_check_due()
+    return report
+
+
 def send_due() -> int:
     """Claim the due searches and send each to a worker (the beat task); how many. Sends
     nothing when SAVED_SEARCH_SCHEDULER is off or the server is read-only."""
@@ -88,7 +110,7 @@ def send_due() -> int:
     return len(claimed)
 
 
-def _loop(tick: float, tick_once: Callable[[], int]) -> None:
+def _loop(tick: float, tick_once: Callable[[], object]) -> None:
     while not _stop.wait(tick):
         try:
             tick_once()
@@ -102,7 +124,7 @@ def start_in_process() -> bool:
     """Start this process's scheduler thread unless it runs already, the scheduler is off
     (SAVED_SEARCH_SCHEDULER), the server is read-only (a run writes) or a broker is
     configured (Celery beat schedules then). Returns whether a thread was started."""
-    global _thread
+    global _thread, _retractions_at
     if not settings.SAVED_SEARCH_SCHEDULER or settings.MCP_READ_ONLY:
         return False
     if not settings.CELERY_TASK_ALWAYS_EAGER:
@@ -111,9 +133,10 @@ def start_in_process() -> bool:
         if _thread is not None and _thread.is_alive():
             return False
         _stop.clear()
+        _retractions_at = time.monotonic() + settings.RETRACTION_CHECK_EVERY_SECONDS
         _thread = threading.Thread(
             target=_loop,
-            args=(float(settings.SAVED_SEARCH_TICK_SECONDS), run_due_here),
+            args=(float(settings.SAVED_SEARCH_TICK_SECONDS), tick_here),
             name="saved-search-scheduler",
             daemon=True,
         )
