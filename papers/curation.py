@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from core.errors import DomainError
+from papers import pickers
 from papers.models import Paper
 from papers.pdf.fetch import paper_pdf_attach
 from papers.selectors import with_relations
@@ -42,23 +43,19 @@ EXPORT_CONTENT_TYPES = {
 
 
 class PaperActionForm(ActionForm):
-    """The action bar: which action, and the project or keywords some actions need."""
+    """The action bar: which action, and the project or keywords some actions need, each an
+    autocomplete box (papers.pickers)."""
 
-    project = forms.CharField(
-        required=False,
-        label="project",
-        widget=forms.TextInput(attrs={"placeholder": "project id or name", "size": 16}),
-    )
-    keywords = forms.CharField(
-        required=False,
-        label="keywords",
-        widget=forms.TextInput(attrs={"placeholder": "comma-separated", "size": 22}),
-    )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"] = pickers.project_field()
+        self.fields["keywords"] = pickers.keywords_field()
 
 
 def keywords_from(request: HttpRequest) -> list[str]:
-    raw = request.POST.get("keywords", "")
-    return [k for k in (part.strip() for part in raw.split(",")) if k]
+    """The keyword names of the action bar: one value per keyword from the autocomplete
+    box, or one comma-separated value from a plain form."""
+    return [k for raw in request.POST.getlist("keywords") for k in pickers.keyword_names(raw)]
 
 
 class PaperCurationAdmin(admin.ModelAdmin):
