@@ -5,15 +5,14 @@ above papers (docs/LAYERS.md). `manage.py import_bibtex`, `import_jsonl`, `impor
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from core.bootstrap import prepare_knowledge_base
 from core.errors import DomainError, NotFound
+from core.progress import progress_bar
 from papers.imports import (
     ANALYZE_AFTER,
     DEFAULT_BATCH_SIZE,
@@ -61,12 +60,10 @@ class ImportCommand(BaseCommand):
             on_saved = projects_adder([self.resolve_project(options["project"])])
         try:
             items = self.read_items(path, options)
-            with tqdm(
+            with progress_bar(
                 desc="Importing",
                 unit=" records",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
+                hidden=options["no_progress"],
             ) as bar:
                 report = import_records(
                     items,
