@@ -13,10 +13,10 @@ site registers, implements: `project_resolve`, `project_add_papers` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
@@ -35,6 +35,8 @@ from papers.services import paper_keywords_update
 MAX_SELECTION = 10_000
 # Without a broker, downloads run in the request that asks for them, one after another.
 INLINE_DOWNLOADS_MAX = 20
+# Set by papers/static/papers/progress-line.js; sent back as a cookie with the export.
+DOWNLOAD_TOKEN = re.compile(r"[0-9]{1,40}")
 EXPORT_CONTENT_TYPES = {
     "bibtex": "application/x-bibtex",
     "csv": "text/csv",
@@ -63,6 +65,9 @@ class PaperCurationAdmin(admin.ModelAdmin):
 
     action_form = PaperActionForm
     export_name = "papers"  # the downloaded file's name, before the extension
+
+    class Media:
+        js = ["papers/progress-line.js"]  # a status line while an export runs
 
     def has_curate_projects_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("projects.change_project"))
@@ -191,6 +196,9 @@ class PaperCurationAdmin(admin.ModelAdmin):
         response = HttpResponse(content, content_type=f"{EXPORT_CONTENT_TYPES[fmt]}; charset=utf-8")
         filename = f"{self.export_name}.{EXTENSIONS[fmt]}"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        token = request.POST.get("download_token", "")
+        if DOWNLOAD_TOKEN.fullmatch(token):  # the page's progress line: the file has come
+            response.set_cookie("download_token", token, max_age=60, samesite="Lax")
         return response
 
     # --- background work ---------------------------------------------------------------
