@@ -10,6 +10,7 @@ or a script, still works, and an unknown project is refused by the service, not 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -25,7 +26,9 @@ class ProjectAutocomplete(AutocompleteSelect):
     """A project chosen by name; submits its id. A value that is not a project id (a name
     typed without JavaScript) is shown back as itself instead of vanishing."""
 
-    def optgroups(self, name: str, value: list[str], attrs: dict[str, Any] | None = None) -> Any:
+    def optgroups(
+        self, name: str, value: Sequence[str], attrs: dict[str, Any] | None = None
+    ) -> Any:
         groups = super().optgroups(name, value, attrs)
         shown = {str(option["value"]) for _, options, _ in groups for option in options}
         for index, text in enumerate(v for v in value if v and str(v) not in shown):
@@ -44,7 +47,9 @@ class KeywordAutocomplete(AutocompleteSelectMultiple):
         attrs["class"] = "keyword-autocomplete"
         return attrs
 
-    def optgroups(self, name: str, value: list[str], attrs: dict[str, Any] | None = None) -> Any:
+    def optgroups(
+        self, name: str, value: Sequence[str], attrs: dict[str, Any] | None = None
+    ) -> Any:
         chosen = [v for text in value for v in keyword_names(text)]
         options = [self.create_option(name, v, v, True, i) for i, v in enumerate(chosen)]
         return [(None, options, 0)]
@@ -73,7 +78,7 @@ class LenientChoiceField(forms.ModelChoiceField):
 class LenientMultipleChoiceField(forms.ModelMultipleChoiceField):
     """Every name submitted (each value may hold several, comma-separated), unchecked."""
 
-    def clean(self, value: Any) -> list[str]:
+    def clean(self, value: Any) -> Any:  # names, not a QuerySet: the action reads them
         values = value if isinstance(value, list | tuple) else [value or ""]
         return [name for text in values for name in keyword_names(str(text))]
 
