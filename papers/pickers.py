@@ -56,7 +56,10 @@ class KeywordAutocomplete(AutocompleteSelectMultiple):
 
     @property
     def media(self) -> forms.Media:
-        return super().media + forms.Media(js=["papers/keyword-picker.js"])
+        # One list, so the merged page media keep it after select2 and jquery.init.js.
+        return forms.Media(
+            css=super().media._css, js=[*super().media._js, "papers/keyword-picker.js"]
+        )
 
 
 def keyword_names(raw: str) -> list[str]:
@@ -92,7 +95,7 @@ def project_field(*, label: str = "project", help_text: str = "", required: bool
         required=required,
         label=label,
         help_text=help_text,
-        widget=ProjectAutocomplete(link, admin.site, attrs={"data-placeholder": "project"}),
+        widget=ProjectAutocomplete(link, admin.site, attrs={"style": "width: 16em"}),
     )
     return field
 
@@ -104,5 +107,5 @@ def keywords_field(*, label: str = "keywords") -> Any:
         queryset=link.related_model._default_manager.all(),  # type: ignore[union-attr]
         required=False,
         label=label,
-        widget=KeywordAutocomplete(link, admin.site, attrs={"data-placeholder": "keywords"}),
+        widget=KeywordAutocomplete(link, admin.site, attrs={"style": "width: 20em"}),
     )
