@@ -57,9 +57,8 @@ class KeywordAutocomplete(AutocompleteSelectMultiple):
     @property
     def media(self) -> forms.Media:
         # One list, so the merged page media keep it after select2 and jquery.init.js.
-        return forms.Media(
-            css=super().media._css, js=[*super().media._js, "papers/keyword-picker.js"]
-        )
+        inherited: Any = super().media  # _css / _js: the merged lists (not in the stubs)
+        return forms.Media(css=inherited._css, js=[*inherited._js, "papers/keyword-picker.js"])
 
 
 def keyword_names(raw: str) -> list[str]:
