@@ -598,6 +598,7 @@ class KeywordAdmin(admin.ModelAdmin):
     form = KeywordForm
     list_display = ["name", "paper_count"]
     search_fields = ["name"]
+    ordering = ["name_key"]  # also the order of autocomplete suggestions (papers.pickers)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Keyword]:
         return super().get_queryset(request).annotate(paper_total=Count("paper_links"))

@@ -13,10 +13,10 @@ site registers, implements: `project_resolve`, `project_add_papers` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from core.errors import DomainError
+from papers import pickers
 from papers.models import Paper
 from papers.pdf.fetch import paper_pdf_attach
 from papers.selectors import with_relations
@@ -34,6 +35,8 @@ from papers.services import paper_keywords_update
 MAX_SELECTION = 10_000
 # Without a broker, downloads run in the request that asks for them, one after another.
 INLINE_DOWNLOADS_MAX = 20
+# Set by papers/static/papers/progress-line.js; sent back as a cookie with the export.
+DOWNLOAD_TOKEN = re.compile(r"[0-9]{1,40}")
 EXPORT_CONTENT_TYPES = {
     "bibtex": "application/x-bibtex",
     "csv": "text/csv",
@@ -42,23 +45,19 @@ EXPORT_CONTENT_TYPES = {
 
 
 class PaperActionForm(ActionForm):
-    """The action bar: which action, and the project or keywords some actions need."""
+    """The action bar: which action, and the project or keywords some actions need, each an
+    autocomplete box (papers.pickers)."""
 
-    project = forms.CharField(
-        required=False,
-        label="project",
-        widget=forms.TextInput(attrs={"placeholder": "project id or name", "size": 16}),
-    )
-    keywords = forms.CharField(
-        required=False,
-        label="keywords",
-        widget=forms.TextInput(attrs={"placeholder": "comma-separated", "size": 22}),
-    )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"] = pickers.project_field()
+        self.fields["keywords"] = pickers.keywords_field()
 
 
 def keywords_from(request: HttpRequest) -> list[str]:
-    raw = request.POST.get("keywords", "")
-    return [k for k in (part.strip() for part in raw.split(",")) if k]
+    """The keyword names of the action bar: one value per keyword from the autocomplete
+    box, or one comma-separated value from a plain form."""
+    return [k for raw in request.POST.getlist("keywords") for k in pickers.keyword_names(raw)]
 
 
 class PaperCurationAdmin(admin.ModelAdmin):
@@ -66,6 +65,9 @@ class PaperCurationAdmin(admin.ModelAdmin):
 
     action_form = PaperActionForm
     export_name = "papers"  # the downloaded file's name, before the extension
+
+    class Media:
+        js = ["papers/progress-line.js"]  # a status line while an export runs
 
     def has_curate_projects_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("projects.change_project"))
@@ -194,6 +196,9 @@ class PaperCurationAdmin(admin.ModelAdmin):
         response = HttpResponse(content, content_type=f"{EXPORT_CONTENT_TYPES[fmt]}; charset=utf-8")
         filename = f"{self.export_name}.{EXTENSIONS[fmt]}"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        token = request.POST.get("download_token", "")
+        if DOWNLOAD_TOKEN.fullmatch(token):  # the page's progress line: the file has come
+            response.set_cookie("download_token", token, max_age=60, samesite="Lax")
         return response
 
     # --- background work ---------------------------------------------------------------

@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,10 +73,12 @@ def export_papers(
     content: str | None = None,
     style: str | None = None,
     locale: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ExportResult:
     """Write papers (relations prefetched, e.g. from `selectors.papers_filter`) to a file
     in EXPORTS_DIR and say where. `content`: the export already rendered (render_export);
-    `style`/`locale`: the CSL style and locale of a bibliography (render_export).
+    `style`/`locale`: the CSL style and locale of a bibliography (render_export);
+    `progress` is told of each paper rendered (render_export).
 
     `filename` is a name without folders, of letters, digits, '-', '_', '.' and spaces;
     the extension of the format is added (a name that already ends in it is kept as is).
@@ -90,7 +92,7 @@ def export_papers(
     fmt = _check_format(fmt)
     papers = list(papers)
     if content is None:
-        text = render_export(papers, fmt, style=style, locale=locale)
+        text = render_export(papers, fmt, style=style, locale=locale, progress=progress)
     else:
         text = content
     folder = Path(settings.EXPORTS_DIR)
@@ -184,11 +186,17 @@ def _shown_path(path: Path) -> str:
 
 
 def render_export(
-    papers: Iterable[Paper], fmt: str, *, style: str | None = None, locale: str | None = None
+    papers: Iterable[Paper],
+    fmt: str,
+    *,
+    style: str | None = None,
+    locale: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> str:
     """The export as text, for interfaces that return it inline (MCP, REST, --stdout).
     `style` (a CSL style id, default apa) and `locale` (default: the style's) apply to the
-    `bibliography` format only.
+    `bibliography` format only. `progress(1)` is called as each paper is rendered (a
+    command's progress bar).
 
     Raises InvalidInput for an unknown format, an empty selection, a style or locale given
     for another format, or an unknown style or locale.
@@ -203,9 +211,28 @@ def render_export(
     papers = list(papers)
     if not papers:
         raise InvalidInput("No papers to export: the selection is empty.", field="papers")
+    if progress is not None:
+        papers = _Counting(papers, progress)
     if fmt == "bibliography":
         return render_bibliography(papers, style=style, locale=locale)
     return RENDERERS[fmt](papers)
+
+
+class _Counting(list[Paper]):
+    """The papers, telling `progress` of each one a renderer has taken and done with (at
+    most once each, should a renderer read the list twice)."""
+
+    def __init__(self, papers: list[Paper], progress: Callable[[int], None]) -> None:
+        super().__init__(papers)
+        self.progress = progress
+        self.left = len(papers)
+
+    def __iter__(self) -> Iterator[Paper]:
+        for paper in super().__iter__():
+            yield paper
+            if self.left:
+                self.left -= 1
+                self.progress(1)
 
 
 def _check_format(fmt: str) -> str:

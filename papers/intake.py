@@ -22,6 +22,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from core.errors import DomainError
+from papers import pickers
 from papers.curation import PaperCurationAdmin
 from papers.models import Paper
 
@@ -48,6 +49,9 @@ class ProjectForm(forms.Form):
     def __init__(self, *args: Any, resolve_project: Callable[[str], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.resolve_project = resolve_project
+        shown = self.fields["project"]
+        if not shown.widget.is_hidden:  # typed in: an autocomplete box over the projects
+            self.fields["project"] = pickers.project_field(help_text=str(shown.help_text))
 
     def clean_project(self) -> str:
         return _project_id(self.cleaned_data.get("project", ""), self.resolve_project)

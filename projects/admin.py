@@ -39,6 +39,7 @@ class ProjectAdmin(admin.ModelAdmin):
     # Papers are not an inline: a project may hold thousands. Its papers page lists them.
     list_display = ["name", "id", "paper_count", "pages", "updated_at"]
     search_fields = ["name", "id", "description"]
+    ordering = ["name"]  # also the order of autocomplete suggestions (papers.pickers)
     actions = ["delete_keeping_papers"]
 
     def get_fields(self, request: HttpRequest, obj: Project | None = None) -> Any:

@@ -5,16 +5,15 @@ above papers (docs/LAYERS.md). `manage.py import_bibtex`, `import_jsonl`, `impor
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from core.bootstrap import prepare_knowledge_base
 from core.errors import DomainError, NotFound
+from core.progress import progress_bar
 from engines.open_access import papers_find_and_attach, papers_without_pdf
 from papers.imports import (
     ANALYZE_AFTER,
@@ -76,12 +75,10 @@ class ImportCommand(BaseCommand):
         on_saved = _with_retraction_checks(on_saved)
         try:
             items = self.read_items(path, options)
-            with tqdm(
+            with progress_bar(
                 desc="Importing",
                 unit=" records",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
+                hidden=options["no_progress"],
             ) as bar:
                 report = import_records(
                     items,
@@ -116,13 +113,11 @@ class ImportCommand(BaseCommand):
             return
         try:
             missing = papers_without_pdf(paper_ids)
-            with tqdm(
+            with progress_bar(
                 desc="Open-access PDFs",
                 total=len(missing),
                 unit=" papers",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
+                hidden=options["no_progress"],
             ) as bar:
                 found = papers_find_and_attach(missing, on_result=lambda _: bar.update(1))
         except Exception as error:  # the import is done; this is an extra

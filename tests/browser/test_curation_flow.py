@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
+from tests.browser.pickers import autocomplete
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
@@ -33,7 +34,8 @@ def run_action(page: Page, action: str, **fields: str) -> None:
     page.check("#action-toggle")
     page.select_option("select[name=action]", action)
     for name, value in fields.items():
-        page.fill(f"input[name={name}]", value)
+        for part in value.split(","):  # autocomplete boxes (papers.pickers): one at a time
+            autocomplete(page, name, part.strip())
     page.click("button[name=index]")
 
 

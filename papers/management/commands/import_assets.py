@@ -18,15 +18,14 @@ Exit codes: 0 imported, 1 some assets failed, 2 bad arguments or nothing to impo
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from core.errors import DomainError
+from core.progress import progress_bar
 from papers.assets import Kind, asset_register_remote, asset_save
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED, MAX_REPORTED_FAILURES
 from papers.selectors import paper_get
@@ -115,13 +114,11 @@ class Command(BaseCommand):
         items = self._items(options)
         imported = failed = 0
         failures: list[str] = []
-        with tqdm(
+        with progress_bar(
             items,
             desc="Importing",
             unit=" assets",
-            file=sys.stderr,
-            disable=options["no_progress"] or None,
-            mininterval=0.5,
+            hidden=options["no_progress"],
         ) as bar:
             for item in bar:
                 try:

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
-from tqdm import tqdm
 
+from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import Paper
 from papers.search import semantic, strong_tier
@@ -65,13 +64,11 @@ class Command(BaseCommand):
         embed = strong_tier.embed_papers_strong if strong else semantic.embed_papers
         outcome = semantic.EmbedOutcome()
         failed = 0
-        with tqdm(
+        with progress_bar(
             total=len(ids),
             desc="Embedding",
             unit=" papers",
-            file=sys.stderr,
-            disable=options["no_progress"] or None,
-            mininterval=0.5,
+            hidden=options["no_progress"],
         ) as bar:
             for start in range(0, len(ids), batch_size):
                 chunk = ids[start : start + batch_size]

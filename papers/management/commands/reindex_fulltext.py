@@ -11,14 +11,13 @@ the index tables and triggers are created first when they are missing.
 from __future__ import annotations
 
 import importlib
-import sys
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from tqdm import tqdm
 
+from core.progress import progress_bar
 from papers.models import Paper
 from papers.search.fulltext import FTS_TABLE, rebuild_index
 from papers.search.postings import POSTING_TABLE, rebuild_postings
@@ -45,13 +44,11 @@ class Command(BaseCommand):
             if POSTING_TABLE not in connection.introspection.table_names():
                 migration = importlib.import_module("papers.migrations.0006_lexical_postings")
                 migration.create_schema(connection)
-            with tqdm(
+            with progress_bar(
                 total=2 * Paper.objects.using(using).count(),
                 desc="Indexing",
                 unit=" papers",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
+                hidden=options["no_progress"],
             ) as bar:
                 count = rebuild_index(
                     batch_size=options["batch_size"], using=using, progress=bar.update

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
-from tqdm.contrib.logging import logging_redirect_tqdm
 
+from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import Paper
 from papers.passages.services import IndexOutcome, passages_reindex, passages_reindex_ids
@@ -46,17 +46,9 @@ class Command(BaseCommand):
         statuses: Counter[str] = Counter()
         pages = passages = 0
         # Log lines (one per paper) go through tqdm.write, above the bar, not through it.
-        with (
-            logging_redirect_tqdm(),
-            tqdm(
-                total=len(ids),
-                desc="Passages",
-                unit=" papers",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
-            ) as bar,
-        ):
+        with progress_bar(
+            total=len(ids), desc="Passages", unit=" papers", hidden=options["no_progress"]
+        ) as bar:
 
             def advance(outcome: IndexOutcome) -> None:
                 if outcome.error:

@@ -14,12 +14,11 @@ Exit codes as for every import: 0 all imported, 1 some items or PDFs failed (lis
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
-from tqdm import tqdm
 
+from core.progress import progress_bar
 from papers.imports import (
     DEFAULT_BATCH_SIZE,
     EXIT_BAD_INPUT,
@@ -62,12 +61,10 @@ class Command(ImportCommand):
         if options.get("project"):
             on_saved = projects_adder([self.resolve_project(options["project"])])
         try:
-            with tqdm(
+            with progress_bar(
                 desc="Importing",
                 unit=" items",
-                file=sys.stderr,
-                disable=options["no_progress"] or None,
-                mininterval=0.5,
+                hidden=options["no_progress"],
             ) as bar:
                 result = zotero_import(
                     search=options.get("search"),
