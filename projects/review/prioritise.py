@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.sparse import csr_matrix, hstack, spmatrix, vstack
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.naive_bayes import MultinomialNB
 
 if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import MultinomialNB
+
     from papers.search.embedding import EmbeddingModel
 
 NAIVE_BAYES = "naive_bayes"
@@ -83,6 +83,10 @@ class Ranker:
         self.model = model
         self.kind = features
         self.size = len(texts)
+        # scikit-learn is imported when a model is built, not with the module: the admin
+        # and the API import this module in every process, and most never screen.
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         self.vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=1)
         usable = [text if text.strip() else "(empty)" for text in texts]
         self.features: spmatrix | None = None
@@ -134,6 +138,9 @@ class Ranker:
         if question:
             features = vstack([features, self._question_features(question)])
             target = np.append(target, 1)
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.naive_bayes import MultinomialNB
+
         if self.model == NAIVE_BAYES:
             # ASReview's settings: a strong smoothing prior, and no class prior, so a
             # handful of inclusions among many exclusions still counts.

@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import hypergeom
 
 TARGET_RECALL = 0.95
 CONFIDENCE = 0.95
@@ -56,6 +55,10 @@ def hypergeometric_p(labels: Sequence[bool], total: int, *, target_recall: float
     # More inclusions missing than records left: the hypothesis is impossible there.
     possible = missing_at_start <= left_at_start
     p = np.zeros(screened)
+    # Imported here: scipy.stats costs every process a second at start (the admin and the
+    # API import this module), and only a screening review asks.
+    from scipy.stats import hypergeom
+
     p[possible] = hypergeom.cdf(
         found_in_sample[possible],
         left_at_start[possible],

@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 SEED_SCRIPT = Path(__file__).with_name("seed_library.py")
-STARTUP_TIMEOUT = 40.0
+STARTUP_TIMEOUT = 90.0  # a server starts in seconds; under a loaded 2-core CI it took ~40
 
 # Variables of the developer's/CI environment that would change what the servers do.
 _SCRUBBED = (
