@@ -486,3 +486,16 @@ def test_the_unfiltered_library_is_not_counted_on_postgresql(
         response = curator.get(url, {"year": "2017"})
     assert response.context["cl"].result_count == 1
     assert any("COUNT(" in q["sql"].upper() for q in captured.captured_queries)
+
+
+def test_search_rank_orders_any_number_of_papers_as_ranked(db: None) -> None:
+    """with_search_rank gives each paper its place in the ranking (0 when not ranked), on
+    either database, for rankings of thousands of ids."""
+    outcome = papers_upsert(records=[PaperRecord.build(title=f"Ranked {n}") for n in range(30)])
+    ids = list(outcome.paper_ids)
+    ranking = [*ids[:25][::-1], *range(10**6, 10**6 + 5000)]  # unknown ids in the ranking too
+    ranked = admin_search.with_search_rank(Paper.objects.filter(pk__in=ids), ranking)
+    places = dict(ranked.values_list("pk", admin_search.SEARCH_RANK))
+    assert places == {pk: (25 - ids.index(pk) if pk in ids[:25] else 0) for pk in ids}
+    ordered = ranked.order_by(admin_search.SEARCH_RANK, "-pk")
+    assert list(ordered.values_list("pk", flat=True)) == [*ids[25:][::-1], *ids[:25][::-1]]

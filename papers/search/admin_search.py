@@ -5,6 +5,9 @@ list is ordered by relevance (papers.admin's changelist orders by SEARCH_RANK)."
 from __future__ import annotations
 
 import re
+import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from django.db import connection
@@ -21,6 +24,30 @@ ADMIN_SEARCH_MAX_HITS = 10_000
 SEARCH_RANK = "search_rank"
 
 
+# On SQLite the rank is looked up by a function of the connection (`search_rank(token,
+# paper_id)`) in a ranking kept here under a token: a dict lookup per row. (instr() over
+# the ids joined in one string scanned that string once per row: ~0.9 s for 9,000 hits at
+# 20k papers.) The last MAX_RANKINGS rankings are kept; a queryset is evaluated in the
+# request that made it, long before its ranking is dropped.
+MAX_RANKINGS = 64
+_rankings: OrderedDict[str, dict[int, int]] = OrderedDict()
+_rankings_lock = threading.Lock()
+
+
+def _ranking_token(ranked_ids: Sequence[int]) -> str:
+    token = uuid.uuid4().hex
+    with _rankings_lock:
+        _rankings[token] = {int(pk): place for place, pk in enumerate(ranked_ids, 1)}
+        while len(_rankings) > MAX_RANKINGS:
+            _rankings.popitem(last=False)
+    return token
+
+
+def _search_rank(token: str, paper_id: int) -> int:
+    ranking = _rankings.get(token)
+    return ranking.get(paper_id, 0) if ranking is not None else 0
+
+
 def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> QuerySet[Paper]:
     """The queryset annotated with SEARCH_RANK: 1 for the first of `ranked_ids`, 2 for the
     second..., 0 for the papers not among them."""
@@ -29,10 +56,9 @@ def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> Qu
             "COALESCE(array_position(%s::bigint[], papers_paper.paper_id), 0)", [list(ranked_ids)]
         )
     else:
-        # instr() over ',id,id,...,' gives the position of ',<id>,' (0 when absent): the
-        # order of the ids, without a CASE of thousands of branches.
-        joined = "," + ",".join(str(i) for i in ranked_ids) + ","
-        rank = RawSQL("instr(%s, ',' || papers_paper.paper_id || ',')", [joined])
+        connection.ensure_connection()
+        connection.connection.create_function("search_rank", 2, _search_rank, deterministic=True)
+        rank = RawSQL("search_rank(%s, papers_paper.paper_id)", [_ranking_token(ranked_ids)])
     return queryset.annotate(**{SEARCH_RANK: rank})
 
 
