@@ -222,6 +222,10 @@ class EngineOutcome:
         return asdict(self)
 
 
+# An argument of a call (not passed to the engine): skip the cache lookup.
+FRESH = "fresh"
+
+
 @dataclass(frozen=True)
 class EngineCall:
     """One operation on one engine, with JSON-safe arguments (see `_invoke`)."""
@@ -231,8 +235,13 @@ class EngineCall:
     arguments: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def search(cls, engine: str, request: SearchRequest) -> EngineCall:
-        return cls(engine, SEARCH, {"request": request.as_dict()})
+    def search(cls, engine: str, request: SearchRequest, *, fresh: bool = False) -> EngineCall:
+        """`fresh`: ask the engine even when the cache has an answer (a saved search wants
+        what is new since its last run); the answer is still cached for the others."""
+        arguments: dict[str, Any] = {"request": request.as_dict()}
+        if fresh:
+            arguments[FRESH] = True
+        return cls(engine, SEARCH, arguments)
 
     @classmethod
     def author(cls, engine: str, author: str, request: SearchRequest) -> EngineCall:
@@ -374,9 +383,14 @@ def call_engine(
     if refusal is not None:
         return refusal
     engine = registry.get(engine_id)
-    # A retraction check asks what the source says now: never answered from the cache.
+    # A retraction check asks what the source says now: never answered from the cache;
+    # a `fresh` call is not answered from it either, and stores its answer as any other.
+    fresh = bool(arguments.get(FRESH))
+    arguments = {key: value for key, value in arguments.items() if key != FRESH}
     cacheable = operation not in UNCACHED_OPERATIONS
-    cached = cache.lookup(engine, operation, arguments) if cacheable else cache.MISSING
+    cached = (
+        cache.lookup(engine, operation, arguments) if cacheable and not fresh else cache.MISSING
+    )
     if cached is not cache.MISSING:
         return outcome("ok", result=cached, cached=True)
 

@@ -29,7 +29,9 @@ from django.test import Client
 from django.utils import timezone
 
 from engines import breaker
+from engines.base import SEARCH, SearchRequest
 from engines.registry import registry
+from engines.runner import EngineCall, call_engine
 from papers.models import Paper
 from projects.models import (
     Alert,
@@ -65,11 +67,16 @@ class Source:
         self.answers: dict[str, list[dict[str, Any]]] = {}
         self.down: set[str] = set()
 
-    def engine(self, written: list[Path], prefix: str, answer: list[dict[str, Any]]) -> str:
+    def engine(
+        self, written: list[Path], prefix: str, answer: list[dict[str, Any]], cache_ttl: int = 0
+    ) -> str:
         engine_id = f"{prefix}_{uuid.uuid4().hex[:8]}"
         written.append(
             write_plugin(
-                Path(django_settings.ENGINES_DIR), engine_id, f"{self.server.url}/{engine_id}"
+                Path(django_settings.ENGINES_DIR),
+                engine_id,
+                f"{self.server.url}/{engine_id}",
+                cache_ttl=cache_ttl,
             )
         )
         self.answers[engine_id] = answer
@@ -96,8 +103,8 @@ def source(settings: Any, replay_server: ReplayServer) -> Iterator[Source]:
     registry.refresh()
 
 
-def engine(source: Source, prefix: str, answer: list[dict[str, Any]]) -> str:
-    engine_id = source.engine(source.written, prefix, answer)  # type: ignore[attr-defined]
+def engine(source: Source, prefix: str, answer: list[dict[str, Any]], cache_ttl: int = 0) -> str:
+    engine_id = source.engine(source.written, prefix, answer, cache_ttl)  # type: ignore[attr-defined]
     registry.refresh()
     return engine_id
 
@@ -458,3 +465,22 @@ def test_the_retraction_check_runs_on_its_own_interval_beside_the_saved_searches
     assert scheduler._retractions_at > time.monotonic() + 3500
     entry = settings.CELERY_BEAT_SCHEDULE["check-retractions-due"]
     assert entry["task"] in app.tasks and entry["schedule"] == 3600.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_asks_the_engines_afresh_even_when_their_answer_is_cached(source: Source) -> None:
+    """Engine answers are cached for a day; a saved search run must not be answered from
+    that cache (it would report nothing new all day), and still leaves its answer there."""
+    cached = engine(source, "cached", [P1], cache_ttl=3600)
+    saved_search_save(name="Cached", query="long context", engines=[cached])
+    assert titles(run("Cached")) == [P1["title"]]
+    source.answers[cached] = [P2, P1]
+    assert titles(run("Cached")) == [P2["title"]]
+    # What others ask (search_papers: no `fresh`) is answered from the cache the run filled.
+    outcome = call_engine(
+        cached,
+        SEARCH,
+        EngineCall.search(cached, SearchRequest(query="long context", max_results=10)).arguments,
+        timeout_seconds=5,
+    )
+    assert outcome.cached and [r["title"] for r in outcome.result] == [P2["title"], P1["title"]]

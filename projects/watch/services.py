@@ -188,7 +188,8 @@ def saved_search_run(
 def _run(search: SavedSearch, run: SavedSearchRun) -> None:
     engine_list = list(search.engines) or engine_ids_resolve(None, operation=SEARCH)
     request = SearchRequest(query=search.query, max_results=search.max_results)
-    calls = [EngineCall.search(e, request) for e in engine_list if e != LOCAL_ENGINE]
+    # Fresh: a cached answer (24 h) would hide what appeared since the last run.
+    calls = [EngineCall.search(e, request, fresh=True) for e in engine_list if e != LOCAL_ENGINE]
     applied = search_filters_build(payload=search.filters)
 
     def local() -> SearchPage:
