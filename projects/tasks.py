@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from projects.retractions import retractions_check, retractions_check_due
@@ -76,7 +77,10 @@ def check_retractions_task(paper_ids: list[int]) -> dict[str, Any]:
     serializer="json",
 )
 def check_retractions_due_task() -> dict[str, Any]:
-    """The scheduled retraction check (Celery beat): see retractions_check_due."""
+    """The scheduled retraction check (Celery beat): see retractions_check_due. Nothing
+    on a read-only deployment (it would ask the engines, then fail to write)."""
+    if settings.MCP_READ_ONLY:
+        return {"skipped": "read-only"}
     return retractions_check_due()
 
 

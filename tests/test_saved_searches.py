@@ -11,10 +11,8 @@ run the engine calls go to the Celery workers, which read the same plugin files.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -28,11 +26,14 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from engines import breaker
+from core.errors import InvalidInput, NotFound
+from engines import breaker, open_access
 from engines.base import SEARCH, SearchRequest
 from engines.registry import registry
 from engines.runner import EngineCall, call_engine
 from papers.models import Paper
+from papers.scoping import project_ids_for
+from projects.alerts import notify
 from projects.models import (
     Alert,
     Project,
@@ -42,7 +43,10 @@ from projects.models import (
     SavedSearch,
     SavedSearchRun,
 )
+from projects.services import project_create
 from projects.watch import scheduler
+from projects.watch import selectors as watch_selectors
+from projects.watch import services as watch_services
 from projects.watch.services import saved_search_run, saved_search_save
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
@@ -56,6 +60,8 @@ P1 = paper("Sparse attention for long documents", arxiv_id="2401.00001")
 P2 = paper("Retrieval augmented generation at scale", doi="10.1234/rag.2024")
 P3 = paper("Mixture of experts routing revisited", arxiv_id="2402.00003")
 P4 = paper("Evaluating long context language models", doi="10.1234/longctx")
+P5 = paper("Speculative decoding for faster inference", arxiv_id="2403.00005")
+P6 = paper("Tokenizer-free byte level models", doi="10.1234/bytes")
 
 
 class Source:
@@ -426,24 +432,27 @@ def test_the_admin_runs_a_saved_search_now(source: Source, admin_client: Client)
 
 @pytest.mark.django_db(transaction=True)
 def test_an_open_access_search_asks_engines_open_access_for_each_new_paper(
-    source: Source, monkeypatch: pytest.MonkeyPatch
+    source: Source, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
-    asked: list[str] = []
+    settings.OPEN_ACCESS_CONCURRENCY = 1
+    asked: list[int] = []
 
-    def find_and_attach(paper: Paper) -> dict[str, Any]:
-        asked.append(paper.title)
-        return {"status": "not_found"}
+    def find_and_attach(paper_id: int) -> dict[str, Any]:
+        asked.append(paper_id)
+        return {"paper_id": paper_id, "status": "none"}
 
-    module = types.ModuleType("engines.open_access")
-    module.find_and_attach = find_and_attach  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "engines.open_access", module)
+    monkeypatch.setattr(open_access, "find_and_attach", find_and_attach)
+    monkeypatch.setattr(watch_services, "OPEN_ACCESS_PER_RUN", 2)
     found = engine(source, "found", [P1, P2])
     saved_search_save(name="OA", query="x", engines=[found], open_access=True)
-    assert run("OA").new == 2
-    assert sorted(asked) == sorted([P1["title"], P2["title"]])
+    first = run("OA")
+    assert first.new == 2 and sorted(asked) == sorted(first.new_paper_ids)
     source.answers[found] = [P1, P2, P3]
-    run("OA")
-    assert asked[2:] == [P3["title"]]  # only the new paper
+    second = run("OA")
+    assert asked[2:] == second.new_paper_ids  # only the new paper
+    source.answers[found] = [P4, P5, P6, P1]  # three new: the best two are looked for
+    third = run("OA")
+    assert third.new == 3 and asked[3:] == third.new_paper_ids[:2]
 
 
 @pytest.mark.django_db
@@ -484,3 +493,34 @@ def test_a_run_asks_the_engines_afresh_even_when_their_answer_is_cached(source: 
         timeout_seconds=5,
     )
     assert outcome.cached and [r["title"] for r in outcome.result] == [P2["title"], P1["title"]]
+
+
+@pytest.mark.django_db
+def test_a_client_scoped_to_collections_sees_only_their_searches_and_alerts() -> None:
+    """A client scoped to projects (by id or name) lists, runs and deletes only the saved
+    searches filing into them, saves only into them, never takes over another's name, and
+    reads only their alerts (not the library-wide ones, which name other papers)."""
+    mine, other = project_create(name="Mine"), project_create(name="Other")
+    saved_search_save(name="Ours", query="x", project=mine.id, schedule="manual")
+    saved_search_save(name="Theirs", query="x", project=other.id, schedule="manual")
+    saved_search_save(name="Library", query="x", schedule="manual")
+    scope = ["mine"]  # by name, case-insensitively
+    visible = watch_services.saved_searches_in_scope(scope)
+    assert [s["name"] for s in watch_selectors.saved_searches_list(visible)] == ["Ours"]
+    assert watch_services.saved_search_get(name="ours", scope=scope).project_id == mine.id
+    for hidden in ("Theirs", "Library"):
+        with pytest.raises(NotFound):
+            watch_services.saved_search_get(name=hidden, scope=scope)
+        with pytest.raises(NotFound):
+            watch_services.saved_search_delete(name=hidden, scope=scope)
+    with pytest.raises(InvalidInput, match="project_id"):
+        saved_search_save(name="Loose", query="x", scope=scope)
+    with pytest.raises(InvalidInput, match="taken"):
+        saved_search_save(name="Theirs", query="y", project=mine.id, scope=scope)
+    assert SavedSearch.objects.get(name="Theirs").project_id == other.id
+    notify(Alert.Kind.NEW_PAPERS, "ours", key="k1", project=mine)
+    notify(Alert.Kind.NEW_PAPERS, "theirs", key="k2", project=other)
+    notify(Alert.Kind.RETRACTION, "library-wide", key="k3")
+    scoped = watch_selectors.alerts_list(project_ids=project_ids_for(scope))
+    assert [a.title for a in scoped] == ["ours"]
+    assert len(watch_selectors.alerts_list()) == 3

@@ -21,6 +21,7 @@ from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.engines_search import engine_ids
+from papers.scoping import project_ids_for
 from projects.watch import selectors, services
 
 SAVES = ToolAnnotations(
@@ -49,9 +50,12 @@ MAX_ALERTS = 100
 def _since(value: str | None) -> datetime.datetime | None:
     if not value:
         return None
-    moment = parse_datetime(value)
-    if moment is None and (day := parse_date(value)) is not None:
-        moment = datetime.datetime.combine(day, datetime.time())
+    try:
+        moment = parse_datetime(value)
+        if moment is None and (day := parse_date(value)) is not None:
+            moment = datetime.datetime.combine(day, datetime.time())
+    except ValueError:  # well formed but no such day: '2026-02-30'
+        moment = None
     if moment is None:
         raise InvalidInput("since must be an ISO date or date-time.", field="since")
     if moment.tzinfo is None:
@@ -92,7 +96,8 @@ def register(registry: Registry) -> None:
         annotations=READ_ONLY,
     )
     def list_saved_searches() -> dict[str, Any]:
-        return {"saved_searches": selectors.saved_searches_list()}
+        searches = services.saved_searches_in_scope(current_scope())
+        return {"saved_searches": selectors.saved_searches_list(searches)}
 
     @registry.tool(
         name="run_saved_search",
@@ -104,7 +109,7 @@ def register(registry: Registry) -> None:
         annotations=RUNS,
     )
     def run_saved_search(name: Name) -> dict[str, Any]:
-        search = services.saved_search_get(name=name)
+        search = services.saved_search_get(name=name, scope=current_scope())
         run = services.saved_search_run(search=search)
         return {
             "status": run.status,
@@ -120,7 +125,7 @@ def register(registry: Registry) -> None:
         annotations=REMOVES,
     )
     def delete_saved_search(name: Name) -> dict[str, Any]:
-        services.saved_search_delete(name=name)
+        services.saved_search_delete(name=name, scope=current_scope())
         return {"deleted": name}
 
     @registry.tool(
@@ -143,7 +148,7 @@ def register(registry: Registry) -> None:
         scope = current_scope()
         alerts = selectors.alerts_list(
             since=_since(since), unread=unread, limit=limit,
-            project_ids=list(scope) if scope else None,
+            project_ids=project_ids_for(scope) if scope is not None else None,
         )  # fmt: skip
         if mark_read and alerts:
             services.alerts_mark_read(alert_ids=[alert.pk for alert in alerts])
@@ -159,6 +164,7 @@ def register(registry: Registry) -> None:
     def alerts_resource() -> str:
         scope = current_scope()
         alerts = selectors.alerts_list(
-            limit=settings.MAX_PAGE_SIZE, project_ids=list(scope) if scope else None
+            limit=settings.MAX_PAGE_SIZE,
+            project_ids=project_ids_for(scope) if scope is not None else None,
         )
         return selectors.alerts_markdown(alerts)

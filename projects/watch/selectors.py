@@ -5,20 +5,21 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from papers.models import Paper
 from papers.selectors import paper_brief, with_relations
 from projects.models import Alert, SavedSearch, SavedSearchRun
 
 
-def saved_searches_list() -> list[dict[str, Any]]:
-    """Every saved search with its settings and its last run's summary, by name."""
-    searches = SavedSearch.objects.select_related("project").order_by("name")
-    last_runs: dict[int, SavedSearchRun] = {}
-    for run in SavedSearchRun.objects.filter(search__in=searches).order_by("search", "-started_at"):
-        last_runs.setdefault(run.search_id, run)
-    return [saved_search_summary(search, last_runs.get(search.pk)) for search in searches]
+def saved_searches_list(searches: QuerySet[SavedSearch]) -> list[dict[str, Any]]:
+    """These saved searches with their settings and their last run's summary, by name."""
+    searches = searches.order_by("name")
+    latest = SavedSearchRun.objects.filter(search=OuterRef("pk")).order_by("-started_at")
+    with_last = searches.annotate(last_run_id=Subquery(latest.values("pk")[:1]))
+    rows = list(with_last)
+    runs = SavedSearchRun.objects.in_bulk([s.last_run_id for s in rows if s.last_run_id])
+    return [saved_search_summary(s, runs.get(s.last_run_id)) for s in rows]
 
 
 def saved_search_summary(search: SavedSearch, last_run: SavedSearchRun | None) -> dict[str, Any]:
@@ -64,14 +65,15 @@ def alerts_list(
     project_ids: list[str] | None = None,
 ) -> list[Alert]:
     """Alerts newest first: raised after `since`, only unread ones, only of these projects
-    (and those of no project) when `project_ids` is given."""
+    when `project_ids` is given (a client scoped to collections: not the library-wide ones,
+    which name papers outside them)."""
     alerts = Alert.objects.all()
     if since is not None:
         alerts = alerts.filter(created_at__gt=since)
     if unread:
         alerts = alerts.filter(read_at__isnull=True)
     if project_ids is not None:
-        alerts = alerts.filter(project_id__in=project_ids) | alerts.filter(project__isnull=True)
+        alerts = alerts.filter(project_id__in=project_ids)
     return list(alerts.order_by("-created_at", "-id")[:limit])
 
 

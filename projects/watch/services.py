@@ -17,22 +17,23 @@ one (projects/alerts.py). No network call happens inside a transaction.
 from __future__ import annotations
 
 import datetime
-import importlib
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH, SearchRequest
+from engines.open_access import papers_find_and_attach
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
 from engines.registry import registry as engine_registry
 from engines.runner import EngineCall
 from engines.services import engine_ids_resolve
 from papers.models import Paper, PaperIdentifier
+from papers.scoping import project_ids_for
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchPage
 from papers.services import NON_IDENTIFYING_SCHEMES
@@ -59,6 +60,9 @@ SCHEDULE_PERIODS = {
 }
 MIN_INTERVAL_SECONDS = 60
 MAX_RESULTS = 100
+# New papers of one run whose open-access PDF is looked for (the best first): the rest of a
+# big run waits for find_open_access_pdf rather than hold the scheduler for hours.
+OPEN_ACCESS_PER_RUN = 20
 
 
 def search_period(search: SavedSearch) -> datetime.timedelta | None:
@@ -107,6 +111,8 @@ def saved_search_save(
     name, query = name.strip(), query.strip()
     if not name or len(name) > 100:
         raise InvalidInput("name must be 1-100 characters.", field="name")
+    if "/" in name:  # the name is a path segment of its feed's URL
+        raise InvalidInput("name cannot contain '/'.", field="name")
     if not query or len(query) > 500:
         raise InvalidInput("query must be 1-500 characters.", field="query")
     if schedule not in SavedSearch.Schedule.values:
@@ -121,7 +127,14 @@ def saved_search_save(
     engine_list = _engines_checked(engines)
     search_filters_build(payload=filters or {}, scope=scope)  # raises InvalidInput
     target = project_get(ref=project, scope=scope) if project else None
+    if scope is not None and target is None:
+        raise InvalidInput(
+            "This client sees only its collections: give the project_id to file into.",
+            field="project_id",
+        )
     search = SavedSearch.objects.select_for_update().filter(name__iexact=name).first()
+    if search is not None and scope is not None and search.project_id not in project_ids_for(scope):
+        raise InvalidInput(f"The name {name!r} is taken: choose another.", field="name")
     created = search is None
     search = search or SavedSearch(name=name)
     search.query = query
@@ -148,19 +161,30 @@ def saved_search_save(
     return search, created
 
 
-def saved_search_get(*, name: str) -> SavedSearch:
-    """The saved search `name` (case-insensitive); NotFound otherwise."""
-    search = SavedSearch.objects.select_related("project").filter(name__iexact=name.strip()).first()
+def saved_searches_in_scope(scope: Sequence[str] | None = None) -> QuerySet[SavedSearch]:
+    """The saved searches a client sees: all of them, or, for a client scoped to
+    collections (projects), those filing into one of them."""
+    searches = SavedSearch.objects.select_related("project")
+    if scope is None:
+        return searches
+    return searches.filter(project_id__in=project_ids_for(scope))
+
+
+def saved_search_get(*, name: str, scope: Sequence[str] | None = None) -> SavedSearch:
+    """The saved search `name` (case-insensitive) among those in `scope`; NotFound
+    otherwise."""
+    visible = saved_searches_in_scope(scope)
+    search = visible.filter(name__iexact=name.strip()).first()
     if search is None:
-        names = list(SavedSearch.objects.values_list("name", flat=True)[:20])
+        names = list(visible.values_list("name", flat=True)[:20])
         raise NotFound(f"No saved search named {name!r}.", name=name, saved_searches=names)
     return search
 
 
 @transaction.atomic
-def saved_search_delete(*, name: str) -> None:
+def saved_search_delete(*, name: str, scope: Sequence[str] | None = None) -> None:
     """Delete the saved search `name`, its runs and what it has seen; NotFound otherwise."""
-    saved_search_get(name=name).delete()
+    saved_search_get(name=name, scope=scope).delete()
 
 
 # --- running -------------------------------------------------------------------------------
@@ -203,7 +227,10 @@ def _run(search: SavedSearch, run: SavedSearchRun) -> None:
     )
     new_ids = _new_and_remember(search, run, found_ids)
     if search.project_id and new_ids:
-        new_ids = _ranked(search.project_id, new_ids)
+        try:
+            new_ids = _ranked(search.project_id, new_ids)
+        except Exception:  # the model is a nicety: the new papers stay, in engine order
+            logger.exception("Ranking saved search %s's new papers failed", search.pk)
         if search.add_to_project:
             project_add_papers(project=search.project_id, paper_ids=new_ids)
     statuses = {
@@ -225,9 +252,9 @@ def _run(search: SavedSearch, run: SavedSearchRun) -> None:
     run.finished_at = timezone.now()
     run.save()
     SavedSearch.objects.filter(pk=search.pk).update(last_run_at=run.finished_at)
+    _alerts(search, run, failed)  # before the slow, optional part
     if search.open_access and new_ids:
         _open_access(new_ids)
-    _alerts(search, run, failed)
 
 
 def identity_keys(paper_ids: Iterable[int]) -> dict[int, set[str]]:
@@ -306,20 +333,12 @@ def _ranked(project_id: str, paper_ids: list[int]) -> list[int]:
 
 
 def _open_access(paper_ids: list[int]) -> None:
-    """Look for open-access PDFs of the new papers, when engines.open_access offers
-    `find_and_attach` (issue 24 part 4); one paper's failure never stops the run."""
-    try:
-        open_access = importlib.import_module("engines.open_access")
-    except ImportError:  # built separately; a search without it just skips the step
-        return
-    find_and_attach = getattr(open_access, "find_and_attach", None)
-    if find_and_attach is None:
-        return
-    for paper in Paper.objects.filter(pk__in=paper_ids):
-        try:
-            find_and_attach(paper)
-        except Exception:  # reported in the log; the run goes on
-            logger.exception("Open-access lookup failed for paper %s", paper.pk)
+    """Look for open-access PDFs of the run's best OPEN_ACCESS_PER_RUN new papers
+    (engines/open_access.py, OPEN_ACCESS_CONCURRENCY at once); what fails is counted
+    there and never stops the run. The rest can be fetched with find_open_access_pdf."""
+    report = papers_find_and_attach(paper_ids[:OPEN_ACCESS_PER_RUN])
+    for paper_id, reason in report.errors:
+        logger.warning("Open-access lookup failed for paper %s: %s", paper_id, reason)
 
 
 def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None:

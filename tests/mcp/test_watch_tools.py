@@ -144,13 +144,16 @@ async def test_saving_a_search_with_bad_arguments_is_refused(watch_server: LiveS
             ("save_search", {"name": "Bad", "query": "x", "engines": ["no_such_engine"]}),
             ("save_search", {"name": "Bad", "query": "x", "filters": {"colour": "blue"}}),
             ("get_alerts", {"since": "last tuesday"}),
+            ("get_alerts", {"since": "2026-02-30"}),  # well formed, no such day
+            ("save_search", {"name": "a/b", "query": "x"}),  # the feed's URL segment
         ]:
             with pytest.raises(MCPError) as error:
                 await client.call_tool(tool, arguments)
             refused.append(error.value.error)
         listed = tool_data(await client.call_tool("list_saved_searches", {}))
-    assert [error.code for error in refused] == [-32602] * 3
+    assert [error.code for error in refused] == [-32602] * 5
     assert "Unknown engine" in refused[0].message and "since" in refused[2].message
+    assert "since" in refused[3].message and "'/'" in refused[4].message
     assert "Bad" not in {search["name"] for search in listed["saved_searches"]}
 
 
