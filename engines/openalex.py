@@ -181,7 +181,9 @@ class OpenAlexEngine(BaseSearchEngine):
             {
                 "filter": "doi:" + "|".join(wanted),
                 "select": "id,doi,is_retracted",
-                "per-page": MAX_UPDATE_DOIS,
+                # Room for works sharing a DOI (OpenAlex has duplicates): a retracted
+                # one on a second page would leave its DOI looking clean.
+                "per-page": MAX_PER_PAGE,
             },
         )
         results = data.get("results")
