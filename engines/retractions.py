@@ -64,10 +64,14 @@ def retraction_engine_ids() -> list[str]:
 
 def papers_due(*, older_than_days: int) -> QuerySet[Paper]:
     """Papers with a DOI never checked, or last checked over `older_than_days` ago,
-    never-checked first, then longest ago (served by paper_retraction_due_idx)."""
+    never-checked first, then longest ago (served by paper_retraction_due_idx). DOIs
+    holding ',' or '|' are left out: the sources' batch filters cannot name them, so they
+    would stay never-checked and first in line, and the schedule would stall on them."""
     cutoff = timezone.now() - timedelta(days=older_than_days)
     return (
         Paper.objects.filter(doi__isnull=False)
+        .exclude(doi__contains=",")
+        .exclude(doi__contains="|")
         .filter(Q(retraction_checked_at__isnull=True) | Q(retraction_checked_at__lt=cutoff))
         .order_by(F("retraction_checked_at").asc(nulls_first=True), "paper_id")
     )

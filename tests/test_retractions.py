@@ -375,3 +375,15 @@ def test_adding_a_paper_already_in_the_library_queues_nothing(
     added = paper_add_by_identifier(identifier=f"doi:{WORK}")
     assert not added.created
     assert sources.requests == []
+
+
+def test_dois_the_batch_filters_cannot_name_never_block_the_schedule(
+    make_paper: Callable[..., Paper],
+) -> None:
+    """A DOI holding ',' or '|' cannot go into the sources' OR filters: left out of the
+    due list, it cannot stay first in line for ever."""
+    odd = make_paper("An odd DOI", authors=["Ann Author"], year=2020, doi="10.1000/a,b")
+    piped = make_paper("A piped DOI", authors=["Ann Author"], year=2021, doi="10.1000/a|b")
+    plain = make_paper("A plain DOI", authors=["Ann Author"], year=2022, doi="10.1000/plain")
+    due = list(papers_due(older_than_days=30))
+    assert plain in due and odd not in due and piped not in due
