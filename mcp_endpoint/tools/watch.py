@@ -135,7 +135,9 @@ def register(registry: Registry) -> None:
             "Alerts, newest first: saved searches' new papers, retractions, failures. "
             "mark_read: mark read."
         ),
-        annotations=READ_ONLY,
+        # mark_read writes (honest hints); listed read-only in read-only mode, refusing it.
+        annotations=SAVES,
+        saves_results=True,
     )
     def get_alerts(
         since: Annotated[str | None, Field(max_length=40)] = None,

@@ -276,6 +276,7 @@ async def test_read_only_mode_hides_write_tools() -> None:
         "search_papers", "search_by_author", "get_citing_papers", "find_related_papers",
         "export_search_results",  # inline only in read-only mode
         "find_quote", "verify_quote",  # answer, but create no highlight, in read-only mode
+        "get_alerts",  # answers, but refuses mark_read, in read-only mode
     }  # fmt: skip
     assert read_only.isdisjoint(write_tools - saving_searches)
     assert read_only == writable - write_tools | saving_searches

@@ -19,6 +19,7 @@ import pytest
 from django.conf import settings
 from mcp import MCPError
 
+from mcp_endpoint.registry import build_registry
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
 from tests.mcp.conftest import (
@@ -160,7 +161,8 @@ async def test_saving_a_search_with_bad_arguments_is_refused(watch_server: LiveS
 async def test_read_only_mode_lists_only_the_reading_watch_tools(watch_kb: KnowledgeBase) -> None:
     with running_server(watch_kb, env={"MCP_READ_ONLY": "true"}) as server:
         async with mcp_client(server.mcp_url) as client:
-            tools = {tool.name for tool in (await client.list_tools()).tools}
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            tools = set(listed)
             with pytest.raises(MCPError) as refused:
                 await client.call_tool("get_alerts", {"mark_read": True})
             resources = {str(r.uri) for r in (await client.list_resources()).resources}
@@ -169,3 +171,7 @@ async def test_read_only_mode_lists_only_the_reading_watch_tools(watch_kb: Knowl
     assert {"list_saved_searches", "get_alerts"} <= tools
     assert "read-only" in refused.value.error.message
     assert "alerts://recent" in resources
+    # get_alerts may mark alerts read: not read-only, except on a read-only server.
+    assert listed["get_alerts"].annotations.read_only_hint is True
+    writable = build_registry(toolsets=["watch"], read_only=False).tools["get_alerts"]
+    assert writable.annotations.read_only_hint is False
