@@ -240,8 +240,11 @@ def test_time_queued_for_the_lane_comes_out_of_the_engine_deadline(
     # Without the queued time taken off, the second would answer after 3 + 3 s (the bound
     # above). Which reason it gives depends on how far apart the two requests arrived: at
     # once, it waited its whole deadline ("queued"); a moment later, it had a little time
-    # left to ask and ran out ("deadline").
-    assert {status["reason"] for status in crossref} <= {"queued", "deadline"}, crossref
+    # left to ask and ran out (the gather's "deadline", or the request's own
+    # "read_timeout", whichever fired first). The first one asked.
+    reasons = [status["reason"] for status in crossref]
+    assert set(reasons) <= {"queued", "deadline", "read_timeout"}, crossref
+    assert reasons.count("queued") <= 1, crossref
 
 
 def test_open_world_tools_take_the_lane_and_library_searches_do_not() -> None:
