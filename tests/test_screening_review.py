@@ -21,6 +21,7 @@ from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
 from projects.models import ReviewCandidate
+from projects.review import screening as screening_module
 from projects.review.prioritise import SEARCH_RANK
 from projects.review.screening import NOT_SCREENED
 
@@ -217,6 +218,31 @@ def test_approve_after_screening_keeps_the_decisions_and_excludes_the_unscreened
     assert counts["excluded_reasons"][NOT_SCREENED] == 14
     assert counts["screened"] == counts["pending"] + counts["excluded"] + counts["included"]
     assert counts["included"] == len(included)
+
+
+def test_decisions_and_get_session_report_without_fitting_the_ranker(
+    at_screen: tuple[Tools, str], relevant: set[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tallies and the stopping report read the decisions only: screen_decide's answer
+    and get_session never fit the TF-IDF model (most of what a ranking costs); only
+    screen_next ranks."""
+    tools, session_id = at_screen
+    batch = tools("screen_next", session_id=session_id, limit=5)["records"]
+    fits: list[int] = []
+    real = screening_module.Ranker
+
+    def counted(texts: Any, **options: Any) -> Any:
+        fits.append(len(texts))
+        return real(texts, **options)
+
+    monkeypatch.setattr(screening_module, "Ranker", counted)
+    answer = tools("screen_decide", session_id=session_id, decisions=oracle(batch, relevant))
+    state = tools("get_session", session_id=session_id)
+    assert answer["pending"] == state["screening"]["pending"] == 19
+    assert answer["stopping"] == state["screening"]["stopping"]
+    assert fits == []
+    tools("screen_next", session_id=session_id, limit=5)
+    assert fits == [24]
 
 
 def test_edit_after_screening_applies_to_the_pending_records_only(

@@ -1,8 +1,10 @@
 """Prioritised screening: the records still to screen, most likely inclusions first.
 
 The model is ASReview's default family: TF-IDF features of title + abstract and a linear
-classifier trained on the decisions so far, retrained on every call (a review holds at most
-a few hundred records, so a fit takes milliseconds and needs no background job). Until there
+classifier trained on the decisions so far, retrained inline on every `screen_next` call: a
+review screens at most `max_results` (<= 100) candidates a round, plus any grouped version a
+person splits back out, and at that size refitting costs far less than the call around it,
+so there is no background job (docs/SCREENING.md, "Ranking"). Until there
 is at least one inclusion and one exclusion there is nothing to learn from, and the records
 keep the order the search gave them.
 

@@ -20,6 +20,7 @@ imports `screening_status` from here for get_session.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +67,13 @@ class _Screening:
     session: ReviewSession
     checkpoint: ReviewCheckpoint
     candidates: list[ReviewCandidate]  # by search rank
-    ranker: Ranker
+
+    @functools.cached_property
+    def ranker(self) -> Ranker:
+        # Built on first use: the TF-IDF fit is most of a ranking's cost, and the tallies
+        # and stopping report (screen_decide's answer, get_session) need only the decisions.
+        texts = [f"{c.paper.title}. {c.paper.abstract or c.paper.snippet}" for c in self.candidates]
+        return Ranker(texts, model=DEFAULT_MODEL)
 
     def labels(self) -> dict[int, bool]:
         return {
@@ -125,8 +132,7 @@ def _load(session: ReviewSession) -> _Screening:
     candidates = list(
         session.candidates.filter(source=SEARCH).order_by("rank").select_related("paper")
     )
-    texts = [f"{c.paper.title}. {c.paper.abstract or c.paper.snippet}" for c in candidates]
-    return _Screening(session, checkpoint, candidates, Ranker(texts, model=DEFAULT_MODEL))
+    return _Screening(session, checkpoint, candidates)
 
 
 def _checked_target(target_recall: float, confidence: float) -> None:
