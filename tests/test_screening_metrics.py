@@ -235,6 +235,66 @@ def test_datasets_load_in_asreview_convention(tmp_path: Path) -> None:
         dataset_load(tmp_path / "set.xlsx")
 
 
+def test_datasets_load_under_asreviews_other_column_names_and_label_values(
+    tmp_path: Path,
+) -> None:
+    """What ASReview reads, read the same: column names in any case and its alternatives
+    (primary_title, abstract note, notes_abstract, included, final_included, ...), labels
+    yes/no/y/n, -1 or empty for "not seen" (skipped), a semicolon-separated Latin-1 CSV."""
+    semicolons = tmp_path / "export.csv"
+    semicolons.write_bytes(
+        "Record_ID;Primary_Title;Abstract Note;Included\n"
+        "r1;Caf\u00e9 queues;about queues;y\n"
+        "r2;Bird radar;about birds;N\n"
+        "r3;Not seen yet;;\n"
+        "r4;Also not seen;;-1\n".encode("latin-1")
+    )
+    records = dataset_load(semicolons)
+    assert [(r.key, r.title, r.abstract, r.included) for r in records] == [
+        ("r1", "Caf\u00e9 queues", "about queues", True),
+        ("r2", "Bird radar", "about birds", False),
+    ]
+    tab = tmp_path / "set.tab"
+    tab.write_text("title\tnotes_abstract\tfinal_included\nA\tabout a\t1\nB\tabout b\t0\n")
+    assert [(r.abstract, r.included) for r in dataset_load(tab)] == [("about a", T), ("about b", F)]
+    jsonl = tmp_path / "set.jsonl"
+    jsonl.write_text(
+        json.dumps({"primary_title": "A", "label": True}) + "\n"
+        + json.dumps({"Title": "B", "asreview_label": 0}) + "\n"
+    )  # fmt: skip
+    assert [(r.title, r.included) for r in dataset_load(jsonl)] == [("A", T), ("B", F)]
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("title,label_included\nA,1\nB,maybe\n")
+    with pytest.raises(ValueError, match="Record 2: label 'maybe'"):
+        dataset_load(wrong)
+    with pytest.raises(CommandError, match="Record 2"):
+        call_command("simulate_screening", str(wrong))
+
+
+def test_ris_labels_are_read_from_any_note_as_asreview_writes_them(tmp_path: Path) -> None:
+    """ASReview's RIS: the label is a word of an N1 note, beside other notes; AB before N2
+    (not both); T1 when there is no TI; a line without a tag continues its field;
+    ASReview_not_seen is no label; two labels on one record are an error."""
+    ris = tmp_path / "export.ris"
+    ris.write_text(
+        "TY  - JOUR\nTI  - Long documents\nAB  - Sparse attention\nfor long texts.\n"
+        "N2  - Sparse attention for long texts.\nN1  - Imported from Scopus\n"
+        "N1  - ASReview_relevant; checked twice\nID  - 17\nER  - \n\n"
+        "TY  - JOUR\nT1  - Bird radar\nN1  - ASReview_irrelevant ASReview_prior\nER  -\n"
+        "TY  - JOUR\nTI  - Unscreened\nN1  - ASReview_not_seen\nER  - \n"
+    )
+    records = dataset_load(ris)
+    assert [(r.key, r.title, r.abstract, r.included) for r in records] == [
+        ("17", "Long documents", "Sparse attention for long texts.", True),
+        ("2", "Bird radar", "", False),
+    ]
+    ris.write_text(
+        "TY  - JOUR\nTI  - X\nN1  - ASReview_relevant\nN1  - ASReview_irrelevant\nER  -\n"
+    )
+    with pytest.raises(ValueError, match="more than one ASReview label"):
+        dataset_load(ris)
+
+
 def test_simulate_screening_json_lets_anyone_recompute_the_metrics(tmp_path: Path) -> None:
     path = write_sets(tmp_path)["csv"]
     out = io.StringIO()

@@ -18,9 +18,11 @@ were not found by the model):
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import random
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -245,68 +247,134 @@ def medians(runs: Sequence[SimulationRun]) -> dict[str, float | None]:
 
 # --- datasets -------------------------------------------------------------------------------------
 
-LABEL_KEYS = ("label_included", "included", "label")
-RIS_INCLUDED, RIS_EXCLUDED = "asreview_relevant", "asreview_irrelevant"
+# ASReview's column names (asreview.data.base_reader, `__alternative_column_names__`), matched
+# on the lowercased, stripped header; for each field the first name a record has is read.
+# `label_included` comes first: the name the issue and the SYNERGY datasets use.
+TITLE_KEYS = ("title", "primary_title")
+ABSTRACT_KEYS = ("abstract", "notes_abstract", "abstract note")
+LABEL_KEYS = (
+    "label_included", "asreview_label", "included", "label", "final_included",
+    "included_label", "included_final", "included_flag", "include",
+)  # fmt: skip
+ID_KEYS = ("record_id", "id")
+INCLUDED_VALUES = {"1", "1.0", "yes", "y", "true"}
+EXCLUDED_VALUES = {"0", "0.0", "no", "n", "false"}
+NOT_SEEN_VALUES = {"", "-1", "-1.0", "nan"}  # ASReview's "not seen": no label
+# RIS: ASReview writes the label as a word of an N1 note, among any other notes.
+RIS_LABEL = re.compile(r"\bASReview_(relevant|irrelevant|not_seen)\b", re.IGNORECASE)
+RIS_TAG = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")
+DELIMITERS = (",", ";", "\t")
 
 
 def dataset_load(path: Path) -> list[LabelledRecord]:
-    """Records of a labelled dataset: CSV (header with title, abstract, label_included),
-    JSONL (one object a line, the same keys) or RIS (TI/T1, AB/N2, and ASReview's label in
-    an N1 note: ASReview_relevant / ASReview_irrelevant). Records without a label are
-    skipped. ValueError for an unknown format or a dataset without labels."""
+    """Records of a labelled dataset in ASReview's convention: CSV (comma, semicolon or tab
+    separated), TSV/TAB or JSONL (one object a line) with a title, an abstract and a label
+    under any of ASReview's column names (`label_included`, `included`, `label`, ...; 1/0,
+    yes/no, y/n), or RIS (TI/T1, AB/N2, the label as a word of an N1 note:
+    ASReview_relevant / ASReview_irrelevant). Records without a label (empty, -1,
+    ASReview_not_seen) are skipped. UTF-8, else Latin-1. ValueError for an unknown format,
+    a label that is not one of those values, or a dataset without labels."""
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t" if suffix == ".tsv" else ","))
+    text = _read_text(path)
+    rows: list[dict[str, Any]]
+    if suffix in (".csv", ".tsv", ".tab"):
+        delimiter = "\t" if suffix != ".csv" else _csv_delimiter(text)
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+        rows = [_normalised(row) for row in reader]
     elif suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle if line.strip()]
+        rows = [_normalised(json.loads(line)) for line in text.splitlines() if line.strip()]
     elif suffix in (".ris", ".txt"):
-        rows = _ris_rows(path.read_text(encoding="utf-8-sig"))
+        rows = _ris_rows(text)
     else:
-        raise ValueError(f"Unknown dataset format {suffix!r}: use .csv, .tsv, .jsonl or .ris.")
+        raise ValueError(
+            f"Unknown dataset format {suffix!r}: use .csv, .tsv, .tab, .jsonl or .ris."
+        )
     records = []
     for number, row in enumerate(rows, start=1):
-        label = _label(row)
+        label = _label(row, number)
         if label is None:
             continue
-        key = str(row.get("record_id") or row.get("id") or number)
-        records.append(
-            LabelledRecord(key, str(row.get("title") or ""), str(row.get("abstract") or ""), label)
-        )
+        key = str(_first(row, ID_KEYS) or number)
+        title = str(_first(row, TITLE_KEYS) or "")
+        records.append(LabelledRecord(key, title, str(_first(row, ABSTRACT_KEYS) or ""), label))
     if not records:
         raise ValueError(f"{path} has no labelled records (label_included 0/1).")
     return records
 
 
-def _label(row: dict[str, Any]) -> bool | None:
-    for key in LABEL_KEYS:
-        value = row.get(key)
-        if value is None or value == "":
-            continue
-        text = str(value).strip().lower()
-        if text in ("1", "1.0", "true", "yes"):
-            return True
-        if text in ("0", "0.0", "false", "no"):
-            return False
-    return None
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _csv_delimiter(text: str) -> str:
+    """The delimiter whose split of the header names a title or label column (as
+    pandas' sniffing does for ASReview); a comma if none does."""
+    header = text.split("\n", 1)[0]
+    for delimiter in DELIMITERS:
+        names = {name.strip().lower() for name in next(csv.reader([header], delimiter=delimiter))}
+        if names & {*TITLE_KEYS, *LABEL_KEYS}:
+            return delimiter
+    return ","
+
+
+def _normalised(row: dict[Any, Any]) -> dict[str, Any]:
+    return {str(key).strip().lower(): value for key, value in row.items() if key is not None}
+
+
+def _first(row: dict[str, Any], keys: Sequence[str]) -> Any:
+    """The value of the first of `keys` the row has (empty or not), as ASReview picks one
+    column per field; None if it has none."""
+    return next((row[key] for key in keys if key in row), None)
+
+
+def _label(row: dict[str, Any], number: int) -> bool | None:
+    value = _first(row, LABEL_KEYS)
+    text = "" if value is None else str(value).strip().lower()
+    if text in INCLUDED_VALUES:
+        return True
+    if text in EXCLUDED_VALUES:
+        return False
+    if text in NOT_SEEN_VALUES:
+        return None
+    raise ValueError(f"Record {number}: label {value!r} is not 1/0, yes/no or empty.")
 
 
 def _ris_rows(text: str) -> list[dict[str, Any]]:
+    """RIS records as rows: the first TI (else T1) as title, AB (else N2) as abstract, the
+    ASReview label from the N1 notes, ID as record_id. A line without a tag continues the
+    field before it."""
     rows: list[dict[str, Any]] = []
-    row: dict[str, Any] = {}
+    fields: dict[str, list[str]] = {}
+    last = ""
     for line in text.splitlines():
-        tag, _, value = line.partition("  -")
-        tag, value = tag.strip().upper(), value.strip()
-        if tag == "ER":
-            rows.append(row)
-            row = {}
-        elif tag in ("TI", "T1") and not row.get("title"):
-            row["title"] = value
-        elif tag in ("AB", "N2"):
-            row["abstract"] = f"{row.get('abstract', '')} {value}".strip()
-        elif tag == "N1" and value.lower() in (RIS_INCLUDED, RIS_EXCLUDED):
-            row["label_included"] = int(value.lower() == RIS_INCLUDED)
-        elif tag == "ID":
-            row["record_id"] = value
+        match = RIS_TAG.match(line.rstrip())
+        if match is None:
+            if last and line.strip() and fields.get(last):
+                fields[last][-1] = f"{fields[last][-1]} {line.strip()}"
+            continue
+        last, value = match.group(1), (match.group(2) or "").strip()
+        if last == "ER":
+            rows.append(_ris_row(fields, len(rows) + 1))
+            fields, last = {}, ""
+        else:
+            fields.setdefault(last, []).append(value)
     return rows
+
+
+def _ris_row(fields: dict[str, list[str]], number: int) -> dict[str, Any]:
+    def first(*tags: str) -> str:
+        return next((fields[tag][0] for tag in tags if fields.get(tag)), "")
+
+    row: dict[str, Any] = {"title": first("TI", "T1"), "abstract": first("AB", "N2")}
+    if first("ID"):
+        row["record_id"] = first("ID")
+    labels = {label.lower() for note in fields.get("N1", []) for label in RIS_LABEL.findall(note)}
+    if len(labels) > 1:
+        raise ValueError(f"Record {number}: more than one ASReview label in its notes.")
+    if labels:
+        row["label_included"] = {"relevant": 1, "irrelevant": 0, "not_seen": -1}[labels.pop()]
+    return row

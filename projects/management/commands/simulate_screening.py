@@ -27,9 +27,9 @@ def _share(value: str) -> float:
 
 class Command(BaseCommand):
     help = (
-        "Simulate prioritised screening on a labelled dataset (CSV, TSV, JSONL or RIS with "
-        "title, abstract, label_included): WSS@95, WSS@100, RRF@10 and where the stopping "
-        "rule fired, median over seeds."
+        "Simulate prioritised screening on a labelled dataset in ASReview's convention (CSV, "
+        "TSV, JSONL or RIS with title, abstract, label_included or another of ASReview's "
+        "names): WSS@95, WSS@100, RRF@10 and where the stopping rule fired, median over seeds."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
