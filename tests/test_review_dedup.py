@@ -204,6 +204,36 @@ def test_a_doi_the_library_kept_as_an_alternate_links_the_journal_version(
     assert grouping.why[first] == "same doi 10.1145/cheap.2022"
 
 
+@pytest.mark.parametrize("scheme", ["openalex", "s2"])
+def test_records_naming_one_openalex_or_s2_id_are_one_work_whatever_their_dois(
+    transactional_db: None, scheme: str
+) -> None:
+    """OpenAlex and Semantic Scholar give a preprint and its publication one work id. A
+    record of the publication (journal DOI, another title, two years on) naming the
+    preprint's id joins the preprint's paper (an identifier belongs to one paper), its DOI
+    kept as an alternate; a later record of the publication alone (that DOI, no id) is
+    grouped with it in the review by that DOI."""
+    work_id = {"openalex": "W2963403868", "s2": "204e3073870fae3d05bcbc2f6a8e263d9b72e776"}
+    authors = ["Ada Lovelace", "Bob Smith"]
+    preprint = dict(
+        title="Cheap transformers", authors=authors, year=2020, arxiv_id="2001.01234",
+        doi="10.48550/arXiv.2001.01234", identifiers={scheme: work_id[scheme]},
+    )  # fmt: skip
+    published = dict(
+        title="Transformers on a shoestring", authors=authors, year=2022,
+        doi="10.5555/shoestring", identifiers={scheme: work_id[scheme]},
+    )  # fmt: skip
+    first = papers_upsert(records=[PaperRecord.build(**preprint)]).paper_ids[0]
+    assert papers_upsert(records=[PaperRecord.build(**published)]).paper_ids == [first]
+    journal = {key: value for key, value in published.items() if key != "identifiers"}
+    second = papers_upsert(records=[PaperRecord.build(**journal)]).paper_ids[0]
+    assert second != first  # the library keeps the journal's own record apart
+    grouping = work_groups([first, second], works_load([first, second]))
+    assert sorted(map(sorted, grouping.groups)) == [sorted([first, second])]
+    assert grouping.groups[0][0] == second  # the published version is screened
+    assert grouping.why[first] == "same doi 10.5555/shoestring"
+
+
 def test_a_version_of_a_paper_the_review_has_is_attached_to_its_candidate(
     library: dict[str, int],
 ) -> None:
