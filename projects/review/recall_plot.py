@@ -7,7 +7,7 @@ The curves are drawn in a group whose transform maps data to the page, so each p
 points are the data itself ((records screened, relevant found) pairs): a test or a reader
 can check them without undoing a scale. Strokes do not scale with it
 (`vector-effect: non-scaling-stroke`). SVG only: a PNG would need a rendering library the
-project does not carry.
+project does not carry (PyMuPDF renders SVG but ignores non-scaling strokes).
 """
 
 from __future__ import annotations
