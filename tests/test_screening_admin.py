@@ -165,6 +165,8 @@ def test_disagreements_are_listed_and_resolved_in_the_admin(
     screen = reverse("admin:projects_reviewsession_screen", args=[session.pk])
     page = admin_client.get(url).content.decode()
     assert "Disagreements: 1, unresolved: 1" in page
+    # One record, one include and one exclude: observed 0, chance 1 * 0 + 0 * 1; kappa 0.
+    assert "Both screened 1, agreed on 0; Cohen's kappa 0.0." in page
     assert "agent: include; admin:ann: exclude" in page
     assert f'name="resolve" value="exclude:{paper}"' in page
     # Closing the checkpoint is refused with the reason while it is unresolved.
