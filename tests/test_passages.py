@@ -10,6 +10,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -17,6 +18,7 @@ from core.errors import InvalidInput
 from mcp_endpoint.tools.passages import quote_answer
 from papers.models import Annotation, Paper, Passage, PassageTerm
 from papers.passages import quotes, services
+from papers.passages.extract import PagePassage
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
@@ -274,3 +276,46 @@ def test_reindex_passages_goes_on_past_a_missing_file_and_fails_at_the_end(
     with pytest.raises(CommandError) as unknown:
         call_command("reindex_passages", "--paper", "999999", stdout=StringIO())
     assert unknown.value.returncode == 2
+
+
+def test_a_quote_copied_with_a_compound_broken_at_a_line_end_is_found_among_many_whole_ones(
+    attach: Callable[[Path], Paper], make_paper: Callable[..., Paper], tmp_path: Path
+) -> None:
+    # As in 2020.acl-main.207 p.1: 'pre-' / 'trained' at a line end. The passage reads
+    # 'pretrained'; the quote as copied, 'pre- trained'. Papers that print 'pre-trained'
+    # whole on one line must not push the quoted passage out of the candidates.
+    lines = [
+        "Our system incorporates inter-document context into the language models",
+        "to learn document representations that are effective across a wide variety",
+        "of downstream tasks, without the need for any task-specific fine-tuning",
+        "of the pre-",
+        "trained language model. We specifically use cita-",
+        "tions as a naturally occurring, inter-document in-",
+        "cidental supervision signal indicating which documents are most related",
+        "and formulate the signal into a triplet-loss pretraining objective.",
+    ]
+    document = pymupdf.open()
+    page = document.new_page()
+    for number, line in enumerate(lines):
+        page.insert_text((72, 120 + 14 * number), line, fontsize=11)
+    path = tmp_path / "compound.pdf"
+    document.save(path)
+    paper = attach(path)
+    assert "the pretrained language model" in page_passages(paper_id=paper.pk)[0].text
+    for number in range(quotes.CANDIDATES + 5):
+        other = make_paper(title=f"Fine-tuning study {number}", authors=["B. Other"])
+        text = (
+            f"We study task-specific fine-tuning of the pre-trained language model {number}. "
+            "We specifically use the pre-trained language model without task-specific "
+            "fine-tuning of the pre-trained weights."
+        )
+        services.passages_write(
+            paper_id=other.pk, sha256="0" * 64, passages=[PagePassage(1, 1, text, [])]
+        )
+    quote = (
+        "task-specific fine-tuning of the pre- trained language model. We specifically use "
+        "cita- tions"
+    )
+    for copied in (quote, quote.replace("pre- ", "pre-\n"), quote.replace("fi", "ﬁ")):
+        match = quote_find(text=copied)
+        assert (match.status, match.paper_id, match.page) == ("found", paper.pk, 1), copied
