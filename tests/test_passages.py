@@ -5,6 +5,7 @@ them; find_quote tolerates what copying does to a quote and says when it is not 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
@@ -22,7 +23,9 @@ from papers.passages.extract import PagePassage
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
+from tests.test_command_progress import Terminal, segments
 from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
+from tests.zotero_fake import FakeZotero, default_items
 
 ACL = FIXTURES / "N18-3011.pdf"  # NAACL 2018, two columns, 8 pages
 HYPHENATED = FIXTURES / "grobid-dehypenisation1.pdf"  # 'dehypenisa-' / 'tion'
@@ -228,14 +231,16 @@ def test_verify_on_a_paper_without_a_pdf_is_refused(make_paper: Callable[..., Pa
 
 
 def test_reindex_passages_command_indexes_every_pdf_with_a_progress_bar(
-    attach: Callable[[Path], Paper],
+    attach: Callable[[Path], Paper], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paper = attach(HYPHENATED)
     Passage.objects.filter(paper=paper).delete()
-    out, err = StringIO(), StringIO()
+    out, err, screen = StringIO(), StringIO(), Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)  # the bar is drawn on a terminal only
     call_command("reindex_passages", "--all", stdout=out, stderr=err)
     assert Passage.objects.filter(paper=paper).count() == 1
     assert "1 paper" in out.getvalue()
+    assert any("Passages" in part and "100%" in part for part in segments(screen.getvalue()))
     call_command("reindex_passages", "--paper", str(paper.pk), stdout=out, stderr=err)
     assert "unchanged" in out.getvalue()
 
@@ -319,3 +324,19 @@ def test_a_quote_copied_with_a_compound_broken_at_a_line_end_is_found_among_many
     for copied in (quote, quote.replace("pre- ", "pre-\n"), quote.replace("fi", "ﬁ")):
         match = quote_find(text=copied)
         assert (match.status, match.paper_id, match.page) == ("found", paper.pk, 1), copied
+
+
+def test_pdfs_imported_from_zotero_are_indexed_for_passages(
+    db: None, settings: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Zotero's local PDFs come in through import_zotero, which attaches them: the library's
+    # own copies, indexed like any attach (the zotero_* tools read Zotero's files live).
+    with FakeZotero(default_items(tmp_path / "gone")) as zotero:
+        settings.ZOTERO_BBT_URL = zotero.bbt_url
+        settings.ZOTERO_TIMEOUT = 5
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command("import_zotero", "--no-progress", stdout=StringIO(), stderr=StringIO())
+    shen = Paper.objects.get(citekey="shen2023beyond")
+    assert Passage.objects.filter(paper=shen).exists()
+    match = quote_find(text=WRAPPED)
+    assert (match.status, match.paper_id, match.page) == ("found", shen.pk, 1)
