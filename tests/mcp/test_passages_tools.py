@@ -162,11 +162,15 @@ async def test_a_highlight_from_find_quote_is_listed_and_in_the_annotated_pdf(
     listed = tool_data(await call(setup, "list_annotations", {"paper_id": paper_id, "page": 2}))
     [record] = [a for a in listed["annotations"] if a["annotation_id"] == annotation_id]
     assert record["color_name"] == "positive" and record["rects"] == answer["rects"]
-    downloads = setup.kb.directory / "downloads"
-    [copy] = downloads.glob(f"{paper_id}-*.annotated.pdf")
-    with pymupdf.open(copy) as document:
-        names = [a.info["id"] for a in document[1].annots()]
-    assert f"research-mcp-{annotation_id}" in names
+    # The annotated PDF as a user exports it (manage.py export_annotations --format pdf).
+    exported = setup.kb.directory / "exports" / f"find-quote-{annotation_id}.pdf"
+    run(setup.kb.env, "manage.py", "export_annotations", str(paper_id), "--format", "pdf",
+        "-o", str(exported))  # fmt: skip
+    with pymupdf.open(exported) as document:
+        page = document[1]
+        drawn = {a.info["id"]: (a.type[1], page.get_textbox(a.rect)) for a in page.annots()}
+    kind, under = drawn[f"research-mcp-{annotation_id}"]
+    assert kind == "Highlight" and "property graph" in under
 
 
 async def test_a_search_hit_goes_straight_to_create_highlight(setup: Setup) -> None:
