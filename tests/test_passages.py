@@ -18,11 +18,12 @@ from django.core.management import CommandError, call_command
 from core.errors import InvalidInput
 from mcp_endpoint.tools.passages import quote_answer
 from papers.models import Annotation, Paper, Passage, PassageTerm
-from papers.passages import quotes, services
+from papers.passages import quotes, ranking, services
 from papers.passages.extract import PagePassage
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
+from papers.search import embedding
 from tests.test_command_progress import Terminal, segments
 from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
 from tests.zotero_fake import FakeZotero, default_items
@@ -149,6 +150,20 @@ def test_search_passages_returns_the_page_and_bolds_the_query_words(
     assert passage_search(query="graph", paper_ids=[]) == []
     with pytest.raises(InvalidInput):
         passage_search(query="  ?! ")
+
+
+def test_passages_are_embedded_and_ranked_by_meaning_as_well_as_words(
+    attach: Callable[[Path], Paper],
+) -> None:
+    acl = attach(ACL)
+    attach(EXPOSITORY)
+    [target] = [p for p in page_passages(paper_id=acl.pk, page=2) if "property graph" in p.text]
+    assert target.model == embedding.load_model().name and target.vector
+    # Few of the passage's words: the vector half of the hybrid ranks it first too.
+    paraphrase = "a labelled multigraph whose vertices and arcs carry attributes"
+    ids, _ = ranking.semantic_ranking(paraphrase, paper_ids=None, limit=3)
+    assert ids[0] == target.pk
+    assert target.pk in [hit.passage_id for hit in passage_search(query=paraphrase, limit=3)]
 
 
 def test_a_search_hit_can_be_passed_straight_to_create_highlight(
