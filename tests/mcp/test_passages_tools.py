@@ -120,6 +120,16 @@ async def test_a_quote_across_a_line_break_is_found_on_its_page(setup: Setup) ->
     assert service == answer
 
 
+async def test_the_page_find_quote_gives_is_the_locator_of_the_in_text_citation(
+    setup: Setup,
+) -> None:
+    found = tool_data(await call(setup, "find_quote", {"text": WRAPPED}))
+    citekey = setup.kb.paper("attention")["citekey"]
+    arguments = {"paper_ids": [citekey], "style": "apa", "locators": {citekey: str(found["page"])}}
+    cited = tool_data(await call(setup, "format_citations", arguments))
+    assert cited["citation"] == "(Vaswani & Shazeer, 2017, p. 1)"
+
+
 async def test_a_made_up_quote_is_not_found(setup: Setup) -> None:
     made_up = "Transformers were first proposed to model the migration of monarch butterflies."
     answer = tool_data(await call(setup, "find_quote", {"text": made_up}))
