@@ -283,6 +283,18 @@ def test_highlight_from_a_found_quote_uses_the_seed_colour_and_not_in_read_only_
     assert (annotation.page, annotation.color, annotation.rects) == (1, "#5fb236", made.rects)
 
 
+def test_highlight_from_an_approximate_quote_marks_the_closest_text_in_grey(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    changed = LIGATURE_QUOTE.replace("property graph", "labelled graph")
+    made = quote_answer(text=changed, paper_ids=[paper.pk], highlight=True)
+    assert made.status == "approximate" and made.highlight is not None
+    annotation = Annotation.objects.get(pk=made.highlight["annotation_id"])
+    assert (annotation.page, annotation.color) == (2, "#aaaaaa")
+    assert "property graph" in annotation.text
+
+
 def test_reindex_passages_goes_on_past_a_missing_file_and_fails_at_the_end(
     attach: Callable[[Path], Paper], knowledge_base: Path
 ) -> None:
