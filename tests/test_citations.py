@@ -38,24 +38,30 @@ NAMES = [
 WHO_URL = "https://www.who.int/publications/i/item/9789240005105"
 
 
-@pytest.fixture
-def papers(make_paper: Callable[..., Paper]) -> dict[str, Paper]:
-    many = make_paper(
-        "A large collaborative study of language models", authors=NAMES, year=2023,
+# The three papers every style is checked on (also over /mcp:
+# tests/mcp/test_format_citations.py), as paper_upsert's record values.
+CITED: dict[str, dict[str, Any]] = {
+    "many": dict(
+        title="A large collaborative study of language models", authors=NAMES, year=2023,
         venue="Journal of Machine Learning Research", volume="24", number="7",
         pages="101--135", doi="10.5555/jmlr.2023.101",
-    )  # fmt: skip
-    undated = make_paper(
-        "Notes on undated manuscripts", authors=["John Smith", "Jane Doe"], year=None,
+    ),
+    "undated": dict(
+        title="Notes on undated manuscripts", authors=["John Smith", "Jane Doe"], year=None,
         venue="Journal of Archival Studies", volume="8", pages="12-19",
-    )  # fmt: skip
-    corporate = make_paper(
-        "World health statistics 2020: Monitoring health for the SDGs",
+    ),
+    "corporate": dict(
+        title="World health statistics 2020: Monitoring health for the SDGs",
         # As the BibTeX reader gives '{World Health Organization}': one family name.
         authors=[{"name": "World Health Organization", "family": "World Health Organization"}],
         year=2020, entry_type="techreport", source_url=WHO_URL,
-    )  # fmt: skip
-    return {"many": many, "undated": undated, "corporate": corporate}
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def papers(make_paper: Callable[..., Paper]) -> dict[str, Paper]:
+    return {which: make_paper(**values) for which, values in CITED.items()}
 
 
 def loaded(*papers: Paper) -> list[Paper]:

@@ -173,3 +173,19 @@ def test_a_sentence_does_not_end_at_et_al_or_an_initial() -> None:
     text = "As J. Smith et al. argue, it holds (Smith et al., 2020). Next sentence."
     (cite,) = draft_parse(text).cites
     assert cite.sentence == "As J. Smith et al. argue, it holds (Smith et al., 2020)."
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["\\cite{shen2023beyond}.", "[@shen2023beyond].", "(Shen et al., 2023)."],
+)
+def test_a_marker_after_the_sentence_end_cites_the_sentence_before_it(after: str) -> None:
+    # American punctuation puts the period inside the closing quote; the marker follows.
+    text = (
+        "Models improved. They write that \u201cediting support can transform writing in "
+        f"many scenarios.\u201d {after} Next sentence."
+    )
+    (cite,) = draft_parse(text).cites
+    assert cite.sentence.startswith("They write that") and cite.sentence.endswith(after)
+    assert cite.quote == "editing support can transform writing in many scenarios."
+    assert cite.claim.startswith("They write that")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from engines import registry as registry_module
 from engines.base import SearchRequest
@@ -17,6 +18,8 @@ from engines.citecheck.checks import metadata_mismatches, update_flags
 from engines.citecheck.parse import draft_parse
 from engines.citecheck.resolve import Resolution, resolve_all
 from engines.crossref import CrossrefEngine
+from papers.models import Paper
+from papers.retractions import paper_retraction_update
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "crossref"
@@ -144,6 +147,55 @@ def test_a_retraction_notice_is_read_for_a_library_paper_cited_by_doi(crossref, 
     assert (resolution.status, resolution.via) == ("exists", "doi")
     assert resolution.work is not None
     assert [flag["flag"] for flag in update_flags(resolution.work)] == ["retracted"]
+
+
+# The notice of the PLOS article's correction, as the retraction watch stores it
+# (papers/retractions.py), here given as a retraction.
+STORED_RETRACTION = {
+    "type": "retraction",
+    "doi": "10.1371/annotation/c76da2c1-ccb8-4797-94c1-359d3ceceeda",
+    "date": "2012-05-08",
+    "source": "crossref",
+    "reported_by": "retraction-watch",
+}
+
+
+def test_a_retraction_the_watch_stored_on_a_library_paper_is_flagged_offline(make_paper) -> None:
+    paper = make_paper(PLOS_TITLE, authors=["Ariel Sobel"], year=2012, doi=PLOS_DOI)
+    paper_retraction_update(
+        paper_id=paper.pk, notices=[STORED_RETRACTION], complete=True, checked_at=timezone.now()
+    )
+    (resolution,) = check(f"Dopamine neurons are lost \\cite{{{paper.citekey}}}.")
+    assert resolution.work is not None and resolution.work.paper_id == paper.pk
+    assert update_flags(resolution.work) == [
+        {
+            "flag": "retracted",
+            "notice_doi": STORED_RETRACTION["doi"],
+            "date": "2012-05-08",
+            "source": "retraction-watch",
+        }
+    ]
+    # A status set without a notice (by hand in the admin) still flags the paper.
+    Paper.objects.filter(pk=paper.pk).update(retraction_notices=[], retraction_status="withdrawn")
+    (resolution,) = check(f"Dopamine neurons are lost \\cite{{{paper.citekey}}}.")
+    assert resolution.work is not None
+    assert update_flags(resolution.work) == [{"flag": "retracted", "source": "library"}]
+
+
+def test_a_notice_both_stored_and_given_again_by_crossref_is_flagged_once(
+    crossref, make_paper
+) -> None:
+    paper = make_paper(PLOS_TITLE, authors=["Ariel Sobel"], year=2012, doi=PLOS_DOI)
+    paper_retraction_update(
+        paper_id=paper.pk, notices=[STORED_RETRACTION], complete=True, checked_at=timezone.now()
+    )
+    crossref.add(PLOS_PATH, Reply(200, plos_work("retraction")))
+    (resolution,) = check(f"Dopamine neurons are lost (doi:{PLOS_DOI}).", ("crossref",))
+    assert resolution.work is not None and resolution.work.paper_id == paper.pk
+    flags = update_flags(resolution.work)
+    assert [(flag["flag"], flag["notice_doi"]) for flag in flags] == [
+        ("retracted", STORED_RETRACTION["doi"])
+    ]
 
 
 def test_an_unknown_doi_is_not_found_when_crossref_answers(crossref) -> None:

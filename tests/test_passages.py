@@ -5,22 +5,28 @@ them; find_quote tolerates what copying does to a quote and says when it is not 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import InvalidInput
 from mcp_endpoint.tools.passages import quote_answer
 from papers.models import Annotation, Paper, Passage, PassageTerm
-from papers.passages import quotes, services
+from papers.passages import quotes, ranking, services
+from papers.passages.extract import PagePassage
 from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
+from papers.search import embedding
+from tests.test_command_progress import Terminal, segments
 from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
+from tests.zotero_fake import FakeZotero, default_items
 
 ACL = FIXTURES / "N18-3011.pdf"  # NAACL 2018, two columns, 8 pages
 HYPHENATED = FIXTURES / "grobid-dehypenisation1.pdf"  # 'dehypenisa-' / 'tion'
@@ -146,6 +152,20 @@ def test_search_passages_returns_the_page_and_bolds_the_query_words(
         passage_search(query="  ?! ")
 
 
+def test_passages_are_embedded_and_ranked_by_meaning_as_well_as_words(
+    attach: Callable[[Path], Paper],
+) -> None:
+    acl = attach(ACL)
+    attach(EXPOSITORY)
+    [target] = [p for p in page_passages(paper_id=acl.pk, page=2) if "property graph" in p.text]
+    assert target.model == embedding.load_model().name and target.vector
+    # Few of the passage's words: the vector half of the hybrid ranks it first too.
+    paraphrase = "a labelled multigraph whose vertices and arcs carry attributes"
+    ids, _ = ranking.semantic_ranking(paraphrase, paper_ids=None, limit=3)
+    assert ids[0] == target.pk
+    assert target.pk in [hit.passage_id for hit in passage_search(query=paraphrase, limit=3)]
+
+
 def test_a_search_hit_can_be_passed_straight_to_create_highlight(
     attach: Callable[[Path], Paper],
 ) -> None:
@@ -226,14 +246,16 @@ def test_verify_on_a_paper_without_a_pdf_is_refused(make_paper: Callable[..., Pa
 
 
 def test_reindex_passages_command_indexes_every_pdf_with_a_progress_bar(
-    attach: Callable[[Path], Paper],
+    attach: Callable[[Path], Paper], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paper = attach(HYPHENATED)
     Passage.objects.filter(paper=paper).delete()
-    out, err = StringIO(), StringIO()
+    out, err, screen = StringIO(), StringIO(), Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)  # the bar is drawn on a terminal only
     call_command("reindex_passages", "--all", stdout=out, stderr=err)
     assert Passage.objects.filter(paper=paper).count() == 1
     assert "1 paper" in out.getvalue()
+    assert any("Passages" in part and "100%" in part for part in segments(screen.getvalue()))
     call_command("reindex_passages", "--paper", str(paper.pk), stdout=out, stderr=err)
     assert "unchanged" in out.getvalue()
 
@@ -261,6 +283,18 @@ def test_highlight_from_a_found_quote_uses_the_seed_colour_and_not_in_read_only_
     assert (annotation.page, annotation.color, annotation.rects) == (1, "#5fb236", made.rects)
 
 
+def test_highlight_from_an_approximate_quote_marks_the_closest_text_in_grey(
+    attach: Callable[[Path], Paper],
+) -> None:
+    paper = attach(ACL)
+    changed = LIGATURE_QUOTE.replace("property graph", "labelled graph")
+    made = quote_answer(text=changed, paper_ids=[paper.pk], highlight=True)
+    assert made.status == "approximate" and made.highlight is not None
+    annotation = Annotation.objects.get(pk=made.highlight["annotation_id"])
+    assert (annotation.page, annotation.color) == (2, "#aaaaaa")
+    assert "property graph" in annotation.text
+
+
 def test_reindex_passages_goes_on_past_a_missing_file_and_fails_at_the_end(
     attach: Callable[[Path], Paper], knowledge_base: Path
 ) -> None:
@@ -274,3 +308,62 @@ def test_reindex_passages_goes_on_past_a_missing_file_and_fails_at_the_end(
     with pytest.raises(CommandError) as unknown:
         call_command("reindex_passages", "--paper", "999999", stdout=StringIO())
     assert unknown.value.returncode == 2
+
+
+def test_a_quote_copied_with_a_compound_broken_at_a_line_end_is_found_among_many_whole_ones(
+    attach: Callable[[Path], Paper], make_paper: Callable[..., Paper], tmp_path: Path
+) -> None:
+    # As in 2020.acl-main.207 p.1: 'pre-' / 'trained' at a line end. The passage reads
+    # 'pretrained'; the quote as copied, 'pre- trained'. Papers that print 'pre-trained'
+    # whole on one line must not push the quoted passage out of the candidates.
+    lines = [
+        "Our system incorporates inter-document context into the language models",
+        "to learn document representations that are effective across a wide variety",
+        "of downstream tasks, without the need for any task-specific fine-tuning",
+        "of the pre-",
+        "trained language model. We specifically use cita-",
+        "tions as a naturally occurring, inter-document in-",
+        "cidental supervision signal indicating which documents are most related",
+        "and formulate the signal into a triplet-loss pretraining objective.",
+    ]
+    document = pymupdf.open()
+    page = document.new_page()
+    for number, line in enumerate(lines):
+        page.insert_text((72, 120 + 14 * number), line, fontsize=11)
+    path = tmp_path / "compound.pdf"
+    document.save(path)
+    paper = attach(path)
+    assert "the pretrained language model" in page_passages(paper_id=paper.pk)[0].text
+    for number in range(quotes.CANDIDATES + 5):
+        other = make_paper(title=f"Fine-tuning study {number}", authors=["B. Other"])
+        text = (
+            f"We study task-specific fine-tuning of the pre-trained language model {number}. "
+            "We specifically use the pre-trained language model without task-specific "
+            "fine-tuning of the pre-trained weights."
+        )
+        services.passages_write(
+            paper_id=other.pk, sha256="0" * 64, passages=[PagePassage(1, 1, text, [])]
+        )
+    quote = (
+        "task-specific fine-tuning of the pre- trained language model. We specifically use "
+        "cita- tions"
+    )
+    for copied in (quote, quote.replace("pre- ", "pre-\n"), quote.replace("fi", "ﬁ")):
+        match = quote_find(text=copied)
+        assert (match.status, match.paper_id, match.page) == ("found", paper.pk, 1), copied
+
+
+def test_pdfs_imported_from_zotero_are_indexed_for_passages(
+    db: None, settings: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Zotero's local PDFs come in through import_zotero, which attaches them: the library's
+    # own copies, indexed like any attach (the zotero_* tools read Zotero's files live).
+    with FakeZotero(default_items(tmp_path / "gone")) as zotero:
+        settings.ZOTERO_BBT_URL = zotero.bbt_url
+        settings.ZOTERO_TIMEOUT = 5
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command("import_zotero", "--no-progress", stdout=StringIO(), stderr=StringIO())
+    shen = Paper.objects.get(citekey="shen2023beyond")
+    assert Passage.objects.filter(paper=shen).exists()
+    match = quote_find(text=WRAPPED)
+    assert (match.status, match.paper_id, match.page) == ("found", shen.pk, 1)

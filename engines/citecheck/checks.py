@@ -51,21 +51,35 @@ def _close_name(a: str, b: str) -> bool:
 
 
 def update_flags(work: Work) -> list[dict[str, Any]]:
-    """Retractions, corrections and expressions of concern the metadata records:
-    Crossref's `updated-by` (engines/crossref.py keeps it as `updated_by`), an OpenAlex
-    `is_retracted`, or a title that says so."""
+    """Retractions, corrections and expressions of concern the sources record: Crossref's
+    `updated-by` (engines/crossref.py keeps it as `updated_by`; for a library paper cited
+    by DOI, asked again in the check's fan-out), the notices the library's retraction watch
+    stored on the paper (`Paper.retraction_notices` / `retraction_status`, so a retraction
+    found by the watch is reported offline too), an OpenAlex `is_retracted`, or a title that
+    says so. A notice known to several of them is given once."""
     flags: list[dict[str, Any]] = []
+
+    def add(status: str, notice_doi: object, date: object, source: object) -> None:
+        flag = CITE_FLAGS.get(status, status)
+        if not flag:
+            return
+        for known in flags:
+            # The same notice (or, without a DOI, the same kind of notice) is there already.
+            if known["flag"] == flag and (not notice_doi or known.get("notice_doi") == notice_doi):
+                return
+        entry = {"flag": flag, "notice_doi": notice_doi, "date": date, "source": source}
+        flags.append({key: value for key, value in entry.items() if value})
+
     for update in work.metadata.get("updated_by") or []:
-        flag = update_status(update.get("type"))
-        flag = CITE_FLAGS.get(flag, flag)
-        if flag:
-            entry = {"flag": flag, "notice_doi": update.get("doi"), "date": update.get("date")}
-            entry["source"] = update.get("source")
-            flags.append({key: value for key, value in entry.items() if value})
-    if work.metadata.get("is_retracted") is True and not any(
-        f["flag"] == "retracted" for f in flags
-    ):
-        flags.append({"flag": "retracted", "source": "openalex"})
+        add(update_status(update.get("type")), update.get("doi"), update.get("date"),
+            update.get("source"))  # fmt: skip
+    for notice in work.retraction_notices:
+        add(update_status(notice.get("type")), notice.get("doi"), notice.get("date"),
+            notice.get("reported_by") or notice.get("source"))  # fmt: skip
+    if work.retraction_status:
+        add(work.retraction_status, None, None, "library")
+    if work.metadata.get("is_retracted") is True:
+        add(RETRACTED, None, None, "openalex")
     if work.title.lower().startswith(RETRACTED_TITLE_PREFIXES) and not flags:
         flags.append({"flag": "retracted", "source": "title"})
     return flags

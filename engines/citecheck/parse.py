@@ -201,8 +201,13 @@ def draft_parse(text: str, *, style_hint: str | None = None) -> Draft:
     sentences = _sentences(body)
     for start, end, items in found:
         sentence_start, sentence_end = _sentence_at(sentences, start)
-        sentence = body[sentence_start:sentence_end].strip()
         claim = _claim(body[sentence_start:sentence_end], spans, sentence_start)
+        if not any(char.isalnum() for char in claim):
+            # Markers after the sentence's own end ('... summarization.” \cite{x}.',
+            # 'It holds. [3]'): they cite the sentence before them.
+            sentence_start = _sentence_before(sentences, sentence_start)
+            claim = _claim(body[sentence_start:sentence_end], spans, sentence_start)
+        sentence = body[sentence_start:sentence_end].strip()
         quote = _quote(claim)
         for item in items:
             draft.cites.append(
@@ -347,6 +352,12 @@ def _sentence_at(sentences: list[tuple[int, int]], offset: int) -> tuple[int, in
         if start <= offset < end:
             return start, end
     return sentences[-1] if sentences else (0, 0)
+
+
+def _sentence_before(sentences: list[tuple[int, int]], start: int) -> int:
+    """The start of the sentence before the one starting at `start` (itself if first)."""
+    earlier = [bounds[0] for bounds in sentences if bounds[0] < start]
+    return earlier[-1] if earlier else start
 
 
 def _claim(sentence: str, spans: list[tuple[int, int]], offset: int) -> str:

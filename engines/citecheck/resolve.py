@@ -80,6 +80,9 @@ class Work:
     has_pdf: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str = "library"
+    # A library paper's retraction watch (papers/retractions.py): its status and notices.
+    retraction_status: str = ""
+    retraction_notices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def families(self) -> list[str]:
@@ -117,6 +120,8 @@ class Work:
             arxiv_id=paper.arxiv_id or "",
             has_pdf=has_pdf,
             metadata=dict(paper.metadata or {}),
+            retraction_status=paper.retraction_status,
+            retraction_notices=list(paper.retraction_notices or []),
         )
 
     @classmethod

@@ -3,7 +3,8 @@ breaks, hyphenation, ligatures, quotes, dashes, spacing and case), approximate (
 words differ; the closest text and a similarity) or not found.
 
 1. Candidates: the passages that rank best for the quote's words (BM25, ranking.py),
-   within `paper_ids`; a given page's passages come first.
+   within `paper_ids`, a word hyphenated at a copied line end counted both split and
+   joined; a given page's passages come first.
 2. Exact: the quote's key (papers/pdf/locate.text_key: letters and digits, case-folded)
    is looked for in the key of each candidate page's passages joined in order, so a quote
    that runs from one passage into the next is found too; then the page itself is read
@@ -90,7 +91,12 @@ def quote_find(
     ids = check_paper_ids(paper_ids)
     if ids is not None:
         _check_pdfs(ids)
-    ranked, _ = bm25_ranking(analysis.words(quote), paper_ids=ids, limit=CANDIDATES)
+    # A quote copied with a line-end hyphen ('pre- trained') is ranked by its words both
+    # as written and joined as the passages read them ('pretrained'): with the parts alone,
+    # passages that print the compound whole ('pre-trained') outrank the one quoted.
+    joined = _LINE_HYPHEN_RE.sub(r"\1", quote)
+    words = list(dict.fromkeys(analysis.words(quote) + analysis.words(joined)))
+    ranked, _ = bm25_ranking(words, paper_ids=ids, limit=CANDIDATES)
     candidates = _candidates(ranked, ids, page)
     pages = _pages(candidates)
     for paper_id, number in dict.fromkeys((p.paper_id, p.page) for p in candidates):

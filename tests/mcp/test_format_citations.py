@@ -1,13 +1,32 @@
 """`format_citations` over /mcp with the SDK's own client: references and in-text
 citations with page locators in a CSL style, papers named by citekey or paper_id, and the
-errors an agent gets for an unknown style or paper."""
+errors an agent gets for an unknown style or paper; APA, Chicago author-date, IEEE and
+Vancouver for a paper with 22 authors, one with no year and a corporate author give the
+reference output of tests/test_citations.py (checked against citeproc-js,
+docs/CITATIONS.md)."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from mcp import MCPError
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, tool_data, tool_error
+from tests.mcp.conftest import (
+    SEED_SCRIPT,
+    KnowledgeBase,
+    LiveServer,
+    base_env,
+    mcp_client,
+    running_server,
+    server_database,
+    tool_data,
+    tool_error,
+)
+from tests.mcp.test_asset_tools import run
+from tests.test_citations import EXPECTED
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -88,3 +107,41 @@ async def test_an_unknown_paper_is_a_not_found_result(library_server: LiveServer
     error = tool_error(result)
     assert error["code"] == "not_found"
     assert error["paper_ids"] == ["nobody2099ghost"]
+
+
+# The three papers of tests/test_citations.py, added to a knowledge base of the server's own
+# through paper_upsert; their citekeys by name.
+ADD_CITED = (
+    "import json; from papers.schemas import PaperRecord; "
+    "from papers.services import paper_upsert; from tests.test_citations import CITED; "
+    "print(json.dumps({which: paper_upsert(record=PaperRecord.build(**values))[0].citekey "
+    "for which, values in CITED.items()}))"
+)
+
+
+@pytest.fixture(scope="module")
+def cited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    directory: Path = tmp_path_factory.mktemp("cite-kb")
+    with server_database("mcp_cite") as database_url:
+        env = base_env(directory, database_url)
+        data = json.loads(run(env, str(SEED_SCRIPT)).strip().splitlines()[-1])
+        citekeys = json.loads(run(env, "manage.py", "shell", "-c", ADD_CITED).splitlines()[-1])
+        with running_server(KnowledgeBase(directory, env, data)) as server:
+            yield server, citekeys
+
+
+@pytest.mark.parametrize(("style", "which"), list(EXPECTED))
+async def test_the_four_styles_match_the_reference_output_over_mcp(
+    cited: tuple[LiveServer, dict[str, str]], style: str, which: str
+) -> None:
+    server, citekeys = cited
+    citekey = citekeys[which]
+    arguments = {"paper_ids": [citekey], "style": style, "locators": {citekey: "5"}}
+    async with mcp_client(server.mcp_url) as client:
+        answer = tool_data(await client.call_tool("format_citations", arguments))
+    in_text, reference = EXPECTED[style, which]
+    [entry] = answer["entries"]
+    assert (entry["citekey"], entry["reference"], entry["in_text"]) == (
+        citekey, reference, in_text,
+    )  # fmt: skip
+    assert answer["citation"] == in_text

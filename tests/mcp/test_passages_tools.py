@@ -120,6 +120,16 @@ async def test_a_quote_across_a_line_break_is_found_on_its_page(setup: Setup) ->
     assert service == answer
 
 
+async def test_the_page_find_quote_gives_is_the_locator_of_the_in_text_citation(
+    setup: Setup,
+) -> None:
+    found = tool_data(await call(setup, "find_quote", {"text": WRAPPED}))
+    citekey = setup.kb.paper("attention")["citekey"]
+    arguments = {"paper_ids": [citekey], "style": "apa", "locators": {citekey: str(found["page"])}}
+    cited = tool_data(await call(setup, "format_citations", arguments))
+    assert cited["citation"] == "(Vaswani & Shazeer, 2017, p. 1)"
+
+
 async def test_a_made_up_quote_is_not_found(setup: Setup) -> None:
     made_up = "Transformers were first proposed to model the migration of monarch butterflies."
     answer = tool_data(await call(setup, "find_quote", {"text": made_up}))
@@ -162,11 +172,15 @@ async def test_a_highlight_from_find_quote_is_listed_and_in_the_annotated_pdf(
     listed = tool_data(await call(setup, "list_annotations", {"paper_id": paper_id, "page": 2}))
     [record] = [a for a in listed["annotations"] if a["annotation_id"] == annotation_id]
     assert record["color_name"] == "positive" and record["rects"] == answer["rects"]
-    downloads = setup.kb.directory / "downloads"
-    [copy] = downloads.glob(f"{paper_id}-*.annotated.pdf")
-    with pymupdf.open(copy) as document:
-        names = [a.info["id"] for a in document[1].annots()]
-    assert f"research-mcp-{annotation_id}" in names
+    # The annotated PDF as a user exports it (manage.py export_annotations --format pdf).
+    exported = setup.kb.directory / "exports" / f"find-quote-{annotation_id}.pdf"
+    run(setup.kb.env, "manage.py", "export_annotations", str(paper_id), "--format", "pdf",
+        "-o", str(exported))  # fmt: skip
+    with pymupdf.open(exported) as document:
+        page = document[1]
+        drawn = {a.info["id"]: (a.type[1], page.get_textbox(a.rect)) for a in page.annots()}
+    kind, under = drawn[f"research-mcp-{annotation_id}"]
+    assert kind == "Highlight" and "property graph" in under
 
 
 async def test_a_search_hit_goes_straight_to_create_highlight(setup: Setup) -> None:
