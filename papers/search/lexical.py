@@ -52,6 +52,15 @@ MAXSCORE_FROM_TERMS = 4
 MAXSCORE_MAX_SHARE = 0.6
 # Restrictions leaving at most this many papers: score those papers one by one.
 SMALL_SET = 5_000
+# The in-process aggregate reads a posting as one integer, paper_id << IMPACT_BITS | impact
+# (an impact is below IMPACT_SCALE x (K1 + 1) = 2,400: postings.py).
+IMPACT_BITS = 16
+IMPACT_MASK = (1 << IMPACT_BITS) - 1
+# ... and sums a query of at most this many terms on arrays indexed by paper id, when the
+# largest id is below DENSE_MIN_SIZE or DENSE_PER_POSTING x the query's postings.
+DENSE_MAX_TERMS = 8
+DENSE_MIN_SIZE = 1 << 18
+DENSE_PER_POSTING = 16
 
 
 # --- ranking -------------------------------------------------------------------------
@@ -248,35 +257,72 @@ def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: i
     """_exhaustive's aggregate summed here instead of by SQLite's GROUP BY, whose
     temporary b-tree took most of a broad query's time (~4 ms of CPU for "machine
     translation" at 10k papers, against ~1.5 ms here): each term's postings come back as
-    two comma-separated lists (one row per term, one statement for all the terms, so a
-    query costs the same statements whatever its length), parsed and summed with numpy.
-    The same order (score descending, then paper id), total and scores (up to the last
-    bits: a paper's terms may be added in another order; tests/test_search_speed_path.py
+    one comma-separated list of packed integers (paper_id << IMPACT_BITS | impact; one row
+    per term, one statement for all the terms, so a query costs the same statements
+    whatever its length), parsed and summed with numpy (`_sum_by_paper`). The same order
+    (score descending, then paper id), total and scores as the SQL aggregate (up to the
+    last bits: SQL may add a paper's terms in another order; tests/test_search_speed_path.py
     compares them)."""
     weights: dict[int, float] = {}
     for term, weight in zip(terms.ids, terms.weights, strict=True):
         weights[term] = weights.get(term, 0.0) + weight  # a repeated term counts twice
     cursor.execute(
-        f"SELECT term_id, group_concat(paper_id), group_concat(impact) "  # noqa: S608
+        f"SELECT term_id, group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
         f"FROM {POSTING_TABLE} WHERE term_id IN {_in(list(weights))} "
         "GROUP BY term_id ORDER BY term_id",
         list(weights),
     )
-    paper_parts: list[np.ndarray] = []
-    score_parts: list[np.ndarray] = []
-    for term, papers, impacts in cursor.fetchall():
-        paper_parts.append(np.fromstring(papers, dtype=np.int64, sep=","))
-        score_parts.append(np.fromstring(impacts, dtype=np.float64, sep=",") * weights[term])
-    if not paper_parts:
+    lists: list[tuple[np.ndarray, np.ndarray]] = []
+    for term, packed in cursor.fetchall():
+        postings = np.fromstring(packed, dtype=np.int64, sep=",")
+        impacts = (postings & IMPACT_MASK).astype(np.float64)
+        lists.append((postings >> IMPACT_BITS, impacts * weights[term]))
+    if not lists:
         return Ranked([], [], 0)
-    paper_ids = np.concatenate(paper_parts)
-    order = np.argsort(paper_ids, kind="stable")  # a paper's terms stay in term order
-    paper_ids = paper_ids[order]
-    starts = np.flatnonzero(np.concatenate(([True], paper_ids[1:] != paper_ids[:-1])))
-    papers_found = paper_ids[starts]
-    totals = np.add.reduceat(np.concatenate(score_parts)[order], starts)
-    best = np.argsort(-totals, kind="stable")[offset : offset + limit]  # ties: by paper id
+    papers_found, totals = _sum_by_paper(lists)
+    depth = offset + limit
+    candidates = np.arange(len(totals))
+    if depth < len(totals):  # only the papers scoring at least the depth-th best are sorted
+        kth = np.partition(totals, len(totals) - depth)[len(totals) - depth]
+        candidates = np.flatnonzero(totals >= kth)
+    best = candidates[np.argsort(-totals[candidates], kind="stable")]  # ties: by paper id
+    best = best[offset : offset + limit]
     return Ranked(papers_found[best].tolist(), totals[best].tolist(), len(papers_found))
+
+
+def _sum_by_paper(lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(paper ids in ascending order, each one's summed score) for per-term lists of
+    (paper ids, scores) in term order, a paper at most once per list.
+
+    The sum is np.add.reduceat's over the postings sorted by paper (stable, so a paper's
+    terms in term order): its first term's score plus the others' summed in order. Up to
+    DENSE_MAX_TERMS terms that sum is built, to the same bits, on arrays indexed by paper
+    id, without sorting; more terms (reduceat sums 8 or more values pairwise), or paper ids
+    much larger than the postings, take the sort.
+    """
+    size = max(int(papers.max()) for papers, _ in lists) + 1
+    postings = sum(len(papers) for papers, _ in lists)
+    if len(lists) > DENSE_MAX_TERMS or size > max(DENSE_MIN_SIZE, DENSE_PER_POSTING * postings):
+        paper_ids = np.concatenate([papers for papers, _ in lists])
+        order = np.argsort(paper_ids, kind="stable")  # a paper's terms stay in term order
+        paper_ids = paper_ids[order]
+        starts = np.flatnonzero(np.concatenate(([True], paper_ids[1:] != paper_ids[:-1])))
+        scores = np.concatenate([scores for _, scores in lists])[order]
+        return paper_ids[starts], np.add.reduceat(scores, starts)
+    first = np.zeros(size)
+    rest = np.zeros(size)
+    seen = np.zeros(size, dtype=bool)
+    for papers, scores in lists:
+        again = seen[papers]
+        if again.any():
+            rest[papers[again]] += scores[again]
+            fresh = ~again
+            first[papers[fresh]] = scores[fresh]
+        else:
+            first[papers] = scores
+        seen[papers] = True
+    found = np.flatnonzero(seen)
+    return found, first[found] + rest[found]
 
 
 def estimated_total(terms: QueryTerms) -> int:

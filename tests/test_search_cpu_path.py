@@ -1,0 +1,79 @@
+"""The cheaper CPU path of a library search (issue 19 part C) answers as the slower one did.
+
+- BM25's in-process aggregate sums on arrays indexed by paper id (up to DENSE_MAX_TERMS
+  terms) to the same bits, order and total as the sort it replaces, and still takes the
+  sort for longer queries and sparse ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from papers.models import Paper
+from papers.search import lexical, postings
+from papers.search import query as q
+
+pytestmark = pytest.mark.django_db
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper]) -> list[Paper]:
+    """Papers holding overlapping subsets of WORDS, repeated unevenly (varied impacts)."""
+    papers = []
+    for n in range(40):
+        chosen = [word for i, word in enumerate(WORDS) if (n >> (i % 6)) & 1 or i == n % 11]
+        abstract = " ".join(word for i, word in enumerate(chosen) for _ in range(1 + (n + i) % 3))
+        papers.append(make_paper(f"Paper {n} {chosen[0]}", abstract=abstract))
+    return papers
+
+
+def sorted_sum(lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The sort-and-reduceat sum the dense one must equal bit for bit."""
+    paper_ids = np.concatenate([papers for papers, _ in lists])
+    order = np.argsort(paper_ids, kind="stable")
+    paper_ids = paper_ids[order]
+    starts = np.flatnonzero(np.concatenate(([True], paper_ids[1:] != paper_ids[:-1])))
+    scores = np.concatenate([scores for _, scores in lists])[order]
+    return paper_ids[starts], np.add.reduceat(scores, starts)
+
+
+@pytest.mark.parametrize("terms", [1, 2, 3, 5, 8])
+def test_dense_sum_equals_the_sorted_sum_to_the_bit(terms: int) -> None:
+    rng = np.random.default_rng(terms)
+    lists = []
+    for _ in range(terms):
+        papers = rng.choice(5_000, size=int(rng.integers(1, 3_000)), replace=False)
+        lists.append((papers.astype(np.int64), rng.random(len(papers)) * rng.random() * 9))
+    found, totals = lexical._sum_by_paper(lists)
+    expected_found, expected_totals = sorted_sum(lists)
+    assert found.tolist() == expected_found.tolist()
+    assert totals.tolist() == expected_totals.tolist()  # exact: same additions, same order
+
+
+def test_impacts_fit_in_the_packed_posting() -> None:
+    assert postings.IMPACT_SCALE * (postings.K1 + 1) < lexical.IMPACT_MASK
+
+
+@pytest.mark.parametrize(
+    "query", ["alpha", "alpha beta", "gamma delta epsilon", " ".join(WORDS[:8]), " ".join(WORDS)]
+)
+@pytest.mark.parametrize(("limit", "offset"), [(10, 0), (3, 0), (4, 5), (100, 0), (5, 60)])
+def test_dense_and_sorted_plans_rank_alike(
+    library: list[Paper], monkeypatch: pytest.MonkeyPatch, query: str, limit: int, offset: int
+) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("the in-process aggregate serves SQLite")
+    terms = lexical.query_terms(q.understand(query).words)
+    with connection.cursor() as cursor:
+        dense = lexical._exhaustive_in_process(cursor, terms, limit, offset)
+        monkeypatch.setattr(lexical, "DENSE_MAX_TERMS", 0)  # every query takes the sort
+        by_sort = lexical._exhaustive_in_process(cursor, terms, limit, offset)
+    assert (dense.ids, dense.scores, dense.total) == (by_sort.ids, by_sort.scores, by_sort.total)
+    holding = {p.pk for p in library if set(query.split()) & set(p.abstract.split())}
+    assert dense.total == len(holding)
