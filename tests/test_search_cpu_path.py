@@ -2,7 +2,9 @@
 
 - BM25's in-process aggregate sums on arrays indexed by paper id (up to DENSE_MAX_TERMS
   terms) to the same bits, order and total as the sort it replaces, and still takes the
-  sort for longer queries and sparse ids.
+  sort for longer queries and sparse ids;
+- the snippet highlighter stems only the words whose initial a query term has, and finds
+  the same words as when it judged every word.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 from django.db import connection
 
 from papers.models import Paper
-from papers.search import lexical, postings
+from papers.search import analysis, lexical, postings, snippets
 from papers.search import query as q
 
 pytestmark = pytest.mark.django_db
@@ -77,3 +79,31 @@ def test_dense_and_sorted_plans_rank_alike(
     assert (dense.ids, dense.scores, dense.total) == (by_sort.ids, by_sort.scores, by_sort.total)
     holding = {p.pk for p in library if set(query.split()) & set(p.abstract.split())}
     assert dense.total == len(holding)
+
+
+# Irregular forms of the English stemmer (its exception list and y/i rewrites), words of
+# other scripts and digits: a stem keeps the initial of its word, which the highlighter
+# relies on to stem only the words that can match.
+STEMMER_CASES = (
+    "dying lying tying skies skis idly gently ugly early only singly news howe atlas cosmos "
+    "bias andes yelling Yves y ys studies happy agreed generously 2019 x86 naïve über straße "
+    "θεωρία перевод 翻訳 ﷺ"
+)
+
+
+def test_a_stem_keeps_its_words_initial() -> None:
+    words = [analysis.fold(word) for word in STEMMER_CASES.split()]
+    stems = analysis.stem_folded(words)
+    assert all(stem[:1] == word[:1] for word, stem in zip(words, stems, strict=True))
+
+
+def test_the_highlighter_finds_the_words_it_found_before() -> None:
+    """Each word judged alone (Highlighter.term) and in bulk (passage) agree."""
+    text = STEMMER_CASES + " Studying studied translations translating _under_score Δ"
+    for query, prefixes in (("study dying happy", ()), ("translation", ("stud", "ü")), ("ys", ())):
+        bulk = snippets.Highlighter(query.split(), prefixes)
+        alone = snippets.Highlighter(query.split(), prefixes)
+        words = snippets._TOKEN_RE.findall(text)
+        expected = {word: term for word in words if (term := alone.term(word)) is not None}
+        assert bulk._matching(words) == expected
+        assert expected  # the case tests something
