@@ -4,17 +4,21 @@
   terms) to the same bits, order and total as the sort it replaces, and still takes the
   sort for longer queries and sparse ids;
 - the snippet highlighter stems only the words whose initial a query term has, and finds
-  the same words as when it judged every word.
+  the same words as when it judged every word; passages split the text once and escape
+  only what holds markup, with the same result as the first rendering.
 """
 
 from __future__ import annotations
 
+import random
+import re
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 from django.db import connection
 
+from core.markdown import escape_markdown
 from papers.models import Paper
 from papers.search import analysis, lexical, postings, snippets
 from papers.search import query as q
@@ -103,7 +107,46 @@ def test_the_highlighter_finds_the_words_it_found_before() -> None:
     for query, prefixes in (("study dying happy", ()), ("translation", ("stud", "ü")), ("ys", ())):
         bulk = snippets.Highlighter(query.split(), prefixes)
         alone = snippets.Highlighter(query.split(), prefixes)
-        words = snippets._TOKEN_RE.findall(text)
+        words = snippets._SPLIT_RE.split(text)[1::2]
         expected = {word: term for word in words if (term := alone.term(word)) is not None}
         assert bulk._matching(words) == expected
         assert expected  # the case tests something
+
+
+def reference_passage(highlighter: snippets.Highlighter, text: str) -> str:
+    """The passage as first written: every word judged alone, every piece escaped."""
+    tokens = list(re.finditer(r"[^\W_]+", text))
+    terms = [highlighter.term(token.group()) for token in tokens]
+    matched = [(i, term) for i, term in enumerate(terms) if term]
+    if not matched:
+        return ""
+    first = max(0, snippets._best_window(matched) - 3)
+    last = min(len(tokens), first + snippets.SNIPPET_WORDS)
+    out = [snippets.ELLIPSIS] if first else []
+    position = tokens[first].start() if first else 0
+    for token, term in zip(tokens[first:last], terms[first:last], strict=True):
+        out.append(escape_markdown(text[position : token.start()]))
+        out.append(f"**{token.group()}**" if term else token.group())
+        position = token.end()
+    if last < len(tokens):
+        out.append(snippets.ELLIPSIS)
+    else:
+        out.append(escape_markdown(text[position:]))
+    return " ".join("".join(out).split())
+
+
+def test_passages_equal_the_reference_rendering() -> None:
+    rng = random.Random(19)
+    vocabulary = (
+        "translation translations model modelling data the of Über naïve x86 snake_case "
+        "<b> </b> * ** _ ` [link](u) \\ & … — 2024"
+    ).split()
+    separators = [" ", "  ", ", ", ". ", "\n", " (", ") ", "-", ""]
+    for _ in range(400):
+        pieces = [rng.choice(separators) if rng.random() < 0.2 else ""]
+        for _ in range(rng.randint(1, 90)):
+            pieces += [rng.choice(vocabulary), rng.choice(separators[:-1])]
+        text = "".join(pieces)
+        for query, prefixes in (("translation", ()), ("data models", ("uber",))):
+            expected = reference_passage(snippets.Highlighter([query], prefixes), text)
+            assert snippets.Highlighter([query], prefixes).passage(text) == expected, text

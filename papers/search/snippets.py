@@ -9,7 +9,6 @@ in **bold**, and markup in the paper's own text escaped so that a title holding
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -20,7 +19,8 @@ __all__ = ["Highlighter", "escape_markdown", "passages"]
 
 SNIPPET_WORDS = 30
 ELLIPSIS = "…"
-_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+# A word: letters and digits. Split by it, a text is [between, word, ..., word, after].
+_SPLIT_RE = re.compile(r"([^\W_]+)", re.UNICODE)
 # The characters escape_markdown changes (core/markdown.py).
 _MARKUP_RE = re.compile(r"[\\*_`\[\]<>]")
 
@@ -101,7 +101,8 @@ class Highlighter:
         """The best window of `text` with query words in bold, or "" if none matches."""
         if not text:
             return ""
-        words = _TOKEN_RE.findall(text)
+        parts = _SPLIT_RE.split(text)  # text between words, word, ..., word, text after
+        words = parts[1::2]
         matching = self._matching(words)
         if not matching:
             return ""
@@ -110,9 +111,7 @@ class Highlighter:
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
         last = min(len(words), first + SNIPPET_WORDS)
-        tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
-        terms = [matching.get(word) for word in words[first:last]]
-        return _render(text, tokens, terms, first > 0, last < len(words))
+        return _render(parts, [i for i, _ in matched], first, last)
 
 
 def _best_window(matched: Sequence[tuple[int, str]]) -> int:
@@ -137,34 +136,27 @@ def _best_window(matched: Sequence[tuple[int, str]]) -> int:
     return best
 
 
-def _render(
-    text: str,
-    tokens: Sequence[re.Match[str]],
-    terms: Sequence[str | None],
-    cut_before: bool,
-    cut_after: bool,
-) -> str:
-    """The window's text, matched words in bold, the rest escaped. A word (letters and
-    digits) holds no markup, so only the text between matched words is escaped: one
-    piece per matched word instead of two per word; none when the window holds no
+def _render(parts: list[str], matched: Sequence[int], first: int, last: int) -> str:
+    """Words `first` to `last` (excluded) of a text split by _SPLIT_RE, with the text
+    before and after them when the window starts or ends the text (else an ellipsis), the
+    `matched` words in bold and the rest escaped. A word (letters and digits) holds no
+    markup, so only the text between words is escaped, and none when the window holds no
     character escape_markdown changes (most abstracts)."""
-    out: list[str] = [ELLIPSIS] if cut_before else []
-    position = tokens[0].start() if cut_before else 0
-    end = tokens[-1].end() if cut_after else len(text)
-    escape = escape_markdown if _MARKUP_RE.search(text, position, end) else _unchanged
-    for token, term in zip(tokens, terms, strict=True):
-        if term:
-            out.append(escape(text[position : token.start()]))
-            out.append(f"**{token.group()}**")
-            position = token.end()
-    out.append(escape(text[position:end]))
-    if cut_after:
-        out.append(ELLIPSIS)
-    return " ".join("".join(out).split())
-
-
-def _unchanged(text: str) -> str:
-    return text
+    start = 2 * first + 1 if first else 0
+    stop = 2 * last if 2 * last + 1 < len(parts) else len(parts)
+    window = parts[start:stop]
+    if _MARKUP_RE.search("".join(window)):
+        for j in range(start % 2 == 1, len(window), 2):  # the text between words
+            window[j] = escape_markdown(window[j])
+    for i in matched:
+        if first <= i < last:
+            window[2 * i + 1 - start] = f"**{window[2 * i + 1 - start]}**"
+    text = "".join(window)
+    if first:
+        text = ELLIPSIS + text
+    if stop < len(parts):
+        text += ELLIPSIS
+    return " ".join(text.split())
 
 
 def passages(
