@@ -5,11 +5,14 @@
   sort for longer queries and sparse ids;
 - the snippet highlighter stems only the words whose initial a query term has, and finds
   the same words as when it judged every word; passages split the text once and escape
-  only what holds markup, with the same result as the first rendering.
+  only what holds markup, with the same result as the first rendering;
+- the threshold algorithm, its contenders' bounds computed once per set of lists, still
+  finds the exact top k.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable
@@ -150,3 +153,21 @@ def test_passages_equal_the_reference_rendering() -> None:
         for query, prefixes in (("translation", ()), ("data models", ("uber",))):
             expected = reference_passage(snippets.Highlighter([query], prefixes), text)
             assert snippets.Highlighter([query], prefixes).passage(text) == expected, text
+
+
+@pytest.mark.parametrize("query", ["alpha beta", "gamma delta epsilon", "alpha beta gamma"])
+@pytest.mark.parametrize(("limit", "offset"), [(1, 0), (3, 0), (4, 5)])
+def test_the_threshold_plan_finds_the_aggregates_top(
+    library: list[Paper], monkeypatch: pytest.MonkeyPatch, query: str, limit: int, offset: int
+) -> None:
+    """Sorted access in blocks of 2 postings: many rounds, contenders completed, bounds."""
+    if connection.vendor != "sqlite":
+        pytest.skip("compared with the in-process aggregate")
+    monkeypatch.setattr(lexical, "FIRST_BLOCK", 2)
+    terms = lexical.query_terms(q.understand(query).words)
+    with connection.cursor() as cursor:
+        scored, _ = lexical._threshold(cursor, terms, offset + limit, [])
+        everything = lexical._exhaustive_in_process(cursor, terms, offset + limit, 0)
+    assert [paper for paper, _ in scored] == everything.ids
+    pairs = zip([score for _, score in scored], everything.scores, strict=True)
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in pairs)

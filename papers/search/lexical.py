@@ -22,6 +22,7 @@ How the top k is found (`rank`):
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -399,34 +400,39 @@ def _threshold(
         if not contenders and (finished or unseen <= kth):
             break
         block *= 4
-    scored = [(p, sum(v.values())) for p, v in parts.items()]
-    scored.sort(key=lambda item: (-item[1], item[0]))
+    scored = heapq.nsmallest(
+        depth, ((p, sum(v.values())) for p, v in parts.items()), key=lambda i: (-i[1], i[0])
+    )
     total = estimated_total(terms)
     if restrictions and read_papers:
         total = round(total * kept_papers / read_papers)
-    return scored[:depth], max(total, len(parts))
-
-
-def _known(paper: int, values: dict[int, float], exact: set[int], lists: list[_List]) -> bool:
-    return paper in exact or all(lists[i].done for i in range(len(lists)) if i not in values)
+    return scored, max(total, len(parts))
 
 
 def _contenders(
     parts: dict[int, dict[int, float]], exact: set[int], lists: list[_List], depth: int
 ) -> tuple[float, list[int]]:
-    """(the k-th best lower bound, papers not known exactly whose upper bound reaches it)."""
+    """(the k-th best lower bound, papers not known exactly whose upper bound reaches it).
+
+    A paper is known when completed by random access or when every list it was not seen
+    in is read to its end; else its upper bound adds the bounds of those lists, which
+    depend only on which lists it was seen in: computed once per such set, not per paper.
+    """
     n = len(lists)
     lower = {p: sum(v.values()) for p, v in parts.items()}
-    if len(lower) >= depth:
-        kth = sorted(lower.values(), reverse=True)[depth - 1]
-    else:
-        kth = 0.0
+    kth = heapq.nlargest(depth, lower.values())[-1] if len(lower) >= depth else 0.0
+    gains: dict[tuple[int, ...], float | None] = {}  # lists seen in -> bound (None: known)
     contenders = []
     for paper, values in parts.items():
-        if _known(paper, values, exact, lists):
+        if len(values) == n or paper in exact:
             continue
-        upper = sum(values.values()) + sum(lists[i].bound for i in range(n) if i not in values)
-        if upper >= kth:
+        key = tuple(values)
+        if key not in gains:
+            missing = [i for i in range(n) if i not in values]
+            done = all(lists[i].done for i in missing)
+            gains[key] = None if done else sum(lists[i].bound for i in missing)
+        gain = gains[key]
+        if gain is not None and lower[paper] + gain >= kth:
             contenders.append(paper)
     return kth, contenders
 
