@@ -225,7 +225,7 @@ def _briefs(ids: list[int], *, texts: bool) -> dict[int, tuple[dict[str, Any], t
             marks = ", ".join(["%s"] * len(ids))
             cursor.execute(_SQLITE_RECORDS.format(marks=marks, **tables), ids)
             rows = cursor.fetchall()
-            decode = json.loads
+            decode = _json_list
     records = {}
     for row in rows:
         values = dict(zip(BRIEF_COLUMNS, row[:width], strict=True))
@@ -244,6 +244,11 @@ def _briefs(ids: list[int], *, texts: bool) -> dict[int, tuple[dict[str, Any], t
         text = (row[width + 7] or "", row[width + 8] or "") if texts else ("", "")
         records[row[0]] = (brief_from_values(values), text)
     return records
+
+
+def _json_list(text: str) -> list[Any]:
+    """A json_group_array; most are empty (a paper's projects, summaries): no parser."""
+    return [] if text == "[]" else json.loads(text)
 
 
 # --- searching ---------------------------------------------------------------------------

@@ -9,7 +9,6 @@ in **bold**, and markup in the paper's own text escaped so that a title holding
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -20,7 +19,10 @@ __all__ = ["Highlighter", "escape_markdown", "passages"]
 
 SNIPPET_WORDS = 30
 ELLIPSIS = "…"
-_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+# A word: letters and digits. Split by it, a text is [between, word, ..., word, after].
+_SPLIT_RE = re.compile(r"([^\W_]+)", re.UNICODE)
+# The characters escape_markdown changes (core/markdown.py).
+_MARKUP_RE = re.compile(r"[\\*_`\[\]<>]")
 
 
 class Highlighter:
@@ -30,11 +32,18 @@ class Highlighter:
     def __init__(self, words: Iterable[str], prefixes: Iterable[str] = ()) -> None:
         self.stems = set(analysis.stems(" ".join(words)))
         self.prefixes = tuple(analysis.fold(p) for p in prefixes if p)
+        # The English stemmer only rewrites endings, so a stem keeps its word's initial
+        # (tests/test_search_cpu_path.py holds it): a word with another initial cannot
+        # be a query term, and is not stemmed.
+        self._initials = frozenset(stem[:1] for stem in self.stems)
         self._seen: dict[str, str | None] = {}
+        self._found: dict[str, str] = {}  # the words of _seen that are query words
 
     def term(self, word: str) -> str | None:
         if word not in self._seen:
-            self._seen[word] = self._term(word)
+            self._seen[word] = term = self._term(word)
+            if term is not None:
+                self._found[word] = term
         return self._seen[word]
 
     def _term(self, word: str) -> str | None:
@@ -49,30 +58,51 @@ class Highlighter:
     def _matching(self, words: list[str]) -> dict[str, str]:
         """{word: term} for the words of `words` that are query words. Each distinct word
         is analysed once per highlighter (a page's abstracts share most of their words),
-        the new ones folded and stemmed in one call each."""
+        the new ones stemmed in one call when their initial is a query term's."""
         seen = self._seen
         distinct = set(words)
         new = list(distinct.difference(seen))
         if new:
-            folded = analysis.fold("\x20".join(new)).split("\x20")
-            if len(folded) != len(new):  # folding made or took a space: one at a time
-                folded = [analysis.fold(word) for word in new]
-            stems = analysis.stem_folded(folded)
-            prefixes, wanted = self.prefixes, self.stems
-            for word, fold, stem in zip(new, folded, stems, strict=True):
-                if prefixes and fold.startswith(prefixes):
-                    seen[word] = "prefix:" + next(p for p in prefixes if fold.startswith(p))
-                elif stem in wanted and not analysis.is_stop_word(fold):
-                    seen[word] = stem
-                else:
-                    seen[word] = None
-        return {word: term for word in distinct if (term := seen[word]) is not None}
+            seen.update(dict.fromkeys(new))  # not a query word, unless found below
+            # Lower-cased in one call; the few words that are not ASCII then folded one by
+            # one (folding is per character, and may make a space).
+            lowered = "\x20".join(new).lower().split("\x20")
+            folded = [
+                low if low.isascii() else analysis.fold(word)
+                for word, low in zip(new, lowered, strict=True)
+            ]
+            prefixes, initials = self.prefixes, self._initials
+            if prefixes:
+                for word, fold in zip(new, folded, strict=True):
+                    if fold.startswith(prefixes):
+                        term = "prefix:" + next(p for p in prefixes if fold.startswith(p))
+                        seen[word] = self._found[word] = term
+                candidates = [
+                    (word, fold)
+                    for word, fold in zip(new, folded, strict=True)
+                    if fold[:1] in initials and seen[word] is None
+                ]
+            else:
+                candidates = [
+                    (word, fold)
+                    for word, fold in zip(new, folded, strict=True)
+                    if fold[:1] in initials
+                ]
+            if candidates:
+                stems = analysis.stem_folded([fold for _, fold in candidates])
+                wanted = self.stems
+                for (word, fold), stem in zip(candidates, stems, strict=True):
+                    if stem in wanted and not analysis.is_stop_word(fold):
+                        seen[word] = self._found[word] = stem
+        found = self._found
+        return {word: found[word] for word in distinct.intersection(found)}
 
     def passage(self, text: str) -> str:
         """The best window of `text` with query words in bold, or "" if none matches."""
         if not text:
             return ""
-        words = _TOKEN_RE.findall(text)
+        parts = _SPLIT_RE.split(text)  # text between words, word, ..., word, text after
+        words = parts[1::2]
         matching = self._matching(words)
         if not matching:
             return ""
@@ -81,9 +111,7 @@ class Highlighter:
         # Start a few words before the first match, for context.
         first = max(0, best - 3)
         last = min(len(words), first + SNIPPET_WORDS)
-        tokens = list(itertools.islice(_TOKEN_RE.finditer(text), first, last))
-        terms = [matching.get(word) for word in words[first:last]]
-        return _render(text, tokens, terms, first > 0, last < len(words))
+        return _render(parts, [i for i, _ in matched], first, last)
 
 
 def _best_window(matched: Sequence[tuple[int, str]]) -> int:
@@ -108,29 +136,27 @@ def _best_window(matched: Sequence[tuple[int, str]]) -> int:
     return best
 
 
-def _render(
-    text: str,
-    tokens: Sequence[re.Match[str]],
-    terms: Sequence[str | None],
-    cut_before: bool,
-    cut_after: bool,
-) -> str:
-    """The window's text, matched words in bold, the rest escaped. A word (letters and
-    digits) holds no markup, so only the text between matched words is escaped: one
-    piece per matched word instead of two per word."""
-    out: list[str] = [ELLIPSIS] if cut_before else []
-    position = tokens[0].start() if cut_before else 0
-    for token, term in zip(tokens, terms, strict=True):
-        if term:
-            out.append(escape_markdown(text[position : token.start()]))
-            out.append(f"**{token.group()}**")
-            position = token.end()
-    if cut_after:
-        out.append(escape_markdown(text[position : tokens[-1].end()]))
-        out.append(ELLIPSIS)
-    else:
-        out.append(escape_markdown(text[position:]))
-    return " ".join("".join(out).split())
+def _render(parts: list[str], matched: Sequence[int], first: int, last: int) -> str:
+    """Words `first` to `last` (excluded) of a text split by _SPLIT_RE, with the text
+    before and after them when the window starts or ends the text (else an ellipsis), the
+    `matched` words in bold and the rest escaped. A word (letters and digits) holds no
+    markup, so only the text between words is escaped, and none when the window holds no
+    character escape_markdown changes (most abstracts)."""
+    start = 2 * first + 1 if first else 0
+    stop = 2 * last if 2 * last + 1 < len(parts) else len(parts)
+    window = parts[start:stop]
+    if _MARKUP_RE.search("".join(window)):
+        for j in range(start % 2 == 1, len(window), 2):  # the text between words
+            window[j] = escape_markdown(window[j])
+    for i in matched:
+        if first <= i < last:
+            window[2 * i + 1 - start] = f"**{window[2 * i + 1 - start]}**"
+    text = "".join(window)
+    if first:
+        text = ELLIPSIS + text
+    if stop < len(parts):
+        text += ELLIPSIS
+    return " ".join(text.split())
 
 
 def passages(
