@@ -197,6 +197,9 @@ MCP_MAX_THREADS = env_int("MCP_MAX_THREADS", 8, minimum=1)
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
 SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
+# Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a
+# 95,000-paper library's all fit in ~40 MB). 0 reads them from the database every time.
+SEARCH_POSTINGS_CACHE_MB = env_int("SEARCH_POSTINGS_CACHE_MB", 64, minimum=0)
 # Compute embeddings for semantic search when papers are added or changed.
 EMBEDDINGS_ENABLED = env_bool("EMBEDDINGS_ENABLED", True)
 # The embedding model (papers/search/embedding.py lists them; docs/SEARCH.md compares them).

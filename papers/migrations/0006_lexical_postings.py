@@ -24,6 +24,13 @@ SQLITE_UP = [
         paper_id INTEGER PRIMARY KEY,
         length INTEGER NOT NULL
     )""",
+    # The postings' generation (postings.py writes it): created here for a new library,
+    # whose postings are built below; 0010_lexical_generation adds it to an existing one.
+    """CREATE TABLE IF NOT EXISTS papers_lex_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        n INTEGER NOT NULL
+    )""",
+    "INSERT OR IGNORE INTO papers_lex_generation (id, n) VALUES (1, 0)",
     """CREATE TRIGGER IF NOT EXISTS papers_lex_delete AFTER DELETE ON papers_paper
     BEGIN
         DELETE FROM papers_lex_posting WHERE paper_id = old.paper_id;
@@ -31,6 +38,7 @@ SQLITE_UP = [
     END""",
 ]
 SQLITE_DOWN = [
+    "DROP TABLE IF EXISTS papers_lex_generation",
     "DROP TRIGGER IF EXISTS papers_lex_delete",
     "DROP TABLE IF EXISTS papers_lex_posting",
     "DROP TABLE IF EXISTS papers_lex_doc",

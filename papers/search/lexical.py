@@ -23,15 +23,19 @@ How the top k is found (`rank`):
 from __future__ import annotations
 
 import heapq
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from papers.search import analysis
 from papers.search.postings import (
+    GENERATION_TABLE,
     IMPACT_SCALE,
     POSTING_TABLE,
     document_frequencies,
@@ -138,7 +142,9 @@ def rank(
                 return _page(_score_papers(cursor, terms, small), offset, limit, exact=True)
         # With restrictions, the aggregate would first read every allowed paper's id;
         # sorted access checks only the papers it meets.
-        few = terms.postings <= EXHAUSTIVE_BELOW and not restrictions
+        few = not restrictions and (
+            terms.postings <= EXHAUSTIVE_BELOW or _cacheable(cursor, terms.postings)
+        )
         if few or depth > MAX_THRESHOLD_DEPTH:
             return _exhaustive(cursor, terms, restrictions, limit, offset)
         if len(terms.ids) >= MAXSCORE_FROM_TERMS:
@@ -257,34 +263,24 @@ def _exhaustive(
 def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: int) -> Ranked:
     """_exhaustive's aggregate summed here instead of by SQLite's GROUP BY, whose
     temporary b-tree took most of a broad query's time (~4 ms of CPU for "machine
-    translation" at 10k papers, against ~1.5 ms here): each term's postings come back as
-    one comma-separated list of packed integers (paper_id << IMPACT_BITS | impact), read
-    by one sub-select per term (15-20% cheaper than one GROUP BY term_id over all of them)
-    in one statement (a query costs the same statements whatever its length), parsed
-    and summed with numpy (`_sum_by_paper`). The same order (score descending, then paper
-    id), total and scores as the SQL aggregate (up to the last bits: SQL may add a paper's
-    terms in another order; tests/test_search_speed_path.py compares them)."""
+    translation" at 10k papers, against ~1.5 ms here): each term's postings, from memory
+    (`PostingCache`) or read as one comma-separated list of packed integers
+    (paper_id << IMPACT_BITS | impact) by one sub-select per term in one statement (a query
+    costs the same statements whatever its length), are summed with numpy
+    (`_sum_by_paper`). The same order (score descending, then paper id), total and scores
+    as the SQL aggregate (up to the last bits: SQL may add a paper's terms in another
+    order; tests/test_search_speed_path.py compares them)."""
     weights: dict[int, float] = {}
     for term, weight in zip(terms.ids, terms.weights, strict=True):
         weights[term] = weights.get(term, 0.0) + weight  # a repeated term counts twice
-    lists: list[tuple[np.ndarray, np.ndarray]] = []
     ordered = sorted(weights)
     if not ordered:
         return Ranked([], [], 0)
-    one_term = (
-        f"SELECT %s, (SELECT group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
-        f"FROM {POSTING_TABLE} WHERE term_id = %s)"
-    )
-    cursor.execute(
-        " UNION ALL ".join([one_term] * len(ordered)) + " ORDER BY 1",
-        [value for term in ordered for value in (term, term)],
-    )
-    for term, packed in cursor.fetchall():
-        if packed is None:  # no posting
-            continue
-        postings = np.fromstring(packed, dtype=np.int64, sep=",")
-        impacts = (postings & IMPACT_MASK).astype(np.float64)
-        lists.append((postings >> IMPACT_BITS, impacts * weights[term]))
+    lists = [
+        (papers, impacts.astype(np.float64) * weights[term])
+        for term, (papers, impacts) in _postings(cursor, ordered).items()
+        if len(papers)
+    ]
     if not lists:
         return Ranked([], [], 0)
     papers_found, totals = _sum_by_paper(lists)
@@ -296,6 +292,147 @@ def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: i
     best = candidates[np.argsort(-totals[candidates], kind="stable")]  # ties: by paper id
     best = best[offset : offset + limit]
     return Ranked(papers_found[best].tolist(), totals[best].tolist(), len(papers_found))
+
+
+# --- postings in memory (SQLite) -----------------------------------------------------
+
+Postings = tuple[np.ndarray, np.ndarray]  # paper ids, their impacts (uint16), best first
+# A cached posting costs its paper id (int32) and its impact (uint16).
+BYTES_PER_POSTING = 6
+_NO_GENERATION = object()
+
+
+class PostingCache:
+    """The postings of the terms searched lately, as numpy arrays, least recently used
+    dropped past `capacity` bytes: a broad term's list read again for every query was most
+    of a search's time (23,602 postings for "large language models" at 20k papers: 7.9 ms
+    read and parsed, against ~0.5 ms summed from memory).
+
+    Correct whatever writes the postings, in any process: they are tagged with the
+    library's postings generation (migration 0010: a new random number in every
+    transaction that changes postings, so a rolled-back change can never be mistaken for a
+    later one), read in the statement that reads the missing lists; when it differs, every
+    list is dropped and read again.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.generation: object = _NO_GENERATION
+        self._lists: OrderedDict[int, Postings] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def snapshot(self, terms: Sequence[int]) -> tuple[object, dict[int, Postings]]:
+        """(the generation, the lists of `terms` held for it)."""
+        with self._lock:
+            found = {}
+            for term in terms:
+                if (entry := self._lists.get(term)) is not None:
+                    self._lists.move_to_end(term)
+                    found[term] = entry
+            return self.generation, found
+
+    def store(self, generation: object, lists: dict[int, Postings]) -> None:
+        with self._lock:
+            if generation != self.generation:
+                self._lists.clear()
+                self._bytes = 0
+                self.generation = generation
+            for term, entry in lists.items():
+                size = len(entry[0]) * BYTES_PER_POSTING
+                if term in self._lists or size > self.capacity // 2:
+                    continue
+                self._lists[term] = entry
+                self._bytes += size
+            while self._bytes > self.capacity and self._lists:
+                _, (papers, _) = self._lists.popitem(last=False)
+                self._bytes -= len(papers) * BYTES_PER_POSTING
+
+    def clear(self) -> None:
+        self.store(_NO_GENERATION, {})
+
+    @property
+    def size(self) -> int:
+        return self._bytes
+
+
+_caches: dict[str, PostingCache] = {}
+_caches_lock = threading.Lock()
+
+
+def posting_cache(cursor: Any) -> PostingCache | None:
+    """This database's PostingCache (SQLite), or None when SEARCH_POSTINGS_CACHE_MB is 0."""
+    capacity = settings.SEARCH_POSTINGS_CACHE_MB * 1024 * 1024
+    if cursor.db.vendor != "sqlite" or capacity <= 0:
+        return None
+    name = str(cursor.db.settings_dict["NAME"])
+    with _caches_lock:
+        cache = _caches.get(name)
+        if cache is None or cache.capacity != capacity:
+            cache = _caches[name] = PostingCache(capacity)
+        return cache
+
+
+def posting_cache_clear() -> None:
+    """Forget every list held (tests; nothing else needs to: see PostingCache)."""
+    with _caches_lock:
+        _caches.clear()
+
+
+def _cacheable(cursor: Any, postings: int) -> bool:
+    """Whether a query's lists all fit in memory: then summing them here beats the
+    threshold algorithm, which pays a statement per block (from its second query on, when
+    the lists are held)."""
+    cache = posting_cache(cursor)
+    return cache is not None and postings * BYTES_PER_POSTING <= cache.capacity // 4
+
+
+def _postings(cursor: Any, terms: list[int]) -> dict[int, Postings]:
+    """Each term's postings (ascending terms), from memory where held, the rest read in
+    one statement with the generation; everything read again when that moved on."""
+    cache = posting_cache(cursor)
+    if cache is None:
+        return _read_postings(cursor, terms, with_generation=False)[1]
+    held_generation, held = cache.snapshot(terms)
+    missing = [term for term in terms if term not in held]
+    generation, read = _read_postings(cursor, missing, with_generation=True)
+    if generation != held_generation and held:
+        _, again = _read_postings(cursor, list(held), with_generation=False)
+        read.update(again)
+        held = {}
+    cache.store(generation, read)
+    found = {**held, **read}
+    return {term: found[term] for term in terms}
+
+
+def _read_postings(
+    cursor: Any, terms: list[int], *, with_generation: bool
+) -> tuple[object, dict[int, Postings]]:
+    """(the postings generation if asked, each term's postings) in one statement."""
+    one_term = (
+        f"SELECT %s, (SELECT group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
+        f"FROM {POSTING_TABLE} WHERE term_id = %s)"
+    )
+    parts = [one_term] * len(terms)
+    params = [value for term in terms for value in (term, term)]
+    if with_generation:  # NULL sorts first
+        parts.insert(0, f"SELECT NULL, (SELECT n FROM {GENERATION_TABLE})")  # noqa: S608
+    if not parts:
+        return _NO_GENERATION, {}
+    cursor.execute(" UNION ALL ".join(parts) + " ORDER BY 1", params)
+    rows = cursor.fetchall()
+    generation = rows.pop(0)[1] if with_generation else _NO_GENERATION
+    found: dict[int, Postings] = {}
+    for term, packed in rows:
+        if packed is None:  # no posting
+            found[term] = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16))
+            continue
+        postings = np.fromstring(packed, dtype=np.int64, sep=",")
+        papers = postings >> IMPACT_BITS
+        if int(papers.max()) < 1 << 31:
+            papers = papers.astype(np.int32)
+        found[term] = (papers, (postings & IMPACT_MASK).astype(np.uint16))
+    return generation, found
 
 
 def _sum_by_paper(lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

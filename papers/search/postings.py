@@ -12,7 +12,9 @@ Storage (migration 0006):
   postings in impact order (sorted access), and an index on (paper_id, term_id, impact)
   for deleting a paper's postings and scoring given papers (random access);
 - `papers_lex_doc (paper_id, length)`: document lengths, for N and the average length;
-- triggers on papers_paper drop a deleted paper's rows (and TRUNCATE empties them).
+- triggers on papers_paper drop a deleted paper's rows (and TRUNCATE empties them);
+- SQLite: `papers_lex_generation`, a number made new by every change of the postings
+  (writes here, deletes by trigger: migration 0010), for lexical.py's in-memory postings.
 
 A posting's impact is a paper's BM25 term-frequency part for the term, x IMPACT_SCALE:
     impact = tfw (K1 + 1) / (tfw + K1 (1 - B + B dl / avgdl))
@@ -39,6 +41,9 @@ from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables
 
 POSTING_TABLE = "papers_lex_posting"
 DOC_TABLE = "papers_lex_doc"
+# SQLite: one number, a new random one with every change of the postings (migration 0010),
+# so that lexical.py's in-memory postings know when to be read again.
+GENERATION_TABLE = "papers_lex_generation"
 
 K1 = 1.4
 B = 0.6
@@ -206,6 +211,7 @@ def _write(
             )
         return
     marks = in_list(batch)
+    cursor.execute(f"UPDATE {GENERATION_TABLE} SET n = random()")  # noqa: S608
     cursor.execute(f"DELETE FROM {POSTING_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
     cursor.execute(f"DELETE FROM {DOC_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
     cursor.executemany(
@@ -232,6 +238,8 @@ def clear_index(*, using: str = DEFAULT_DB_ALIAS) -> None:
                 cursor.execute(f"TRUNCATE {table}")
             else:
                 cursor.execute(f"DELETE FROM {table}")  # noqa: S608
+        if connection.vendor == "sqlite":
+            cursor.execute(f"UPDATE {GENERATION_TABLE} SET n = random()")  # noqa: S608
     with _stats_lock:
         _stats.documents = _stats.total_length = 0
         _stats.df.clear()
