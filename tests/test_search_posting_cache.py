@@ -32,7 +32,11 @@ TEXTS = [
     ("Language models", "Large language models and their evaluation on translation."),
     ("Protein folding", "Predicting the structure of proteins from sequences."),
 ]
-QUERIES = ["machine translation", "translation", "language models", "proteins", "reading"]
+# Plain words (the aggregate) and strict queries (their matches scored one by one).
+QUERIES = [
+    "machine translation", "translation", "language models", "proteins", "reading",
+    '"machine translation"', "translation OR proteins", "transl*", "translation -speech",
+]  # fmt: skip
 
 
 def found(query: str) -> list[int]:

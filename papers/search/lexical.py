@@ -209,14 +209,36 @@ def _small_set(cursor: Any, restrictions: Sequence[Restriction]) -> list[int] | 
 def _score_papers(
     cursor: Any, terms: QueryTerms, papers: Sequence[int]
 ) -> tuple[list[tuple[int, float]], int]:
-    """Every given paper's score (random access); those matching no term are left out."""
+    """Every given paper's score (random access, or the lists in memory when they fit);
+    those matching no term are left out."""
     weight = dict(zip(terms.ids, terms.weights, strict=True))
+    if papers and _cacheable(cursor, terms.postings):
+        return _score_papers_in_process(cursor, weight, papers)
     partial: dict[int, float] = {}
     for paper, term, impact in _impacts(cursor, papers, terms.ids):
         partial[paper] = partial.get(paper, 0.0) + weight[term] * impact
     scored = list(partial.items())
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored, len(scored)
+
+
+def _score_papers_in_process(
+    cursor: Any, weight: dict[int, float], papers: Sequence[int]
+) -> tuple[list[tuple[int, float]], int]:
+    """_score_papers from each term's whole list, kept in memory (`_postings`), filtered to
+    the given papers: a strict query's 5,000 matches took ~2 ms a term by random access
+    ("BERT OR RoBERTa" at 20k papers), a filter over lists in memory a tenth of that."""
+    wanted = np.asarray(papers, dtype=np.int64)
+    lists = []
+    for term, (ids, impacts) in _postings(cursor, sorted(weight)).items():
+        kept = np.isin(ids, wanted)
+        if kept.any():
+            lists.append((ids[kept], impacts[kept].astype(np.float64) * weight[term]))
+    if not lists:
+        return [], 0
+    found, totals = _sum_by_paper(lists)
+    order = np.lexsort((found, -totals))  # score descending, then paper id
+    return list(zip(found[order].tolist(), totals[order].tolist(), strict=True)), len(found)
 
 
 def _exhaustive(
