@@ -157,12 +157,22 @@ def _internal_error(what: str) -> MCPError:
 
 def _lean(value: Any) -> Any:
     """Drop what costs tokens and says nothing: null fields, at every depth (an absent
-    field is null). Empty lists stay: `"keywords": []` and `"results": []` are answers."""
+    field is null). Empty lists stay: `"keywords": []` and `"results": []` are answers.
+
+    Only containers are recursed into (a call per string or number was most of its cost)."""
     if isinstance(value, dict):
-        return {key: _lean(item) for key, item in value.items() if item is not None}
+        lean: dict[Any, Any] = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            lean[key] = _lean(item) if isinstance(item, _CONTAINERS) else item
+        return lean
     if isinstance(value, list):
-        return [_lean(item) for item in value]
+        return [_lean(item) if isinstance(item, _CONTAINERS) else item for item in value]
     return value
+
+
+_CONTAINERS = (dict, list)
 
 
 def _json_value(value: Any) -> Any:
@@ -182,8 +192,17 @@ def tool_result(value: Any) -> CallToolResult:
         return value
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = json.dumps(_lean(value), ensure_ascii=False, separators=(",", ":"), default=_json_value)
+    text = _compact_json(value)
+    if ":null" in text:
+        # A null field somewhere (or a string holding ":null"): the answer without them.
+        # Most answers have none (model dumps already leave them out), so the walk that
+        # drops them is only paid for when the encoding shows one may be there.
+        text = _compact_json(_lean(value))
     return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_value)
 
 
 def _guard_tool(fn: FnT, name: str) -> FnT:
