@@ -24,6 +24,7 @@ Two things happen here around each /mcp request, because only the HTTP front see
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -179,28 +180,39 @@ class McpAsgiApp:
         self, request: http.HttpRequest, receive: Any, lane: anyio.CapacityLimiter | None
     ) -> http.HttpResponse | None:
         """The endpoint's answer, or None when the client went away first (its work then
-        cancelled: see the module docstring)."""
+        cancelled: see the module docstring).
+
+        The answer runs in this task under a cancel scope, and a watcher task cancels it
+        when the client leaves: an anyio task group around the two cost about 0.1 ms of
+        CPU per request (its cancellation formats task reprs), a tenth of the endpoint's
+        own work. uvicorn serves on asyncio, so the watcher is a plain asyncio task.
+        """
         cancellation = Cancellation()
         response: http.HttpResponse | None = None
         answer_by = time.monotonic() + settings.ENGINE_DEADLINE_SECONDS
-
-        async def answer(done: anyio.CancelScope) -> None:
-            nonlocal response
-            with cancellation_scope(cancellation), request_deadline(answer_by):
-                if lane is None:
-                    response = await self.endpoint.handle(request)
-                else:
-                    async with lane:
+        with anyio.CancelScope() as scope:
+            watcher = asyncio.get_running_loop().create_task(
+                _cancel_on_disconnect(receive, cancellation, scope)
+            )
+            try:
+                with cancellation_scope(cancellation), request_deadline(answer_by):
+                    if lane is None:
                         response = await self.endpoint.handle(request)
-            done.cancel()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(answer, group.cancel_scope)
-            await wait_for_disconnect(receive)
-            logger.info("MCP client disconnected before its answer; its work is cancelled")
-            cancellation.cancel()
-            group.cancel_scope.cancel()
+                    else:
+                        async with lane:
+                            response = await self.endpoint.handle(request)
+            finally:
+                watcher.cancel()
         return None if cancellation.cancelled else response
+
+
+async def _cancel_on_disconnect(
+    receive: Any, cancellation: Cancellation, scope: anyio.CancelScope
+) -> None:
+    await wait_for_disconnect(receive)
+    logger.info("MCP client disconnected before its answer; its work is cancelled")
+    cancellation.cancel()
+    scope.cancel()
 
 
 def _content_length(scope: dict[str, Any]) -> int | None:
