@@ -47,6 +47,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -120,6 +121,12 @@ current_request_id: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "mcp_request_id", default=None
 )
 
+# The arguments of the tools/call being served, as PolicyMiddleware validated them
+# (raw, validated): the SDK's `Tool.run` validates them again, and takes these instead.
+_validated_arguments: contextvars.ContextVar[tuple[dict[str, Any], dict[str, Any]] | None] = (
+    contextvars.ContextVar("mcp_validated_arguments", default=None)
+)
+
 FnT = TypeVar("FnT", bound=Callable[..., Any])
 
 READ_ONLY = ToolAnnotations(
@@ -136,6 +143,30 @@ EXTERNAL_SEARCH = ToolAnnotations(
 SEARCH_AND_KEEP = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
+
+
+class _ValidatedOnce(FuncMetadata):
+    """A tool's argument model, validated once per call.
+
+    PolicyMiddleware validates a call's arguments before the SDK sees them (to answer
+    -32602 rather than an `isError` result), then the SDK's `Tool.run` validated the same
+    arguments again: the second pass takes the first one's result when it is given the
+    same values (the SDK hands the tool a copy of the arguments dict holding the very
+    objects the middleware validated). Anything else is validated as usual.
+    """
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        known = _validated_arguments.get()
+        if known is not None and _same_values(known[0], arguments_to_validate):
+            _validated_arguments.set(None)  # one tool call, one use
+            return known[1]
+        return super().validate_arguments(arguments_to_validate)
+
+
+def _same_values(validated: dict[str, Any], given: dict[str, Any]) -> bool:
+    return validated.keys() == given.keys() and all(
+        given[key] is value for key, value in validated.items()
+    )
 
 
 def domain_error_result(exc: DomainError) -> CallToolResult:
@@ -382,6 +413,13 @@ class Registry:
                 structured_output=False,
             )
             tool.parameters = compact_schema(tool.parameters)
+            metadata = tool.fn_metadata
+            tool.fn_metadata = _ValidatedOnce(
+                arg_model=metadata.arg_model,
+                output_schema=metadata.output_schema,
+                output_model=metadata.output_model,
+                wrap_output=metadata.wrap_output,
+            )
             self.tools[name] = tool
             self.toolset_of[name] = toolset
             if aliases:
@@ -423,16 +461,19 @@ class PolicyMiddleware:
         if method in ("tools/call", "resources/read"):
             if self._require_collection and current_scope() is None:
                 raise MCPError(code=INTERNAL_ERROR, message=REQUIRE_COLLECTION_MESSAGE)
+        validated: tuple[dict[str, Any], dict[str, Any]] | None = None
         if method == "tools/call":
-            params = self._check_tool_call(ctx.params)
+            params, validated = self._check_tool_call(ctx.params)
             if params is not ctx.params:
                 ctx = dataclasses.replace(ctx, params=params)
         elif method == "resources/read":
             self._check_resource_uri(ctx.params)
         token = current_request_id.set(ctx.request_id)
+        arguments_token = _validated_arguments.set(validated)
         try:
             result = await call_next(ctx)
         finally:
+            _validated_arguments.reset(arguments_token)
             current_request_id.reset(token)
         if method in ("initialize", "server/discover") and isinstance(result, dict):
             capabilities = result.get("capabilities")
@@ -455,10 +496,13 @@ class PolicyMiddleware:
                 data={"uri": uri.encode("utf-8", "backslashreplace").decode()},
             )
 
-    def _check_tool_call(self, params: Any) -> Any:
-        """-32602 for what no tool can run; returns the params with aliases renamed."""
+    def _check_tool_call(
+        self, params: Any
+    ) -> tuple[Any, tuple[dict[str, Any], dict[str, Any]] | None]:
+        """-32602 for what no tool can run; returns the params with aliases renamed, and
+        the arguments with what their validation gave (for `_ValidatedOnce`), if any."""
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            return params  # the SDK's own params validation answers -32602
+            return params, None  # the SDK's own params validation answers -32602
         name = params["name"]
         tool = self._tools.get(name)
         if tool is None:
@@ -475,7 +519,7 @@ class PolicyMiddleware:
             )
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
-            return params
+            return params, None
         if (problem := _unusable_text_at(arguments)) is not None:
             # No tool takes one: PostgreSQL cannot hold NUL in text, lone surrogates cannot
             # be encoded at all, and nesting beyond any schema's depth only costs recursion.
@@ -506,7 +550,7 @@ class PolicyMiddleware:
                 },
             )
         try:
-            tool.fn_metadata.validate_arguments(arguments)
+            validated = tool.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
             # Field locations and messages only: the rejected values are the caller's data.
             errors = [
@@ -523,9 +567,10 @@ class PolicyMiddleware:
                 message=f"Invalid arguments for tool {name}: {summary}",
                 data={"tool": name, "errors": errors},
             ) from None
+        checked = (arguments, validated)
         if arguments is params.get("arguments"):
-            return params
-        return {**params, "arguments": arguments}
+            return params, checked
+        return {**params, "arguments": arguments}, checked
 
     def _renamed(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Accepted other names (a seed's `max_results`) under the listed one (`limit`)."""
