@@ -34,6 +34,7 @@ known) so MCP clients can show it.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import json
@@ -243,9 +244,21 @@ def is_loopback(client_host: str | None) -> bool:
     return address.is_loopback
 
 
+@functools.lru_cache(maxsize=64)
+def _host_served(host: str | None, allowed_hosts: tuple[str, ...], debug: bool) -> bool:
+    """`host_allowed`, remembered: a client sends the same Host on every request, and
+    Django's matching cost more than the rest of the access rules. `debug` is part of
+    the key because `host_allowed` reads settings.DEBUG."""
+    return host_allowed(host, allowed_hosts)
+
+
+# Parsing the client's address is most of what `is_loopback` costs; clients repeat it.
+_loopback_client = functools.lru_cache(maxsize=64)(is_loopback)
+
+
 def check_access(request: HttpRequest) -> HttpResponse | None:
     """Host, Origin and credentials; None when the request may proceed."""
-    if not host_allowed(request.header("host"), settings.ALLOWED_HOSTS):
+    if not _host_served(request.header("host"), tuple(settings.ALLOWED_HOSTS), settings.DEBUG):
         return jsonrpc_error(
             HOST_REJECTED_STATUS,
             INVALID_REQUEST,
@@ -288,7 +301,7 @@ def check_access(request: HttpRequest) -> HttpResponse | None:
                 "Unauthorized: send the header 'Authorization: Bearer <MCP_AUTH_TOKEN>'",
                 headers=[("www-authenticate", challenge)],
             )
-    elif not is_loopback(request.client_host):
+    elif not _loopback_client(request.client_host):
         return jsonrpc_error(
             403,
             INVALID_REQUEST,
