@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import pytest
 from django.test import override_settings
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_endpoint import http
@@ -70,6 +71,12 @@ def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def answer_text(value: Any) -> str:
+    block = tool_result(value).content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
 def old_lean(value: Any) -> Any:
     """The walk every answer went through before (mcp_endpoint/registry.py `_lean`)."""
     if isinstance(value, dict):
@@ -93,7 +100,14 @@ def old_text(value: Any) -> str:
 @pytest.mark.parametrize(
     "value",
     [
-        Shelf(name="a", note=None, extra_field=None, other={"x": None, "y": [None, {"z": None}]}),
+        Shelf.model_validate(
+            {
+                "name": "a",
+                "note": None,
+                "extra": None,
+                "other": {"x": None, "y": [None, {"z": None}]},
+            }
+        ),
         Shelf(name="no nulls", details={"k": 1}, items=[1, "two", [3]]),
         Shelf(name='text that says ":null" and "x":null', items=[":null", None]),
         {"title": "a:null", "nested": {"deep": {"deeper": None, "kept": 0}}, "list": [None]},
@@ -104,13 +118,13 @@ def old_text(value: Any) -> str:
     ],
 )
 def test_answers_are_the_bytes_the_full_walk_gave(value: Any) -> None:
-    text = tool_result(value).content[0].text
+    text = answer_text(value)
     assert text == old_text(value)
     assert '"gone"' not in text and "deeper" not in text
 
 
 def test_a_string_holding_null_is_kept_as_it_is() -> None:
-    text = tool_result({"title": 'x":null,"y', "gone": None}).content[0].text
+    text = answer_text({"title": 'x":null,"y', "gone": None})
     assert json.loads(text) == {"title": 'x":null,"y'}
 
 
