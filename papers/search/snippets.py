@@ -21,7 +21,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, compress, repeat
-from operator import itemgetter
 
 from core.markdown import escape_markdown
 from papers.search import analysis
@@ -46,7 +45,8 @@ _WINDOW_RE = re.compile(rb"a++ ++" * (SNIPPET_WORDS - 1) + rb"a++")
 _MARKUP_BYTES = bytes(b for b in range(128) if escape_markdown(chr(b)) != chr(b))
 _ODD_SPACE_BYTES = bytes(b for b in range(128) if chr(b).isspace() and b != 32)
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
-_WHOLE_MATCH = itemgetter(0)
+# The rest of a word, in a lower-cased ASCII text.
+_WORD_REST_RE = re.compile(rb"[a-z0-9]*")
 
 
 class _Terms(dict[bytes, str | None]):
@@ -74,7 +74,7 @@ class Highlighter:
         self._initials = frozenset(stem[:1] for stem in self.stems)
         self._seen: dict[str, str | None] = {}
         self._found: dict[str, str] = {}  # the words of _seen that are query words
-        self._finders = _finders(self.stems, self.prefixes)
+        self._heads = _heads(self.stems, self.prefixes)
         self._ascii_terms = _Terms(self._term)  # lower-cased word: its term
 
     def term(self, word: str) -> str | None:
@@ -139,14 +139,14 @@ class Highlighter:
         """The best window of `text` with query words in bold, or "" if none matches."""
         if not text:
             return ""
-        if self._finders is None:
+        if self._heads is None:
             return self._passage_of_all_words(text)
         # One byte per character, so that positions in `data` are positions in `text`.
         data = text.encode("ascii", "replace")
         odd_spaces = False
         if not text.isascii():
             # Each b"?" may stand for a non-ASCII character: a letter or digit there is
-            # (part of) a word the finders cannot see.
+            # (part of) a word the heads cannot find.
             at = data.find(b"?")
             while at != -1:
                 char = text[at]
@@ -154,25 +154,35 @@ class Highlighter:
                     return self._passage_of_all_words(text)
                 odd_spaces = odd_spaces or char.isspace()
                 at = data.find(b"?", at + 1)
-        return self._passage_of_ascii_words(text, data, odd_spaces)
+        return self._passage_of_ascii_words(text, data, odd_spaces, self._heads)
 
-    def _passage_of_ascii_words(self, text: str, data: bytes, odd_spaces: bool) -> str:
+    def _passage_of_ascii_words(
+        self, text: str, data: bytes, odd_spaces: bool, heads: list[bytes]
+    ) -> str:
         """passage() of a text whose words are all ASCII (`data`: the text in ASCII), from
-        the words the finders find; `odd_spaces` when a non-ASCII character is whitespace."""
+        the words starting with a head (found by bytes.find: no regex to compile for each
+        query); `odd_spaces` when a non-ASCII character is whitespace."""
         lowered = data.lower()
-        candidates: list[re.Match[bytes]] = []
-        for finder in self._finders:
-            candidates += finder.finditer(lowered)
-        if len(self._finders) > 1:
-            candidates.sort(key=re.Match.start)  # two finders never find one word
-        # From here on, what is done for each word is done in C (map, compress,
-        # accumulate): an abstract holds its query words a dozen times.
-        judged = list(map(self._ascii_terms.__getitem__, map(_WHOLE_MATCH, candidates)))
+        candidates = []  # (start, end) of each word starting with a head
+        for head in heads:
+            at = lowered.find(head)
+            while at != -1:
+                if at and _WORD_MASK[lowered[at - 1]] == 97:  # inside a word
+                    at = lowered.find(head, at + 1)
+                    continue
+                rest_of_word = _WORD_REST_RE.match(lowered, at + len(head))  # always matches
+                end = rest_of_word.end() if rest_of_word else at + len(head)
+                candidates.append((at, end))
+                at = lowered.find(head, end)
+        if len(heads) > 1:
+            candidates.sort()  # two heads never start one word
+        terms_of = self._ascii_terms
+        judged = [terms_of[lowered[start:end]] for start, end in candidates]
         matches = list(compress(candidates, judged))
         if not matches:
             return ""
         terms = list(filter(None, judged))
-        starts = list(map(re.Match.start, matches))
+        starts = [start for start, _ in matches]
         mask = data.translate(_WORD_MASK)
         # Each match's word index: the words ending before it (the b"a " of the mask).
         indices = list(accumulate(map(mask.count, repeat(b"a "), [0, *starts], starts)))
@@ -184,14 +194,14 @@ class Highlighter:
         window = _WINDOW_RE.match(mask, start)
         # Cut after SNIPPET_WORDS words only when a word follows them.
         cut = window is not None and mask.find(b"a", window.end()) != -1
-        stop = window.end() if cut else len(text)
+        stop = window.end() if window is not None and cut else len(text)
         start = start if first else 0
         shown = data[start:stop]
         escaping = _holds_any(shown, _MARKUP_BYTES)
         pieces = [ELLIPSIS] if first else []
         position = start
         for n in range(bisect_left(indices, first), bisect_left(indices, first + SNIPPET_WORDS)):
-            word_start, word_end = matches[n].span()
+            word_start, word_end = matches[n]
             between = text[position:word_start]
             pieces += (escape_markdown(between) if escaping else between, "**")
             pieces += (text[word_start:word_end], "**")
@@ -233,24 +243,18 @@ def _holds_any(data: bytes, characters: bytes) -> bool:
     return len(data.translate(None, characters)) != len(data)
 
 
-def _finders(stems: Iterable[str], prefixes: Sequence[str]) -> list[re.Pattern[bytes]] | None:
-    """Regexes finding, in a lower-cased ASCII text, every word that can be a query term:
-    the words starting with a `prefix*` or with the head of a query stem (one regex per
-    head, each a literal the regex engine searches for fast). Words of the other stems and
-    prefixes (not ASCII letters and digits) are never ASCII words. None when a prefix
-    folds to nothing (it starts every word): the text is then split into every word."""
+def _heads(stems: Iterable[str], prefixes: Sequence[str]) -> list[bytes] | None:
+    """What the words that can be query terms start with, for a lower-cased ASCII text:
+    a `prefix*`, or the head of a query stem. Stems and prefixes that are not ASCII
+    letters and digits start no ASCII word. None when a prefix folds to nothing (it starts
+    every word): the text is then split into every word."""
     if "" in prefixes:
         return None
     heads = {_stem_head(stem) for stem in stems} | set(prefixes)
     heads = {head for head in heads if _ASCII_WORD_RE.fullmatch(head)}
     # A head starting with another finds nothing more, and two heads never find one word.
     heads = {head for head in heads if not any(h != head and head.startswith(h) for h in heads)}
-    finders = []
-    for head in sorted(heads):
-        # The literal first, so that the engine searches for it; then "not inside a word".
-        literal = re.escape(head).encode()
-        finders.append(re.compile(literal + rb"(?<![a-z0-9]" + literal + rb")[a-z0-9]*"))
-    return finders
+    return [head.encode("ascii") for head in sorted(heads)]
 
 
 def _stem_head(stem: str) -> str:
