@@ -193,6 +193,14 @@ MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 # Tool calls one HTTP process runs at once (threads, each with a database connection);
 # keep processes x this + Celery concurrency under PostgreSQL's max_connections.
 MCP_MAX_THREADS = env_int("MCP_MAX_THREADS", 8, minimum=1)
+# Library tool calls (and resource reads) one process runs at once, within those threads:
+# on SQLite their work holds the GIL, and more at once only contend for it (docs/MCP.md,
+# "Long calls"); on PostgreSQL they also wait on the server: every thread by default.
+MCP_LIBRARY_CALLS = env_int(
+    "MCP_LIBRARY_CALLS",
+    MCP_MAX_THREADS if DATABASES["default"]["ENGINE"].endswith("postgresql") else 2,
+    minimum=1,
+)
 
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
