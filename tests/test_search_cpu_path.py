@@ -123,7 +123,15 @@ def reference_passage(highlighter: snippets.Highlighter, text: str) -> str:
     matched = [(i, term) for i, term in enumerate(terms) if term]
     if not matched:
         return ""
-    first = max(0, snippets._best_window(matched) - 3)
+    return render_window(text, tokens, terms, snippets._best_window(matched))
+
+
+def render_window(
+    text: str, tokens: list[re.Match[str]], terms: list[str | None], best: int
+) -> str:
+    """The SNIPPET_WORDS words from three before word `best`, matched words (a term) in
+    bold, every piece between words escaped, ellipses where the text goes on."""
+    first = max(0, best - 3)
     last = min(len(tokens), first + snippets.SNIPPET_WORDS)
     out = [snippets.ELLIPSIS] if first else []
     position = tokens[first].start() if first else 0

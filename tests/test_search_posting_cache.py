@@ -21,17 +21,10 @@ from papers.models import Paper
 from papers.search import lexical
 from papers.search.local import local_search
 from papers.services import paper_keywords_update
+from tests.test_search_speed_path import TEXTS
 
 pytestmark = pytest.mark.django_db
 
-TEXTS = [
-    ("Neural machine translation with attention", "Attention lets a translation model align."),
-    ("Statistical machine translation", "Phrase tables for machine translation of news."),
-    ("Machine reading comprehension", "Reading passages and answering questions."),
-    ("Speech translation", "Translating speech; a machine listens, then translates."),
-    ("Language models", "Large language models and their evaluation on translation."),
-    ("Protein folding", "Predicting the structure of proteins from sequences."),
-]
 # Plain words (the aggregate) and strict queries (their matches scored one by one).
 QUERIES = [
     "machine translation", "translation", "language models", "proteins", "reading",

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from core.markdown import escape_markdown
 from papers.search import analysis, snippets
+from tests.test_search_cpu_path import render_window
 
 ACL_SAMPLE = Path(__file__).parent / "fixtures" / "acl" / "acl_sample300.jsonl"
 WORD = re.compile(r"[^\W_]+")
@@ -49,19 +49,7 @@ def reference_passage(words: list[str], prefixes: list[str], text: str) -> str:
         key = (len(set(inside)), len(inside))
         if key > best_key:
             best, best_key = start, key
-    first = max(0, best - 3)
-    last = min(len(tokens), first + snippets.SNIPPET_WORDS)
-    out = [snippets.ELLIPSIS] if first else []
-    position = tokens[first].start() if first else 0
-    for token, t in zip(tokens[first:last], terms[first:last], strict=True):
-        out.append(escape_markdown(text[position : token.start()]))
-        out.append(f"**{token.group()}**" if t else token.group())
-        position = token.end()
-    if last < len(tokens):
-        out.append(snippets.ELLIPSIS)
-    else:
-        out.append(escape_markdown(text[position:]))
-    return " ".join("".join(out).split())
+    return render_window(text, tokens, terms, best)
 
 
 def assert_same_passages(words: list[str], prefixes: list[str], texts: list[str]) -> int:
