@@ -229,6 +229,18 @@ def rpc(method: str, params: dict[str, Any] | None = None, request_id: int = 1) 
     return message
 
 
+def asgi_post_scope(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """The ASGI scope of a loopback client's POST to /mcp (for the ASGI app in process)."""
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": headers,
+        "query_string": b"",
+        "client": ("127.0.0.1", 5000),
+    }
+
+
 def call_tool_raw(
     url: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None = None
 ) -> httpx2.Response:

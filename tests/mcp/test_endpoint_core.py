@@ -18,7 +18,7 @@ from mcp_endpoint import http
 from mcp_endpoint import registry as registry_module
 from mcp_endpoint.asgi import McpRouter
 from mcp_endpoint.registry import CORE_TOOLS, build_server
-from tests.mcp.conftest import result_json
+from tests.mcp.conftest import asgi_post_scope, result_json
 
 EXTRA = "tests.mcp.extra_toolset"
 LIBRARY_WRITE_TOOLS = {"create_project", "manage_paper_keywords", "export_search_results"}
@@ -347,14 +347,7 @@ async def test_disabled_mcp_is_404_on_the_asgi_path() -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
-        "query_string": b"",
-        "client": ("127.0.0.1", 5000),
-    }
+    scope = asgi_post_scope([(b"host", b"127.0.0.1"), (b"content-type", b"application/json")])
     router = McpRouter(django_app)
     with override_settings(MCP_ENABLED=False):
         await router(scope, receive, send)

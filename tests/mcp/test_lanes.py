@@ -19,6 +19,7 @@ from django.test import override_settings
 
 from mcp_endpoint import http
 from mcp_endpoint.asgi import LIBRARY, OPEN_WORLD, McpAsgiApp, lane_of
+from tests.mcp.conftest import asgi_post_scope
 
 
 def body(*messages: dict[str, Any]) -> bytes:
@@ -81,14 +82,9 @@ async def overlap(payload: bytes, requests: int) -> int:
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/mcp",
-            "headers": [(b"host", b"127.0.0.1"), (b"content-length", b"%d" % len(payload))],
-            "query_string": b"",
-            "client": ("127.0.0.1", 1),
-        }
+        scope = asgi_post_scope(
+            [(b"host", b"127.0.0.1"), (b"content-length", b"%d" % len(payload))]
+        )
         await app(scope, receive, send)
         assert sent and sent[0]["status"] == 200
 
