@@ -1,7 +1,8 @@
 """The knowledge-base directory: everything the product keeps lives below one folder.
 
 Layout (seed 004): research.db, engines/, cache/, downloads/, exports/, assets/, temp/,
-and backups/ (archives written by `manage.py backup`, docs/BACKUP.md).
+backups/ (archives written by `manage.py backup`, docs/BACKUP.md) and imports/ (where
+local clients put PDFs for attach_pdf's `path`, docs/PDF.md).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import os
 import secrets
 from pathlib import Path
 
-SUBDIRECTORIES = ("engines", "cache", "downloads", "exports", "assets", "temp", "backups")
+SUBDIRECTORIES = (
+    "engines", "cache", "downloads", "exports", "assets", "temp", "backups", "imports",
+)  # fmt: skip
 DEFAULT_DIRECTORY = "./knowledge-base"
 
 

@@ -76,6 +76,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from core import throttle
+from core.clients import ClientPlace, client_at
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 from mcp_endpoint.scope import (
@@ -428,7 +429,8 @@ class McpEndpoint:
         decoded = jsonrpc.parse(request.body)
         if isinstance(decoded, jsonrpc.Rejection):
             return _rejected(decoded, version)
-        with client_scope(scope), client_toolsets(toolsets):
+        place: ClientPlace = "loopback" if _loopback_client(request.client_host) else "remote"
+        with client_scope(scope), client_toolsets(toolsets), client_at(place):
             if isinstance(decoded, list):
                 return await self._batch(request, decoded, version)
             message = jsonrpc.classify(decoded)

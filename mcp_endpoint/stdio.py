@@ -43,6 +43,7 @@ from mcp.shared._context_streams import (
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, RequestId, jsonrpc_message_adapter
 
+from core.clients import set_process_place
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 
@@ -310,6 +311,8 @@ async def strict_stdio_server() -> AsyncIterator[
 
 
 async def serve_stdio() -> None:
+    # The one client is the process that started us, on this machine (attach_pdf's path).
+    set_process_place("stdio")
     server = lowlevel(get_server())
     async with strict_stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -122,7 +122,8 @@ class PaperBrief(Schema):
     pages: str | None = None
     publisher: str | None = None
     has_pdf: bool = Field(
-        default=False, description="A PDF is in the library, or pdf_url says where one is."
+        default=False,
+        description="A PDF is stored in the library (pdf_url alone is only a download link).",
     )
     projects: list[str] = Field(default_factory=list, description="Project ids.")
     summaries: list[str] = Field(default_factory=list, description="Summary templates saved.")

@@ -225,8 +225,9 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
         "pdf_url": values["pdf_url"] or None,
         "pages": values["pages"] or None,
         "publisher": values["publisher"] or None,
-        # A PDF in the library, or a location to download one from (attach_pdf).
-        "has_pdf": bool(values["has_pdf_file"] or values["pdf_url"]),
+        # A PDF stored in the library: the PDF, passage and quote tools work on it. A
+        # `pdf_url` alone is only where one could be downloaded from (attach_pdf).
+        "has_pdf": bool(values["has_pdf_file"]),
         "projects": sorted(values["projects"]),
         "summaries": sorted(values["summaries"]),
         "annotation_count": int(values["annotation_count"] or 0),

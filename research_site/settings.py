@@ -333,6 +333,11 @@ PDF_MAX_REDIRECTS = env_int("PDF_MAX_REDIRECTS", 5, minimum=0)
 # Allow downloads from loopback/private addresses (off: user-supplied URLs must not reach
 # the server's own network). Tests and closed intranets turn it on.
 PDF_ALLOW_PRIVATE_URLS = env_bool("PDF_ALLOW_PRIVATE_URLS", False)
+# The one folder attach_pdf's `path` may read from (local clients only; docs/PDF.md). stdio
+# clients may always use it; loopback HTTP clients only when it is set here, because behind
+# a reverse proxy on this machine every HTTP client looks local.
+PDF_IMPORT_DIR_SET = bool(env_str("PDF_IMPORT_DIR"))
+PDF_IMPORT_DIR = Path(env_str("PDF_IMPORT_DIR") or RESEARCH_DIRECTORY / "imports").expanduser()
 # Open-access PDFs (issue 24, engines/open_access.py): Unpaywall is asked only with an
 # e-mail address (its terms); papers looked for at once by `import_* --open-access`.
 UNPAYWALL_EMAIL = env_str("UNPAYWALL_EMAIL")

@@ -125,9 +125,13 @@ def test_publication_is_the_sources_line_or_venue_volume_issue_pages(
     assert paper_briefs([paper.pk])[paper.pk]["publication"] == expected
 
 
-def test_a_pdf_url_alone_counts_as_has_pdf(make_paper: Callable[..., Paper]) -> None:
+def test_a_pdf_url_alone_is_not_has_pdf(make_paper: Callable[..., Paper]) -> None:
+    # has_pdf tells an agent which papers the PDF, passage and quote tools work on: only a
+    # stored file. The link stays visible as pdf_url.
     paper = make_paper("Downloadable", pdf_url="https://example.org/d.pdf")
-    assert paper_brief(paper)["has_pdf"] is True
+    brief = paper_brief(paper)
+    assert brief["has_pdf"] is False
+    assert brief["pdf_url"] == "https://example.org/d.pdf"
 
 
 def test_detail_record_is_the_brief_plus_the_rest(curated: Paper) -> None:
@@ -192,9 +196,11 @@ def test_has_pdf_filter_matches_attached_pdfs(
         hit.record["paper_id"]
         for hit in paper_search_by_payload(filters=SearchFilters(has_pdf=True), limit=10).hits
     }
-    assert found == {curated.pk, with_url.pk}
+    assert found == {curated.pk}
     missing = paper_search_by_payload(filters=SearchFilters(has_pdf=False), limit=10).hits
-    assert [hit.record["paper_id"] for hit in missing] == [neither.pk]
+    assert {hit.record["paper_id"] for hit in missing} == {with_url.pk, neither.pk}
+    linked = paper_search_by_payload(filters=SearchFilters(has_pdf_url=True), limit=10).hits
+    assert {hit.record["paper_id"] for hit in linked} == {with_url.pk}
 
 
 def test_local_search_within_a_project_tags_every_result_with_it(

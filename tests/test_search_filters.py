@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.errors import InvalidInput
-from papers.models import Paper
+from papers.models import Paper, PaperPdf
 from papers.search.filters import (
     apply_filters,
     filters_from_payload,
@@ -205,8 +205,22 @@ def test_keyword_category_project_source_doi_year_and_pdf(library: dict[str, Any
         "Prompting in the Wild", "Parsing With 50% Less Data_v2", "Vision Transformers at Scale",
     }  # fmt: skip
     assert matching({"year": 2003}) == {"Statistical Machine Translation"}
-    assert matching({"has_pdf": True}) == {"Prompting in the Wild", "Vision Transformers at Scale"}
-    assert matching({"has_pdf": False, "year_to": 2022}) == {"Statistical Machine Translation"}
+    # has_pdf is a PDF stored in the library; a pdf_url alone is only has_pdf_url
+    assert matching({"has_pdf": True}) == set()
+    assert matching({"has_pdf_url": True}) == {
+        "Prompting in the Wild", "Vision Transformers at Scale",
+    }  # fmt: skip
+    assert matching({"has_pdf_url": False, "year_to": 2022}) == {
+        "Statistical Machine Translation",
+    }  # fmt: skip
+    vision = Paper.objects.get(title="Vision Transformers at Scale")
+    PaperPdf.objects.create(
+        paper=vision, file_name="vision.pdf", sha256="0" * 64, size=10, page_count=1,
+        origin=PaperPdf.Origin.DOWNLOADED,
+    )  # fmt: skip
+    assert matching({"has_pdf": True}) == {"Vision Transformers at Scale"}
+    assert matching({"has_pdf": True, "has_pdf_url": True}) == {"Vision Transformers at Scale"}
+    assert matching({"has_pdf": False, "has_pdf_url": True}) == {"Prompting in the Wild"}
     assert matching({"venue": "Findings*", "year": 2021}) == set()
 
 

@@ -17,12 +17,13 @@ from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.assets import truncate
 from papers.models import Annotation
-from papers.pdf import jobs, selectors, services
+from papers.pdf import jobs, local, selectors, services
 from papers.pdf.spec import SEMANTIC_COLORS
 from papers.selectors import paper_get
 
@@ -145,10 +146,11 @@ def register(registry: Registry) -> None:
         name="attach_pdf",
         title="Attach a PDF to a paper",
         description=(
-            "Fetch a paper's PDF into the library: from url, or from the open-access place its "
-            "record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. A "
-            "download still going after wait_seconds answers job.state 'running': call again "
-            "with the same arguments for the outcome."
+            "Fetch a paper's PDF into the library: from url, from a local file (path; clients "
+            "on the server's machine, inside its import folder), or from the open-access place "
+            "its record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. "
+            "A download still going after wait_seconds answers job.state 'running': call "
+            "again with the same arguments for the outcome."
         ),
         annotations=ATTACH,
     )
@@ -157,10 +159,18 @@ def register(registry: Registry) -> None:
         url: Annotated[
             str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
         ] = None,
+        path: Annotated[
+            str | None,
+            Field(max_length=1000, description="A PDF in the import folder; replaces a current."),
+        ] = None,
         wait_seconds: Annotated[
             int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then answered as running.")
         ] = MAX_WAIT_SECONDS,
     ) -> dict[str, Any]:
+        if path is not None:
+            if url is not None:
+                raise InvalidInput("Give url or path, not both.", field="path")
+            return local.paper_pdf_attach_local(ref=paper_id, path=path, scope=current_scope())
         return jobs.pdf_attach_job(
             ref=paper_id, url=url, scope=current_scope(), wait_seconds=wait_seconds
         )

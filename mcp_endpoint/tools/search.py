@@ -67,7 +67,8 @@ FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CH
 FILTERS_HELP = (
     "Metadata filters, all must hold: year (2021, '2019-2021', [2019,2021]), year_from, "
     "year_to, venue, author, institution, source, keyword, category, project, doi, url, "
-    "has_pdf. Text matches case-insensitively, or as a * ? glob."
+    "has_pdf (a PDF is stored), has_pdf_url (a download link is known). Text matches "
+    "case-insensitively, or as a * ? glob."
 )
 
 
@@ -95,6 +96,7 @@ class PayloadFilters(BaseModel):
     project: FilterText = None
     doi: FilterText = None
     has_pdf: bool | None = None
+    has_pdf_url: bool | None = None
     url: FilterText = None
 
 

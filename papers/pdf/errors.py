@@ -50,6 +50,14 @@ class DownloadFailed(DomainError):
         return bool(self.details.get("retryable"))
 
 
+class LocalFileRefused(DomainError):
+    """attach_pdf's `path` from a client that may not read the server's files (a remote
+    HTTP client, or a loopback one while PDF_IMPORT_DIR is not set), or a path outside the
+    import folder."""
+
+    code = "local_file_refused"
+
+
 class NoPdfLocation(NotFound):
     """attach_pdf without a URL, for a paper whose metadata names no place to fetch its PDF
     from (no pdf_url, arXiv id or ACL Anthology id)."""

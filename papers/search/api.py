@@ -73,7 +73,12 @@ class FilterParams(Schema):
     category: FilterText = Field(description="A source subject category, e.g. 'cs.CL', 'cs.*'.")
     project: FilterText = Field(description="Project id or name.")
     doi: FilterText = Field(description="DOI, e.g. '10.18653/v1/2023.acl-long.1'.")
-    has_pdf: bool | None = Field(default=None, description="Only papers with (or without) a PDF.")
+    has_pdf: bool | None = Field(
+        default=None, description="Only papers with (or without) a PDF stored in the library."
+    )
+    has_pdf_url: bool | None = Field(
+        default=None, description="Only papers with (or without) a known PDF download link."
+    )
     url: FilterText = Field(description="The paper's page or PDF URL, e.g. '*aclanthology.org*'.")
 
     def payload(self) -> dict[str, Any]:

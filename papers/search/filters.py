@@ -52,11 +52,12 @@ TEXT_KEYS = (
     "venue", "author", "institution", "source", "keyword", "category", "project", "doi", "url",
 )  # fmt: skip
 YEAR_KEYS = ("year", "year_from", "year_to")
-ALLOWED_KEYS = (*YEAR_KEYS, *TEXT_KEYS, "has_pdf")
+ALLOWED_KEYS = (*YEAR_KEYS, *TEXT_KEYS, "has_pdf", "has_pdf_url")
 
 FILTER_HELP = (
     "year (2020, '2019-2021' or [2019, 2021]), year_from, year_to, venue, author, institution, "
-    "source, keyword, category, project, doi, has_pdf (true/false), url; text values match "
+    "source, keyword, category, project, doi, has_pdf (a stored PDF: true/false), has_pdf_url "
+    "(a known PDF link: true/false), url; text values match "
     "case-insensitively, exactly, or as glob patterns with * and ?"
 )
 
@@ -184,8 +185,8 @@ def filters_from_payload(payload: Mapping[str, Any] | None) -> SearchFilters:
             if current is not None:
                 year = max(current, year) if key == "year_from" else min(current, year)
             values[key] = year
-        elif key == "has_pdf":
-            values["has_pdf"] = _parse_bool(raw, key)
+        elif key in ("has_pdf", "has_pdf_url"):
+            values[key] = _parse_bool(raw, key)
         else:
             values[key] = _parse_text(raw, key)
     low, high = values.get("year_from"), values.get("year_to")
@@ -316,12 +317,13 @@ def _parse_text(raw: Any, key: str) -> str:
 
 
 def has_pdf_condition() -> Q:
-    """Papers with a PDF: one in the library (attached, uploaded or downloaded), or a
-    known PDF URL to download it from, the same rule as the records' `has_pdf`.
+    """Papers with a PDF stored in the library (attached, uploaded or downloaded), the same
+    rule as the records' `has_pdf`: the papers the PDF, passage and quote tools work on. A
+    known `pdf_url` alone is not a PDF (`has_pdf_url`).
 
-    The attached ones as an uncorrelated `paper_id IN (...)`, like `linked`.
+    An uncorrelated `paper_id IN (...)`, like `linked`.
     """
-    return ~Q(pdf_url="") | Q(pk__in=PaperPdf.objects.values("paper"))
+    return Q(pk__in=PaperPdf.objects.values("paper"))
 
 
 def apply_filters(
@@ -375,6 +377,8 @@ def apply_filters(
             condition &= Q(doi=normalize_doi(filters.doi) or filters.doi.lower())
     if filters.has_pdf is not None:
         condition &= has_pdf_condition() if filters.has_pdf else ~has_pdf_condition()
+    if filters.has_pdf_url is not None:
+        condition &= ~Q(pdf_url="") if filters.has_pdf_url else Q(pdf_url="")
     if filters.url:
         condition &= text_match("source_url", filters.url) | text_match("pdf_url", filters.url)
     return queryset.filter(condition) if condition else queryset

@@ -25,7 +25,8 @@ class SearchFilters:
     category: str | None = None
     project: str | None = None
     doi: str | None = None
-    has_pdf: bool | None = None
+    has_pdf: bool | None = None  # a PDF stored in the library
+    has_pdf_url: bool | None = None  # a link to download one from
     url: str | None = None
 
 
