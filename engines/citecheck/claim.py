@@ -54,7 +54,7 @@ def claim_reread(cite: Cite, resolution: Resolution, library: Library) -> Resolu
         return resolution
     if resolution.status == AMBIGUOUS and resolution.candidates:
         return _pick_among(cite, resolution, library)
-    if resolution.status == UNRESOLVED and cite.kind == AUTHOR_YEAR and cite.year[:4].isdigit():
+    if resolution.status == UNRESOLVED:
         return _nearby_year(cite, resolution, library)
     work = resolution.work
     if resolution.status == EXISTS and work is not None and work.paper_id and not work.has_pdf:
@@ -117,6 +117,14 @@ def _pick_among(cite: Cite, resolution: Resolution, library: Library) -> Resolut
             EXISTS, scored[0][1], via=resolution.via, reference=resolution.reference,
             engines=resolution.engines, fit=scored[0][0], picked=_picked(scored),
         )  # fmt: skip
+    if scored and scored[0][0] < FIT_LOW and resolution.via == "author_year":
+        # None of the papers the marker names is what the sentence is about: the closest
+        # stands for them, and a paper of a nearby year may be the one meant.
+        closest = scored[0][1]
+        named = Resolution(EXISTS, closest, via=resolution.via, engines=resolution.engines)
+        other = _other_paper(cite, named, library, exclude={w.paper_id for _, w in scored})
+        if other.cited is not None:
+            return other
     return Resolution(
         AMBIGUOUS, candidates=[work for _, work in scored[:3]], via=resolution.via,
         reference=resolution.reference, engines=resolution.engines, fits=fits,
@@ -125,23 +133,28 @@ def _pick_among(cite: Cite, resolution: Resolution, library: Library) -> Resolut
 
 
 def _nearby_year(cite: Cite, resolution: Resolution, library: Library) -> Resolution:
-    if not cite.author or resolution.reference is not None:
+    """An author-year marker (or a reference entry) the library holds no paper for: the
+    paper of that first author within NEARBY_YEARS the sentence clearly picks."""
+    family, year = _cited_family_year(cite, resolution)
+    if not family or year is None:
         return resolution
-    year = int(cite.year[:4])
     years = range(year - NEARBY_YEARS, year + NEARBY_YEARS + 1)
-    pool = library.by_first_author(cite.author.split()[-1], years, MAX_SIBLINGS)
+    pool = library.by_first_author(family, years, MAX_SIBLINGS)
     scored = _scored(cite.claim, pool, year)
     if not _clear_winner(scored):
         return resolution
     return Resolution(
-        EXISTS, scored[0][1], via="author_year", engines=resolution.engines,
-        fit=scored[0][0], picked=_picked(scored),
+        EXISTS, scored[0][1], via="author_year", reference=resolution.reference,
+        engines=resolution.engines, fit=scored[0][0], picked=_picked(scored),
     )  # fmt: skip
 
 
-def _other_paper(cite: Cite, resolution: Resolution, library: Library) -> Resolution:
+def _other_paper(
+    cite: Cite, resolution: Resolution, library: Library, exclude: set[int | None] | None = None
+) -> Resolution:
     work = resolution.work
     assert work is not None
+    exclude = (exclude or set()) | {work.paper_id}
     (fit,) = claim_fits(cite.claim, [work])
     resolution.fit = fit
     if fit >= FIT_LOW:
@@ -153,7 +166,7 @@ def _other_paper(cite: Cite, resolution: Resolution, library: Library) -> Resolu
     pool = [
         other
         for other in library.by_first_author(family, years, MAX_SIBLINGS)
-        if other.paper_id != work.paper_id
+        if other.paper_id not in exclude
     ]
     scored = _scored(cite.claim, pool, year)
     if not _clear_winner(scored, rival=fit):
