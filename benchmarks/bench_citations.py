@@ -25,6 +25,22 @@ Drafts are generated with a fixed seed, each citation with the answer it should 
 Styles rotate between numeric with an IEEE list, author-year with an APA list, LaTeX
 citekeys and pandoc keys. `--calibrate` prints the similarity of each support case, which
 set the thresholds in engines/citecheck/support.py.
+
+Then the mismatch drafts (`--mismatch-drafts`, 0 to skip), on real ACL records with
+abstracts and no PDF (../shared/corpus/acl's 10k sample: every paper of first authors
+who have two papers within two years, and other papers for swapped titles), added to the
+same library after the drafts above. Author-year drafts with an APA list; each citation
+cites a reworded sentence of one paper P's abstract, as:
+- `right`: "(F et al., P's year)" (expected: no flag; several papers of F that year are for
+  the sentence to settle);
+- `year_other`: the year of F's other paper S (expected: wrong_paper, metadata_mismatch);
+- `year_none`: a year within two of P's in which F has no paper (metadata_mismatch);
+- `title_swap` / `title_sibling`: an entry with P's authors and year and the title of a
+  paper of another author / of S (wrong_paper, metadata_mismatch);
+- `entry_right`: P's own entry (no flag); `entry_year`: P's entry with a shifted year
+  (metadata_mismatch).
+Scored per flag (`wrong_paper` among `flags`; `metadata_mismatch`: `metadata` lists fields),
+and how often the citation ends on P ("paper meant").
 """
 
 from __future__ import annotations
@@ -48,10 +64,24 @@ from urllib.parse import unquote, urlsplit
 from mcp_server import McpServer, answer
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "fixtures"
+# The shared data beside the checkout (a git worktree elsewhere names it in BENCH_SHARED).
+SHARED_ROOT = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")
+SHARED = SHARED_ROOT / "fixtures"
 PDFS = SHARED / "pdfs"
 CROSSREF = SHARED / "crossref"
 ACL = ROOT / "tests" / "fixtures" / "acl" / "acl_sample300.jsonl"
+ACL_ABSTRACTS = SHARED_ROOT / "corpus" / "acl" / "acl_anthology_sample10k_with_abstracts.jsonl"
+MISMATCH_EXPECTED = {  # case -> (wrong_paper, metadata_mismatch)
+    "right": (False, False),
+    "year_other": (True, True),
+    "year_none": (False, True),
+    "title_swap": (True, True),
+    "title_sibling": (True, True),
+    "entry_right": (False, False),
+    "entry_year": (False, True),
+}
+MAX_FAMILY_PAPERS = 12  # first authors with more papers in the sample are left out
+MISMATCH_FAMILIES = 80  # first authors drawn (their papers and as many others are added)
 GOALS = {"not_found": 0.95, "unsupported": 0.95}
 VERDICTS = ("supported", "unsupported", "uncertain")
 
@@ -419,6 +449,151 @@ def render(items: list[Item], style: str) -> str:
     return " ".join(lines) + "\n\nReferences\n\n" + separator.join(entries) + "\n"
 
 
+# --- mismatch drafts ------------------------------------------------------------------------
+
+
+@dataclass
+class Mismatch:
+    case: str
+    paper: Paper  # the paper the sentence is from
+    sentence: str
+    marker_year: int
+    entry: Paper | None = None  # the reference entry written (authors, year, title)
+
+
+def family_key(name: str) -> str:
+    return name.split()[-1].lower()
+
+
+def abstract_sentences(abstract: str) -> list[str]:
+    sentences = re.split(r"(?<=[a-z]{2}[.!?])\s+(?=[A-Z])", " ".join(abstract.split()))
+    return [s for s in sentences if 10 <= len(s.split()) <= 45 and not re.search(r"[(\[]|et al", s)]
+
+
+def mismatch_library(rng: random.Random) -> tuple[dict[str, list[Paper]], list[Paper]]:
+    """Adds the papers of first authors with two papers within two years (and as many
+    other papers, for swapped titles) to the library: family -> papers, others."""
+    from papers.schemas import PaperRecord
+    from papers.services import paper_upsert
+
+    by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in ACL_ABSTRACTS.read_text().splitlines():
+        record = json.loads(line)
+        authors = record.get("authors") or []
+        # A first author whose family name reads as one ("T.y.s.s" does not).
+        named = bool(authors) and re.fullmatch(r"[A-ZÀ-Þ][\w'’-]*\w", family(authors[0]))
+        if named and record.get("year") and len(record["title"]) >= 25:
+            by_family[family_key(record["authors"][0])].append(record)
+    chosen = sorted(
+        family
+        for family, records in by_family.items()
+        if len(records) <= MAX_FAMILY_PAPERS
+        and any(0 < abs(a["year"] - b["year"]) <= 2 for a in records for b in records)
+    )
+    chosen = rng.sample(chosen, min(MISMATCH_FAMILIES, len(chosen)))
+    others = sorted(family for family, records in by_family.items() if len(records) == 1)
+    others = rng.sample(others, len(chosen))
+
+    def add(record: dict[str, Any]) -> Paper:
+        title, authors, year = record["title"], record["authors"], int(record["year"])
+        built = PaperRecord.build(
+            title=title,
+            authors=authors,
+            year=year,
+            venue=record.get("venue") or "",
+            abstract=record["abstract"],
+        )
+        row, _ = paper_upsert(record=built)
+        paper = Paper(record["id"], title, authors, year, paper_id=row.pk, citekey=row.citekey)
+        paper.sentences = abstract_sentences(record["abstract"])
+        return paper
+
+    families = {family: [add(r) for r in by_family[family]] for family in chosen}
+    return families, [add(by_family[family][0]) for family in others]
+
+
+def mismatch_items(
+    rng: random.Random, families: dict[str, list[Paper]], others: list[Paper], n: int
+) -> list[Mismatch]:
+    """`n` citations, one first author each."""
+    items: list[Mismatch] = []
+    for family in rng.sample(sorted(families), len(families)):
+        papers = families[family]
+        usable = [p for p in papers if p.sentences]
+        if not usable:
+            continue
+        paper = rng.choice(usable)
+        years = {p.year for p in papers}
+        siblings = [p for p in papers if p is not paper and p.title != paper.title]
+        near = [p for p in siblings if 0 < abs(p.year - paper.year) <= 2]
+        free = [y for y in range(paper.year - 2, paper.year + 3) if y not in years]
+        cases = ["right", "entry_right", "entry_year", "title_swap"]
+        cases += ["year_other"] if near else []
+        cases += ["year_none"] if free else []
+        cases += ["title_sibling"] if siblings else []
+        case = rng.choice(cases)
+        sentence = reword(rng.choice(paper.sentences), rng)
+        item = Mismatch(case, paper, sentence, paper.year)
+        if case == "year_other":
+            item.marker_year = rng.choice(near).year
+        elif case == "year_none":
+            item.marker_year = rng.choice(free)
+        elif case == "entry_right":
+            item.entry = paper
+        elif case == "entry_year":
+            item.marker_year = paper.year + rng.choice([-2, -1, 1, 2])
+            item.entry = Paper(paper.key, paper.title, paper.authors, item.marker_year)
+        elif case in ("title_swap", "title_sibling"):
+            source = rng.choice(others if case == "title_swap" else siblings)
+            item.entry = Paper(paper.key, source.title, paper.authors, paper.year)
+        items.append(item)
+        if len(items) == n:
+            break
+    return items
+
+
+def mismatch_render(items: list[Mismatch]) -> str:
+    lines, entries = [], []
+    for item in items:
+        authors = item.paper.authors
+        who = family(authors[0]) + (
+            " et al."
+            if len(authors) > 2
+            else f" and {family(authors[1])}"
+            if len(authors) == 2
+            else ""
+        )
+        lines.append(f"{item.sentence.rstrip('.')} ({who}, {item.marker_year}).")
+        if item.entry is not None:
+            names = ", ".join(authors[:-1])
+            names = f"{names} and {authors[-1]}" if names else authors[-1]
+            entries.append(f"{names} ({item.entry.year}). {item.entry.title}. Proceedings.")
+    text = " ".join(lines)
+    return text + ("\n\nReferences\n\n" + "\n\n".join(entries) + "\n" if entries else "")
+
+
+def mismatch_score(results: list[tuple[Mismatch, dict[str, Any]]]) -> list[str]:
+    """The table's lines: per flag, then how often the citation ends on the paper meant."""
+    lines = ["| flag | expected | raised | precision | recall |", "|---|---:|---:|---:|---:|"]
+    for index, flag in enumerate(("wrong_paper", "metadata_mismatch")):
+        tp = predicted = wanted = 0
+        for item, got in results:
+            expected = MISMATCH_EXPECTED[item.case][index]
+            if flag == "wrong_paper":
+                raised = any(f["flag"] == flag for f in got.get("flags", []))
+            else:
+                raised = isinstance(got.get("metadata"), list)
+            tp += raised and expected
+            predicted += raised
+            wanted += expected
+        lines.append(f"| {flag} | {wanted} | {predicted} | {ratio(tp, predicted)} "
+                     f"| {ratio(tp, wanted)} |")  # fmt: skip
+    meant = sum(1 for item, got in results if got.get("paper", {}).get("paper_id") is not None
+                and got["paper"]["paper_id"] == item.paper.paper_id)  # fmt: skip
+    lines.append(f"| paper meant | {len(results)} | {meant} | | {ratio(meant, len(results))} |")
+    return lines
+
+
 # --- scoring ------------------------------------------------------------------------------
 
 
@@ -457,6 +632,7 @@ def main() -> None:
     parser.add_argument("--drafts", type=int, default=40)
     parser.add_argument("--per-draft", type=int, default=8)
     parser.add_argument("--seed", type=int, default=22)
+    parser.add_argument("--mismatch-drafts", type=int, default=30)
     parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -502,6 +678,29 @@ def main() -> None:
                     if args.calibrate and mismatch != item.expected.mismatch:
                         shown = f"{got['marker']} -> {got.get('paper')}"
                         print(f"metadata {got.get('metadata')}: {shown}", file=sys.stderr)
+            mismatches: list[tuple[Mismatch, dict[str, Any]]] = []
+            mismatch_timings: list[float] = []
+            if args.mismatch_drafts:
+                families, others = mismatch_library(rng)
+                server.connection.close()  # idle while adding: reconnect on the next call
+                for _ in range(args.mismatch_drafts):
+                    written = mismatch_items(rng, families, others, args.per_draft)
+                    elapsed, result = server.call_tool(
+                        "check_citations", {"text": mismatch_render(written), "engines": "local"}
+                    )
+                    mismatch_timings.append(elapsed)
+                    citations = answer(result)["citations"]
+                    if len(citations) != len(written):
+                        raise SystemExit(f"{len(citations)} citations for {len(written)}: "
+                                         f"{mismatch_render(written)}")  # fmt: skip
+                    mismatches += list(zip(written, citations, strict=True))
+                    if args.calibrate:
+                        for item, got in zip(written, citations, strict=True):
+                            flags = [f["flag"] for f in got.get("flags", [])]
+                            meant = got.get("paper", {}).get("paper_id") == item.paper.paper_id
+                            print(f"{item.case}: {got['status']} {got.get('metadata')} {flags} "
+                                  f"fit={got.get('fit')} {got.get('picked')} meant={meant}"
+                                  f" | {item.sentence[:70]}", file=sys.stderr)  # fmt: skip
         crossref.shutdown()
     table = score(results)
     print(f"### check_citations over /mcp: {len(results)} citations in {args.drafts} drafts "
@@ -518,6 +717,18 @@ def main() -> None:
             verdict = f"precision >= {goal}: {'met' if met else 'not met'}"
         print(f"| {flag} | {wanted} | {predicted} | {ratio(tp, predicted)} | {ratio(tp, wanted)} "
               f"| {verdict} |")  # fmt: skip
+    if mismatches:
+        print(f"\n### Wrong citations: {len(mismatches)} citations in {args.mismatch_drafts} "
+              f"author-year drafts of ACL records without PDF (seed {args.seed}; the library "
+              f"only)\n")  # fmt: skip
+        print("\n".join(mismatch_score(mismatches)))
+        cases = defaultdict(int)
+        for item, _ in mismatches:
+            cases[item.case] += 1
+        print("\nCases: " + ", ".join(f"{case} {n}" for case, n in sorted(cases.items())) + ".")
+        mismatch_timings.sort()
+        print(f"Per draft: median {mismatch_timings[len(mismatch_timings) // 2]:.0f} ms, "
+              f"max {mismatch_timings[-1]:.0f} ms.")  # fmt: skip
     timings.sort()
     print(f"\nPer draft ({args.per_draft} citations): median {timings[len(timings) // 2]:.0f} ms, "
           f"max {timings[-1]:.0f} ms.")  # fmt: skip

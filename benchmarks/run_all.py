@@ -261,9 +261,10 @@ BENCHMARKS = (
         "citations",
         "Citation check: precision and recall of each flag",
         "`check_citations` over /mcp on drafts built from the fixture PDFs and ACL records, "
-        "Crossref replayed locally",
+        "Crossref replayed locally; then wrong citations (shifted years, swapped titles) of "
+        "ACL records with abstracts",
         (PY, "benchmarks/bench_citations.py", "--drafts", "40"),
-        (PY, "benchmarks/bench_citations.py", "--drafts", "12"),
+        (PY, "benchmarks/bench_citations.py", "--drafts", "12", "--mismatch-drafts", "10"),
         "docs/CITATION-CHECK.md",
     ),
     Benchmark(

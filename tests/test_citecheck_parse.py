@@ -189,3 +189,21 @@ def test_a_marker_after_the_sentence_end_cites_the_sentence_before_it(after: str
     assert cite.sentence.startswith("They write that") and cite.sentence.endswith(after)
     assert cite.quote == "editing support can transform writing in many scenarios."
     assert cite.claim.startswith("They write that")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Finally, Quillfeather and Brackwater (2021) agree.", "quillfeather|2021"),
+        ("However, Smith, Lee and Kim (2020) disagree.", "smith|2020"),
+        ("Recently, Smith and Jones (2020) disagree.", "smith|2020"),
+        ("Interestingly, Smith and Jones (2020) disagree.", "smith|2020"),
+        ("Moreover, Smith and Jones (2020) disagree.", "smith|2020"),
+        ("It holds (Thus, Smith and Jones, 2020).", "smith|2020"),
+        # A name ending in -ly stays a name when no comma follows it.
+        ("Kelly and Smith (2020) disagree.", "kelly|2020"),
+    ],
+)
+def test_a_sentence_adverb_or_function_word_is_not_an_author(text: str, expected: str) -> None:
+    (cite,) = draft_parse(text).cites
+    assert cite.key == expected

@@ -258,3 +258,14 @@ def test_an_author_year_marker_that_two_entries_fit_is_ambiguous(make_paper) -> 
     (resolution,) = check(text)
     assert resolution.status == "ambiguous"
     assert "2 reference entries" in resolution.reason
+
+
+def test_a_dropped_common_word_is_a_name_again_when_the_library_knows_the_author(
+    make_paper,
+) -> None:
+    """'May' is a sentence's word and a surname: the library decides."""
+    make_paper(title="Graph kernels for molecules", authors=["Robert May", "Ann Lee"], year=2020)
+    draft = draft_parse("May, Lee and Kim (2020) compare graph kernels.")
+    (resolution,) = resolve_all(draft, scope=None, engine_ids=[])
+    assert draft.cites[0].key == "may|2020"
+    assert resolution.status == "exists"

@@ -59,6 +59,29 @@ _MONTHS = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 }  # fmt: skip
+# Closed-class English words (determiners, pronouns, prepositions, conjunctions, auxiliaries)
+# and sentence adverbs / discourse markers. Capitalised at the start of a sentence they look
+# like the first of several names ("Finally, Smith and Jones (2020)", "However, Smith,
+# Lee and Kim (2020)") and are not one; so is any capitalised "-ly" word followed by a comma
+# ("Interestingly, ..."). Such a word is dropped from an author list when a name follows it;
+# resolution puts it back if the draft's reference list or the library knows it as an
+# author (resolve.py, names_checked), since a few of them are surnames too.
+_FUNCTION_WORDS = frozenset(
+    """a about above according across after afterwards again against albeit all almost along
+    already also although always among amongst an and another any anyhow anyway as at
+    because before beforehand behind below beneath beside besides between beyond both but
+    by can clearly conversely consequently could despite did do does during each either else
+    elsewhere especially even eventually ever every except finally first firstly for
+    formerly from further furthermore given hence her here hereby herein his how however
+    i if importantly in indeed instead into it its last lastly later likewise many may
+    meanwhile moreover most much must namely nevertheless next no nonetheless nor not
+    notably now of often on once one only or other others otherwise our overall perhaps
+    previously rather recently regardless second secondly similarly since so some specifically
+    still subsequently such than that the their then thence there thereafter thereby
+    therefore these they third thirdly this those though thus to together too toward towards
+    typically ultimately under unlike until upon we what whatever when whenever where
+    whereas whether which while who whose why with within without yet""".split()
+)
 _PREFIXES = re.compile(r"^(?:(?:see|cf\.?|e\.g\.?,?|i\.e\.?,?|also|but|and|for example,?)\s+)+",
                        re.IGNORECASE)  # fmt: skip
 
@@ -139,6 +162,10 @@ class Cite:
     year: str = ""
     locator: str = ""
     quote: str = ""  # text the sentence quotes, if any
+    # Leading common words dropped from an author list ("Finally" of "Finally, Smith and
+    # Jones (2020)"): resolution restores them when the draft or the library has them as
+    # an author.
+    dropped: str = ""
 
 
 @dataclass
@@ -222,6 +249,7 @@ def draft_parse(text: str, *, style_hint: str | None = None) -> Draft:
                     year=item.year,
                     locator=item.locator,
                     quote=quote,
+                    dropped=item.dropped,
                 )
             )
             if len(draft.cites) >= MAX_CITES:
@@ -236,6 +264,27 @@ class _Found:
     author: str = ""
     year: str = ""
     locator: str = ""
+    dropped: str = ""
+
+
+_LEADING_WORD = re.compile(r"(?P<word>[A-Z][a-z]+)(?P<comma>\s*,)?\s+")
+
+
+def _without_common_words(authors: str) -> tuple[str, str]:
+    """The author list without its leading common words, and the words dropped: a word
+    goes only when a name still follows it."""
+    dropped: list[str] = []
+    while match := _LEADING_WORD.match(authors):
+        word = match["word"].lower()
+        common = word in _FUNCTION_WORDS or (
+            match["comma"] is not None and word.endswith("ly") and len(word) > 4
+        )
+        rest = authors[match.end() :]
+        if not common or not re.match(_NAME, rest):
+            break
+        dropped.append(match["word"])
+        authors = rest
+    return authors, " ".join(dropped)
 
 
 def _first_author(authors: str) -> str:
@@ -244,6 +293,7 @@ def _first_author(authors: str) -> str:
 
 
 def _author_years(authors: str, years: str, locator: str) -> list[_Found]:
+    authors, dropped = _without_common_words(authors)
     first = _first_author(authors)
     surname = first.split()[-1] if first else ""
     if not surname or surname.lower() in _NOT_NAMES or fold_key(first) in _NOT_NAMES:
@@ -251,7 +301,7 @@ def _author_years(authors: str, years: str, locator: str) -> list[_Found]:
     if fold_key(authors) in _MONTHS:  # "(May 2020)" is a date; "(May et al., 2020)" cites
         return []
     return [
-        _Found(AUTHOR_YEAR, f"{fold_key(first)}|{year}", first, year, locator.strip(" ,"))
+        _Found(AUTHOR_YEAR, f"{fold_key(first)}|{year}", first, year, locator.strip(" ,"), dropped)
         for year in re.findall(_YEAR, years)
     ]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import Q
@@ -78,6 +78,7 @@ class Work:
     doi: str = ""
     arxiv_id: str = ""
     has_pdf: bool = False
+    abstract: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str = "library"
     # A library paper's retraction watch (papers/retractions.py): its status and notices.
@@ -119,6 +120,7 @@ class Work:
             doi=paper.doi or "",
             arxiv_id=paper.arxiv_id or "",
             has_pdf=has_pdf,
+            abstract=paper.abstract or paper.snippet or "",
             metadata=dict(paper.metadata or {}),
             retraction_status=paper.retraction_status,
             retraction_notices=list(paper.retraction_notices or []),
@@ -146,6 +148,14 @@ class Resolution:
     reason: str = ""
     reference: Reference | None = None
     engines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Set by reading the citing sentence (claim.py): the sentence's fit with the paper's
+    # title and abstract, with each candidate's (by paper id); how a paper was picked among
+    # several; and the paper the citation named when the sentence is about another one.
+    fit: float | None = None
+    fits: dict[int, float] = field(default_factory=dict)
+    picked: dict[str, Any] | None = None
+    cited: Work | None = None
+    cited_fit: float | None = None
 
 
 def titles_match(a: str, b: str) -> bool:
@@ -172,8 +182,8 @@ class Library:
         self.papers = papers_in_scope(scope)
         self._works: dict[int, Work] = {}
 
-    def works(self, queryset: Any) -> list[Work]:
-        ids = list(queryset.values_list("pk", flat=True).distinct()[: MAX_CANDIDATES + 1])
+    def works(self, queryset: Any, limit: int = MAX_CANDIDATES + 1) -> list[Work]:
+        ids = list(queryset.values_list("pk", flat=True).distinct()[:limit])
         wanted = [pk for pk in ids if pk not in self._works]
         if wanted:
             with_pdf = set(
@@ -226,6 +236,34 @@ class Library:
             author_links__author__family_name__iexact=family,
         )
         return self.works(rows)
+
+    def by_first_author(self, family: str, years: range, limit: int) -> list[Work]:
+        """Papers whose first author has this family name, in these years (oldest first)."""
+        rows = self.papers.filter(
+            year__gte=years.start,
+            year__lt=years.stop,
+            author_links__position=0,
+            author_links__author__family_name__iexact=family,
+        ).order_by("year", "pk")
+        return self.works(rows, limit)
+
+    def knows_author(self, family: str) -> bool:
+        return self.papers.filter(author_links__author__family_name__iexact=family).exists()
+
+
+def names_checked(draft: Draft, library: Library) -> None:
+    """Put back a common word the parser dropped from the front of an author list
+    ("Will, Smith and Lee (2020)") when the draft's reference list or the library has
+    it as an author's family name: then it is a name after all."""
+    for index, cite in enumerate(draft.cites):
+        if not cite.dropped:
+            continue
+        word = cite.dropped.split()[-1]
+        listed = any(fold_key(word) in map(fold_key, ref.authors) for ref in draft.references)
+        if listed or library.knows_author(word):
+            draft.cites[index] = replace(
+                cite, author=word, key=f"{fold_key(word)}|{cite.year}", dropped=""
+            )
 
 
 # --- one draft --------------------------------------------------------------------------
@@ -419,6 +457,7 @@ def resolve_all(
     """One Resolution per cite of `draft`, in order. The library answers first; the rest
     go to `engine_ids` (external engines only) in one fan-out."""
     library = Library(scope)
+    names_checked(draft, library)
     resolutions: list[Resolution | None] = []
     asks: dict[int, tuple[_Lookup, Reference | None]] = {}
     memo: dict[tuple[str, str, str], tuple[Resolution | None, _Lookup | None]] = {}

@@ -9,12 +9,15 @@ from typing import Any
 
 from core.errors import InvalidInput
 from engines.citecheck.checks import metadata_mismatches, update_flags
+from engines.citecheck.claim import claim_reread
 from engines.citecheck.parse import STYLES, draft_parse
-from engines.citecheck.resolve import EXISTS, Resolution, resolve_all
+from engines.citecheck.resolve import EXISTS, Library, Resolution, resolve_all
 from engines.citecheck.support import NOT_CHECKED, Support, support_check
 from engines.registry import LOCAL_ENGINE
 
 MAX_TEXT_CHARS = 100_000
+# The sentence is about another paper than the one the citation names (claim.py).
+WRONG_PAPER = "wrong_paper"
 
 
 def citations_check(
@@ -48,6 +51,14 @@ def citations_check(
     draft = draft_parse(text, style_hint=style_hint)
     external = [engine for engine in engine_ids if engine != LOCAL_ENGINE]
     resolutions = resolve_all(draft, scope=scope, engine_ids=external)
+    if check_support:
+        # Papers without a PDF are read against the sentence through their title and
+        # abstract: a wrong year or a wrong paper, and the one paper among several.
+        library = Library(scope)
+        resolutions = [
+            claim_reread(cite, resolution, library)
+            for cite, resolution in zip(draft.cites, resolutions, strict=True)
+        ]
 
     citations: list[dict[str, Any]] = []
     engines: dict[str, dict[str, Any]] = {}
@@ -66,6 +77,11 @@ def citations_check(
             if reference is not None or cite.kind == "author_year":
                 entry["metadata"] = mismatches or "ok"
             flags = update_flags(work)
+            if resolution.cited is not None:
+                flags.append(
+                    {"flag": WRONG_PAPER, "cited": resolution.cited.brief(),
+                     "fit": resolution.cited_fit}
+                )  # fmt: skip
             if flags:
                 entry["flags"] = flags
             if check_support:
@@ -93,6 +109,11 @@ def citations_check(
     mismatched = sum(1 for entry in citations if isinstance(entry.get("metadata"), list))
     if mismatched:
         summary["metadata_mismatch"] = mismatched
+    wrong = sum(
+        1 for entry in citations if any(f["flag"] == WRONG_PAPER for f in entry.get("flags", []))
+    )
+    if wrong:
+        summary[WRONG_PAPER] = wrong
     return {
         "citations": citations,
         "summary": summary,
@@ -112,8 +133,16 @@ def _entry(marker: str, kind: str, key: str, start: int, resolution: Resolution)
     if resolution.work is not None:
         entry["paper"] = resolution.work.brief()
         entry["via"] = resolution.via
+    if resolution.fit is not None:
+        entry["fit"] = resolution.fit
+    if resolution.picked is not None and resolution.cited is None:
+        entry["picked"] = resolution.picked
     if resolution.candidates:
-        entry["candidates"] = [work.brief() for work in resolution.candidates]
+        entry["candidates"] = [
+            work.brief() | ({"fit": resolution.fits[work.paper_id]}
+                            if work.paper_id in resolution.fits else {})
+            for work in resolution.candidates
+        ]  # fmt: skip
     if resolution.reason:
         entry["reason"] = resolution.reason
     if resolution.reference is not None:

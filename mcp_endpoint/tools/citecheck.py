@@ -26,7 +26,8 @@ class CitationReport(BaseModel):
 
     citations: list[dict[str, Any]] = Field(
         description="Per cited work: marker, key, at (offset), status, paper, metadata "
-        "('ok' or mismatching fields), flags (retracted/corrected), support, page, similarity."
+        "('ok' or mismatching fields), flags (retracted/corrected/wrong_paper), support, "
+        "page, similarity, fit."
     )
     summary: dict[str, Any]
     references: int = Field(description="Entries read from the reference list.")
@@ -41,9 +42,11 @@ def register(registry: Registry) -> None:
             "Verify a draft's citations: (Author, 2020), Author (2020), [3] with a reference "
             "list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status (exists, "
             "not_found, ambiguous; unresolved = could not tell), metadata mismatches, "
-            "retracted/corrected flags, and whether the paper's PDF supports the citing "
-            "sentence (supported, unsupported, uncertain, no_pdf; page, similarity). Library "
-            "first; engines='local' stays offline. Keeps nothing."
+            "flags (retracted, corrected; wrong_paper: the sentence is about another paper "
+            "of the author, given as paper), and whether the paper's PDF supports the citing "
+            "sentence (supported, unsupported, uncertain, no_pdf; page, similarity; fit: "
+            "sentence vs title+abstract). Library first; engines='local' stays offline. "
+            "Keeps nothing."
         ),
         annotations=CHECK,
     )
