@@ -1,4 +1,5 @@
-"""What `tools/list` costs an agent: cl100k tokens per tool and per tool set.
+"""What `tools/list` costs an agent: cl100k tokens per tool and per tool set; and what
+an answer costs (`text_tokens`, for the budgets of docs/REVIEW.md "Token budget").
 
 Counted on the wire form (compact JSON of each tool's `name`, `title`, `description`,
 `inputSchema` and `annotations`), with cl100k_base, the encoding the issue's figures use
@@ -68,3 +69,8 @@ def tool_costs(*, toolsets: Iterable[str] = (), read_only: bool = False) -> list
             )
         )
     return costs
+
+
+def text_tokens(text: str) -> int:
+    """cl100k tokens of `text` (a tool answer's JSON as the agent receives it)."""
+    return len(_encoder().encode(text))

@@ -329,8 +329,8 @@ class Alert(models.Model):
 
 class SavedSearch(TimeStamped):
     """A search run again and again (by hand, or on its schedule by projects/watch/
-    scheduler.py) whose new papers are reported: papers neither in the library before the
-    run nor seen by an earlier run of this search (`SavedSearchSeen`)."""
+    scheduler.py) whose new papers are reported: papers no earlier run of this search
+    reported (`SavedSearchSeen`), however they entered the library."""
 
     class Schedule(models.TextChoices):
         MANUAL = "manual"

@@ -134,7 +134,8 @@ def test_a_saved_search_run_twice_reports_only_the_new_papers(
 
     first = run("Long context")
     assert first.status == SavedSearchRun.Status.OK
-    assert first.found == 3 and titles(first) == [P1["title"], P2["title"]]
+    # The starting set: the paper already in the library too (the search never reported it).
+    assert first.found == 3 and titles(first) == [P1["title"], P2["title"], P4["title"]]
 
     source.answers[arxivish] = [P3, P1, P2, P4]  # one more paper the second time
     second = run("Long context")
@@ -144,6 +145,7 @@ def test_a_saved_search_run_twice_reports_only_the_new_papers(
     assert third.new == 0 and third.new_paper_ids == []
     alerts = Alert.objects.filter(kind=Alert.Kind.NEW_PAPERS).order_by("created_at")
     assert [a.key for a in alerts] == [f"new_papers:run:{first.pk}", f"new_papers:run:{second.pk}"]
+    assert alerts[0].data["first_run"] is True and "first_run" not in alerts[1].data
     assert alerts[1].data["paper_ids"] == second.new_paper_ids
     assert P3["title"] in alerts[1].body
 
@@ -162,7 +164,9 @@ def test_an_unreachable_engine_is_recorded_and_its_papers_are_new_on_the_next_ru
     assert first.engines[steady]["status"] == "ok"
     assert first.engines[flaky]["status"] != "ok" and first.engines[flaky]["count"] == 0
     assert titles(first) == [P1["title"]]
-    assert not Alert.objects.filter(kind=Alert.Kind.SEARCH_FAILED).exists()
+    partial = Alert.objects.get(kind=Alert.Kind.SEARCH_FAILED)
+    assert partial.data["failed_engines"] == [flaky] and partial.data["partial"] is True
+    assert partial.title == f"1 of 2 engines failed for saved search 'Watch': {flaky}"
 
     source.down.clear()
     # Its failures opened its circuit breaker (for ENGINE_BREAKER_RESET_SECONDS, shorter

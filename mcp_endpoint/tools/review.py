@@ -35,8 +35,9 @@ WaitSeconds = Annotated[
 ]
 CandidatesOffset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 CandidatesLimit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
-# A page of candidates in every answer (about 10 abstracts); get_session pages through more.
-WAITED_PAGE = 10
+# A page of candidates in every answer (selectors.DEFAULT_PAGE, abstracts cut short to keep
+# the answer within its token budget); get_session pages through more.
+WAITED_PAGE = selectors.DEFAULT_PAGE
 
 STARTS_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True

@@ -68,8 +68,8 @@ def register(registry: Registry) -> None:
         name="save_search",
         title="Save a search",
         description=(
-            "Save a scheduled search; runs alert on papers new to the library and earlier "
-            "runs, filing them into project_id."
+            "Save a scheduled search; runs alert on papers it never reported and on failed "
+            "engines, filing papers into project_id."
         ),
         annotations=SAVES,
     )

@@ -13,7 +13,7 @@ network call, no database: it runs the same in a web process and in a worker.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -177,28 +177,46 @@ def key_terms(text: str) -> str:
     return " ".join(dict.fromkeys(kept or words))
 
 
+def all_of(terms: Sequence[str]) -> str:
+    """A query that every one of `terms` must match: joined by AND (one term alone)."""
+    return " AND ".join(dict.fromkeys(terms))
+
+
 def plan_propose(
-    *, question: str, domain: str, engines_allowed: Sequence[str], feedback: Sequence[str] = ()
+    *,
+    question: str,
+    domain: str,
+    engines_allowed: Sequence[str],
+    feedback: Sequence[str] = (),
+    engines_down: Mapping[str, str] | None = None,
 ) -> Plan:
     """The planner's proposal for a question (see the module docstring). `feedback` (notes
     of earlier rejections) adds a query made of the latest note's key terms and the
-    question's, and any "quoted phrase" in it as a query of its own."""
+    question's, and any "quoted phrase" in it as a query of its own. `engines_down`
+    (engine -> why: breakers open now, engines.availability) are left out, and the
+    rationale says so; a person may still add them back."""
     spec = DOMAINS[domain_key(domain)]
     rationale: list[str] = []
     focused = key_terms(question)
     if not focused:
         raise InvalidInput("The question has no words to search for.", field="query")
-    queries = [focused]
-    rationale.append(f"Query {focused!r}: the question's key terms, all of them.")
     terms = focused.split()
-    if len(terms) >= 3:
+    # AND, because a query of plain words means "any of them, more is better" in the
+    # library's query language (papers/search/query.py) and in most engines: written
+    # plainly, the first query would find what the broad one finds.
+    strict = all_of(terms)
+    queries = [strict]
+    rationale.append(f"Query {strict!r}: papers with all of the question's key terms.")
+    if len(terms) >= 2:
         broad = " OR ".join(terms[:MAX_BROAD_TERMS])
         queries.append(broad)
         rationale.append(f"Query {broad!r}: any of them, best matches first, for recall.")
     variant = _synonym_variant(focused, spec)
     if variant:
-        queries.append(variant)
-        rationale.append(f"Query {variant!r}: a {spec.label.lower()} synonym, for recall.")
+        queries.append(all_of(variant.split()))
+        rationale.append(
+            f"Query {queries[-1]!r}: all of the terms with a {spec.label.lower()} synonym."
+        )
     if feedback:
         note = feedback[-1]
         for phrase in re.findall(r'"([^"]{2,200})"', note)[:2]:
@@ -208,18 +226,28 @@ def plan_propose(
         if extra:
             combined = " ".join(dict.fromkeys([*extra.split()[:4], *focused.split()]))
             queries.append(combined)
+            rationale.append(
+                f"Query {combined!r}: any of the note's and the question's key terms, papers "
+                "with more of them first."
+            )
         rationale.append(f"Revised after the note {note!r}.")
     queries = [q for q in dict.fromkeys(q[:MAX_TEXT] for q in queries) if _parses(q)]
     if not queries:
         raise InvalidInput("The question has no words to search for.", field="query")
     queries = queries[:MAX_QUERIES]
 
-    engines = _engines_for(spec, engines_allowed)
+    down = dict(engines_down or {})
+    engines = _engines_for(spec, [e for e in engines_allowed if e not in down])
     rationale.append(
         "Engines: the library (local), then "
         + (", ".join(engines[1:]) if len(engines) > 1 else "no external engine (none enabled)")
         + f", in the order that suits {spec.label.lower()}."
     )
+    if down:
+        rationale.append(
+            "Left out, known to be down now: " + ", ".join(sorted(down)) + " (edit engines to "
+            "ask them anyway)."
+        )
     date_from, date_to = _dates(question, spec, rationale)
     criteria = [f"Addresses the question: {question.strip()[:300]}"]
     if date_from or date_to:

@@ -23,13 +23,14 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from django.db import IntegrityError
 
 from core.errors import EngineUnavailable, InvalidInput
+from engines.availability import engines_known_down
 from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall
@@ -84,8 +85,10 @@ class Gathered:
 def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool]) -> Gathered:
     """Run every query of the plan on every engine of the plan; rank and count.
 
-    Engine failures are statuses, not errors. Raises Stopped when `keep_going()` turns
-    false between queries."""
+    Engine failures are statuses, not errors; engines known to be down (breaker open) are
+    not asked (`_without_down`). Raises Stopped when `keep_going()` turns false between
+    queries."""
+    plan, down = _without_down(plan)
     found: dict[int, Found] = {}
     identified: Counter[str] = Counter()
     sources: dict[str, dict[str, Any]] = {}
@@ -97,7 +100,8 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
             raise Stopped
         result = _search_one(query, plan, max_results, year_from, year_to)
         _collect(result, query, found, identified, sources, statuses, notes, label=query)
-    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known={})
+    gathered = _ranked(found, identified, sources, statuses, notes, plan, max_results, known={})
+    return _with_down(gathered, down)
 
 
 def citations_gather(
@@ -111,14 +115,16 @@ def citations_gather(
     """Papers citing the `cited` ones (the included papers, best first), from the library's
     citations and the plan's engines that have citation data. Papers in `known` (already
     candidates, or grouped with one: paper_id -> the candidate's paper_id) count as
-    duplicates, and so do other versions of them (attached to their candidate)."""
+    duplicates, and so do other versions of them (attached to their candidate). Engines
+    known to be down are not asked."""
+    plan, down = _without_down(plan)
     found: dict[int, Found] = {}
     identified: Counter[str] = Counter()
     sources: dict[str, dict[str, Any]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     if plan.snowball_direction != "citing":
-        return _snowball_gather(plan, cited, known, max_results, keep_going)
+        return _with_down(_snowball_gather(plan, cited, known, max_results, keep_going), down)
     engine_ids = [engine for engine in plan.engines if _has_citations(engine)]
     if len(cited) > MAX_CITED_PAPERS:
         notes.append(f"Citations followed for the first {MAX_CITED_PAPERS} included papers.")
@@ -133,7 +139,8 @@ def citations_gather(
         _collect(
             result, None, found, identified, sources, statuses, notes, label=label, cites=paper.pk
         )
-    return _ranked(found, identified, sources, statuses, notes, plan, max_results, known=known)
+    gathered = _ranked(found, identified, sources, statuses, notes, plan, max_results, known=known)
+    return _with_down(gathered, down)
 
 
 def _snowball_gather(
@@ -179,6 +186,29 @@ def _snowball_gather(
 
 
 # --- pieces ---------------------------------------------------------------------------------
+
+
+def _without_down(plan: Plan) -> tuple[Plan, dict[str, str]]:
+    """The plan without the engines whose breakers are open now (asking them would only
+    fail again, once per query), and those engines with why."""
+    down = engines_known_down(plan.engines)
+    if not down:
+        return plan, {}
+    return replace(plan, engines=[e for e in plan.engines if e not in down]), down
+
+
+def _with_down(gathered: Gathered, down: dict[str, str]) -> Gathered:
+    """The step's counts with the engines left out as known to be down: not reached, with
+    why once (in `sources`), never a count of 0."""
+    if down:
+        identification = gathered.identification
+        for engine, why in down.items():
+            identification["not_reached"][engine] = "known_down"
+            identification["sources"][engine] = {
+                "outcome": "known_down", "searches": 0, "failed": 0,
+                "last_failure": {"reason": "circuit_open", "message": why},
+            }  # fmt: skip
+    return gathered
 
 
 def _search_one(
@@ -245,11 +275,23 @@ def _collect(
     cites: int | None = None,
 ) -> None:
     statuses[label] = result.engines
+    found_by: dict[str, set[int]] = {}
+    for entry in result.results:
+        if entry.get("paper_id"):
+            for engine in entry.get("engines") or [entry.get("engine")]:
+                found_by.setdefault(engine, set()).add(entry["paper_id"])
     for engine, status in result.engines.items():
         answered = status.get("status") == "ok"
+        source = sources.setdefault(engine, {"asked": 0, "answered": 0, "papers": set()})
         if answered:
-            identified[engine] += int(status.get("count") or 0)
-        source = sources.setdefault(engine, {"asked": 0, "answered": 0})
+            # A source's records are counted once per step (PRISMA's records identified in
+            # a database): the same paper from a second query of the same source, or (the
+            # citation search) citing a second included paper, is not a new record, so
+            # not a duplicate removed. docs/REVIEW.md "Counts".
+            papers = found_by.get(engine, set())
+            again = len(papers & source["papers"])
+            identified[engine] += max(0, int(status.get("count") or 0) - again)
+            source["papers"] |= papers
         source["asked"] += 1
         if answered:
             source["answered"] += 1

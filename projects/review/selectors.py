@@ -22,9 +22,23 @@ from projects.review.screening import screening_status
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
 
 EXPORT_FORMATS = ("json", "bibtex", "markdown", "csv", "ris")
-DEFAULT_PAGE = 20
+# A checkpoint's page of candidates (decide, get_session): five records with abstracts cut
+# at ABSTRACT_PREVIEW_CHARS keep an answer within the token budget of docs/REVIEW.md;
+# screen_next gives whole abstracts, get_session pages through the rest.
+DEFAULT_PAGE = 5
 ABSTRACT_MAX_CHARS = 2000
+ABSTRACT_PREVIEW_CHARS = 200
+# Authors a checkpoint page names per record (then "et al.").
+AUTHORS_SHOWN = 3
 TRUNCATED = " […]"
+# The plan as shown past its own checkpoint: what was searched and the criteria to screen
+# by; the rationale and the notes of rejected rounds were shown at the plan checkpoint.
+PLAN_SHOWN = ("queries", "engines", "date_from", "date_to", "criteria", "snowball")
+# Empty or default values a candidate's brief record leaves out of a checkpoint page, and
+# fields a screening decision does not need: other names and links of the paper (paper_id
+# refers to it; get_paper_details has the rest), the score the rank already orders.
+EMPTY: tuple[Any, ...] = (None, [], {}, "", 0, False)
+NOT_SHOWN = ("id", "citekey", "doi", "arxiv_id", "url", "pdf_url", "source", "score")
 
 ACTIONS: dict[str, dict[str, str]] = {
     "plan": {
@@ -107,15 +121,15 @@ def review_state(
         "iteration": session.iteration,
         "round": session.round,
         "error": session.error or None,
-        "plan": session.plan or None,
+        "plan": _plan_shown(session.plan, pending),
         "counts": counts,
         "prisma": prisma_counts(session=session, counts=counts) if session.identification else None,
         "checkpoint": _checkpoint(session, pending, offset, limit) if pending else None,
         "decisions": review_decisions(session=session),
         "result": None,
         "project_id": session.project_id,
-        "created_at": session.created_at.isoformat(),
-        "updated_at": session.updated_at.isoformat(),
+        "created_at": session.created_at.isoformat(timespec="seconds"),
+        "updated_at": session.updated_at.isoformat(timespec="seconds"),
     }
     if state["is_complete"]:
         blocks = [counts, counts.get("citation_search", {})]
@@ -170,7 +184,7 @@ def review_decisions(*, session: ReviewSession) -> list[dict[str, Any]]:
                 "note": decision.note or None,
                 "decided_by": decision.decided_by,
                 "iteration": decision.iteration,
-                "at": decision.created_at.isoformat(),
+                "at": decision.created_at.isoformat(timespec="seconds"),
             }
         )
     return history
@@ -217,9 +231,16 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
 
 
 def review_candidates(
-    *, session: ReviewSession, source: str, offset: int, limit: int, pending_only: bool
+    *,
+    session: ReviewSession,
+    source: str,
+    offset: int,
+    limit: int,
+    pending_only: bool,
+    abstract_chars: int = ABSTRACT_MAX_CHARS,
 ) -> tuple[list[dict[str, Any]], int]:
-    """A page of a review's candidates from one source, best first, with abstracts."""
+    """A page of a review's candidates from one source, best first, with abstracts (cut
+    at `abstract_chars`, marked with TRUNCATED)."""
     queryset = session.candidates.filter(source=source)
     if pending_only:
         queryset = queryset.filter(status=ReviewCandidate.Status.PENDING)
@@ -236,8 +257,8 @@ def review_candidates(
         if paper is None:
             continue
         abstract = paper.abstract or paper.snippet
-        if len(abstract) > ABSTRACT_MAX_CHARS:
-            abstract = abstract[:ABSTRACT_MAX_CHARS] + TRUNCATED
+        if len(abstract) > abstract_chars:
+            abstract = abstract[:abstract_chars].rstrip() + TRUNCATED
         items.append(
             {
                 **paper_brief(paper),
@@ -325,24 +346,79 @@ def _checkpoint(
         "sequence": checkpoint.sequence,
         "kind": checkpoint.kind,
         "round": checkpoint.round,
-        "created_at": checkpoint.created_at.isoformat(),
         "payload": checkpoint.payload,
         "actions": ACTIONS[checkpoint.kind],
     }
     if checkpoint.kind in ("screen", "expand"):
         source = "search" if checkpoint.kind == "screen" else "citation"
+        shown["payload"] = _search_payload_shown(session, checkpoint.payload, source)
         items, total = review_candidates(
-            session=session, source=source, offset=offset, limit=limit, pending_only=True
-        )
+            session=session, source=source, offset=offset, limit=limit, pending_only=True,
+            abstract_chars=ABSTRACT_PREVIEW_CHARS,
+        )  # fmt: skip
         more = offset + len(items) < total
+        queries = list((session.plan or {}).get("queries", []))
         shown["candidates"] = {
             "total": total,
             "offset": offset,
             "limit": limit,
             "has_more": more,
             "next_offset": offset + len(items) if more else None,
-            "items": items,
+            "items": [_item_shown(item, queries) for item in items],
         }
+    return shown
+
+
+def _plan_shown(plan: dict[str, Any] | None, pending: ReviewCheckpoint | None) -> Any:
+    if not plan or (pending is not None and pending.kind == ReviewCheckpoint.Kind.PLAN):
+        return plan or None
+    return {key: plan[key] for key in PLAN_SHOWN if key in plan}
+
+
+def _search_payload_shown(
+    session: ReviewSession, payload: dict[str, Any], source: str
+) -> dict[str, Any]:
+    """A search checkpoint's payload without what the answer says elsewhere: its counts
+    are the state's `counts`; each engine's outcome over the step, with the failure's
+    message once, is `counts.sources`, so the per-query statuses (kept on the checkpoint,
+    shown in the admin) and the notes that repeat a failure are left out."""
+    key = "search" if source == "search" else "citations"
+    sources = (session.identification or {}).get(key, {}).get("sources", {})
+    failures = [
+        str(summary.get("last_failure", {}).get("message") or "")
+        for summary in sources.values()
+        if summary.get("outcome") != "ok"
+    ]
+    notes = [
+        note
+        for note in payload.get("notes", [])
+        if not any(message and message in note for message in failures)
+    ]
+    shown = {k: v for k, v in payload.items() if k not in ("counts", "engines", "notes")}
+    if notes:
+        shown["notes"] = notes
+    return shown
+
+
+def _item_shown(item: dict[str, Any], queries: list[str]) -> dict[str, Any]:
+    """A candidate as a checkpoint page shows it: no empty or default fields, the first
+    AUTHORS_SHOWN authors, the publication only when it says more than the venue, and the
+    plan's queries that found it by number (1 = the plan's first query)."""
+    shown = {
+        key: value
+        for key, value in item.items()
+        if key not in NOT_SHOWN and (value not in EMPTY or key == "abstract")
+    }
+    if shown.get("publication") == shown.get("venue"):
+        shown.pop("publication", None)
+    authors = shown.get("authors") or []
+    if len(authors) > AUTHORS_SHOWN:
+        shown["authors"] = [*authors[:AUTHORS_SHOWN], "et al."]
+    if "queries" in shown:
+        shown["queries"] = [
+            queries.index(query) + 1 if query in queries else query for query in shown["queries"]
+        ]
+    shown["status"] = item["status"]
     return shown
 
 

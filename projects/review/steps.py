@@ -31,6 +31,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, database_unavailable
+from engines.availability import engines_known_down
 from projects.dispatch import review_step_send
 from projects.models import Project, ReviewCandidate, ReviewDuplicate, ReviewSession
 from projects.review import planning
@@ -102,6 +103,7 @@ def _work(session: ReviewSession, stage: str, *, keep_going: Any) -> Plan | Gath
             domain=session.domain,
             engines_allowed=session.engines_allowed,
             feedback=feedback,
+            engines_down=engines_known_down(session.engines_allowed),
         )
     plan = Plan.from_dict(session.plan)
     if stage == Stage.SEARCH:

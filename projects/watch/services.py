@@ -2,16 +2,22 @@
 
 A run goes through the path `search_papers` takes (projects.intake.engines_search over
 engines/services.py, the library's part by `local_search`), so every paper found is kept
-in the library with the usual de-duplication. A paper is *new* to a saved search when it
-was not in the library before the run began and none of its identity keys (DOI, arXiv id,
-other schemes' ids, title key) was seen by an earlier run of the same search: a paper is
-reported once, even if someone deleted it from the library meanwhile. Every key found is
-remembered (`SavedSearchSeen`).
+in the library with the usual de-duplication. A paper is *new* to a saved search when
+none of its identity keys (DOI, arXiv id, other schemes' ids, title key) was reported by
+an earlier run of the same search, however the paper entered the library: found by an
+engine now, imported from BibTeX last week, or in the library all along and only now
+among the search's best `max_results`. A paper is reported once, even if someone deleted
+it from the library meanwhile. Every key found is remembered (`SavedSearchSeen`).
 
-An engine that failed or timed out is recorded as such on the run; its papers are not in
-the library, so they come up as new on the next run that reaches the engine. A run where
-every engine failed raises a `search_failed` alert; a run with new papers a `new_papers`
-one (projects/alerts.py). No network call happens inside a transaction.
+The first run has reported nothing before, so it reports what the search finds now: its
+starting set, in one `new_papers` alert marked `first_run` in its data. Later runs report
+only what changed. A library-only search (engines ["local"]) alerts like any other.
+
+An engine that failed or timed out is recorded as such on the run; its papers were not
+seen, so they come up as new on the next run that reaches the engine. A run where some
+engine failed raises a `search_failed` alert naming the failed engines (every engine
+failed, or some of them: a partial run); a run with new papers a `new_papers` one
+(projects/alerts.py). No network call happens inside a transaction.
 """
 
 from __future__ import annotations
@@ -279,7 +285,8 @@ def identity_keys(paper_ids: Iterable[int]) -> dict[int, set[str]]:
 
 
 def _new_and_remember(search: SavedSearch, run: SavedSearchRun, found_ids: list[int]) -> list[int]:
-    """The found papers that are new to `search` (in found order); remembers every key."""
+    """The found papers that `search` never reported (in found order), however they
+    entered the library; remembers every key."""
     if not found_ids:
         return []
     keys = identity_keys(found_ids)
@@ -289,16 +296,7 @@ def _new_and_remember(search: SavedSearch, run: SavedSearchRun, found_ids: list[
             "key", flat=True
         )
     )
-    created_during_run = set(
-        Paper.objects.filter(pk__in=found_ids, created_at__gte=run.started_at).values_list(
-            "pk", flat=True
-        )
-    )
-    new_ids = [
-        paper_id
-        for paper_id in found_ids
-        if paper_id in created_during_run and not (keys.get(paper_id, set()) & seen)
-    ]
+    new_ids = [paper_id for paper_id in found_ids if not (keys.get(paper_id, set()) & seen)]
     SavedSearchSeen.objects.bulk_create(
         [SavedSearchSeen(search=search, key=key, first_run=run) for key in all_keys - seen],
         ignore_conflicts=True,  # a concurrent run of the same search saw it too
@@ -348,6 +346,11 @@ def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None
         titles = list(
             Paper.objects.filter(pk__in=run.new_paper_ids[:5]).values_list("title", flat=True)
         )
+        data: dict[str, Any] = {
+            "saved_search": search.name, "run_id": run.pk, "paper_ids": run.new_paper_ids
+        }  # fmt: skip
+        if not SavedSearchRun.objects.filter(search=search, started_at__lt=run.started_at).exists():
+            data["first_run"] = True  # the search's starting set, not a change
         notify(
             Alert.Kind.NEW_PAPERS,
             f"{run.new} new paper{'s' if run.new != 1 else ''} for saved search {search.name!r}",
@@ -356,23 +359,34 @@ def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None
             + ("\n- ..." if run.new > len(titles) else ""),
             project=project,
             link=link,
-            data={"saved_search": search.name, "run_id": run.pk, "paper_ids": run.new_paper_ids},
+            data=data,
         )
-    if run.status == SavedSearchRun.Status.FAILED:
-        reasons = "; ".join(
-            f"{engine}: {run.engines[engine]['status']}"
-            for engine in failed
-            if engine in run.engines
+    if failed:
+        # A partial run is worth an alert too: its failed engines' papers are missing
+        # until a run reaches them, and nobody would know otherwise.
+        reasons = "\n".join(
+            f"- {engine}: {_failure_text(run.engines.get(engine, {}))}" for engine in failed
         )
+        everything = run.status == SavedSearchRun.Status.FAILED
+        what = "Every engine" if everything else f"{len(failed)} of {len(run.engines)} engines"
         notify(
             Alert.Kind.SEARCH_FAILED,
-            f"Every engine failed for saved search {search.name!r}",
+            f"{what} failed for saved search {search.name!r}: {', '.join(failed)}",
             key=f"search_failed:run:{run.pk}",
-            body=reasons or "No engine answered.",
+            body=reasons,
             project=project,
             link=link,
-            data={"saved_search": search.name, "run_id": run.pk, "engines": run.engines},
-        )
+            data={
+                "saved_search": search.name, "run_id": run.pk, "failed_engines": failed,
+                "partial": not everything,
+            },
+        )  # fmt: skip
+
+
+def _failure_text(status: dict[str, Any]) -> str:
+    outcome = str(status.get("status") or "error")
+    message = " ".join(str(status.get("message") or "").split())[:200]
+    return f"{outcome} ({message})" if message else outcome
 
 
 # --- alerts --------------------------------------------------------------------------------

@@ -165,6 +165,32 @@ async def test_an_agent_screens_to_the_stopping_rule_and_the_ranking_improves(
     assert titles == RELEVANT
 
 
+async def test_screen_next_reports_target_recall_and_confidence_each_for_itself(
+    screening_server: LiveServer,
+) -> None:
+    """Different values, so a swap shows: after the 8 relevant records and then 12 others
+    (of 40), recall >= 95 % at 60 % confidence is not yet shown (p 0.625, estimated recall
+    0.88), while recall >= 60 % at 95 % confidence would be (p 0.043, safe, 0.61)."""
+    url = screening_server.mcp_url
+    session_id = (await at_screen(url))["session_id"]
+    every = (await ok(url, "screen_next", session_id=session_id, limit=40))["records"]
+    relevant = [r["paper_id"] for r in every if r["title"] in RELEVANT]
+    others = [r["paper_id"] for r in every if r["title"] not in RELEVANT][:12]
+    decisions = [{"paper": p, "decision": "include"} for p in relevant]
+    decisions += [{"paper": p, "decision": "exclude", "reason": "off topic"} for p in others]
+    await ok(url, "screen_decide", session_id=session_id, decisions=decisions)
+
+    page = await ok(url, "screen_next", session_id=session_id, limit=1,
+                    target_recall=0.95, confidence=0.6)  # fmt: skip
+    stopping = page["stopping"]
+    assert (stopping["target_recall"], stopping["confidence"]) == (0.95, 0.6)
+    assert (stopping["screened"], stopping["included"]) == (20, 8)
+    assert stopping["p_value"] == 0.625 and stopping["safe_to_stop"] is False
+    assert stopping["estimated_recall"] == 0.88
+    assert "Safe to stop" not in page["next"]
+    await ok(url, "cleanup_review", session_id=session_id)
+
+
 async def test_screen_decide_names_what_is_wrong_and_records_nothing(
     screening_server: LiveServer,
 ) -> None:

@@ -39,10 +39,13 @@ from tests.mcp.conftest import (
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
 ENGINE = "fake_watch"
+DOWN = "fake_watch_down"  # answers 403 to every search: a permanent failure, no retries
 FIRST = {"title": "Watching the literature grow", "authors": ["Ada Lovelace"], "year": 2025,
          "arxiv_id": "2501.00001"}  # fmt: skip
 SECOND = {"title": "A paper published after the first run", "authors": ["Alan Turing"],
           "year": 2025, "doi": "10.1234/after"}  # fmt: skip
+BUCKLING = {"title": "Creep buckling of slender columns", "authors": ["Grace Hopper"],
+            "year": 1960, "doi": "10.1234/buckling"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +61,7 @@ def source(answers: dict[str, list[dict[str, Any]]]) -> Iterator[ReplayServer]:
         return Reply(200, answers["search"])
 
     server.add(f"/{ENGINE}/search", reply)
+    server.add(f"/{DOWN}/search", Reply(403, {"error": "no access"}))
     yield server
     server.stop()
 
@@ -68,12 +72,13 @@ def watch_kb(
 ) -> Iterator[KnowledgeBase]:
     directory = tmp_path_factory.mktemp("watch-kb")
     written = [
-        write_plugin(folder, ENGINE, f"{source.url}/{ENGINE}")
+        write_plugin(folder, engine_id, f"{source.url}/{engine_id}")
         for folder in (directory / "engines", Path(settings.ENGINES_DIR))
+        for engine_id in (ENGINE, DOWN)
     ]
     with server_database("mcpwatch") as database_url:
         env = base_env(directory, database_url)
-        env["ENGINES_ENABLED"] = ENGINE
+        env["ENGINES_ENABLED"] = f"{ENGINE},{DOWN}"
         seeded = subprocess.run(
             [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
             timeout=120, check=False,
@@ -136,6 +141,66 @@ async def test_a_saved_search_run_twice_reports_only_the_new_paper_and_alerts(
     assert {FIRST["title"], SECOND["title"]} <= in_project
     assert deleted == {"deleted": "Growth"}
     assert tool_error(gone)["code"] == "not_found"
+
+
+def alerts_of(listed: dict[str, Any], search: str) -> list[dict[str, Any]]:
+    return [a for a in listed["alerts"] if a.get("data", {}).get("saved_search") == search]
+
+
+async def test_a_saved_search_reports_a_library_paper_it_never_reported_before(
+    watch_server: LiveServer, answers: dict[str, list[dict[str, Any]]]
+) -> None:
+    """A library-only search alerts too: a paper that entered the library after the
+    search's first run (here kept by a search_papers call, as an import would) is new to
+    the search although no engine created it during the run."""
+    async with mcp_client(watch_server.mcp_url) as client:
+        await client.call_tool(
+            "save_search",
+            {"name": "Buckling", "query": "creep buckling", "engines": ["local"],
+             "schedule": "manual"},
+        )  # fmt: skip
+        first = tool_data(await client.call_tool("run_saved_search", {"name": "Buckling"}))
+        answers["search"] = [BUCKLING]
+        kept = tool_data(
+            await client.call_tool("search_papers", {"query": "buckling", "engines": [ENGINE]})
+        )
+        second = tool_data(await client.call_tool("run_saved_search", {"name": "Buckling"}))
+        third = tool_data(await client.call_tool("run_saved_search", {"name": "Buckling"}))
+        alerts = alerts_of(
+            tool_data(await client.call_tool("get_alerts", {"limit": 100})), "Buckling"
+        )
+        await client.call_tool("delete_saved_search", {"name": "Buckling"})
+
+    assert BUCKLING["title"] not in [p["title"] for p in first["new"]]
+    assert [r["title"] for r in kept["results"]] == [BUCKLING["title"]]
+    assert second["status"] == "ok" and [p["title"] for p in second["new"]] == [BUCKLING["title"]]
+    assert third["new"] == []  # reported once
+    reported = [a for a in alerts if a["kind"] == "new_papers" and not a["data"].get("first_run")]
+    assert [a["title"] for a in reported] == ["1 new paper for saved search 'Buckling'"]
+    assert reported[0]["data"]["paper_ids"] == [second["new"][0]["paper_id"]]
+
+
+async def test_a_run_where_some_engines_failed_raises_an_alert_naming_them(
+    watch_server: LiveServer,
+) -> None:
+    async with mcp_client(watch_server.mcp_url) as client:
+        await client.call_tool(
+            "save_search",
+            {"name": "Half dark", "query": "literature", "engines": [ENGINE, DOWN],
+             "schedule": "manual"},
+        )  # fmt: skip
+        run = tool_data(await client.call_tool("run_saved_search", {"name": "Half dark"}))
+        alerts = alerts_of(
+            tool_data(await client.call_tool("get_alerts", {"limit": 100})), "Half dark"
+        )
+        await client.call_tool("delete_saved_search", {"name": "Half dark"})
+
+    assert run["status"] == "partial" and run["engines"][ENGINE]["status"] == "ok"
+    failed = [a for a in alerts if a["kind"] == "search_failed"]
+    assert len(failed) == 1, alerts
+    assert failed[0]["title"] == f"1 of 2 engines failed for saved search 'Half dark': {DOWN}"
+    assert failed[0]["data"]["failed_engines"] == [DOWN] and failed[0]["data"]["partial"]
+    assert failed[0]["body"] == f"- {DOWN}: error (bad request 403)"
 
 
 async def test_saving_a_search_with_bad_arguments_is_refused(watch_server: LiveServer) -> None:
