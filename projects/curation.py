@@ -203,13 +203,13 @@ def project_papers_search(
     full-text part run inside the project. A common word matches tens of thousands of
     the library's papers, more than the library-wide search keeps (and slow to pass on),
     but only the project's papers here."""
-    from papers.search.fulltext import paper_search_ids
+    from papers.search.local import local_search_ids
 
     term = term.strip()
     if not term:
         return queryset
     try:
-        ids = paper_search_ids(query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS)
+        ids = local_search_ids(query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS).ids
     except InvalidInput:
         return paper_search_admin(queryset, term)  # not a valid query: its plain match
     condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())

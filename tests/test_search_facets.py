@@ -157,16 +157,16 @@ def test_cached_counts_follow_library_changes(
 def test_a_query_is_searched_once_for_several_categories(
     library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from papers.search import fulltext
+    from papers.search import local
 
     calls: list[str] = []
-    real = fulltext.paper_search_ids
+    real = local.local_search_ids
 
-    def counting(**options: Any) -> list[int]:
+    def counting(**options: Any) -> local.LocalRanking:
         calls.append(options["query"])
         return real(**options)
 
-    monkeypatch.setattr(fulltext, "paper_search_ids", counting)
+    monkeypatch.setattr(local, "local_search_ids", counting)
     assert counts("year", query="parsing") == [("2023", 2), ("1999", 1)]
     assert counts("venue", query="parsing") == [("Proceedings of ACL", 2)]
     assert calls == ["parsing"]

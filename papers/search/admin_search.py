@@ -1,6 +1,8 @@
 """The search box of the admin's paper lists (the Paper list, a project's papers, the
-library picker): identifiers match exactly, words go through the full-text search, and the
-list is ordered by relevance (papers.admin's changelist orders by SEARCH_RANK)."""
+library picker and autocomplete): identifiers match exactly, words go through the
+library's one ranking (local.local_search_ids: hybrid for questions once there are
+vectors, as search_papers), and the list is ordered by it (papers.admin's changelist
+orders by SEARCH_RANK)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
 from papers.models import Paper
-from papers.search.fulltext import paper_search_ids
+from papers.search.local import local_search_ids
 
 ADMIN_SEARCH_MAX_HITS = 10_000
 # The annotation paper_search_admin adds: a paper's place in the full-text ranking (0 for
@@ -64,9 +66,9 @@ def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> Qu
 
 def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
     """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
-    exactly, and words go through the full-text search (natural language or the query
-    language, as everywhere). The result carries SEARCH_RANK (best first: identifier
-    matches, then the full-text ranking). Text that is still not a valid query (a misused
+    exactly, and words are ranked as search_papers ranks them (`local_search_ids`). The
+    result carries SEARCH_RANK (best first: identifier matches, then the search's
+    ranking). Text that is still not a valid query (a misused
     operator) falls back to a plain title/author match, so the box never errors."""
     term = term.strip()
     if not term:
@@ -75,7 +77,7 @@ def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
     if term.isdigit():
         condition |= Q(pk=int(term))
     try:
-        ids = paper_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS)
+        ids = local_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS).ids
     except InvalidInput:
         ids = []
         plain = " ".join(re.sub(r'["()*]', " ", term).split())

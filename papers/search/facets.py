@@ -189,21 +189,13 @@ def _papers(*, filters: SearchFilters | None, scope: Sequence[str] | None) -> Qu
 def _query_hits(
     *, query: str, filters: SearchFilters | None, scope: Sequence[str] | None
 ) -> tuple[list[int], bool]:
-    """The ids of the papers a full-text query finds, at most its `QUERY_FACET_CAP` best,
-    and whether the cap cut them.
+    """The ids of the papers a query finds, ranked as search_papers ranks them
+    (local.local_search_ids), at most its `QUERY_FACET_CAP` best, and whether the cap
+    cut them."""
+    from papers.search.local import local_search_ids
 
-    Unranked first: matching without scoring is cheap (~9 ms for a 20k-hit word on 95k
-    papers), ranking is not (~150 ms); only a query over the cap needs its best hits.
-    """
-    from papers.search.fulltext import paper_search_ids
-
-    ids = paper_search_ids(
-        query=query, filters=filters, scope=scope, limit=QUERY_FACET_CAP + 1, ranked=False
-    )
-    if len(ids) <= QUERY_FACET_CAP:
-        return ids, False
-    ranked = paper_search_ids(query=query, filters=filters, scope=scope, limit=QUERY_FACET_CAP)
-    return ranked, True
+    ranking = local_search_ids(query=query, filters=filters, scope=scope, limit=QUERY_FACET_CAP)
+    return ranking.ids, ranking.total > len(ranking.ids)
 
 
 # --- one function per category ------------------------------------------------------------
