@@ -350,7 +350,9 @@ ZOTERO_TIMEOUT = env_int("ZOTERO_TIMEOUT", 10, minimum=1)
 API_ENABLED = env_bool("API_ENABLED", True)
 
 # --- limits (seed 000, applied by every interface) ----------------------------------
-MAX_QUERY_CHARS = 500
+# A query may be a pasted abstract; past 500 characters it is read as plain words
+# (papers/search/query.py: PLAIN_TEXT_FROM_CHARS) and ranked by its rarest 32 terms.
+MAX_QUERY_CHARS = 4_000
 MAX_PAGE_SIZE = 100
 MAX_OFFSET = 10_000
 

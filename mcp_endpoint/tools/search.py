@@ -3,7 +3,7 @@ and "Facet discovery tool", seed 001's semantic / full-text / payload search).
 
 Every tool here is read-only, takes the client's collection scope, and returns paper
 records whose `paper_id` works with get_paper_details and every other paper tool. Limits
-come from the schema (query <= 500 characters, page size <= 100, offset <= 10000), so the
+come from the schema (query <= 4000 characters, page size <= 100, offset <= 10000), so the
 registry answers a violation with -32602; `InvalidInput` from the selectors (a bad filter
 value) is -32602 too. The multi-engine tools (`search_papers`, `search_by_author`,
 `list_search_engines`, ...) are in engines_search.py and reuse the types defined here.
@@ -36,7 +36,10 @@ Query = Annotated[
     Field(
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
-        description='Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT.',
+        description=(
+            'Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT. A pasted '
+            "abstract works: over 500 chars it is plain words, ranked by its 32 rarest terms."
+        ),
     ),
 ]
 MeaningQuery = Annotated[

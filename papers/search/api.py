@@ -3,7 +3,7 @@ hybrid reranking), keyword, metadata (payload), semantic, facets and author sear
 
 They mirror the MCP `search` tools with engine `local` (external engines and saving their
 results are the engines app's endpoints): the same selectors, parameter names, limits
-(query <= 500 characters, page size <= 100, offset <= 10000) and answer shapes. Filters are
+(query <= 4000 characters, page size <= 100, offset <= 10000) and answer shapes. Filters are
 query parameters (`?venue=Findings*&year=2022-2023&has_pdf=true`) with the payload
 filters' names, so every search is a GET, which read-only tokens may make.
 """
@@ -38,7 +38,8 @@ SearchText = Annotated[
         description=(
             "A question or keywords, as you would type them: any word may match, papers "
             'with more of them rank first. Also "exact phrase", -excluded, prefix*, '
-            "AND/OR/NOT. At most 500 characters."
+            "AND/OR/NOT. At most 4000 characters; a longer text than 500 (a pasted abstract) "
+            "is read as plain words and ranked by its 32 rarest terms and its meaning."
         ),
     ),
 ]

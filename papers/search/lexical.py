@@ -44,6 +44,9 @@ from papers.search.postings import (
 )
 from papers.search.postings import in_list as _in
 
+# A query keeps at most this many distinct terms, the rarest (a pasted abstract has ~100):
+# the common ones add little to BM25 and each costs a posting list.
+MAX_QUERY_TERMS = 32
 # Sorted access: first block per term, grown x4 per round.
 FIRST_BLOCK = 256
 # Up to this many postings in all the query's lists, one aggregate is cheaper.
@@ -95,13 +98,18 @@ class QueryTerms:
 
 def query_terms(words: Sequence[str], *, using: str = DEFAULT_DB_ALIAS) -> QueryTerms:
     """Analyze query words into weighted terms (stop words dropped, stems deduplicated;
-    terms no paper has are left out)."""
+    terms no paper has are left out; of more than MAX_QUERY_TERMS, the rarest: highest
+    idf, the earlier term on a tie)."""
     stems = list(dict.fromkeys(analysis.stems(" ".join(words))))
     ids = list(dict.fromkeys(analysis.term_id(s) for s in stems))
     with connections[using].cursor() as cursor:
         stats = read_stats(cursor)
         df = document_frequencies(cursor, stats, ids)
     kept = [i for i in ids if df[i] > 0]
+    if len(kept) > MAX_QUERY_TERMS:
+        # Lowest document frequency is highest idf; sorted() is stable for ties.
+        chosen = set(sorted(kept, key=lambda i: df[i])[:MAX_QUERY_TERMS])
+        kept = [i for i in kept if i in chosen]
     documents = max(stats.documents, max((df[i] for i in kept), default=0))
     return QueryTerms(
         ids=tuple(kept),

@@ -60,7 +60,7 @@ EAGER_INLINE_MAX = 50
 TASK_BATCH = 2_000
 EMBED_CHUNK = 1_000
 LAZY_EMBED_SECONDS = 3.0
-MAX_QUERY_CHARS = 2_000
+MAX_QUERY_CHARS = settings.MAX_QUERY_CHARS
 # Hybrid fusion: a convex combination of min-max normalised scores (Bruch, Gai & Ingber,
 # "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023), fused score =
 # LEXICAL_WEIGHT x lexical + SEMANTIC_WEIGHT x semantic, each ranking's scores rescaled to
