@@ -205,6 +205,8 @@ MCP_LIBRARY_CALLS = env_int(
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
 SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
+# Facets over a query count its best-ranked papers, at most this many (10,000 at most).
+FACETS_QUERY_CAP = env_int("FACETS_QUERY_CAP", 10_000, minimum=1)
 # Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a
 # 95,000-paper library's all fit in ~40 MB). 0 reads them from the database every time.
 SEARCH_POSTINGS_CACHE_MB = env_int("SEARCH_POSTINGS_CACHE_MB", 64, minimum=0)

@@ -280,21 +280,32 @@ def register(registry: Registry) -> None:
         name="list_top_facets",
         title="List top facet values",
         description=(
-            "The authors, venues, keywords, institutions, tags (projects), categories or years "
-            "with the most papers, optionally over a query's hits or filtered papers; each "
-            "value has a filter for search_papers_by_payload."
+            "The authors, venues (per edition; venue_short: per series, e.g. emnlp), "
+            "keywords, institutions, tags (projects), categories or years with the most "
+            "papers, optionally over a query's hits or filtered papers; each value has a "
+            "filter for search_papers_by_payload."
         ),
         annotations=READ_ONLY,
     )
     def list_top_facets(
         category: search_facets.FacetCategory,
         limit: Annotated[int, Field(ge=1, le=search_facets.MAX_FACET_LIMIT)] = 20,
-        query: Annotated[str | None, Field(max_length=settings.MAX_QUERY_CHARS)] = None,
+        query: Annotated[
+            str | None,
+            Field(
+                max_length=settings.MAX_QUERY_CHARS,
+                description="Count over the papers search_papers finds for it (its best "
+                "10,000 at most; a note says when capped).",
+            ),
+        ] = None,
         filters: Filters = None,
+        by_year: Annotated[
+            bool, Field(description="Also each value's paper counts per year.")
+        ] = False,
     ) -> FacetsPage:
         result = search_facets.facet_counts(
             category=category, limit=limit, query=query, filters=filters_build(filters),
-            scope=current_scope(),
+            scope=current_scope(), by_year=by_year,
         )  # fmt: skip
         return FacetsPage(
             category=result.category,

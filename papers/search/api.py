@@ -121,8 +121,12 @@ class FacetParams(Schema):
     query: str | None = Field(
         default=None,
         max_length=settings.MAX_QUERY_CHARS,
-        description="Count only over the papers this full-text query finds.",
+        description=(
+            "Count only over the papers /api/search finds for this query (its best 10,000 "
+            "at most; a note says when capped)."
+        ),
     )
+    by_year: bool = Field(default=False, description="Also each value's paper counts per year.")
 
 
 class AuthorParams(Schema):
@@ -296,6 +300,7 @@ def top_facets(
         limit=params.limit,
         query=params.query,
         filters=search_filters_build(payload=filters.payload()),
+        by_year=params.by_year,
     )
     return {
         "category": result.category,

@@ -193,3 +193,65 @@ async def test_a_pasted_abstract_finds_its_paper_first(
     assert 3000 < len(padded[:4000]) <= 4000
     page = await _search(ranking_server, padded[:4000])
     assert page["results"][0]["paper_id"] == ranking_library.data["papers"][long_ones[0]["id"]]
+
+
+# --- facets --------------------------------------------------------------------------------
+
+
+async def _facets(server: LiveServer, **arguments: Any) -> dict[str, Any]:
+    async with mcp_client(server.mcp_url) as client:
+        page = tool_data(await client.call_tool("list_top_facets", arguments))
+    assert page is not None
+    return page
+
+
+async def test_facet_arguments_are_described(ranking_server: LiveServer) -> None:
+    async with mcp_client(ranking_server.mcp_url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    properties = tools["list_top_facets"].input_schema["properties"]
+    assert "capped" in properties["query"]["description"]
+    assert properties["by_year"]["type"] == "boolean"
+    assert "venue_short" in properties["category"]["enum"]
+
+
+async def test_short_venues_count_every_edition_of_a_series_year_by_year(
+    ranking_server: LiveServer,
+) -> None:
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    expected: dict[str, Counter[str]] = {}
+    for record in records:
+        expected.setdefault(record["venue_ids"][0], Counter())[str(record["year"])] += 1
+    assert len({r["venue"] for r in records}) > len(expected)  # several editions per series
+    page = await _facets(ranking_server, category="venue_short", by_year=True)
+    # (The import merges 3 same-titled 1950s records: the library counts, not the file.)
+    assert [value["name"] for value in page["values"]] == ["emnlp", "earlymt"]
+    assert page["values"][0]["by_year"] == {"2018": 150}
+    for value in page["values"]:
+        assert sum(value["by_year"].values()) == value["paper_count"]
+        assert set(value["by_year"]) == set(expected[value["name"]])
+        async with mcp_client(ranking_server.mcp_url) as client:
+            listed = tool_data(
+                await client.call_tool(
+                    "search_papers_by_payload", {"payload": value["filter"], "limit": 1}
+                )
+            )
+        assert listed["total"] == value["paper_count"]
+    plain = await _facets(ranking_server, category="venue_short")
+    assert all("by_year" not in value for value in plain["values"])
+
+
+async def test_a_capped_count_says_so(ranking_library: KnowledgeBase) -> None:
+    with running_server(ranking_library, env={"FACETS_QUERY_CAP": "20"}) as server:
+        capped = await _facets(server, category="year", query="translation")
+        matching = (await _search(server, "translation", max_results=1))["total"]
+        whole = await _facets(server, category="year", query='"bilingual lexicon"')
+    assert matching > 20
+    assert capped["papers_considered"] == 20
+    assert sum(value["paper_count"] for value in capped["values"]) == 20
+    assert capped["notes"] == [
+        f"Capped: the query matches about {matching:,} papers; counts are over its 20 "
+        "best-ranked (the cap)."
+    ]
+    assert whole["notes"] == [
+        f"Counts are over the {whole['papers_considered']} papers matching the query."
+    ]
