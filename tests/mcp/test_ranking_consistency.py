@@ -255,3 +255,48 @@ async def test_a_capped_count_says_so(ranking_library: KnowledgeBase) -> None:
     assert whole["notes"] == [
         f"Counts are over the {whole['papers_considered']} papers matching the query."
     ]
+
+
+# --- behaviours a planted change must break ------------------------------------------------
+
+
+async def _found(server: LiveServer, query: str, **arguments: Any) -> list[dict[str, Any]]:
+    """Every hit of a search, page after page."""
+    hits: list[dict[str, Any]] = []
+    while True:
+        page = await _search(server, query, max_results=100, offset=len(hits), **arguments)
+        hits += page["results"]
+        if not page["has_more"]:
+            return hits
+
+
+async def test_an_exclusion_holds_beside_operators(ranking_server: LiveServer) -> None:
+    either = {
+        hit["paper_id"] for hit in await _found(ranking_server, "(translation OR summarization)")
+    }
+    neural = {hit["paper_id"] for hit in await _found(ranking_server, "\"neural\"")}
+    assert either & neural and either - neural  # the exclusion has something to remove
+    for query in ("(translation OR summarization) -neural", "translation OR summarization -neural"):
+        found = {hit["paper_id"] for hit in await _found(ranking_server, query)}
+        assert found == either - neural, query
+
+
+async def test_a_year_range_includes_both_ends(ranking_server: LiveServer) -> None:
+    years = await _facets(ranking_server, category="year", limit=100)
+    per_year = {int(value["name"]): value["paper_count"] for value in years["values"]}
+    assert per_year[1957] and per_year[1960] and 1958 not in per_year  # ends hold papers
+    expected = sum(n for year, n in per_year.items() if 1957 <= year <= 1960)
+    for filters in (
+        {"year": "1957-1960"},
+        {"year_from": 1957, "year_to": 1960},
+        {"year": [1957, 1960]},
+    ):
+        async with mcp_client(ranking_server.mcp_url) as client:
+            listed = tool_data(
+                await client.call_tool("search_papers_by_payload", {"payload": filters, "limit": 1})
+            )
+        assert listed["total"] == expected, filters
+        hits = await _found(ranking_server, "translation", filters=filters)
+        assert {hit["year"] for hit in hits} == {1957, 1960}, filters
+    single = await _found(ranking_server, "translation", filters={"year": 1960})
+    assert single and {hit["year"] for hit in single} == {1960}
