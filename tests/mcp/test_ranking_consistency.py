@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -274,7 +275,7 @@ async def test_an_exclusion_holds_beside_operators(ranking_server: LiveServer) -
     either = {
         hit["paper_id"] for hit in await _found(ranking_server, "(translation OR summarization)")
     }
-    neural = {hit["paper_id"] for hit in await _found(ranking_server, "\"neural\"")}
+    neural = {hit["paper_id"] for hit in await _found(ranking_server, '"neural"')}
     assert either & neural and either - neural  # the exclusion has something to remove
     for query in ("(translation OR summarization) -neural", "translation OR summarization -neural"):
         found = {hit["paper_id"] for hit in await _found(ranking_server, query)}
@@ -300,3 +301,18 @@ async def test_a_year_range_includes_both_ends(ranking_server: LiveServer) -> No
         assert {hit["year"] for hit in hits} == {1957, 1960}, filters
     single = await _found(ranking_server, "translation", filters={"year": 1960})
     assert single and {hit["year"] for hit in single} == {1960}
+
+
+# --- start-up -------------------------------------------------------------------------------
+
+
+def test_the_search_models_load_at_start_without_a_search(ranking_library: KnowledgeBase) -> None:
+    with running_server(ranking_library) as server:
+        deadline = time.monotonic() + 120
+        while "Search models loaded" not in server.log() and time.monotonic() < deadline:
+            assert "Loading the search models failed" not in server.log()
+            time.sleep(0.2)
+        log = server.log()
+    assert "Loading the search models in the background" in log
+    assert "Search models loaded" in log, log
+    assert "tools/call" not in log  # nothing asked for a search
