@@ -1,5 +1,6 @@
-"""REST endpoints for searching the library (`/api/search`): full text (with filters and
-hybrid reranking), keyword, metadata (payload), semantic, facets and author search.
+"""REST endpoints for searching the library (`/api/search`): the library's ranking
+(local_search: hybrid or full text), keyword, metadata (payload), semantic, facets and
+author search.
 
 They mirror the MCP `search` tools with engine `local` (external engines and saving their
 results are the engines app's endpoints): the same selectors, parameter names, limits
@@ -214,8 +215,10 @@ def _results(page: SearchPage) -> dict[str, Any]:
 def search_papers(
     request: HttpRequest, params: Query[SearchParams], filters: Query[FilterParams]
 ) -> dict[str, Any]:
-    """Full-text search (BM25; hybrid with rerank=true) narrowed by the filters, a project
-    and date bounds; 404 for an unknown project_id. MCP's search_papers with engine local."""
+    """The library searched as MCP's search_papers (engine local) searches it
+    (`local_search`: hybrid for natural-language questions once the library has vectors,
+    full text for the query language; rerank=false forces full text, rerank=true hybrid),
+    narrowed by the filters, a project and date bounds; 404 for an unknown project_id."""
     applied = search_filters_build(
         payload=filters.payload(),
         project=params.project_id,

@@ -1,5 +1,5 @@
-"""Full-text search of the library: what `search_papers` (engine `local`), REST
-/api/search, the admin's search box and the review's local search all call.
+"""Full-text search of the library. The interfaces call papers/search/local.py, which
+uses it alone for the query language and fuses it with semantic ranking for questions.
 
 How a query is read (query.understand): without operators it is natural language, any
 content word may match; `"phrases"`, `prefix*`, `-word` and AND / OR / NOT keep their
@@ -427,8 +427,9 @@ def paper_search_ids(
 ) -> list[int]:
     """The ids of the best papers for a full-text query (scope and filters applied), at
     most `limit` (None: up to MAX_IDS), best first; with `ranked=False` the same papers
-    in id order. No snippets, records or fuzzy fallback: for facets over a query's
-    results, the admin and hybrid fusion. Raises InvalidInput like paper_search."""
+    in id order. No snippets, records or fuzzy fallback: for what matches a title
+    (citation checking) or a query's words (trends); the search interfaces list
+    local.local_search_ids. Raises InvalidInput like paper_search."""
     understood = check_query(query, 1, 0)
     depth = min(limit or MAX_IDS, MAX_IDS)
     ids = _rank(understood, _restrictions(filters, scope), depth, 0).ids

@@ -11,6 +11,9 @@ How the top k is found (`rank`):
   are scored paper by paper (random access);
 - no restriction and few postings in all, or a deep page: one aggregate over every
   posting;
+- queries of MAXSCORE_FROM_TERMS terms or more: MaxScore (a lower bound theta from the
+  best postings, then only the papers of the "essential" terms that can still reach it),
+  or one aggregate when theta prunes too little;
 - otherwise Fagin's threshold algorithm: each term's postings are read best first, a
   block at a time, keeping for every paper seen a lower bound (what it scored in the lists
   read) and an upper bound (plus, for each list it was not seen in, that list's last
@@ -18,6 +21,12 @@ How the top k is found (`rank`):
   when the k-th exact score is at least what any unseen or incomplete paper could reach.
   The result is the exact top k, the same as the aggregate's (a test holds them equal).
   Restrictions are checked on the papers met, in one statement per block.
+
+On SQLite the postings of recently searched terms stay in memory as numpy arrays (the
+posting cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation so any
+change is seen at the next search): a query whose lists are all there is summed in
+memory, and small restricted sets are scored from the same lists. A query keeps at most
+MAX_QUERY_TERMS distinct terms, its rarest.
 """
 
 from __future__ import annotations
