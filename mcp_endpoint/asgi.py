@@ -42,6 +42,7 @@ from engines.registry import LOCAL_ENGINE
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
 from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
+from papers.search import warmup as search_warmup
 from projects.watch import scheduler as saved_search_scheduler
 
 logger = logging.getLogger(__name__)
@@ -326,6 +327,8 @@ class McpRouter:
                 # Saved searches on their schedule, in this server process when there is
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
                 saved_search_scheduler.start_in_process()
+                # The embedding models load behind start-up, not in a first search.
+                search_warmup.start_in_background()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 saved_search_scheduler.stop_in_process()

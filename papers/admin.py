@@ -46,7 +46,7 @@ from papers.models import (
     Venue,
 )
 from papers.retraction_admin import RetractionFilter
-from papers.search.admin_search import SEARCH_RANK, paper_search_admin
+from papers.search.admin_search import SEARCH_RANK, admin_search_filters, paper_search_admin
 from papers.search.index import papers_changed
 from papers.selectors import with_relations
 
@@ -435,7 +435,7 @@ class PaperAdmin(PaperCurationAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
     ) -> tuple[QuerySet[Paper], bool]:
-        return paper_search_admin(queryset, search_term), False
+        return paper_search_admin(queryset, search_term, admin_search_filters(request.GET)), False
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return RelevanceChangeList

@@ -31,9 +31,11 @@ from papers.charts import Bar, bar_chart, column_chart, fold_timeline
 from papers.models import Paper, Venue
 from papers.search.admin_search import (
     ADMIN_SEARCH_MAX_HITS,
+    admin_search_filters,
     paper_search_admin,
     with_search_rank,
 )
+from papers.search.types import SearchFilters
 from projects.intake import paper_add_by_identifier
 from projects.models import Project
 from projects.selectors import project_get
@@ -160,7 +162,10 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
     ) -> tuple[QuerySet[Paper], bool]:
-        return project_papers_search(queryset, search_term, project=self.project), False
+        filters = admin_search_filters(request.GET)
+        return project_papers_search(
+            queryset, search_term, project=self.project, filters=filters
+        ), False
 
     @admin.action(description="Remove selected papers from this project (papers are kept)",
                   permissions=["curate_projects"])  # fmt: skip
@@ -197,21 +202,23 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
 
 
 def project_papers_search(
-    queryset: QuerySet[Paper], term: str, *, project: Project
+    queryset: QuerySet[Paper], term: str, *, project: Project, filters: SearchFilters | None = None
 ) -> QuerySet[Paper]:
     """The project page's search box: the Paper list's (`paper_search_admin`), with the
     full-text part run inside the project. A common word matches tens of thousands of
     the library's papers, more than the library-wide search keeps (and slow to pass on),
     but only the project's papers here."""
-    from papers.search.fulltext import paper_search_ids
+    from papers.search.local import local_search_ids
 
     term = term.strip()
     if not term:
         return queryset
     try:
-        ids = paper_search_ids(query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS)
+        ids = local_search_ids(
+            query=term, filters=filters, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS
+        ).ids
     except InvalidInput:
-        return paper_search_admin(queryset, term)  # not a valid query: its plain match
+        return paper_search_admin(queryset, term, filters)  # not a valid query: its plain match
     condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
     if term.isdigit():
         condition |= Q(pk=int(term))

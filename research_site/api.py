@@ -51,7 +51,7 @@ Tokens of scope `read` (and users in the Readers group) may only make GET reques
 **Errors** are JSON `{"error": {"code", "message", ...}}`: 400 invalid_input (any bad
 parameter or limit), 401, 403, 404, 409, 503, and 500 with an incident id.
 
-**Limits**: query <= 500 characters, page size <= 100, offset <= 10000.
+**Limits**: query <= 4000 characters, page size <= 100, offset <= 10000.
 """
 
 # Swagger UI's files as django-ninja ships them; ninja itself only serves them when it is

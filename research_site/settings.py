@@ -205,6 +205,8 @@ MCP_LIBRARY_CALLS = env_int(
 # --- search (issue 4) ---------------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
 SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
+# Facets over a query count its best-ranked papers, at most this many (10,000 at most).
+FACETS_QUERY_CAP = env_int("FACETS_QUERY_CAP", 10_000, minimum=1)
 # Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a
 # 95,000-paper library's all fit in ~40 MB). 0 reads them from the database every time.
 SEARCH_POSTINGS_CACHE_MB = env_int("SEARCH_POSTINGS_CACHE_MB", 64, minimum=0)
@@ -355,7 +357,9 @@ ZOTERO_TIMEOUT = env_int("ZOTERO_TIMEOUT", 10, minimum=1)
 API_ENABLED = env_bool("API_ENABLED", True)
 
 # --- limits (seed 000, applied by every interface) ----------------------------------
-MAX_QUERY_CHARS = 500
+# A query may be a pasted abstract; past 500 characters it is read as plain words
+# (papers/search/query.py: PLAIN_TEXT_FROM_CHARS) and ranked by its rarest 32 terms.
+MAX_QUERY_CHARS = 4_000
 MAX_PAGE_SIZE = 100
 MAX_OFFSET = 10_000
 

@@ -121,9 +121,7 @@ def test_filters_narrow_the_counted_papers(library: dict[str, Any]) -> None:
     assert counts("venue", filters=SearchFilters(year_to=2000)) == []
 
 
-def test_facets_over_a_query_count_its_hits(
-    library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_facets_over_a_query_count_its_hits(library: dict[str, Any], settings: Any) -> None:
     result = facet_counts(category="year", query="parsing")
     assert [(v["name"], v["paper_count"]) for v in result.values] == [("2023", 2), ("1999", 1)]
     assert result.papers_considered == 3
@@ -132,10 +130,12 @@ def test_facets_over_a_query_count_its_hits(
         ("Bo Li", 1), ("Cy Wu", 1),
     ]  # fmt: skip
     assert counts("venue", query="nothingmatchesthis") == []
-    monkeypatch.setattr(facets, "QUERY_FACET_CAP", 1)
+    settings.FACETS_QUERY_CAP = 1
     capped = facet_counts(category="year", query="parsing")
     assert capped.papers_considered == 1
-    assert "more than 1 papers" in capped.notes[0]
+    assert capped.notes == [
+        "Capped: the query matches about 3 papers; counts are over its 1 best-ranked (the cap)."
+    ]
 
 
 def test_cached_counts_follow_library_changes(
@@ -157,16 +157,16 @@ def test_cached_counts_follow_library_changes(
 def test_a_query_is_searched_once_for_several_categories(
     library: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from papers.search import fulltext
+    from papers.search import local
 
     calls: list[str] = []
-    real = fulltext.paper_search_ids
+    real = local.local_search_ids
 
-    def counting(**options: Any) -> list[int]:
+    def counting(**options: Any) -> local.LocalRanking:
         calls.append(options["query"])
         return real(**options)
 
-    monkeypatch.setattr(fulltext, "paper_search_ids", counting)
+    monkeypatch.setattr(local, "local_search_ids", counting)
     assert counts("year", query="parsing") == [("2023", 2), ("1999", 1)]
     assert counts("venue", query="parsing") == [("Proceedings of ACL", 2)]
     assert calls == ["parsing"]
@@ -180,9 +180,30 @@ def test_a_query_is_searched_once_for_several_categories(
         {"category": "authors"},
         {"category": "author", "limit": 0},
         {"category": "author", "limit": 101},
-        {"category": "author", "query": "x" * 501},
+        {"category": "author", "query": "x" * 4001},
     ],
 )
 def test_bad_requests_are_invalid_input(db: None, options: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput):
         top_facets(**options)
+
+
+def test_short_venues_and_counts_per_year(
+    library: dict[str, Any], make_paper: Callable[..., Paper]
+) -> None:
+    make_paper("Parsing Again", year=2021, venue="Proceedings of ACL 2021", venue_short="ACL")
+    make_paper("Parsing Once", year=2019, venue="Proceedings of ACL 2019", venue_short="acl")
+    # Papers whose record has no short name count under the full name.
+    assert counts("venue_short") == [("acl", 2), ("Proceedings of ACL", 2), ("CVPR", 1)]
+    result = facet_counts(category="venue_short", by_year=True)
+    assert [value["by_year"] for value in result.values] == [
+        {"2019": 1, "2021": 1}, {"2023": 2}, {"2021": 1},
+    ]  # fmt: skip
+    authors = facet_counts(category="author", by_year=True, query="parsing morphology")
+    assert {v["name"]: v["by_year"] for v in authors.values} == {
+        "Ashish Vaswani": {"2019": 1, "2021": 1}, "Noam Shazeer": {"2019": 1, "2021": 1},
+        "Bo Li": {"2023": 2}, "Ana Ruiz": {"2023": 1}, "Cy Wu": {"2023": 1},
+        "Dee Park": {"1999": 1},
+    }  # fmt: skip
+    with pytest.raises(InvalidInput):
+        facet_counts(category="year", by_year=True)

@@ -6,6 +6,7 @@ PostgreSQL: the ranking is the same code on both."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from core.errors import InvalidInput
@@ -95,11 +96,11 @@ def test_unbalanced_quotes_and_parentheses_are_plain_words_with_a_note(
 
 
 def test_the_length_limit_applies_to_what_was_sent(shelf: dict[str, int]) -> None:
-    question = "Which papers study protein folding kinetics? " * 11  # 495 characters
-    assert len(question) <= 500
-    assert keys(paper_search(query=question[:500]), shelf)[0] == "three"
+    question = "Which papers study protein folding kinetics? " * 88  # 3,960 characters
+    assert len(question) <= settings.MAX_QUERY_CHARS
+    assert keys(paper_search(query=question), shelf)[0] == "three"
     with pytest.raises(InvalidInput):
-        paper_search(query="protein " * 63)  # 504 characters
+        paper_search(query="protein " * 501)  # 4,008 characters
 
 
 def test_snippet_shows_where_most_query_words_meet(db: None) -> None:

@@ -177,7 +177,7 @@ def register(registry: Registry) -> None:
         annotations=READ_ONLY,
     )
     def search_passages(
-        query: Annotated[str, Field(min_length=1, max_length=2_000)],
+        query: Annotated[str, Field(min_length=1, max_length=selectors.MAX_QUERY_CHARS)],
         paper_ids: PaperIds = None,
         project_id: Annotated[str | None, Field(max_length=200)] = None,
         limit: Annotated[int, Field(ge=1, le=selectors.MAX_LIMIT)] = 10,

@@ -3,7 +3,7 @@ and "Facet discovery tool", seed 001's semantic / full-text / payload search).
 
 Every tool here is read-only, takes the client's collection scope, and returns paper
 records whose `paper_id` works with get_paper_details and every other paper tool. Limits
-come from the schema (query <= 500 characters, page size <= 100, offset <= 10000), so the
+come from the schema (query <= 4000 characters, page size <= 100, offset <= 10000), so the
 registry answers a violation with -32602; `InvalidInput` from the selectors (a bad filter
 value) is -32602 too. The multi-engine tools (`search_papers`, `search_by_author`,
 `list_search_engines`, ...) are in engines_search.py and reuse the types defined here.
@@ -36,7 +36,10 @@ Query = Annotated[
     Field(
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
-        description='Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT.',
+        description=(
+            'Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT. A pasted '
+            "abstract works: over 500 chars it is plain words, ranked by its 32 rarest terms."
+        ),
     ),
 ]
 MeaningQuery = Annotated[
@@ -279,21 +282,32 @@ def register(registry: Registry) -> None:
         name="list_top_facets",
         title="List top facet values",
         description=(
-            "The authors, venues, keywords, institutions, tags (projects), categories or years "
-            "with the most papers, optionally over a query's hits or filtered papers; each "
-            "value has a filter for search_papers_by_payload."
+            "The authors, venues (per edition; venue_short: per series, e.g. emnlp), "
+            "keywords, institutions, tags (projects), categories or years with the most "
+            "papers, optionally over a query's hits or filtered papers; each value has a "
+            "filter for search_papers_by_payload."
         ),
         annotations=READ_ONLY,
     )
     def list_top_facets(
         category: search_facets.FacetCategory,
         limit: Annotated[int, Field(ge=1, le=search_facets.MAX_FACET_LIMIT)] = 20,
-        query: Annotated[str | None, Field(max_length=settings.MAX_QUERY_CHARS)] = None,
+        query: Annotated[
+            str | None,
+            Field(
+                max_length=settings.MAX_QUERY_CHARS,
+                description="Count over the papers search_papers finds for it (its best "
+                "10,000 at most; a note says when capped).",
+            ),
+        ] = None,
         filters: Filters = None,
+        by_year: Annotated[
+            bool, Field(description="Also each value's paper counts per year.")
+        ] = False,
     ) -> FacetsPage:
         result = search_facets.facet_counts(
             category=category, limit=limit, query=query, filters=filters_build(filters),
-            scope=current_scope(),
+            scope=current_scope(), by_year=by_year,
         )  # fmt: skip
         return FacetsPage(
             category=result.category,

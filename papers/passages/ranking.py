@@ -21,6 +21,7 @@ from django.db.models import Count, Max
 
 from papers.models import Passage, PassageTerm
 from papers.search import analysis, embedding
+from papers.search.lexical import MAX_QUERY_TERMS
 from papers.search.postings import IMPACT_SCALE, idf
 
 Ranking = tuple[list[int], list[float]]
@@ -45,6 +46,9 @@ def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: in
         kept = [t for t in terms if df.get(t)]
         if not kept:
             return [], []
+        if len(kept) > MAX_QUERY_TERMS:  # a pasted paragraph: its rarest terms, as papers'
+            chosen = set(sorted(kept, key=lambda t: df[t])[:MAX_QUERY_TERMS])
+            kept = [t for t in kept if t in chosen]
         weights = [idf(max(documents, df[t]), df[t]) / IMPACT_SCALE for t in kept]
         case = " ".join("WHEN %s THEN %s" for _ in kept)
         params: list[Any] = [v for pair in zip(kept, weights, strict=True) for v in pair]

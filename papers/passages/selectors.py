@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from core.errors import InvalidInput
 from papers.models import Passage
 from papers.passages.quotes import QuoteMatch, check_paper_ids, lead, quote_find
@@ -24,7 +26,7 @@ from papers.search.semantic import HYBRID_DEPTH, LEXICAL_WEIGHT, SEMANTIC_WEIGHT
 from papers.search.snippets import Highlighter
 
 MAX_LIMIT = 100
-MAX_QUERY_CHARS = 2_000
+MAX_QUERY_CHARS = settings.MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """The search box of the admin's paper lists (the Paper list, a project's papers, the
-library picker): identifiers match exactly, words go through the full-text search, and the
-list is ordered by relevance (papers.admin's changelist orders by SEARCH_RANK)."""
+library picker and autocomplete): identifiers match exactly, words go through the
+library's one ranking (local.local_search_ids: hybrid for questions once there are
+vectors, as search_papers), and the list is ordered by it (papers.admin's changelist
+orders by SEARCH_RANK)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -16,7 +18,8 @@ from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
 from papers.models import Paper
-from papers.search.fulltext import paper_search_ids
+from papers.search.local import local_search_ids
+from papers.search.types import SearchFilters
 
 ADMIN_SEARCH_MAX_HITS = 10_000
 # The annotation paper_search_admin adds: a paper's place in the full-text ranking (0 for
@@ -50,7 +53,8 @@ def _search_rank(token: str, paper_id: int) -> int:
 
 def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> QuerySet[Paper]:
     """The queryset annotated with SEARCH_RANK: 1 for the first of `ranked_ids`, 2 for the
-    second..., 0 for the papers not among them."""
+    second..., 0 for the papers not among them; ordered by it (then newest first), which
+    the autocomplete keeps and the changelist re-applies unless a column is clicked."""
     if connection.vendor == "postgresql":
         rank = RawSQL(
             "COALESCE(array_position(%s::bigint[], papers_paper.paper_id), 0)", [list(ranked_ids)]
@@ -59,14 +63,33 @@ def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> Qu
         connection.ensure_connection()
         connection.connection.create_function("search_rank", 2, _search_rank, deterministic=True)
         rank = RawSQL("search_rank(%s, papers_paper.paper_id)", [_ranking_token(ranked_ids)])
-    return queryset.annotate(**{SEARCH_RANK: rank})
+    return queryset.annotate(**{SEARCH_RANK: rank}).order_by(SEARCH_RANK, "-paper_id")
 
 
-def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
+def admin_search_filters(params: Mapping[str, str]) -> SearchFilters | None:
+    """The list filters of an admin paper list that are search filters too (`year`: 2019
+    or 2018-2020, `project`), so a filtered list is ranked as search_papers ranks with
+    those filters (hybrid fusion depends on the papers ranked, not only their order).
+    The other list filters (venue contains, keyword, source...) narrow the ranked list;
+    a value the list filter refuses is left out here as there."""
+    year = (params.get("year") or "").strip()
+    low, _, high = year.partition("-")
+    year_from = year_to = None
+    if low.isdigit() and (not high or high.isdigit()):
+        year_from, year_to = int(low), int(high or low)
+    project = (params.get("project") or "").strip() or None
+    if year_from is None and project is None:
+        return None
+    return SearchFilters(year_from=year_from, year_to=year_to, project=project)
+
+
+def paper_search_admin(
+    queryset: QuerySet[Paper], term: str, filters: SearchFilters | None = None
+) -> QuerySet[Paper]:
     """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
-    exactly, and words go through the full-text search (natural language or the query
-    language, as everywhere). The result carries SEARCH_RANK (best first: identifier
-    matches, then the full-text ranking). Text that is still not a valid query (a misused
+    exactly, and words are ranked as search_papers ranks them (`local_search_ids`). The
+    result carries SEARCH_RANK (best first: identifier matches, then the search's
+    ranking). Text that is still not a valid query (a misused
     operator) falls back to a plain title/author match, so the box never errors."""
     term = term.strip()
     if not term:
@@ -75,7 +98,7 @@ def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
     if term.isdigit():
         condition |= Q(pk=int(term))
     try:
-        ids = paper_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS)
+        ids = local_search_ids(query=term, filters=filters, limit=ADMIN_SEARCH_MAX_HITS).ids
     except InvalidInput:
         ids = []
         plain = " ".join(re.sub(r'["()*]', " ", term).split())

@@ -1,9 +1,10 @@
-"""REST endpoints for searching the library (`/api/search`): full text (with filters and
-hybrid reranking), keyword, metadata (payload), semantic, facets and author search.
+"""REST endpoints for searching the library (`/api/search`): the library's ranking
+(local_search: hybrid or full text), keyword, metadata (payload), semantic, facets and
+author search.
 
 They mirror the MCP `search` tools with engine `local` (external engines and saving their
 results are the engines app's endpoints): the same selectors, parameter names, limits
-(query <= 500 characters, page size <= 100, offset <= 10000) and answer shapes. Filters are
+(query <= 4000 characters, page size <= 100, offset <= 10000) and answer shapes. Filters are
 query parameters (`?venue=Findings*&year=2022-2023&has_pdf=true`) with the payload
 filters' names, so every search is a GET, which read-only tokens may make.
 """
@@ -38,7 +39,8 @@ SearchText = Annotated[
         description=(
             "A question or keywords, as you would type them: any word may match, papers "
             'with more of them rank first. Also "exact phrase", -excluded, prefix*, '
-            "AND/OR/NOT. At most 500 characters."
+            "AND/OR/NOT. At most 4000 characters; a longer text than 500 (a pasted abstract) "
+            "is read as plain words and ranked by its 32 rarest terms and its meaning."
         ),
     ),
 ]
@@ -125,8 +127,12 @@ class FacetParams(Schema):
     query: str | None = Field(
         default=None,
         max_length=settings.MAX_QUERY_CHARS,
-        description="Count only over the papers this full-text query finds.",
+        description=(
+            "Count only over the papers /api/search finds for this query (its best 10,000 "
+            "at most; a note says when capped)."
+        ),
     )
+    by_year: bool = Field(default=False, description="Also each value's paper counts per year.")
 
 
 class AuthorParams(Schema):
@@ -214,8 +220,10 @@ def _results(page: SearchPage) -> dict[str, Any]:
 def search_papers(
     request: HttpRequest, params: Query[SearchParams], filters: Query[FilterParams]
 ) -> dict[str, Any]:
-    """Full-text search (BM25; hybrid with rerank=true) narrowed by the filters, a project
-    and date bounds; 404 for an unknown project_id. MCP's search_papers with engine local."""
+    """The library searched as MCP's search_papers (engine local) searches it
+    (`local_search`: hybrid for natural-language questions once the library has vectors,
+    full text for the query language; rerank=false forces full text, rerank=true hybrid),
+    narrowed by the filters, a project and date bounds; 404 for an unknown project_id."""
     applied = search_filters_build(
         payload=filters.payload(),
         project=params.project_id,
@@ -300,6 +308,7 @@ def top_facets(
         limit=params.limit,
         query=params.query,
         filters=search_filters_build(payload=filters.payload()),
+        by_year=params.by_year,
     )
     return {
         "category": result.category,

@@ -1,5 +1,5 @@
-"""Full-text search of the library: what `search_papers` (engine `local`), REST
-/api/search, the admin's search box and the review's local search all call.
+"""Full-text search of the library. The interfaces call papers/search/local.py, which
+uses it alone for the query language and fuses it with semantic ranking for questions.
 
 How a query is read (query.understand): without operators it is natural language, any
 content word may match; `"phrases"`, `prefix*`, `-word` and AND / OR / NOT keep their
@@ -427,8 +427,9 @@ def paper_search_ids(
 ) -> list[int]:
     """The ids of the best papers for a full-text query (scope and filters applied), at
     most `limit` (None: up to MAX_IDS), best first; with `ranked=False` the same papers
-    in id order. No snippets, records or fuzzy fallback: for facets over a query's
-    results, the admin and hybrid fusion. Raises InvalidInput like paper_search."""
+    in id order. No snippets, records or fuzzy fallback: for what matches a title
+    (citation checking) or a query's words (trends); the search interfaces list
+    local.local_search_ids. Raises InvalidInput like paper_search."""
     understood = check_query(query, 1, 0)
     depth = min(limit or MAX_IDS, MAX_IDS)
     ids = _rank(understood, _restrictions(filters, scope), depth, 0).ids
@@ -453,6 +454,32 @@ def paper_search_scored(
     return ranked
 
 
+def paper_search_ranked(
+    *,
+    query: str,
+    filters: SearchFilters | None = None,
+    scope: Sequence[str] | None = None,
+    limit: int = MAX_IDS,
+) -> Ranked:
+    """paper_search's order as ids and scores, `limit` deep (at most MAX_IDS): the exact
+    matches (the relaxed reading when there are none), then, when they are fewer than
+    FUZZY_BELOW, the typo-tolerant ones, as paper_search's pages list them; `total`
+    counts both. For the interfaces that show ids in a list (local.local_search_ids)."""
+    understood = check_query(query, 1, 0)
+    restrictions = _restrictions(filters, scope)
+    depth = min(limit, MAX_IDS)
+    ranked = _rank(understood, restrictions, depth, 0)
+    if ranked.total == 0 and (loose := q.relaxed(understood)) is not None:
+        understood = loose
+        ranked = _rank(understood, restrictions, depth, 0)
+    if ranked.total < FUZZY_BELOW:
+        extra = _fuzzy_extra(understood, restrictions, set(ranked.ids))
+        ids = [*ranked.ids, *(pid for pid, _ in extra)][:depth]
+        scores = [*ranked.scores, *(score for _, score in extra)][:depth]
+        ranked = Ranked(ids, scores, ranked.total + len(extra), ranked.total_exact)
+    return ranked
+
+
 def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchHit]:
     """Hits for papers ranked elsewhere (hybrid search): records, and the passage where
     most of the query's words meet (the abstract's lead when none is there)."""
@@ -469,17 +496,10 @@ def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchH
 
 def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Restriction]) -> None:
     """Append typo-tolerant title/author matches to a page with few exact hits."""
-    words = [w for w in dict.fromkeys(understood.words) if len(w) >= 3]
-    words = [w for w in words if not is_stop_word(w.lower())]
-    if not words:
-        return
-    constraint = understood.constraint
-    excluded = q.excluded_parts(constraint) if constraint is not None else []
-    found = native.fuzzy_matches(words, excluded, restrictions)
-    seen = {hit.record["paper_id"] for hit in page.hits}
-    extra = [(pid, score) for pid, score in found if pid not in seen]
+    extra = _fuzzy_extra(understood, restrictions, {hit.record["paper_id"] for hit in page.hits})
     if not extra:
         return
+    words = _fuzzy_words(understood)
     # Fuzzy hits follow the exact ones; with an offset, the page continues that list.
     exact_total = page.total
     start = max(page.offset - exact_total, 0)
@@ -495,6 +515,24 @@ def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Re
         if exact_total
         else "no exact match; results are typo-tolerant matches on titles and authors"
     )
+
+
+def _fuzzy_words(understood: q.Understood) -> list[str]:
+    words = [w for w in dict.fromkeys(understood.words) if len(w) >= 3]
+    return [w for w in words if not is_stop_word(w.lower())]
+
+
+def _fuzzy_extra(
+    understood: q.Understood, restrictions: list[Restriction], seen: set[int]
+) -> list[tuple[int, float]]:
+    """Typo-tolerant title/author matches (paper id, score), best first, less `seen`."""
+    words = _fuzzy_words(understood)
+    if not words:
+        return []
+    constraint = understood.constraint
+    excluded = q.excluded_parts(constraint) if constraint is not None else []
+    found = native.fuzzy_matches(words, excluded, restrictions)
+    return [(pid, score) for pid, score in found if pid not in seen]
 
 
 def _corrections(words: list[str]) -> list[str]:

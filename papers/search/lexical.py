@@ -11,6 +11,9 @@ How the top k is found (`rank`):
   are scored paper by paper (random access);
 - no restriction and few postings in all, or a deep page: one aggregate over every
   posting;
+- queries of MAXSCORE_FROM_TERMS terms or more: MaxScore (a lower bound theta from the
+  best postings, then only the papers of the "essential" terms that can still reach it),
+  or one aggregate when theta prunes too little;
 - otherwise Fagin's threshold algorithm: each term's postings are read best first, a
   block at a time, keeping for every paper seen a lower bound (what it scored in the lists
   read) and an upper bound (plus, for each list it was not seen in, that list's last
@@ -18,6 +21,12 @@ How the top k is found (`rank`):
   when the k-th exact score is at least what any unseen or incomplete paper could reach.
   The result is the exact top k, the same as the aggregate's (a test holds them equal).
   Restrictions are checked on the papers met, in one statement per block.
+
+On SQLite the postings of recently searched terms stay in memory as numpy arrays (the
+posting cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation so any
+change is seen at the next search): a query whose lists are all there is summed in
+memory, and small restricted sets are scored from the same lists. A query keeps at most
+MAX_QUERY_TERMS distinct terms, its rarest.
 """
 
 from __future__ import annotations
@@ -44,6 +53,9 @@ from papers.search.postings import (
 )
 from papers.search.postings import in_list as _in
 
+# A query keeps at most this many distinct terms, the rarest (a pasted abstract has ~100):
+# the common ones add little to BM25 and each costs a posting list.
+MAX_QUERY_TERMS = 32
 # Sorted access: first block per term, grown x4 per round.
 FIRST_BLOCK = 256
 # Up to this many postings in all the query's lists, one aggregate is cheaper.
@@ -95,13 +107,18 @@ class QueryTerms:
 
 def query_terms(words: Sequence[str], *, using: str = DEFAULT_DB_ALIAS) -> QueryTerms:
     """Analyze query words into weighted terms (stop words dropped, stems deduplicated;
-    terms no paper has are left out)."""
+    terms no paper has are left out; of more than MAX_QUERY_TERMS, the rarest: highest
+    idf, the earlier term on a tie)."""
     stems = list(dict.fromkeys(analysis.stems(" ".join(words))))
     ids = list(dict.fromkeys(analysis.term_id(s) for s in stems))
     with connections[using].cursor() as cursor:
         stats = read_stats(cursor)
         df = document_frequencies(cursor, stats, ids)
     kept = [i for i in ids if df[i] > 0]
+    if len(kept) > MAX_QUERY_TERMS:
+        # Lowest document frequency is highest idf; sorted() is stable for ties.
+        chosen = set(sorted(kept, key=lambda i: df[i])[:MAX_QUERY_TERMS])
+        kept = [i for i in kept if i in chosen]
     documents = max(stats.documents, max((df[i] for i in kept), default=0))
     return QueryTerms(
         ids=tuple(kept),

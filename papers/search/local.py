@@ -6,6 +6,7 @@ project and date bounds that the search interfaces accept (MCP's search_papers f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -86,6 +87,19 @@ def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None
     return ids[0] if len(ids) == 1 else None
 
 
+def _reading(query: str, rerank: bool | None) -> str:
+    """How a query is ranked: "fulltext", "hybrid" (asked for), or "auto" (hybrid when
+    the library has vectors and the words match at least FUZZY_BELOW papers)."""
+    if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
+        return "fulltext"
+    if rerank:
+        return "hybrid"
+    understood = fulltext.check_query(query, 1, 0)
+    if understood.mode != "natural" or understood.constraint is not None:
+        return "fulltext"
+    return "auto" if semantic.vectors_available() else "fulltext"
+
+
 def _search(
     *,
     query: str,
@@ -95,29 +109,67 @@ def _search(
     scope: Sequence[str] | None,
     rerank: bool | None,
 ) -> SearchPage:
-    if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
-        return fulltext.paper_search(
-            query=query, filters=filters, limit=limit, offset=offset, scope=scope
-        )
-    if rerank:
+    fulltext.check_query(query, limit, offset)  # limits first, whichever reading follows
+    reading = _reading(query, rerank)
+    if reading == "hybrid":
         return semantic.hybrid_search(
             query=query, filters=filters, limit=limit, offset=offset, scope=scope
         )
-    understood = fulltext.check_query(query, limit, offset)
-    if understood.mode != "natural" or understood.constraint is not None:
-        return fulltext.paper_search(
-            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+    if reading == "auto":
+        page = semantic.hybrid_page(
+            query=query, filters=filters, limit=limit, offset=offset, scope=scope, lazy=False,
+            min_lexical=fulltext.FUZZY_BELOW,
+        )  # fmt: skip
+        if page is not None:
+            return page
+    return fulltext.paper_search(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope
+    )
+
+
+@dataclass
+class LocalRanking:
+    """The papers a search finds, best first, as ids (see local_search_ids)."""
+
+    ids: list[int]
+    total: int
+    mode: str  # "fulltext" or "hybrid"
+
+
+def local_search_ids(
+    *,
+    query: str,
+    filters: SearchFilters | None = None,
+    scope: Sequence[str] | None = None,
+    limit: int = fulltext.MAX_IDS,
+    rerank: bool | None = None,
+) -> LocalRanking:
+    """The order `local_search` pages through, as ids, `limit` deep (at most MAX_IDS):
+    for the interfaces that list or count a search's papers rather than show a page of
+    hits (the admin's search boxes, a project's page, facets over a query), so the same
+    query and filters give the same order everywhere.
+
+    Hybrid: the first HYBRID_DEPTH ids are the fused ranking local_search shows, then
+    the remaining full-text matches in their order. `total`: the papers matching the
+    query's words (plus those found by meaning only, in hybrid). Errors as local_search.
+    """
+    reading = _reading(query, rerank)
+    if reading == "fulltext":
+        ranked = fulltext.paper_search_ranked(
+            query=query, filters=filters, scope=scope, limit=limit
         )
-    if not semantic.vectors_available():
-        return fulltext.paper_search(
-            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+        return LocalRanking(ranked.ids, ranked.total, "fulltext")
+    if reading == "hybrid":
+        lexical = fulltext.paper_search_scored(
+            query=query, filters=filters, scope=scope, limit=limit
         )
-    page = semantic.hybrid_page(
-        query=query, filters=filters, limit=limit, offset=offset, scope=scope, lazy=False,
-        min_lexical=fulltext.FUZZY_BELOW,
-    )  # fmt: skip
-    if page is None:
-        return fulltext.paper_search(
-            query=query, filters=filters, limit=limit, offset=offset, scope=scope
+    else:
+        lexical = fulltext.paper_search_ranked(
+            query=query, filters=filters, scope=scope, limit=limit
         )
-    return page
+        if lexical.total < fulltext.FUZZY_BELOW:
+            return LocalRanking(lexical.ids, lexical.total, "fulltext")
+    fused = semantic.hybrid_fuse(
+        query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope
+    )
+    return LocalRanking([pk for pk, _ in fused[:limit]], max(len(fused), lexical.total), "hybrid")

@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from core.errors import InvalidInput
 
 OPERATORS = ("AND", "OR", "NOT")
+# Longer texts are read as plain words (plain_text): past this length a query is a pasted
+# passage, whose punctuation is prose. The longest query-language query of the test sets
+# is under 200 characters; the old limit of every interface was 500.
+PLAIN_TEXT_FROM_CHARS = 500
 # Shorter prefixes expand to thousands of words: slow, and rarely what anyone means.
 MIN_PREFIX_CHARS = 3
 # A word is made of letters and digits; everything else separates words.
@@ -455,9 +459,12 @@ def _natural(text: str) -> tuple[list[Node], list[str], list[str]]:
 
 def understand(text: str) -> Understood:
     """What a query asks for (see Understood). Unbalanced quotes or parentheses are
-    dropped with a note, never an error. Raises InvalidInput (with a hint) for a misused
+    dropped with a note, never an error. A text longer than PLAIN_TEXT_FROM_CHARS is
+    plain words (see plain_text). Raises InvalidInput (with a hint) for a misused
     operator ('bleu AND'), a prefix shorter than MIN_PREFIX_CHARS, or nothing to search
     for."""
+    if len(text) > PLAIN_TEXT_FROM_CHARS:
+        return plain_text(text)
     notes: list[str] = []
     rest, excluded = _exclusions(text)
     rest = _balanced(rest, notes)
@@ -489,6 +496,17 @@ def understand(text: str) -> Understood:
         for part in excluded:
             constraint = Not(constraint, part) if constraint is not None else None
     return Understood("natural", constraint, tuple(ranking), tuple(prefixes), tuple(notes))
+
+
+def plain_text(text: str) -> Understood:
+    """A long text (a pasted abstract or a paragraph) as a natural query of its words:
+    its quotes, parentheses, hyphens and capitalised AND/OR/NOT are prose, not the query
+    language, so nothing is required or excluded. Ranking keeps the text's most
+    informative terms (lexical.MAX_QUERY_TERMS) and the semantic part embeds it whole."""
+    words = tuple(WORD_RE.findall(text))
+    if not words:
+        raise _invalid("The query has no words to search for.", "type at least one word")
+    return Understood("natural", None, words, (), ("long text read as plain words",))
 
 
 def relaxed(understood: Understood) -> Understood | None:

@@ -60,7 +60,7 @@ EAGER_INLINE_MAX = 50
 TASK_BATCH = 2_000
 EMBED_CHUNK = 1_000
 LAZY_EMBED_SECONDS = 3.0
-MAX_QUERY_CHARS = 2_000
+MAX_QUERY_CHARS = settings.MAX_QUERY_CHARS
 # Hybrid fusion: a convex combination of min-max normalised scores (Bruch, Gai & Ingber,
 # "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023), fused score =
 # LEXICAL_WEIGHT x lexical + SEMANTIC_WEIGHT x semantic, each ranking's scores rescaled to
@@ -471,6 +471,29 @@ def hybrid_ranked(
     return _fused(query, lexical, filters, scope, depth, notes if notes is not None else [])
 
 
+def hybrid_fuse(
+    *,
+    query: str,
+    lexical: Ranking,
+    filters: SearchFilters | None = None,
+    scope: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+    prepared: tuple[Tiers, QueryVectors] | None = None,
+) -> list[tuple[int, float]]:
+    """Hybrid search's whole order, (paper id, score) best first: the first HYBRID_DEPTH
+    of a full-text ranking already made fused with the semantic ranking of `query`
+    (min_max_fusion), then the rest of the full-text ranking in its order with score 0
+    (below the fusion window a lexical score is clipped to 0 anyway). One order for
+    every page and for the interfaces that list ids (local.local_search_ids)."""
+    head = (lexical[0][:HYBRID_DEPTH], lexical[1][:HYBRID_DEPTH])
+    fused = _fused(
+        query, head, filters, scope, HYBRID_DEPTH, notes if notes is not None else [],
+        lazy=False, prepared=prepared,
+    )  # fmt: skip
+    placed = {pk for pk, _ in fused}
+    return [*fused, *((pk, 0.0) for pk in lexical[0] if pk not in placed)]
+
+
 def _fused(
     query: str,
     lexical: Ranking,
@@ -565,13 +588,14 @@ def hybrid_page(
     """Full-text (BM25) and semantic rankings fused by their scores (mode "hybrid"), or
     None when the query's words match fewer than `min_lexical` papers.
 
-    Each ranking is read to depth max(HYBRID_DEPTH, offset + limit); the query is read
-    as the full-text search reads it (natural language or the query language). `score`
-    is the fused score (see min_max_fusion: 0..1, 1 for a paper first in both, higher is
-    better); `total` is the number of papers matching the query's words, or of papers in
-    the two rankings if more. A paper found only by meaning (no query word in it) still
-    appears, which is the point. Snippets show where the query's words meet. `lazy`
-    false skips embedding missing papers first (the default search must stay fast).
+    The order is hybrid_fuse's (the first HYBRID_DEPTH fused, then the rest of the
+    full-text ranking, read to depth offset + limit), so pages never overlap or skip;
+    the query is read as the full-text search reads it. `score` is the fused score (see
+    min_max_fusion: 0..1, 1 for a paper first in both, higher is better); `total` is the
+    number of papers matching the query's words, or of papers in the two rankings if
+    more. A paper found only by meaning (no query word in it) still appears, which is
+    the point. Snippets show where the query's words meet. `lazy` false skips embedding
+    missing papers first (the default search must stay fast).
 
     Raises InvalidInput like paper_search (empty, malformed or oversized query, limit or
     offset out of range).
@@ -594,9 +618,9 @@ def hybrid_page(
     vectors = encoding.result()
     if lexical.total < min_lexical:
         return None
-    fused = _fused(
-        query, (lexical.ids, lexical.scores), filters, scope, depth, notes,
-        prepared=(tiers, vectors),
+    fused = hybrid_fuse(
+        query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope,
+        notes=notes, prepared=(tiers, vectors),
     )  # fmt: skip
     page_items = fused[offset : offset + limit]
     hits = search_hits([pk for pk, _ in page_items], [score for _, score in page_items], query)

@@ -37,7 +37,7 @@ from engines.runner import EngineCall
 from engines.services import EngineSearchResult, citing_papers, engines_search
 from engines.snowball import citations_walk
 from papers.models import Paper
-from papers.search.fulltext import paper_search
+from papers.search.local import local_search
 from papers.search.types import SearchFilters, SearchPage
 from projects.review.dedup import work_groups, works_load
 from projects.review.planning import Plan
@@ -225,7 +225,7 @@ def _search_one(
     def local() -> SearchPage:
         try:
             filters = SearchFilters(year_from=year_from, year_to=year_to)
-            return paper_search(query=query, filters=filters, limit=max_results)
+            return local_search(query=query, filters=filters, limit=max_results)
         except InvalidInput as exc:  # the library's query language refused it
             local_error.append(exc.message)
             return SearchPage([], 0, max_results, 0)

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -119,8 +120,8 @@ def saved_search_save(
         raise InvalidInput("name must be 1-100 characters.", field="name")
     if "/" in name:  # the name is a path segment of its feed's URL
         raise InvalidInput("name cannot contain '/'.", field="name")
-    if not query or len(query) > 500:
-        raise InvalidInput("query must be 1-500 characters.", field="query")
+    if not query or len(query) > settings.MAX_QUERY_CHARS:
+        raise InvalidInput(f"query must be 1-{settings.MAX_QUERY_CHARS} characters.", field="query")
     if schedule not in SavedSearch.Schedule.values:
         choices = ", ".join(SavedSearch.Schedule.values)
         raise InvalidInput(f"schedule must be one of {choices}.", field="schedule")

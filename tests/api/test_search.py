@@ -60,7 +60,7 @@ def test_reranked_search_is_hybrid(api: Api, library: Library) -> None:
 @pytest.mark.parametrize(
     ("params", "field"),
     [
-        ({"query": "q" * 501}, "query"),
+        ({"query": "q" * 4001}, "query"),
         ({"query": ""}, "query"),
         ({}, "query"),
         ({"query": "x", "max_results": 101}, "max_results"),

@@ -249,7 +249,7 @@ async def test_semantic_search_and_reranked_search_papers(
 @pytest.mark.parametrize(
     ("tool", "arguments", "field"),
     [
-        ("search_papers", {"query": "x" * 501}, "query"),
+        ("search_papers", {"query": "x" * 4001}, "query"),
         ("search_papers", {"query": "deep", "max_results": 101}, "limit"),
         ("search_papers", {"query": "deep", "offset": 10_001}, "offset"),
         ("search_papers", {"query": "deep", "date_from": "last year"}, "date_from"),
@@ -260,7 +260,7 @@ async def test_semantic_search_and_reranked_search_papers(
         ("search_papers_semantic", {"query": "a", "top_k": 101}, "limit"),
         ("list_top_facets", {"category": "colour"}, "category"),
         ("list_top_facets", {"category": "author", "limit": 101}, "limit"),
-        ("list_top_facets", {"category": "author", "query": "x" * 501}, "query"),
+        ("list_top_facets", {"category": "author", "query": "x" * 4001}, "query"),
         ("search_by_author", {"author_name": "x", "max_results": 500}, "limit"),
     ],
 )
@@ -275,7 +275,7 @@ async def test_limits_are_32602(
 
 
 def test_limit_errors_on_the_wire_are_jsonrpc_errors(library_server: LiveServer) -> None:
-    response = call_tool_raw(library_server.mcp_url, "search_papers", {"query": "q" * 501})
+    response = call_tool_raw(library_server.mcp_url, "search_papers", {"query": "q" * 4001})
     assert response.json()["error"]["code"] == -32602
 
 

@@ -161,8 +161,10 @@ class Command(BaseCommand):
 
     def _serve_stdio(self) -> None:
         from mcp_endpoint.stdio import run_stdio
+        from papers.search import warmup
 
         logger.info("Serving MCP on stdio (knowledge base %s)", settings.RESEARCH_DIRECTORY)
+        warmup.start_in_background()  # stdio has no ASGI lifespan to start it
         run_stdio()
 
     def _serve_stdio_beside_http(self, options: dict[str, Any]) -> None:

@@ -1,0 +1,60 @@
+"""Loading what a first search needs in a background thread when a server starts: the
+embedding models (3-4 s, the bulk of a first search after a start when loaded on
+demand), the vector index, and one query encoded (a model's first encode sets itself up).
+Start-up does not wait for it; a search that comes first waits on the model's lock
+instead of loading it a second time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_state = "idle"  # idle, loading, ready or failed
+
+
+def state() -> str:
+    """idle (never started), loading, ready, or failed (logged; searches load on demand)."""
+    return _state
+
+
+def start_in_background() -> threading.Thread | None:
+    """Start loading in a daemon thread, once per process; None when embeddings are off
+    or it was started before."""
+    global _state
+    if not settings.EMBEDDINGS_ENABLED:
+        return None
+    with _lock:
+        if _state != "idle":
+            return None
+        _state = "loading"
+    thread = threading.Thread(target=_load, name="search-warmup", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load() -> None:
+    global _state
+    from papers.search.tiers import current_tiers
+
+    started = time.perf_counter()
+    logger.info("Loading the search models in the background")
+    try:
+        tiers = current_tiers()  # the models, and the vector index's snapshot
+        tiers.encode("warm up")
+    except Exception:  # a search will load them again, and say what is wrong
+        _state = "failed"
+        logger.warning("Loading the search models failed", exc_info=True)
+    else:
+        _state = "ready"
+        logger.info("Search models loaded in %.1f s", time.perf_counter() - started)
+    finally:
+        close_old_connections()
+        connection.close()  # this thread's own connection
