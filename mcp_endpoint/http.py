@@ -583,5 +583,10 @@ def body_too_large() -> HttpResponse:
     )
 
 
+def internal_error(incident: str) -> HttpResponse:
+    """An unexpected failure of ours, as JSON-RPC (-32603, the incident to find in the log)."""
+    return jsonrpc_error(500, INTERNAL_ERROR, f"Internal error (incident {incident})")
+
+
 def not_found() -> HttpResponse:
     return jsonrpc_error(404, INVALID_REQUEST, "Not found: MCP is disabled (MCP_ENABLED=false)")
