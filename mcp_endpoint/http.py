@@ -465,7 +465,12 @@ class McpEndpoint:
             )
         if not batch:
             return jsonrpc_error(400, INVALID_REQUEST, "Invalid request: an empty batch")
+        too_long = jsonrpc.batch_too_long(len(batch), settings.MCP_MAX_BATCH_LENGTH)
+        if too_long is not None:
+            return _rejected(too_long, version)
+        budget = settings.MCP_MAX_BATCH_ANSWER_BYTES
         answers: list[Any] = []
+        answered_bytes = 0
         for item in batch:
             message = jsonrpc.classify(item)
             if isinstance(message, jsonrpc.Rejection):
@@ -480,7 +485,11 @@ class McpEndpoint:
                         )
                     )
                     continue
+                if answered_bytes > budget:
+                    answers.append(_over_budget(message.request.id, budget))
+                    continue
                 answer = await self._answer(request, message, version)
+                answered_bytes += len(answer.body)
                 answers.append(json.loads(answer.body))
         if not answers:
             return HttpResponse(202)
@@ -558,6 +567,18 @@ class McpEndpoint:
         _log_request(message, started, "isError" if _is_error_result(result) else "ok")
         body = {"jsonrpc": "2.0", "id": message.id, "result": result}
         return HttpResponse(200, list(JSON_HEADERS), jsonrpc.dump(body))
+
+
+def _over_budget(request_id: RequestId, budget: int) -> dict[str, Any]:
+    """The answer of a batched request left unrun: the answers before it filled the batch's
+    budget. The client sends it again on its own (nothing of it was done)."""
+    return jsonrpc.error_body(
+        INVALID_REQUEST,
+        f"Not run: this batch's answers passed {budget} bytes (MCP_MAX_BATCH_ANSWER_BYTES); "
+        "send this request again in another POST",
+        request_id=request_id,
+        data={"max_batch_answer_bytes": budget, "not_run": True},
+    )
 
 
 def _log_request(message: JSONRPCRequest, started: float, outcome: str) -> None:

@@ -14,7 +14,8 @@ reader drops what it cannot parse, and the client then waits forever):
   UTF-8 writer can take it), or a pagination cursor (this server lists everything in one
   page and never hands one out, so every cursor is bogus);
 - a batch (a JSON array) is served only where the negotiated protocol version has batches
-  (2025-03-26 alone: 2025-06-18 removed them); elsewhere -32600.
+  (2025-03-26 alone: 2025-06-18 removed them); elsewhere -32600. A batch longer than the
+  server's limit (MCP_MAX_BATCH_LENGTH) is refused whole, -32600 (`batch_too_long`).
 
 `dump()` encodes an answer even when it echoes a lone surrogate the client sent.
 """
@@ -112,6 +113,19 @@ def parse(body: bytes | str) -> Any | Rejection:
         return _too_deep(request_id, "params")
     except ValueError:
         return Rejection(PARSE_ERROR, "Parse error: the message is not valid JSON")
+
+
+def batch_too_long(length: int, limit: int) -> Rejection | None:
+    """Why a batch of `length` messages is refused whole, if it is: each request costs what
+    a message of its own does, so a long batch only gets round the per-request limits."""
+    if length <= limit:
+        return None
+    return Rejection(
+        INVALID_REQUEST,
+        f"Invalid request: a batch of {length} messages; at most {limit} per batch "
+        "(MCP_MAX_BATCH_LENGTH): send the rest in further requests",
+        data={"max_batch_length": limit, "batch_length": length},
+    )
 
 
 def _too_deep(request_id: RequestId | None, where: str) -> Rejection:
