@@ -64,7 +64,8 @@ def client_key(request: HttpRequest | None) -> str:
 
 
 def address_key(address: str | None) -> str:
-    """The key of a client address (the peer of the connection, never a header)."""
+    """The key of a client address: the connection's peer (a forwarded-for header only
+    from a proxy the operator trusts, FORWARDED_ALLOW_IPS)."""
     return f"addr:{address or 'unknown'}"
 
 
@@ -78,6 +79,7 @@ def user_key(username: str, address: str | None = None) -> str:
 
 
 def client_address(request: HttpRequest | None) -> str:
+    """The request's client address as the ASGI server gave it (see `address_key`)."""
     return (request.META.get("REMOTE_ADDR") if request is not None else None) or "unknown"
 
 
