@@ -30,6 +30,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from functools import cache
 from typing import Any
 
@@ -135,13 +136,21 @@ def lane_of(body: bytes) -> str | None:
     messages = decoded if isinstance(decoded, list) else [decoded]
     lane = None
     for message in messages:
-        if not isinstance(message, dict) or message.get("method") not in _THREADED_METHODS:
+        # Any JSON value may stand in any field: only strings are looked up (a list or an
+        # object cannot be hashed), the rest is the framing's to refuse.
+        if not isinstance(message, dict):
+            continue
+        method = message.get("method")
+        if not isinstance(method, str) or method not in _THREADED_METHODS:
             continue
         lane = LIBRARY
-        if message["method"] != "tools/call":
+        if method != "tools/call":
             continue
         params = message.get("params")
-        if not isinstance(params, dict) or params.get("name") not in open_world_tools():
+        if not isinstance(params, dict):
+            continue
+        name = params.get("name")
+        if not isinstance(name, str) or name not in open_world_tools():
             continue
         arguments = params.get("arguments")
         if not (isinstance(arguments, dict) and _only_local_engine(arguments)):
@@ -202,12 +211,19 @@ class McpAsgiApp:
                 body, oversized = await read_body(receive, settings.MCP_MAX_BODY_BYTES)
             except ClientDisconnected:
                 return
-        request = to_http_request(scope, body, oversized)
-        kind = None if oversized else lane_of(body)
-        lane = self.open_world_lane if kind == OPEN_WORLD else None
-        if kind == LIBRARY and self.library_lane.total_tokens < settings.MCP_MAX_THREADS:
-            lane = self.library_lane
-        response = await self._answer(request, receive, lane)
+        try:
+            request = to_http_request(scope, body, oversized)
+            kind = None if oversized else lane_of(body)
+            lane = self.open_world_lane if kind == OPEN_WORLD else None
+            if kind == LIBRARY and self.library_lane.total_tokens < settings.MCP_MAX_THREADS:
+                lane = self.library_lane
+            response = await self._answer(request, receive, lane)
+        except Exception:
+            # MCP clients parse JSON-RPC only: a failure of ours is still one (uvicorn's
+            # own answer would be a plain-text 500 that no client can show).
+            incident = uuid.uuid4().hex[:12]
+            logger.exception("MCP request failed (incident %s)", incident)
+            response = http.internal_error(incident)
         if response is not None:
             await send_response(send, response)
 

@@ -467,7 +467,12 @@ class McpEndpoint:
             )
         if not batch:
             return jsonrpc_error(400, INVALID_REQUEST, "Invalid request: an empty batch")
+        too_long = jsonrpc.batch_too_long(len(batch), settings.MCP_MAX_BATCH_LENGTH)
+        if too_long is not None:
+            return _rejected(too_long, version)
+        budget = settings.MCP_MAX_BATCH_ANSWER_BYTES
         answers: list[Any] = []
+        answered_bytes = 0
         for item in batch:
             message = jsonrpc.classify(item)
             if isinstance(message, jsonrpc.Rejection):
@@ -482,7 +487,11 @@ class McpEndpoint:
                         )
                     )
                     continue
+                if answered_bytes > budget:
+                    answers.append(_over_budget(message.request.id, budget))
+                    continue
                 answer = await self._answer(request, message, version)
+                answered_bytes += len(answer.body)
                 answers.append(json.loads(answer.body))
         if not answers:
             return HttpResponse(202)
@@ -562,6 +571,18 @@ class McpEndpoint:
         return HttpResponse(200, list(JSON_HEADERS), jsonrpc.dump(body))
 
 
+def _over_budget(request_id: RequestId, budget: int) -> dict[str, Any]:
+    """The answer of a batched request left unrun: the answers before it filled the batch's
+    budget. The client sends it again on its own (nothing of it was done)."""
+    return jsonrpc.error_body(
+        INVALID_REQUEST,
+        f"Not run: this batch's answers passed {budget} bytes (MCP_MAX_BATCH_ANSWER_BYTES); "
+        "send this request again in another POST",
+        request_id=request_id,
+        data={"max_batch_answer_bytes": budget, "not_run": True},
+    )
+
+
 def _log_request(message: JSONRPCRequest, started: float, outcome: str) -> None:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(
@@ -583,6 +604,11 @@ def body_too_large() -> HttpResponse:
         INVALID_REQUEST,
         f"Request body too large (limit {settings.MCP_MAX_BODY_BYTES} bytes, MCP_MAX_BODY_BYTES)",
     )
+
+
+def internal_error(incident: str) -> HttpResponse:
+    """An unexpected failure of ours, as JSON-RPC (-32603, the incident to find in the log)."""
+    return jsonrpc_error(500, INTERNAL_ERROR, f"Internal error (incident {incident})")
 
 
 def not_found() -> HttpResponse:

@@ -11,10 +11,12 @@ reader drops what it cannot parse, and the client then waits forever):
 - a request whose params cannot be served: -32602 with the request's id, for params nested
   deeper than MAX_PARAMS_DEPTH (or too deep for the JSON parser itself, which would raise
   RecursionError further in), text holding a lone surrogate (`"\\ud800"`: no database and no
-  UTF-8 writer can take it), or a pagination cursor (this server lists everything in one
+  UTF-8 writer can take it), an integer past 64 bits (no id is: the databases overflow on
+  it), or a pagination cursor (this server lists everything in one
   page and never hands one out, so every cursor is bogus);
 - a batch (a JSON array) is served only where the negotiated protocol version has batches
-  (2025-03-26 alone: 2025-06-18 removed them); elsewhere -32600.
+  (2025-03-26 alone: 2025-06-18 removed them); elsewhere -32600. A batch longer than the
+  server's limit (MCP_MAX_BATCH_LENGTH) is refused whole, -32600 (`batch_too_long`).
 
 `dump()` encodes an answer even when it echoes a lone surrogate the client sent.
 """
@@ -40,6 +42,11 @@ from pydantic import ValidationError
 from core.text import has_lone_surrogate
 
 MAX_PARAMS_DEPTH = 64  # no tool argument comes near; deeper only exhausts the server's stack
+# Every integer a tool takes (paper, annotation and page ids, limits) is stored in or
+# compared with a 64-bit database integer; past it the databases raise (SQLite:
+# OverflowError, PostgreSQL: bigint out of range) where a wrong id should be invalid params.
+MAX_INTEGER = 2**63 - 1
+MIN_INTEGER = -(2**63)
 BATCH_PROTOCOL_VERSIONS = frozenset({"2025-03-26"})
 # resources/read of a resource that does not exist: -32002 up to protocol 2025-11-25;
 # 2026-07-28 retired the code for -32602 (SEP-2164), which the SDK and registry answer.
@@ -112,6 +119,19 @@ def parse(body: bytes | str) -> Any | Rejection:
         return _too_deep(request_id, "params")
     except ValueError:
         return Rejection(PARSE_ERROR, "Parse error: the message is not valid JSON")
+
+
+def batch_too_long(length: int, limit: int) -> Rejection | None:
+    """Why a batch of `length` messages is refused whole, if it is: each request costs what
+    a message of its own does, so a long batch only gets round the per-request limits."""
+    if length <= limit:
+        return None
+    return Rejection(
+        INVALID_REQUEST,
+        f"Invalid request: a batch of {length} messages; at most {limit} per batch "
+        "(MCP_MAX_BATCH_LENGTH): send the rest in further requests",
+        data={"max_batch_length": limit, "batch_length": length},
+    )
 
 
 def _too_deep(request_id: RequestId | None, where: str) -> Rejection:
@@ -204,6 +224,8 @@ def params_problem(method: str, params: Any, request_id: RequestId) -> Rejection
         if isinstance(value, str):
             if has_lone_surrogate(value):
                 return _invalid_unicode(request_id, _field(path, prefix) or "params")
+        elif isinstance(value, int) and not MIN_INTEGER <= value <= MAX_INTEGER:
+            return _out_of_range(request_id, _field(path, prefix) or "params")
         elif isinstance(value, dict):
             for key, item in value.items():
                 where = f"{path}.{key}" if path else str(key)
@@ -239,6 +261,16 @@ def holds_surrogate(value: Any) -> bool:
         elif isinstance(item, list):
             pending.extend(item)
     return False
+
+
+def _out_of_range(request_id: RequestId, where: str) -> Rejection:
+    return Rejection(
+        INVALID_PARAMS,
+        f"Invalid params: {where} is out of range (no id or number here is larger than "
+        f"{MAX_INTEGER})",
+        request_id,
+        {"errors": [{"field": where, "message": "out of range", "type": "out_of_range"}]},
+    )
 
 
 def _invalid_unicode(request_id: RequestId, where: str) -> Rejection:

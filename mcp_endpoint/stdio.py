@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 import anyio
 import anyio.lowlevel
+from django.conf import settings
 from mcp.server import stdio as sdk_stdio
 from mcp.shared._context_streams import (
     ContextReceiveStream,
@@ -140,6 +141,10 @@ class StdioFraming:
             return
         if not items:
             await self.write(jsonrpc.error_body(INVALID_REQUEST, "Invalid request: an empty batch"))
+            return
+        too_long = jsonrpc.batch_too_long(len(items), settings.MCP_MAX_BATCH_LENGTH)
+        if too_long is not None:
+            await self.write(too_long.body())
             return
         batch = _Batch(order=[])
         accepted: list[jsonrpc.Message] = []

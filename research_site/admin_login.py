@@ -1,6 +1,7 @@
 """The admin's sign-in form, throttled (`research_site.throttle`): after too many failed
-sign-ins from one address or for one user name, even the right password is refused for a
-while, with a message saying how long."""
+sign-ins from one address, or for one user name from one address, even the right password
+is refused there for a while, with a message saying how long. The user name is counted per
+address so that a stranger who reaches the sign-in page cannot lock its owner out."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ SCOPE = "login"
 class ThrottledAdminLoginForm(AdminAuthenticationForm):
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username") or ""
-        keys = [throttle.client_key(self.request), throttle.user_key(username)]
+        address = throttle.client_address(self.request)
+        keys = [throttle.address_key(address), throttle.user_key(username, address)]
         try:
             throttle.check(SCOPE, keys)
         except throttle.Throttled as exc:

@@ -190,6 +190,11 @@ MCP_ALLOWED_ORIGINS = env_list(
     ["http://127.0.0.1", "http://localhost", "http://[::1]"],
 )
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 1_048_576, minimum=1024)
+# JSON-RPC batches (protocol 2025-03-26): requests in one batch (longer: refused whole,
+# -32600), and the bytes of answers one batch may collect (past them, the requests left
+# are not run and each gets -32600 saying so). docs/MCP.md "Batches".
+MCP_MAX_BATCH_LENGTH = env_int("MCP_MAX_BATCH_LENGTH", 50, minimum=1)
+MCP_MAX_BATCH_ANSWER_BYTES = env_int("MCP_MAX_BATCH_ANSWER_BYTES", 4_194_304, minimum=1024)
 # Tool calls one HTTP process runs at once (threads, each with a database connection);
 # keep processes x this + Celery concurrency under PostgreSQL's max_connections.
 MCP_MAX_THREADS = env_int("MCP_MAX_THREADS", 8, minimum=1)
@@ -287,6 +292,11 @@ OPENALEX_API_URL = env_str("OPENALEX_API_URL", "https://api.openalex.org")
 CROSSREF_API_URL = env_str("CROSSREF_API_URL", "https://api.crossref.org")
 SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.semanticscholar.org")
 
+# Redis answers in a millisecond: a stopped or hung Redis must cost a request at most this
+# long (seconds) before the caller goes on without it (the throttle, engine cache and rate
+# limits all fail soft: docs/RELIABILITY.md).
+_REDIS_TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+
 # Engine answers are cached in Redis when there is one (shared by all workers), else in
 # files under <directory>/cache/. The default cache stays per process (facet counts).
 CACHES = {
@@ -297,6 +307,7 @@ CACHES = {
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "research-mcp",
             "TIMEOUT": 24 * 3600,
+            "OPTIONS": _REDIS_TIMEOUTS,
         }
         if REDIS_URL
         else {
@@ -312,6 +323,7 @@ CACHES = {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "research-mcp",
+            "OPTIONS": _REDIS_TIMEOUTS,
         }
         if REDIS_URL
         else {
@@ -325,6 +337,11 @@ CACHES = {
 # user name) within the window, further attempts are refused until it has passed.
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 10, minimum=1)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 900, minimum=1)
+# Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (comma-separated addresses
+# or networks, "*" for any; uvicorn's own setting, passed on by `serve`). Empty (default):
+# the client's address is the connection's peer, so no header can choose it (the throttle
+# keys on it, and loopback clients are served without MCP_AUTH_TOKEN).
+FORWARDED_ALLOW_IPS = env_list("FORWARDED_ALLOW_IPS", [])
 
 # --- PDFs (issue 7) ---------------------------------------------------------------------
 # Largest PDF accepted by upload, attach or download, in bytes.

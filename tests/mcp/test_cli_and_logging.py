@@ -8,9 +8,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import httpx2
 import pytest
 
-from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, rpc
+from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, rpc, running_server
 from tests.mcp.test_stdio import INITIALIZE, INITIALIZED, run_raw
 
 pytestmark = pytest.mark.server
@@ -66,3 +67,26 @@ def test_server_without_a_knowledge_base_says_where_it_creates_one(tmp_path: Pat
     assert f"No knowledge base in {tmp_path / 'knowledge-base'}" in done.stderr
     assert "pass --directory PATH" in done.stderr
     assert done.stdout == ""
+
+
+def test_verbose_http_server_logs_every_request_without_secrets(
+    knowledge_base: KnowledgeBase,
+) -> None:
+    """`serve --verbose` over HTTP: one line per MCP request (with its id) and one access
+    line per HTTP request, neither holding the token sent in a header or a query string."""
+    env = {"MCP_AUTH_TOKEN": SECRET}
+    with running_server(knowledge_base, env=env, args=("--verbose",)) as server:
+        with httpx2.Client(timeout=30) as client:
+            for request_id in range(1, 21):
+                method = "ping" if request_id % 2 else "tools/list"
+                client.post(
+                    f"{server.mcp_url}?token={SECRET}",
+                    json=rpc(method, request_id=request_id),
+                    headers={"authorization": f"Bearer {SECRET}", "accept": "application/json"},
+                ).raise_for_status()
+        log = server.log()
+    for request_id in range(1, 21):
+        method = "ping" if request_id % 2 else "tools/list"
+        assert f"HTTP {method} (id {request_id}): ok in" in log, log[-3000:]
+    assert log.count('"POST /mcp?token=[redacted] HTTP/1.1" 200') == 20
+    assert SECRET not in log

@@ -164,6 +164,46 @@ def test_batch_of_notifications_only_is_202(library_server: LiveServer) -> None:
     assert response.content == b""
 
 
+def test_a_batch_longer_than_the_limit_is_refused_whole(library_server: LiveServer) -> None:
+    batch = [rpc("ping", request_id=n) for n in range(51)]  # MCP_MAX_BATCH_LENGTH is 50
+    response = post(library_server.mcp_url, batch, headers={"mcp-protocol-version": "2025-03-26"})
+    assert response.status_code == 400
+    error = error_of(response.json(), -32600, None)
+    assert "at most 50 per batch (MCP_MAX_BATCH_LENGTH)" in error["message"]
+    assert error["data"] == {"max_batch_length": 50, "batch_length": 51}
+    fifty = post(library_server.mcp_url, batch[:50], headers={"mcp-protocol-version": "2025-03-26"})
+    assert [answer["result"] for answer in fifty.json()] == [{}] * 50
+
+
+@pytest.fixture(scope="module")
+def small_budget_server(knowledge_base: KnowledgeBase) -> Iterator[LiveServer]:
+    with running_server(knowledge_base, env={"MCP_MAX_BATCH_ANSWER_BYTES": "1024"}) as server:
+        yield server
+
+
+def test_requests_past_the_batch_answer_budget_are_not_run(
+    small_budget_server: LiveServer,
+) -> None:
+    """The answers collected stop at the budget: the request that passes it is answered,
+    the ones after it are not run and say so, with their ids."""
+    batch = [
+        rpc("ping", request_id=1),
+        rpc("tools/list", request_id=2),  # tens of kilobytes: passes 1,024 bytes
+        rpc("ping", request_id=3),
+        rpc("tools/call", {"name": "list_projects", "arguments": {}}, request_id=4),
+    ]
+    response = post(small_budget_server.mcp_url, batch)
+    assert response.status_code == 200
+    answers = response.json()
+    assert [answer["id"] for answer in answers] == [1, 2, 3, 4]
+    assert answers[0]["result"] == {}
+    assert answers[1]["result"]["tools"]
+    for answer in answers[2:]:
+        error = error_of(answer, -32600, answer["id"])
+        assert "MCP_MAX_BATCH_ANSWER_BYTES" in error["message"]
+        assert error["data"] == {"max_batch_answer_bytes": 1024, "not_run": True}
+
+
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
 def test_batch_is_invalid_request_where_the_version_has_none(
     library_server: LiveServer, version: str

@@ -41,11 +41,24 @@ def test_admin_sign_in_is_refused_after_too_many_wrong_passwords(staff: User) ->
     assert "_auth_user_id" not in client.session
 
 
-def test_the_lock_also_holds_for_the_user_name_from_another_address(staff: User) -> None:
+def test_a_stranger_cannot_lock_the_owner_out(staff: User) -> None:
+    """Wrong passwords for the owner's name lock out the address they came from, never
+    the name everywhere: anyone who reaches the sign-in page could otherwise lock the
+    admin out."""
+    stranger = Client(REMOTE_ADDR="10.0.0.1")
     for _ in range(LIMIT):
-        sign_in(Client(REMOTE_ADDR="10.0.0.1"), "wrong")
-    other = Client(REMOTE_ADDR="10.0.0.2")
-    assert "Too many failed attempts" in sign_in(other, "right-password").content.decode()
+        sign_in(stranger, "wrong")
+    assert "Too many failed attempts" in sign_in(stranger, "right-password").content.decode()
+    owner = Client(REMOTE_ADDR="10.0.0.2")
+    assert sign_in(owner, "right-password").status_code == 302
+    assert owner.session["_auth_user_id"] == str(staff.pk)
+
+
+def test_one_address_guessing_many_user_names_is_locked_out(staff: User) -> None:
+    guesser = Client(REMOTE_ADDR="10.0.0.3")
+    for attempt in range(LIMIT):
+        sign_in(guesser, "wrong", username=f"someone-{attempt}")
+    assert "Too many failed attempts" in sign_in(guesser, "right-password").content.decode()
 
 
 def test_a_few_wrong_passwords_then_the_right_one_signs_in(staff: User) -> None:

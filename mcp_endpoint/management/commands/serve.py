@@ -80,7 +80,7 @@ class Command(BaseCommand):
             raise CommandError(f"MCP_TRANSPORT must be one of {', '.join(TRANSPORTS)}")
         self._ensure_directory(options["directory"])
         if options["verbose"]:
-            logging.getLogger().setLevel(logging.DEBUG)
+            self._log_debug()
         try:
             scope = parse_collections(options["collections"] or options["collection"])
         except InvalidScope as exc:
@@ -117,6 +117,16 @@ class Command(BaseCommand):
             self._serve_stdio()
         else:
             self._serve_http(transport, options)
+
+    def _log_debug(self) -> None:
+        """DEBUG logging that lasts: the ASGI application sets Django up again when uvicorn
+        imports it (which applies settings.LOGGING anew), and worker processes load the
+        settings afresh (LOG_LEVEL); a root level set here alone was undone before the
+        first request, so no request was logged."""
+        os.environ["LOG_LEVEL"] = "DEBUG"
+        logging_config: dict[str, Any] = settings.LOGGING
+        logging_config["root"]["level"] = "DEBUG"
+        logging.getLogger().setLevel(logging.DEBUG)
 
     def _announce_new_knowledge_base(self, directory: str | None) -> None:
         """Say where a new, empty library is being created, and how to choose another: a
@@ -206,27 +216,35 @@ class Command(BaseCommand):
     def _uvicorn_config(self, transport: str, options: dict[str, Any]) -> Any:
         import uvicorn
 
+        return uvicorn.Config(**self._uvicorn_options(transport, options))
+
+    def _uvicorn_options(self, transport: str, options: dict[str, Any]) -> dict[str, Any]:
+        """uvicorn's settings, for `uvicorn.run` and the stdio-beside-HTTP server alike."""
+        # The project's ASGI module (settings.ASGI_APPLICATION) also holds the SSE variant.
         module, _, name = settings.ASGI_APPLICATION.rpartition(".")
-        app = f"{module}:{'sse_application' if transport == 'sse' else name}"
-        return uvicorn.Config(
-            app,
-            host=options["host"],
-            port=options["port"],
-            workers=options["workers"],
-            log_level="debug" if options["verbose"] else "info",
-            log_config=None,
-            access_log=options["verbose"],
-            lifespan="on",
-            timeout_graceful_shutdown=30,
-            http="mcp_endpoint.protocol:NoDelayH11Protocol",
-        )
+        trusted = ",".join(settings.FORWARDED_ALLOW_IPS)
+        return {
+            "app": f"{module}:{'sse_application' if transport == 'sse' else name}",
+            "host": options["host"],
+            "port": options["port"],
+            "workers": options["workers"],
+            "log_level": "debug" if options["verbose"] else "info",
+            # Logs stay on stderr with Django's format (and its secret filter).
+            "log_config": None,
+            "access_log": options["verbose"],
+            # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: a
+            # client could then pick its own address (and escape the failed-attempt
+            # throttle). Only proxies the operator names are believed.
+            "proxy_headers": bool(trusted),
+            "forwarded_allow_ips": trusted or None,
+            "lifespan": "on",
+            "timeout_graceful_shutdown": 30,
+            "http": "mcp_endpoint.protocol:NoDelayH11Protocol",
+        }
 
     def _serve_http(self, transport: str, options: dict[str, Any]) -> None:
         import uvicorn
 
-        # The project's ASGI module (settings.ASGI_APPLICATION) also holds the SSE variant.
-        module, _, name = settings.ASGI_APPLICATION.rpartition(".")
-        app = f"{module}:{'sse_application' if transport == 'sse' else name}"
         host, port = options["host"], options["port"]
         if not settings.MCP_AUTH_TOKEN and host not in ("127.0.0.1", "localhost", "::1"):
             logger.warning(
@@ -245,16 +263,4 @@ class Command(BaseCommand):
         # with the handlers that were installed before it started: make that a clean exit.
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, _exit_cleanly)
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            workers=options["workers"],
-            log_level="debug" if options["verbose"] else "info",
-            # Logs stay on stderr with Django's format; uvicorn's access log is noise here.
-            log_config=None,
-            access_log=options["verbose"],
-            lifespan="on",
-            timeout_graceful_shutdown=30,
-            http="mcp_endpoint.protocol:NoDelayH11Protocol",
-        )
+        uvicorn.run(**self._uvicorn_options(transport, options))
