@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 
-from research_site import throttle
+from core import throttle
 
 SCOPE = "login"
 

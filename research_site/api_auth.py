@@ -25,8 +25,8 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
+from core import throttle
 from core.errors import ReadOnlyMode
-from research_site import throttle
 from research_site.api_errors import BEARER_REALM, ApiError
 from research_site.models import ApiToken
 from research_site.tokens import TokenRejected, api_token_authenticate, user_is_reader
