@@ -1,4 +1,4 @@
-"""The admin's sign-in form, throttled (`research_site.throttle`): after too many failed
+"""The admin's sign-in form, throttled (`core.throttle`): after too many failed
 sign-ins from one address, or for one user name from one address, even the right password
 is refused there for a while, with a message saying how long. The user name is counted per
 address so that a stranger who reaches the sign-in page cannot lock its owner out."""
@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 
-from research_site import throttle
+from core import throttle
 
 SCOPE = "login"
 

@@ -5,7 +5,7 @@ Authentication, tried in order:
 1. `Authorization: Bearer <token>`: a per-user API token (`research_site.tokens`). A bad,
    revoked or expired token is refused with 401 even if a session cookie is present; after
    AUTH_FAILURE_LIMIT of those from one address, every token is refused with 429 and
-   `Retry-After` for a while (`research_site.throttle`), so tokens cannot be guessed.
+   `Retry-After` for a while (`core.throttle`), so tokens cannot be guessed.
 2. The admin's session cookie, for staff users in a browser (the API docs page); writes
    then need the CSRF token in `X-CSRFToken`, as every cookie-authenticated form does.
 
@@ -25,8 +25,8 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
+from core import throttle
 from core.errors import ReadOnlyMode
-from research_site import throttle
 from research_site.api_errors import BEARER_REALM, ApiError
 from research_site.models import ApiToken
 from research_site.tokens import TokenRejected, api_token_authenticate, user_is_reader

@@ -317,7 +317,7 @@ CACHES = {
             "OPTIONS": {"MAX_ENTRIES": 20_000},
         }
     ),
-    # Failed sign-ins and token guesses (research_site.throttle): shared by every process.
+    # Failed sign-ins and token guesses (core.throttle): shared by every process.
     "throttle": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

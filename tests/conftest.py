@@ -61,7 +61,7 @@ def _engine_breakers_closed() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _no_failed_sign_ins_carried_over(settings: Any) -> None:
-    """Each test starts with no failed sign-in or token guess counted (research_site.throttle),
+    """Each test starts with no failed sign-in or token guess counted (core.throttle),
     in a cache of the test process's own: the configured one outlives a test, and with
     REDIS_URL clearing it would flush the Redis database the Celery worker uses."""
     from django.core.cache import caches

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -12,7 +15,7 @@ from anyio import to_thread
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from mcp_endpoint.protocol import NoDelayH11Protocol
+from mcp_endpoint.management.commands.serve import NODELAY_PROTOCOL, NoDelayH11Protocol
 
 
 @pytest.fixture
@@ -74,3 +77,17 @@ async def test_accepted_connections_get_tcp_nodelay() -> None:
             protocol.connection_made(Transport(accepted))  # type: ignore[arg-type]
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
             protocol.timeout_keep_alive_task and protocol.timeout_keep_alive_task.cancel()
+
+
+def test_workers_find_the_protocol_before_django_is_set_up() -> None:
+    # Each `--workers N` process imports the protocol by name before it loads the app.
+    code = (
+        "from uvicorn.importer import import_from_string;"
+        f"print(import_from_string({NODELAY_PROTOCOL!r}).__name__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == NoDelayH11Protocol.__name__

@@ -1,5 +1,5 @@
 """Guessing an admin password or an API token: refused after AUTH_FAILURE_LIMIT failures,
-the right secret included, until the window has passed (research_site.throttle)."""
+the right secret included, until the window has passed (core.throttle)."""
 
 from __future__ import annotations
 

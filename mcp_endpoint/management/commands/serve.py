@@ -13,22 +13,47 @@ and exit 0 (uvicorn's graceful shutdown); on stdio, end of input ends the proces
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from core.knowledge_base import DEFAULT_DIRECTORY
 from mcp_endpoint.scope import InvalidScope, parse_collections, set_process_default
 
 TRANSPORTS = ("stdio", "http", "sse")
 logger = logging.getLogger(__name__)
+
+
+class NoDelayH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol (h11) with Nagle's algorithm off on every connection.
+
+    With `--workers N` uvicorn binds the listening socket itself and hands it to its worker
+    processes; the connections those accept do not get TCP_NODELAY from asyncio, so a small
+    response waits for the client's delayed ACK: about 45 ms more per keep-alive request
+    (uvicorn #3149, still in 0.54; measured in benchmarks/README.md, "Load"). Setting the
+    option ourselves makes one worker and N workers answer alike. Each worker imports it by
+    `NODELAY_PROTOCOL` before Django is set up, so this module imports no models.
+    """
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+
+
+NODELAY_PROTOCOL = f"{__name__}:{NoDelayH11Protocol.__name__}"
 
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
@@ -239,7 +264,7 @@ class Command(BaseCommand):
             "forwarded_allow_ips": trusted or None,
             "lifespan": "on",
             "timeout_graceful_shutdown": 30,
-            "http": "mcp_endpoint.protocol:NoDelayH11Protocol",
+            "http": NODELAY_PROTOCOL,
         }
 
     def _serve_http(self, transport: str, options: dict[str, Any]) -> None:
