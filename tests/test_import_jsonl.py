@@ -172,3 +172,31 @@ def test_malformed_anthology_urls_are_repaired_and_reported(tmp_path: Path) -> N
     assert cost.metadata["alternates"]["url"] == f"https://aclanthology.org/{lrec}"
     transfer = Paper.objects.get(title__startswith="Parameter Transfer")
     assert transfer.source_url == doi and transfer.pdf_url == ""  # no PDF address known
+
+
+CRANFIELD = Path(__file__).parent / "fixtures" / "cranfield" / "cranfield_slice.jsonl"
+
+
+def test_cranfield_papers_sharing_a_title_stay_apart_and_keep_their_ids() -> None:
+    out, _ = run(str(CRANFIELD))
+    assert "41 records" in out and "0 failed" in out
+    # 17 different papers filed as "note on creep buckling of columns", most without
+    # author or year, and two same-title, same-author, same-year papers (259 / 1259)
+    # whose abstracts differ: all kept. Two pairs are one paper each (same title and
+    # first author, abstracts agreeing): 1274 / 1319 and 843 / 889.
+    assert Paper.objects.filter(title_key="note on creep buckling of columns").count() == 17
+    assert Paper.objects.count() == 39
+    ids = set(Paper.objects.values_list("source_id", flat=True))
+    assert {"cran-1018", "cran-1035", "cran-259", "cran-1259"} <= ids
+    merged = Paper.objects.get(source_id="cran-1274")
+    assert merged.metadata["alternates"]["source_id"] == [
+        {"value": "cran-1319", "source": "cranfield", "source_id": "cran-1319"}
+    ]
+
+
+def test_records_of_other_collections_keep_their_id_as_source_id(tmp_path: Path) -> None:
+    target = tmp_path / "scifact.jsonl"
+    target.write_text(json.dumps({"id": 4983, "title": "Microstructural development"}) + "\n")
+    run(str(target), "--source", "scifact")
+    paper = Paper.objects.get()
+    assert (paper.source, paper.source_id) == ("scifact", "4983")

@@ -105,6 +105,10 @@ def record_from_json(data: dict[str, Any], default_source: str = "jsonl") -> Pap
             "paper_id", "id", "authors_detail", "projects", "created_at", "updated_at",
             "publication", "has_pdf", "summaries", "annotation_count", "project_id",
         )  # fmt: skip
+        source_id = values.pop("id", None)
+        if "paper_id" not in values and source_id is not None and not values.get("source_id"):
+            # A collection's own id (SciFact's, Cranfield's): the record keeps it.
+            values["source_id"] = str(source_id)
         for name in derived:
             values.pop(name, None)
         if values.get("citekey"):
