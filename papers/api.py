@@ -117,6 +117,9 @@ class PaperBrief(Schema):
     keywords: list[str] = Field(default_factory=list)
     doi: str | None = None
     arxiv_id: str | None = None
+    source_id: str | None = Field(
+        default=None, description="The source's own id (ACL Anthology id, a collection's id)."
+    )
     url: str | None = Field(default=None, description="The paper's page at its source.")
     pdf_url: str | None = None
     pages: str | None = None
