@@ -228,6 +228,9 @@ class ExportFileIn(Schema):
         default=None, description="For the bibliography format: a CSL style id (default apa)."
     )
     locale: CitationLocale | None = None
+    abstracts: bool = Field(
+        default=True, description="false: leave abstracts out (most of a BibTeX export)."
+    )
 
 
 class ExportFile(Schema):
@@ -288,6 +291,9 @@ class ExportQuery(Schema):
         default=None, description="For the bibliography format: a CSL style id (default apa)."
     )
     locale: CitationLocale | None = None
+    abstracts: bool = Field(
+        default=True, description="false: leave abstracts out (most of a BibTeX export)."
+    )
 
 
 class CiteQuery(Schema):
@@ -376,7 +382,9 @@ def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpRespon
     if not query.paper_ids and not query.project_id:
         raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
-    content = render_export(papers, query.format, style=query.style, locale=query.locale)
+    content = render_export(
+        papers, query.format, style=query.style, locale=query.locale, abstracts=query.abstracts
+    )
     fmt = query.format.strip().lower()
     content_type = EXPORT_CONTENT_TYPES.get(fmt, "text/plain")
     response = HttpResponse(content, content_type=f"{content_type}; charset=utf-8")
@@ -397,6 +405,7 @@ def export_to_file(request: HttpRequest, body: ExportFileIn) -> dict[str, Any]:
     result = export_search_results(
         fmt=body.format, refs=body.paper_ids, project=body.project_id, filename=body.filename,
         overwrite=body.overwrite, inline_max_bytes=0, style=body.style, locale=body.locale,
+        abstracts=body.abstracts,
     )  # fmt: skip
     return result
 
