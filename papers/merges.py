@@ -132,6 +132,7 @@ def wrong_merge_split(merge: WrongMerge) -> WrongMerge:
             for entry in alternates[name]
             if not (name == "abstract" and entry in merge.entries)
             and str(entry.get("source_id") or "") not in split_ids
+            and not (name == "source_id" and entry.get("value") in split_ids)
         ]
         if kept:
             alternates[name] = kept

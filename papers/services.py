@@ -376,7 +376,7 @@ def _note_alternate(paper: Paper, name: str, value: Any, source: str, source_id:
     if any(entry.get("value") == value for entry in entries):
         return False
     entry = {"value": value, "source": source}
-    if source_id:
+    if source_id and name != "source_id":  # there the value says it
         entry["source_id"] = source_id
     entries.append(entry)
     return True
@@ -436,7 +436,7 @@ def _merge_into(
     if not paper.source_id and record.source_id:
         paper.source_id, changed = record.source_id, True
     elif record.source_id and record.source_id != paper.source_id:
-        changed |= _note_alternate(paper, "source_id", record.source_id, source, source_id)
+        changed |= _note_alternate(paper, "source_id", record.source_id, source)
     for name in ("citation_count", "versions_count"):
         if getattr(record, name) > getattr(paper, name):
             setattr(paper, name, getattr(record, name))

@@ -43,7 +43,7 @@ def wrongly_merged() -> Paper:
             {"value": ARXIV, "source": "arxiv"},
         ],
         "year": [{"value": 1961, "source": "cranfield", "source_id": "cran-1024"}],
-        "source_id": [{"value": "cran-1024", "source": "cranfield", "source_id": "cran-1024"}],
+        "source_id": [{"value": "cran-1024", "source": "cranfield"}],
         "metadata.citation": [{"value": "naca tn 4000", "source": "cranfield"}],
     }
     paper.save()
