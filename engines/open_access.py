@@ -37,10 +37,10 @@ from django.db import connections
 
 from core.errors import EngineUnavailable, NotFound
 from engines import http
-from engines.acl import anthology_id
 from engines.base import BaseSearchEngine, EngineError, PaperNotFoundAtSource
 from engines.ratelimit import acquire
 from engines.registry import registry
+from papers.acl import anthology_id
 from papers.identifiers import normalize_doi
 from papers.models import Paper, PaperIdentifier, PaperPdf
 from papers.pdf import fetch

@@ -16,7 +16,6 @@ from django.conf import settings
 
 from core.errors import InvalidInput
 from engines import http
-from engines.acl import anthology_pdf_url
 from engines.base import (
     AUTHOR,
     CATEGORIES,
@@ -31,6 +30,7 @@ from engines.base import (
     PaperRef,
     SearchRequest,
 )
+from papers.acl import anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
 

@@ -18,11 +18,11 @@ from typing import Any
 from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines.acl import anthology_id, anthology_page_url, anthology_pdf_url
 from engines.base import EngineError, PaperRef
 from engines.http import path_segment
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
+from papers.acl import anthology_id, anthology_page_url, anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.models import Paper
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord

@@ -117,6 +117,9 @@ class PaperBrief(Schema):
     keywords: list[str] = Field(default_factory=list)
     doi: str | None = None
     arxiv_id: str | None = None
+    source_id: str | None = Field(
+        default=None, description="The source's own id (ACL Anthology id, a collection's id)."
+    )
     url: str | None = Field(default=None, description="The paper's page at its source.")
     pdf_url: str | None = None
     pages: str | None = None
@@ -226,6 +229,9 @@ class ExportFileIn(Schema):
         default=None, description="For the bibliography format: a CSL style id (default apa)."
     )
     locale: CitationLocale | None = None
+    abstracts: bool = Field(
+        default=True, description="false: leave abstracts out (most of a BibTeX export)."
+    )
 
 
 class ExportFile(Schema):
@@ -286,6 +292,9 @@ class ExportQuery(Schema):
         default=None, description="For the bibliography format: a CSL style id (default apa)."
     )
     locale: CitationLocale | None = None
+    abstracts: bool = Field(
+        default=True, description="false: leave abstracts out (most of a BibTeX export)."
+    )
 
 
 class CiteQuery(Schema):
@@ -374,7 +383,9 @@ def export_inline(request: HttpRequest, query: Query[ExportQuery]) -> HttpRespon
     if not query.paper_ids and not query.project_id:
         raise InvalidInput("Give paper_ids, a project_id, or both.", field="paper_ids")
     papers = paper_selectors.papers_filter(refs=query.paper_ids, project=query.project_id)
-    content = render_export(papers, query.format, style=query.style, locale=query.locale)
+    content = render_export(
+        papers, query.format, style=query.style, locale=query.locale, abstracts=query.abstracts
+    )
     fmt = query.format.strip().lower()
     content_type = EXPORT_CONTENT_TYPES.get(fmt, "text/plain")
     response = HttpResponse(content, content_type=f"{content_type}; charset=utf-8")
@@ -395,6 +406,7 @@ def export_to_file(request: HttpRequest, body: ExportFileIn) -> dict[str, Any]:
     result = export_search_results(
         fmt=body.format, refs=body.paper_ids, project=body.project_id, filename=body.filename,
         overwrite=body.overwrite, inline_max_bytes=0, style=body.style, locale=body.locale,
+        abstracts=body.abstracts,
     )  # fmt: skip
     return result
 

@@ -3,7 +3,8 @@
 
 The matching itself is the upsert's own (`papers.services`), so a preview can never
 disagree with what the import then does: DOI, arXiv id, another identifier of the same
-scheme, then title + year + first author. Read-only: nothing is written.
+scheme, then the same title with enough evidence and none against
+(`papers.matching.same_paper_by_title`). Read-only: nothing is written.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ and written to a file beyond that (or when a file name is given).
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -74,11 +75,13 @@ def export_papers(
     style: str | None = None,
     locale: str | None = None,
     progress: Callable[[int], None] | None = None,
+    abstracts: bool = True,
 ) -> ExportResult:
     """Write papers (relations prefetched, e.g. from `selectors.papers_filter`) to a file
     in EXPORTS_DIR and say where. `content`: the export already rendered (render_export);
     `style`/`locale`: the CSL style and locale of a bibliography (render_export);
-    `progress` is told of each paper rendered (render_export).
+    `progress` is told of each paper rendered and `abstracts=False` leaves abstracts out
+    (render_export).
 
     `filename` is a name without folders, of letters, digits, '-', '_', '.' and spaces;
     the extension of the format is added (a name that already ends in it is kept as is).
@@ -92,7 +95,9 @@ def export_papers(
     fmt = _check_format(fmt)
     papers = list(papers)
     if content is None:
-        text = render_export(papers, fmt, style=style, locale=locale, progress=progress)
+        text = render_export(
+            papers, fmt, style=style, locale=locale, progress=progress, abstracts=abstracts
+        )
     else:
         text = content
     folder = Path(settings.EXPORTS_DIR)
@@ -125,6 +130,7 @@ def export_search_results(
     write: bool = True,
     style: str | None = None,
     locale: str | None = None,
+    abstracts: bool = True,
 ) -> dict[str, Any]:
     """Export papers named by reference (any paper id form), a whole project (id or name;
     no need to list its papers), or the listed papers that are in the project.
@@ -135,7 +141,7 @@ def export_search_results(
     With `filename` the file is always written (never over an existing one unless
     `overwrite`: `refs-2.bib` instead), and its content is inline too when small.
     With `write=False` (a read-only server) nothing is ever written: the export comes back
-    inline or not at all, and `filename` is refused.
+    inline or not at all, and `filename` is refused. `abstracts=False` leaves abstracts out.
 
     Returns {success, format, count, size (bytes), content (inline only), path (written
     only: relative to the knowledge base), filename (written only)}. Raises InvalidInput
@@ -154,7 +160,7 @@ def export_search_results(
             field="filename",
         )
     papers = list(papers_filter(refs=refs or None, project=project or None, scope=scope))
-    content = render_export(papers, fmt, style=style, locale=locale)
+    content = render_export(papers, fmt, style=style, locale=locale, abstracts=abstracts)
     size = len(content.encode("utf-8"))
     limit = settings.EXPORT_INLINE_MAX_BYTES if inline_max_bytes is None else inline_max_bytes
     inline = size <= limit
@@ -192,11 +198,13 @@ def render_export(
     style: str | None = None,
     locale: str | None = None,
     progress: Callable[[int], None] | None = None,
+    abstracts: bool = True,
 ) -> str:
     """The export as text, for interfaces that return it inline (MCP, REST, --stdout).
     `style` (a CSL style id, default apa) and `locale` (default: the style's) apply to the
     `bibliography` format only. `progress(1)` is called as each paper is rendered (a
-    command's progress bar).
+    command's progress bar). `abstracts=False` leaves abstracts out, in every format (they
+    are most of a BibTeX export: 66 % of its bytes for 500 ACL papers with abstracts).
 
     Raises InvalidInput for an unknown format, an empty selection, a style or locale given
     for another format, or an unknown style or locale.
@@ -211,11 +219,24 @@ def render_export(
     papers = list(papers)
     if not papers:
         raise InvalidInput("No papers to export: the selection is empty.", field="papers")
+    if not abstracts:
+        papers = [_without_abstract(paper) for paper in papers]
     if progress is not None:
         papers = _Counting(papers, progress)
     if fmt == "bibliography":
         return render_bibliography(papers, style=style, locale=locale)
     return RENDERERS[fmt](papers)
+
+
+def _without_abstract(paper: Paper) -> Paper:
+    """A copy of the paper, for rendering only, with no abstract (nor abstract alternates)."""
+    shown = copy.copy(paper)
+    shown.abstract = ""
+    alternates = paper.metadata.get("alternates")
+    if isinstance(alternates, dict) and "abstract" in alternates:
+        others = {k: v for k, v in alternates.items() if k != "abstract"}
+        shown.metadata = {**paper.metadata, "alternates": others}
+    return shown
 
 
 class _Counting(list[Paper]):

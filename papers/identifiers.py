@@ -80,6 +80,18 @@ _DOI_PREFIXES = re.compile(
 _DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
 
 
+# A page range: two page numbers (or roman numerals, 'S12') joined by hyphens or a dash.
+_PAGE_RANGE = re.compile(r"^\s*(\w+)\s*(?:-{1,3}|[\u2010-\u2015\u2212])\s*(\w+)\s*$")
+
+
+def page_range(pages: str) -> str:
+    """Pages stored one way: a range as 'first--last' (BibTeX's range; CSL and RIS read
+    it), whatever the source's dash: '67-79', '67 – 79' and '67--79' give '67--79'.
+    Anything else (one page, 'e1234', free text) is returned as it was."""
+    match = _PAGE_RANGE.match(pages)
+    return f"{match.group(1)}--{match.group(2)}" if match else pages
+
+
 def normalize_doi(raw: object) -> str | None:
     """'https://doi.org/10.18653/V1/D18-1057' -> '10.18653/v1/d18-1057'; None if not a DOI.
 

@@ -221,6 +221,9 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
         "source": values["source"],
         "doi": values["doi"],
         "arxiv_id": values["arxiv_id"],
+        # The source's own id (an ACL Anthology id, a collection's document id): with the DOI
+        # and arXiv id, what a caller maps a result back to its own list by.
+        "source_id": values["source_id"] or None,
         "url": values["source_url"] or None,
         "pdf_url": values["pdf_url"] or None,
         "pages": values["pages"] or None,
@@ -242,7 +245,7 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
 BRIEF_COLUMNS = (
     "paper_id", "human_id", "citekey", "title", "year", "source", "doi", "arxiv_id",
     "publication_info", "volume", "number", "pages", "publisher", "source_url", "pdf_url",
-    "retraction_status",
+    "retraction_status", "source_id",
 )  # fmt: skip
 
 

@@ -1,10 +1,13 @@
 """Writes to the paper library: upsert with de-duplication, keywords, citations.
 
 De-duplication order (first hit wins): DOI, arXiv id, another identifier of the same
-scheme (ACL id, citekey alias, engine ids), then the same normalised title in the same year
-with the same first author, unless the two carry contradicting DOIs or arXiv ids.
+scheme (ACL id, engine ids; never a citekey), then the same normalised title with enough
+evidence and none against (`papers.matching.same_paper_by_title`, which also names the
+year rule) and no identifier of the same scheme contradicting.
 Merging never loses information: empty fields are filled, and a value that differs from
-the one kept is recorded under `metadata["alternates"][field]` with its source.
+the one kept is recorded under `metadata["alternates"][field]` with its source (and the
+record's source id, so that `manage.py split_wrong_merges` can rebuild a record merged by
+mistake).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from papers.identifiers import (
     human_id_from_base,
     is_valid_citekey,
 )
+from papers.matching import Description, same_paper_by_title
 from papers.models import (
     Author,
     Category,
@@ -199,17 +203,21 @@ def _find_existing(records: list[PaperRecord]) -> list[int | None]:
     title_rows: list[dict[str, Any]] = [
         dict(row)
         for row in Paper.objects.filter(title_key__in={r.title_key for r in records}).values(
-            "pk", "title_key", "year", "doi", "arxiv_id", "venue__name_key"
+            "pk", "title_key", "year", "doi", "arxiv_id", "venue__name_key", "abstract",
+            "source", "source_id",
         )
-    ]
+    ]  # fmt: skip
+    title_ids = [row["pk"] for row in title_rows]
     first_authors = dict(
-        PaperAuthor.objects.filter(
-            paper_id__in=[row["pk"] for row in title_rows], position=0
-        ).values_list("paper_id", "author__family_name")
+        PaperAuthor.objects.filter(paper_id__in=title_ids, position=0).values_list(
+            "paper_id", "author__family_name"
+        )
     )
+    known_idents = _identifier_pairs(title_ids)
     by_title: dict[str, list[dict[str, Any]]] = {}
     for row in title_rows:
         row["first_author"] = fold_key(first_authors.get(row["pk"], "") or "")
+        row["identifiers"] = known_idents.get(row["pk"], set())
         by_title.setdefault(row["title_key"], []).append(row)
 
     matches: list[int | None] = []
@@ -231,58 +239,42 @@ def _find_existing(records: list[PaperRecord]) -> list[int | None]:
     return matches
 
 
-# A preprint and its publication often differ by a year (arXiv 2024, journal 2023): the
-# same normalised title and first author one year apart is the same paper, unless an
-# identifier of the same scheme says otherwise.
-TITLE_YEAR_TOLERANCE = 1
-
-
 def _title_match(record: PaperRecord, candidates: list[dict[str, Any]]) -> int | None:
-    exact = [row for row in candidates if row["year"] == record.year]
-    match = _title_match_in(record, exact)
-    if match is not None or not record.first_author_family or record.year is None:
-        return match
-    near = [
-        row
-        for row in candidates
-        if row["year"] is not None
-        and row["year"] != record.year
-        and abs(row["year"] - record.year) <= TITLE_YEAR_TOLERANCE
-        and row["first_author"]
-        and not _identifiers_conflict(record, int(row["pk"]))
-    ]
-    return _title_match_in(record, near)
+    """The paper with the record's title that `papers.matching.same_paper_by_title`
+    accepts and no identifier of the same scheme contradicts; one of the same year first."""
+    incoming = Description(
+        first_author=record.first_author_family,
+        year=record.year,
+        venue=fold_key(record.venue) if record.venue else "",
+        abstract=record.abstract,
+        doi=record.doi or "",
+        arxiv_id=record.arxiv_id or "",
+        source=record.source,
+        source_id=record.source_id,
+    )
+    for row in sorted(candidates, key=lambda row: row["year"] != record.year):
+        known = Description(
+            first_author=row["first_author"],
+            year=row["year"],
+            venue=row["venue__name_key"] or "",
+            abstract=row["abstract"] or "",
+            doi=row["doi"] or "",
+            arxiv_id=row["arxiv_id"] or "",
+            source=row["source"],
+            source_id=row["source_id"],
+        )
+        if same_paper_by_title(incoming, known) and not _identifiers_conflict(
+            record, row["identifiers"]
+        ):
+            return int(row["pk"])
+    return None
 
 
-def _identifiers_conflict(record: PaperRecord, paper_id: int) -> bool:
+def _identifiers_conflict(record: PaperRecord, known: set[tuple[str, str]]) -> bool:
     """True when the paper has an identifier of a scheme the record also has, with another
     value (two ACL Anthology ids are two papers, whatever their titles)."""
     schemes = {s: v for s, v in record.identifiers.items() if s not in NON_IDENTIFYING_SCHEMES}
-    if not schemes:
-        return False
-    known = PaperIdentifier.objects.filter(paper_id=paper_id, scheme__in=schemes)
-    return any(schemes[scheme] != value for scheme, value in known.values_list("scheme", "value"))
-
-
-def _title_match_in(record: PaperRecord, candidates: list[dict[str, Any]]) -> int | None:
-    family = record.first_author_family
-    for row in candidates:
-        if record.doi and row["doi"] and record.doi != row["doi"]:
-            continue
-        if record.arxiv_id and row["arxiv_id"] and record.arxiv_id != row["arxiv_id"]:
-            continue
-        if family and row["first_author"] and family != row["first_author"]:
-            continue
-        if (
-            not family
-            and not row["first_author"]
-            and (fold_key(record.venue) != (row["venue__name_key"] or ""))
-        ):
-            # Authorless items ('Advertisements', 'Preface') repeat across issues: without
-            # authors only the same title in the same venue and year is the same item.
-            continue
-        return int(row["pk"])
-    return None
+    return any(scheme in schemes and schemes[scheme] != value for scheme, value in known)
 
 
 # --- one pass: no two records in it duplicate each other ------------------------------
@@ -378,12 +370,15 @@ def _record_text(record: PaperRecord, name: str) -> str:
     return str(getattr(record, name, "") or "")
 
 
-def _note_alternate(paper: Paper, name: str, value: Any, source: str) -> bool:
+def _note_alternate(paper: Paper, name: str, value: Any, source: str, source_id: str = "") -> bool:
     alternates = paper.metadata.setdefault("alternates", {})
     entries = alternates.setdefault(name, [])
     if any(entry.get("value") == value for entry in entries):
         return False
-    entries.append({"value": value, "source": source})
+    entry = {"value": value, "source": source}
+    if source_id and name != "source_id":  # there the value says it
+        entry["source_id"] = source_id
+    entries.append(entry)
     return True
 
 
@@ -394,7 +389,7 @@ def _merge_into(
 
     `current_authors` are the paper's author keys, in order."""
     changed = False
-    source = record.source
+    source, source_id = record.source, record.source_id
     for name in MERGED_TEXT_FIELDS:
         incoming = _record_text(record, name)
         current = getattr(paper, name)
@@ -404,42 +399,44 @@ def _merge_into(
             setattr(paper, name, incoming)
             changed = True
         else:
-            changed |= _note_alternate(paper, name, incoming, source)
+            changed |= _note_alternate(paper, name, incoming, source, source_id)
 
     if record.title != paper.title:
-        changed |= _note_alternate(paper, "title", record.title, source)
+        changed |= _note_alternate(paper, "title", record.title, source, source_id)
     if record.year is not None and paper.year is None:
         paper.year, changed = record.year, True
     elif record.year is not None and record.year != paper.year:
-        changed |= _note_alternate(paper, "year", record.year, source)
+        changed |= _note_alternate(paper, "year", record.year, source, source_id)
     for name in ("doi", "arxiv_id"):
         incoming = getattr(record, name)
         if incoming and not getattr(paper, name):
             setattr(paper, name, incoming)
             changed = True
         elif incoming and incoming != getattr(paper, name):
-            changed |= _note_alternate(paper, name, incoming, source)
+            changed |= _note_alternate(paper, name, incoming, source, source_id)
     if record.venue:
         venue_id = venue_ids.get(fold_key(record.venue))
         if paper.venue_id is None:
             paper.venue_id, changed = venue_id, True
         elif venue_id != paper.venue_id:
-            changed |= _note_alternate(paper, "venue", record.venue, source)
+            changed |= _note_alternate(paper, "venue", record.venue, source, source_id)
     # 'article'/'misc' are what a source says when it does not know the type: a specific
     # type replaces them, and they are never worth keeping as an alternate.
     if record.entry_type != paper.entry_type and record.entry_type not in GENERIC_ENTRY_TYPES:
         if paper.entry_type in GENERIC_ENTRY_TYPES:
             paper.entry_type, changed = record.entry_type, True
         else:
-            changed |= _note_alternate(paper, "entry_type", record.entry_type, source)
+            changed |= _note_alternate(paper, "entry_type", record.entry_type, source, source_id)
     incoming_authors = [a.name for a in record.authors]
     incoming_keys = [a.key[:255] for a in record.authors]
     if incoming_keys and current_authors and incoming_keys != current_authors:
-        changed |= _note_alternate(paper, "authors", incoming_authors, source)
+        changed |= _note_alternate(paper, "authors", incoming_authors, source, source_id)
     if incoming_authors and not current_authors:
         paper.authors_string, changed = ", ".join(incoming_authors), True
     if not paper.source_id and record.source_id:
         paper.source_id, changed = record.source_id, True
+    elif record.source_id and record.source_id != paper.source_id:
+        changed |= _note_alternate(paper, "source_id", record.source_id, source)
     for name in ("citation_count", "versions_count"):
         if getattr(record, name) > getattr(paper, name):
             setattr(paper, name, getattr(record, name))
@@ -457,7 +454,7 @@ def _merge_into(
             paper.metadata[key] = value
             changed = True
         elif paper.metadata[key] != value and key not in ("alternates", "sources"):
-            changed |= _note_alternate(paper, f"metadata.{key}", value, source)
+            changed |= _note_alternate(paper, f"metadata.{key}", value, source, source_id)
     return changed
 
 

@@ -384,3 +384,12 @@ def test_markdown_links_only_web_urls_and_escapes_markup(
     assert "\\[here\\]" in text and "\\<script\\>" in text
     assert "\n# Heading" not in text  # the newline cannot start a heading
     assert "<https://example.org/p?a=1&b=2>" in text
+
+
+def test_export_library_no_abstracts_leaves_them_out_in_every_format(library: list[Paper]) -> None:
+    code, full, _ = run("--format", "bibtex", "--stdout", "--no-progress")
+    assert code == 0 and "abstract = {" in full
+    for fmt in FORMATS:
+        code, out, _ = run("--format", fmt, "--stdout", "--no-progress", "--no-abstracts")
+        assert code == 0 and "Transformers, " not in out, fmt
+    assert Paper.objects.get(title__startswith="Attention").abstract  # nothing is changed

@@ -11,7 +11,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from papers.exports import render_export
 from papers.models import Paper, PaperIdentifier
+from papers.selectors import with_relations
 from projects.models import Project
 
 pytestmark = pytest.mark.django_db
@@ -172,3 +174,56 @@ def test_malformed_anthology_urls_are_repaired_and_reported(tmp_path: Path) -> N
     assert cost.metadata["alternates"]["url"] == f"https://aclanthology.org/{lrec}"
     transfer = Paper.objects.get(title__startswith="Parameter Transfer")
     assert transfer.source_url == doi and transfer.pdf_url == ""  # no PDF address known
+
+
+CRANFIELD = Path(__file__).parent / "fixtures" / "cranfield" / "cranfield_slice.jsonl"
+
+
+def test_cranfield_papers_sharing_a_title_stay_apart_and_keep_their_ids() -> None:
+    out, _ = run(str(CRANFIELD))
+    assert "41 records" in out and "0 failed" in out
+    # 17 different papers filed as "note on creep buckling of columns", most without
+    # author or year, and two same-title, same-author, same-year papers (259 / 1259)
+    # whose abstracts differ: all kept. Two pairs are one paper each (same title and
+    # first author, abstracts agreeing): 1274 / 1319 and 843 / 889.
+    assert Paper.objects.filter(title_key="note on creep buckling of columns").count() == 17
+    assert Paper.objects.count() == 39
+    ids = set(Paper.objects.values_list("source_id", flat=True))
+    assert {"cran-1018", "cran-1035", "cran-259", "cran-1259"} <= ids
+    merged = Paper.objects.get(source_id="cran-1274")
+    assert merged.metadata["alternates"]["source_id"] == [
+        {"value": "cran-1319", "source": "cranfield"}
+    ]
+
+
+def test_records_of_other_collections_keep_their_id_as_source_id(tmp_path: Path) -> None:
+    target = tmp_path / "scifact.jsonl"
+    target.write_text(json.dumps({"id": 4983, "title": "Microstructural development"}) + "\n")
+    run(str(target), "--source", "scifact")
+    paper = Paper.objects.get()
+    assert (paper.source, paper.source_id) == ("scifact", "4983")
+
+
+ACL_RECORDS = Path(__file__).parent / "fixtures" / "acl_records" / "acl_records.jsonl"
+
+
+def test_acl_journal_volume_issue_pages_and_names_are_mapped() -> None:
+    run(str(ACL_RECORDS))
+    cl = Paper.objects.get(source_id="2024.cl-1.2")
+    assert cl.venue is not None and cl.venue.name == "Computational Linguistics"
+    assert (cl.volume, cl.number, cl.pages) == ("50", "1", "25--47")
+    assert cl.publication_date == "2024-03" and cl.entry_type == "article"
+    assert cl.metadata["acl_venue"] == "Computational Linguistics, Volume 50, Issue 1 - March 2024"
+    assert cl.ordered_author_names[:3] == ["Jianhui Pang", "Baosong Yang", "Derek Fai Wong"]
+    assert cl.human_id == "[Pang, J., Yang, B., Wong, D. F., Wan, Y., Liu, D., et al. 2024]"
+    tacl = Paper.objects.get(source_id="2020.tacl-1.1")
+    assert tacl.venue is not None
+    assert tacl.venue.name == "Transactions of the Association for Computational Linguistics"
+    assert (tacl.volume, tacl.number, tacl.pages) == ("8", "", "1--18")
+    iwslt = Paper.objects.get(source_id="2018.iwslt-1.3")
+    assert iwslt.pages == "14--22" and "Yuki Arase" in iwslt.ordered_author_names
+    assert Paper.objects.get(source_id="2023.acl-long.report").pages == "xl--lxxv"
+    bibtex = render_export(with_relations(Paper.objects.filter(pk=cl.pk)), "bibtex")
+    for line in ("journal = {Computational Linguistics}", "volume = {50}", "number = {1}",
+                 "pages = {25--47}", "Yang, Baosong and Wong, Derek Fai"):  # fmt: skip
+        assert line in bibtex

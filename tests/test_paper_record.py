@@ -30,7 +30,7 @@ pytestmark = pytest.mark.django_db
 
 BRIEF_KEYS = {
     "paper_id", "id", "citekey", "title", "year", "venue", "publication", "authors",
-    "keywords", "source", "doi", "arxiv_id", "url", "pdf_url", "pages", "publisher",
+    "keywords", "source", "doi", "arxiv_id", "source_id", "url", "pdf_url", "pages", "publisher",
     "has_pdf", "projects", "summaries", "annotation_count",
 }  # fmt: skip
 

@@ -15,6 +15,7 @@ from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers.citations import csl
 from papers.citations.styles import MAX_CSL_BYTES
+from projects.citations import citations_for_project
 
 PaperRefValue = (
     Annotated[int, Field(ge=1)]
@@ -29,19 +30,28 @@ def register(registry: Registry) -> None:
         title="Format citations",
         description=(
             "Reference-list entries and in-text citations of library papers in a citation "
-            "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML."
+            "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML; name "
+            "the papers, or a project to cite all of its papers."
         ),
         annotations=READ_ONLY,
     )
     def format_citations(
         paper_ids: Annotated[
-            list[PaperRefValue],
+            list[PaperRefValue] | None,
             Field(
                 min_length=1,
                 max_length=settings.MAX_PAGE_SIZE,
                 description="paper_ids, citekeys (as in the BibTeX export) or human ids.",
             ),
-        ],
+        ] = None,
+        project_id: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="A project (id or name): cite all its papers, and paper_ids too.",
+            ),
+        ] = None,
         style: Annotated[
             str,
             Field(
@@ -67,9 +77,9 @@ def register(registry: Registry) -> None:
         ] = None,
         format: Literal["text", "html"] = "text",
     ) -> dict[str, Any]:
-        result = csl.citations_for_refs(
-            refs=list(paper_ids), style=style, locale=locale, locators=locators, output=format,
-            scope=current_scope(),
+        result = citations_for_project(
+            project=project_id, refs=paper_ids or [], style=style, locale=locale,
+            locators=locators, output=format, scope=current_scope(),
         )  # fmt: skip
         answer = result.as_dict()
         del answer["format"]

@@ -21,8 +21,7 @@ from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
-from papers.bibtex import render_bibtex
-from papers.exports import export_search_results
+from papers.exports import export_search_results, render_export
 from projects import selectors as project_selectors
 from projects import services as project_services
 
@@ -122,6 +121,7 @@ class BibtexEntry(BaseModel):
     bibtex: str
 
 
+Abstracts = Annotated[bool, Field(description="false: leave abstracts out (most of the size).")]
 ExportFormat = Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"]
 # Exports up to this size come back inline (about 5,000 tokens); larger ones go to a file.
 INLINE_EXPORT_BYTES = 20_000
@@ -135,6 +135,7 @@ def _export(
     filename: str | None,
     to_file: bool,
     read_only: bool,
+    abstracts: bool = True,
 ) -> dict[str, Any]:
     if read_only and to_file:
         raise InvalidInput(
@@ -144,7 +145,7 @@ def _export(
     return export_search_results(
         fmt=fmt, refs=refs, project=project, filename=filename,
         inline_max_bytes=0 if to_file else INLINE_EXPORT_BYTES, scope=current_scope(),
-        write=not read_only,
+        write=not read_only, abstracts=abstracts,
     )  # fmt: skip
 
 
@@ -363,10 +364,11 @@ def register(registry: Registry) -> None:
         description="One paper's BibTeX entry, keyed by its citekey.",
         annotations=READ_ONLY,
     )
-    def export_paper_bibtex(paper_id: PaperRef) -> BibtexEntry:
+    def export_paper_bibtex(paper_id: PaperRef, abstracts: Abstracts = True) -> BibtexEntry:
         papers = list(paper_selectors.papers_filter(refs=[paper_id], scope=current_scope()))
         paper = papers[0]
-        return BibtexEntry(paper_id=paper.pk, citekey=paper.citekey, bibtex=render_bibtex(papers))
+        bibtex = render_export(papers, "bibtex", abstracts=abstracts)
+        return BibtexEntry(paper_id=paper.pk, citekey=paper.citekey, bibtex=bibtex)
 
     @registry.tool(
         name="export_search_results",
@@ -389,11 +391,12 @@ def register(registry: Registry) -> None:
             str | None, Field(max_length=100, description="Without extension.")
         ] = None,
         to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
+        abstracts: Abstracts = True,
     ) -> dict[str, Any]:
         return _export(
             fmt=format, refs=list(paper_ids) if paper_ids else None,
             project=project_id or None, filename=filename, to_file=to_file,
-            read_only=registry.read_only,
+            read_only=registry.read_only, abstracts=abstracts,
         )  # fmt: skip
 
     @registry.resource(

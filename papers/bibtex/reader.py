@@ -45,6 +45,7 @@ from papers.identifiers import (
     clean_text,
     normalize_arxiv_id,
     normalize_doi,
+    page_range,
     title_key,
 )
 from papers.imports import RawItem
@@ -292,7 +293,7 @@ def record_from_bibtex(entry: Mapping[str, Any]) -> PaperRecord:
         "volume": latex_to_text(take("volume", "")),
         "number": latex_to_text(take("number", "")),
         # '265--283' is kept as written; decoding made it '265–283' on the way.
-        "pages": latex_to_text(take("pages", "")).replace("–", "--").replace("—", "--"),
+        "pages": page_range(latex_to_text(take("pages", "")).replace("–", "--").replace("—", "--")),
         "publisher": publisher,
         "doi": doi or None,
         "arxiv_id": arxiv_id,

@@ -25,7 +25,7 @@ from papers.bibtex.latex import (
     latex_escape,
     protect_title,
 )
-from papers.identifiers import clean_text
+from papers.identifiers import clean_text, page_range
 from papers.models import Paper
 from papers.retractions import retraction_note
 
@@ -110,7 +110,8 @@ def bibtex_entry(paper: Paper) -> Entry:
         if getattr(paper, name):
             fields[name] = latex_escape(getattr(paper, name))
     if paper.pages:
-        fields["pages"] = latex_escape(paper.pages).replace("-{}-", "--")  # '--' is a range
+        # A range is '--' in BibTeX, whichever dash the source used.
+        fields["pages"] = latex_escape(page_range(paper.pages)).replace("-{}-", "--")
     if paper.publisher:
         candidates = PUBLISHER_FIELDS.get(paper.entry_type, DEFAULT_PUBLISHER_FIELDS)
         name = next((n for n in candidates if n not in extras), "publisher")

@@ -54,6 +54,7 @@ PAPERS = {
         title="A Paper In No Project",
         authors=["Ada Lovelace"],
         year=1843,
+        source_id="note-g",
     ),
 }
 

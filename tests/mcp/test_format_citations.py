@@ -37,7 +37,7 @@ async def test_format_citations_is_listed_read_only(library_server: LiveServer) 
     tool = tools["format_citations"]
     assert tool.annotations.read_only_hint is True
     properties = tool.input_schema["properties"]
-    assert set(properties) == {"paper_ids", "style", "locale", "locators", "format"}
+    assert set(properties) == {"paper_ids", "project_id", "style", "locale", "locators", "format"}
     assert properties["paper_ids"]["maxItems"] == 100
 
 
@@ -145,3 +145,26 @@ async def test_the_four_styles_match_the_reference_output_over_mcp(
         citekey, reference, in_text,
     )  # fmt: skip
     assert answer["citation"] == in_text
+
+
+async def test_a_project_is_formatted_without_listing_its_papers_first(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    async with mcp_client(library_server.mcp_url) as client:
+        by_name = tool_data(
+            await client.call_tool("format_citations", {"project_id": "NLP Reading"})
+        )
+        by_id = tool_data(
+            await client.call_tool(
+                "format_citations",
+                {"project_id": knowledge_base.project("nlp"), "style": "apa"},
+            )
+        )
+        unknown = await client.call_tool("format_citations", {"project_id": "No Such Project"})
+        with pytest.raises(MCPError, match="Give paper_ids or a project_id"):
+            await client.call_tool("format_citations", {"style": "apa"})
+    cited = {entry["paper_id"] for entry in by_name["entries"]}
+    assert cited == {knowledge_base.paper(n)["paper_id"] for n in ("attention", "bert")}
+    assert by_id["entries"] == by_name["entries"]
+    assert by_name["citation"] == "(Devlin & Chang, 2019; Vaswani & Shazeer, 2017)"
+    assert "No Such Project" in tool_error(unknown)["message"]

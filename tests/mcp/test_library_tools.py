@@ -257,6 +257,27 @@ async def test_export_paper_bibtex_returns_an_entry(
     assert tool_error(missing)["code"] == "not_found"
 
 
+async def test_bibtex_exports_leave_abstracts_out_when_asked(
+    library_server: LiveServer, knowledge_base: KnowledgeBase
+) -> None:
+    nlp, attention = knowledge_base.project("nlp"), knowledge_base.paper("attention")
+    project = {"format": "bibtex", "project_id": nlp}
+    async with mcp_client(library_server.mcp_url) as client:
+        full = tool_data(await client.call_tool("export_search_results", project))
+        lean = tool_data(
+            await client.call_tool("export_search_results", {**project, "abstracts": False})
+        )
+        one = tool_data(
+            await client.call_tool(
+                "export_paper_bibtex", {"paper_id": attention["paper_id"], "abstracts": False}
+            )
+        )
+    assert full["content"].count("abstract = {") == 2
+    assert "abstract" not in lean["content"] and "abstract" not in one["bibtex"]
+    assert lean["count"] == 2 and lean["size"] < full["size"]
+    assert attention["citekey"] in one["bibtex"]
+
+
 async def test_export_search_results_writes_a_file_in_exports(
     library_server: LiveServer, knowledge_base: KnowledgeBase, mode: str
 ) -> None:

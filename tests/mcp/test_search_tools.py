@@ -88,6 +88,19 @@ async def test_search_papers_ranks_local_hits_with_snippets_and_engine_status(
     assert page["has_more"] is False and page.get("next_offset") is None
 
 
+async def test_search_results_carry_the_identifiers_an_agent_maps_back_by(
+    library_server: LiveServer,
+) -> None:
+    arguments = {"query": "attention OR bert OR project", "engines": "local"}
+    page = tool_data(await call(library_server.mcp_url, "search_papers", arguments))
+    hits = {hit["title"]: hit for hit in page["results"]}
+    assert hits["Attention Is All You Need"]["doi"] == "10.5555/3295222.3295349"
+    assert hits["BERT: Pre-training of Deep Bidirectional Transformers"]["arxiv_id"] == "1810.04805"
+    assert hits["A Paper In No Project"]["source_id"] == "note-g"
+    # an identifier the paper lacks costs nothing
+    assert "source_id" not in hits["Attention Is All You Need"]
+
+
 @pytest.mark.parametrize("engines", [None, "local", ["local"], ["LOCAL", "local"]])
 async def test_local_engine_can_be_named_in_every_form(
     library_server: LiveServer, engines: Any

@@ -82,6 +82,11 @@ class Command(BaseCommand):
             "--locale", help="For --format bibliography: e.g. en-GB (default: the style's)."
         )
         parser.add_argument(
+            "--no-abstracts",
+            action="store_true",
+            help="Leave abstracts out (most of a BibTeX export's size).",
+        )
+        parser.add_argument(
             "--no-progress", action="store_true", help="Do not draw the progress bars."
         )
         parser.add_argument(
@@ -98,6 +103,7 @@ class Command(BaseCommand):
             raise CommandError("--ids names no papers.", returncode=EXIT_BAD_INPUT)
         style = _style_argument(options.get("style"))
         locale = options.get("locale")
+        abstracts = not options["no_abstracts"]
         hidden = options["no_progress"]
         try:
             papers = _read(papers_filter(refs=refs, project=options.get("project")), hidden)
@@ -106,8 +112,9 @@ class Command(BaseCommand):
             ) as bar:
                 if options["print_content"]:
                     content = render_export(
-                        papers, options["format"], style=style, locale=locale, progress=bar.update
-                    )
+                        papers, options["format"], style=style, locale=locale,
+                        progress=bar.update, abstracts=abstracts,
+                    )  # fmt: skip
                 else:
                     result = export_papers(
                         papers=papers,
@@ -117,6 +124,7 @@ class Command(BaseCommand):
                         style=style,
                         locale=locale,
                         progress=bar.update,
+                        abstracts=abstracts,
                     )
             if options["print_content"]:
                 self.stdout.write(content, ending="")
