@@ -374,6 +374,9 @@ SESSION_COOKIE_HTTPONLY = True
 # stops Django from recording the login time (`update_last_login`).
 if MCP_READ_ONLY:
     SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+    # Every other write a page could ask for is hidden or refused with 403
+    # (research_site/read_only.py), never sent to the read-only database (HTTP 500).
+    MIDDLEWARE.append("research_site.read_only.ReadOnlyMiddleware")
 
 # --- logging: stderr only (stdout belongs to the stdio transport) -------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
