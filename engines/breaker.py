@@ -18,6 +18,19 @@ Redis cannot be reached, pybreaker reads the breaker as closed (calls go through
 pybreaker holds a lock for the whole guarded call; one breaker object per thread over the
 same storage keeps calls to one engine from queueing behind each other.
 
+An engine that accepts connections and never answers would otherwise hold every call for
+its whole deadline until enough of them had failed (50 calls of 20 s, measured). So each
+process also knows whether an engine *answers*: it does for TRUST_SECONDS after any
+answer (a response's first byte through engines/http.py, or a call that ended without a
+counted failure). A call to an engine not known to answer is its *probe*: it alone goes
+to the source; calls arriving meanwhile do not queue for the engine or reach it, they
+wait for the probe to answer until ENGINE_PROBE_WAIT_SECONDS after it began (and at most
+their deadline), then give up as `unreachable` (reason `circuit_open`); once the probe has
+been silent that long, calls give up at once. A probe that ends without
+any answer (a time-out, a dropped connection) opens the breaker at once, whatever
+ENGINE_BREAKER_FAILURES says; a time-out of a call to a trusted engine withdraws the trust,
+so the next call is a probe. docs/RELIABILITY.md has the measurements.
+
 Why the breaker opened is kept beside it (`last_failure`, in the engines cache), so a
 refused call and `list_search_engines` can say "name resolution failed" and when the next
 try comes.
@@ -26,6 +39,7 @@ try comes.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,7 +54,14 @@ import redis
 from django.conf import settings
 from django.core.cache import caches
 
-from engines.base import EngineError, EngineUnreachable, RateLimited, TransientEngineError
+from engines import http
+from engines.base import (
+    EngineError,
+    EngineTimeout,
+    EngineUnreachable,
+    RateLimited,
+    TransientEngineError,
+)
 from engines.cache import store_unreachable
 
 logger = logging.getLogger(__name__)
@@ -49,6 +70,8 @@ T = TypeVar("T")
 NAMESPACE = "research-mcp-engine-breaker"
 # How long a recorded failure is kept when the breaker does not hold it open longer.
 FAILURE_MEMORY_SECONDS = 600
+# How long an engine counts as answering after its last answer (see the docstring).
+TRUST_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -169,8 +192,109 @@ def call(engine_id: str, function: Callable[[], T]) -> T:
     _recorded.add(engine_id)
     guard = breaker(engine_id)
     check(engine_id)
-    with _trial(engine_id, guard):
+    with _trial(engine_id, guard), _probe(engine_id, guard):
         return _guarded_call(engine_id, guard, function)
+
+
+# --- probes: one call at a time to an engine not known to answer --------------------------
+
+
+@dataclass
+class _Gate:
+    answered_at: float = -math.inf
+    probe: threading.Event | None = None  # set once the probe under way has answered or ended
+    probe_started: float = 0.0
+
+
+_gates: dict[str, _Gate] = {}
+_gates_lock = threading.Lock()
+
+
+def _gate(engine_id: str) -> _Gate:
+    return _gates.setdefault(engine_id, _Gate())
+
+
+def _trusted(gate: _Gate) -> bool:
+    return time.monotonic() - gate.answered_at < TRUST_SECONDS
+
+
+def answered(engine_id: str) -> None:
+    """The engine answered (any status): it is trusted, and calls waiting for its probe go."""
+    with _gates_lock:
+        gate = _gate(engine_id)
+        gate.answered_at = time.monotonic()
+        if gate.probe is not None:
+            gate.probe.set()
+
+
+def await_probe(engine_id: str, deadline: float) -> None:
+    """Return at once unless a probe of the engine is under way; then wait for it to answer
+    until ENGINE_PROBE_WAIT_SECONDS after the probe began (and at most until `deadline`, a
+    time.monotonic() value), and raise BreakerOpen if it has not. Callers call this before
+    queueing for the engine."""
+    with _gates_lock:
+        gate = _gate(engine_id)
+        pending = None if _trusted(gate) else gate.probe
+        started = gate.probe_started
+    if pending is None:
+        return
+    # Measured from the probe's start: once it has been silent that long, every call is
+    # refused at once (they would otherwise hold MCP's open-world places while waiting).
+    now = time.monotonic()
+    pending.wait(max(0.0, min(started + settings.ENGINE_PROBE_WAIT_SECONDS, deadline) - now))
+    with _gates_lock:
+        if _trusted(gate):
+            return
+    check(engine_id)  # the probe failed: its breaker is open
+    waited = time.monotonic() - started
+    raise BreakerOpen(
+        engine_id,
+        BreakerState("half-open", float(settings.ENGINE_PROBE_WAIT_SECONDS), {
+            "reason": "no_answer",
+            "message": f"a call to it has waited {waited:.0f} s without an answer",
+        }),
+    )  # fmt: skip
+
+
+@contextmanager
+def _probe(engine_id: str, guard: pybreaker.CircuitBreaker) -> Iterator[None]:
+    """Run the call as the engine's probe when it is not known to answer (the docstring);
+    wait for the probe under way when there is one."""
+    deadline = http.current_deadline() or time.monotonic() + settings.ENGINE_DEADLINE_SECONDS
+    while True:
+        with _gates_lock:
+            gate = _gate(engine_id)
+            if _trusted(gate):
+                probing = None
+                break
+            if gate.probe is None:
+                probing = gate.probe = threading.Event()
+                gate.probe_started = time.monotonic()
+                break
+        await_probe(engine_id, deadline)  # returns once the engine answered
+    try:
+        with http.on_answer(lambda: answered(engine_id)):
+            yield
+    except EngineError as error:
+        if counts(error):
+            with _gates_lock:
+                # No status came back (a time-out, a dropped connection): nothing answered.
+                unanswered = not _trusted(gate) and error.http_status is None
+                if isinstance(error, EngineTimeout):
+                    gate.answered_at = -math.inf  # the next call is a probe
+            if probing is not None and unanswered and guard.current_state != "open":
+                guard.open()  # a probe nothing answered: open now, not after N of them
+        else:
+            answered(engine_id)
+        raise
+    else:
+        answered(engine_id)
+    finally:
+        if probing is not None:
+            with _gates_lock:
+                if gate.probe is probing:
+                    gate.probe = None
+            probing.set()
 
 
 @contextmanager
@@ -315,6 +439,8 @@ def reset_all() -> None:
     with _trials_lock:
         _trials.clear()
     _local.__dict__.clear()
+    with _gates_lock:
+        _gates.clear()
     if settings.REDIS_URL:
         try:
             client = _redis()

@@ -67,6 +67,25 @@ def call_deadline(deadline: float) -> Iterator[None]:
         _call_deadline.reset(token)
 
 
+def current_deadline() -> float | None:
+    """The monotonic time by which the engine call under way must end, if one is set."""
+    return _call_deadline.get()
+
+
+# Called when a response's status line arrives: the source answers (engines/breaker.py).
+_answer_hook: ContextVar[Callable[[], None] | None] = ContextVar("engine_answer", default=None)
+
+
+@contextmanager
+def on_answer(callback: Callable[[], None]) -> Iterator[None]:
+    """Requests made inside call `callback` as soon as an answer (any status) begins."""
+    token = _answer_hook.set(callback)
+    try:
+        yield
+    finally:
+        _answer_hook.reset(token)
+
+
 def request_timeouts(connect: float, read: float) -> tuple[float, float]:
     """(connect, read) seconds for one request: the engine's own, cut to what is left of
     the call's deadline."""
@@ -226,6 +245,9 @@ def _get(
             headers=request_headers,
             timeout=httpx.Timeout(read, connect=connect),
         ) as response:
+            hook = _answer_hook.get()
+            if hook is not None:
+                hook()
             body = _read_bounded(response, deadline, engine_name, read)
             status, answer_headers = response.status_code, response.headers
     except httpx.TooManyRedirects:

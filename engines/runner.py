@@ -435,6 +435,10 @@ def call_engine(
 
     with http.call_deadline(deadline):
         try:
+            breaker.await_probe(engine.id, deadline)  # not queued behind a hanging probe
+        except EngineError as exc:
+            return failed(exc, 0)
+        try:
             with _engine_turn(engine, deadline, stop):
                 return attempts()
         except (EngineTimeout, CallCancelled) as exc:  # no turn came in time, or none wanted

@@ -18,3 +18,8 @@ class ResearchSiteConfig(AppConfig):
             # django.contrib.auth saves `last_login` on every login: a write the read-only
             # database refuses. (Sessions are signed cookies in this mode: settings.py.)
             user_logged_in.disconnect(dispatch_uid="update_last_login")
+            # Admin pages become view-only (every admin is registered by now: the admin
+            # app is listed first and its ready() runs autodiscovery).
+            from research_site.read_only import restrict_admin
+
+            restrict_admin()

@@ -9,7 +9,10 @@ copies already.
 
 A restore extracts into a staging folder while hashing, and changes nothing until every
 member has been checked against the manifest; only then does it replace the database and
-the folders.
+the folders. What it extracts has a budget (`restore_budget`), checked against each
+member's declared size before a byte of it is written and against the bytes actually
+written while copying: an archive that would unpack to more than MAX_EXPANSION times its
+own size, or to more than the disk has free, is refused and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ POSTGRES_MEMBER = "database/research.pgdump"
 _SKIPPED_DIRS = {"__pycache__"}
 _CHUNK = 1024 * 1024
 _PG_TIMEOUT = 3600
+# How many times its own size an archive may unpack to. gzip shrinks a library's database
+# and PDFs 1.1-5x; a member that expands 100x is a compression bomb, not a backup.
+MAX_EXPANSION = 100
+# Left free on the disk the staging folder is on: the restore itself needs room after.
+DISK_RESERVE_BYTES = 64 * 1024 * 1024
 
 
 class BackupError(DomainError):
@@ -342,12 +350,14 @@ def backup_restore(
     directory: Path | None = None,
     database: Mapping[str, Any] | None = None,
     migrate: bool = True,
+    max_bytes: int | None = None,
 ) -> RestoreResult:
     """Replace the knowledge base's database and folders with an archive's content.
 
-    The server must be stopped. Every member is checked (safe name, regular file, listed
-    in the manifest with the same sha256) while it is extracted into a staging folder;
-    any problem raises ArchiveInvalid and changes nothing. A library holding papers,
+    The server must be stopped. Every member is checked (safe name, regular file, within
+    the size budget, listed in the manifest with the same sha256) while it is extracted
+    into a staging folder; any problem raises ArchiveInvalid and changes nothing. The
+    budget is `max_bytes` when given, else `restore_budget`. A library holding papers,
     projects or files is only replaced with `force` (else Conflict). Then the database is
     replaced (SQLite: a fsynced copy renamed over the file; PostgreSQL: pg_restore
     --clean --if-exists in one transaction), the folders are swapped in, and migrations
@@ -360,7 +370,8 @@ def backup_restore(
         raise ArchiveInvalid(f"No archive at {archive}.")
     with tempfile.TemporaryDirectory(prefix="restore-", dir=_scratch(directory)) as scratch:
         staging = Path(scratch)
-        manifest = _extract_verified(archive, staging)
+        budget = restore_budget(archive, staging) if max_bytes is None else max_bytes
+        manifest = _extract_verified(archive, staging, budget)
         if manifest["backend"] != backend:
             raise ArchiveInvalid(
                 f"The archive holds a {manifest['backend']} database; this knowledge base "
@@ -407,9 +418,25 @@ def _member_path(name: str) -> PurePosixPath:
     return path
 
 
-def _extract_verified(archive: Path, staging: Path) -> dict[str, Any]:
+def restore_budget(archive: Path, staging: Path) -> int:
+    """The most bytes a restore of `archive` may unpack into `staging`: MAX_EXPANSION
+    times the archive's size, and no more than the staging disk has free (less a reserve)."""
+    free = shutil.disk_usage(staging).free - DISK_RESERVE_BYTES
+    return max(0, min(archive.stat().st_size * MAX_EXPANSION, free))
+
+
+def _over_budget(name: str, size: int, left: int, budget: int) -> ArchiveInvalid:
+    return ArchiveInvalid(
+        f"Member {name!r} holds {size:,} bytes, more than the {left:,} left of the "
+        f"{budget:,} bytes this archive may unpack to (at most {MAX_EXPANSION}x its size "
+        "and what the disk has free): a damaged or hostile archive. Nothing was restored."
+    )
+
+
+def _extract_verified(archive: Path, staging: Path, budget: int) -> dict[str, Any]:
     hashes: dict[str, str] = {}
     manifest_bytes: bytes | None = None
+    left = budget
     try:
         with tarfile.open(archive, mode="r:gz") as tar:
             for member in tar:
@@ -421,12 +448,18 @@ def _extract_verified(archive: Path, staging: Path) -> dict[str, Any]:
                     )
                 if member.name in hashes or (member.name == MANIFEST_NAME and manifest_bytes):
                     raise ArchiveInvalid(f"Member {member.name!r} appears twice.")
+                if member.size > left:  # before a byte of it is written
+                    raise _over_budget(member.name, member.size, left, budget)
                 source = tar.extractfile(member)
                 assert source is not None  # a regular file always has content
                 if member.name == MANIFEST_NAME:
                     manifest_bytes = source.read(16 * _CHUNK)
                     continue
-                hashes[member.name] = _copy_hashed(source, staging / path)
+                digest, written = _copy_hashed(source, staging / path, left)
+                if written > left:
+                    raise _over_budget(member.name, written, left, budget)
+                hashes[member.name] = digest
+                left -= written
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise ArchiveInvalid(f"The archive is corrupt or truncated: {error}.") from None
     if manifest_bytes is None:
@@ -454,14 +487,21 @@ def _extract_verified(archive: Path, staging: Path) -> dict[str, Any]:
     return dict(manifest)
 
 
-def _copy_hashed(source: IO[bytes], target: Path) -> str:
+def _copy_hashed(source: IO[bytes], target: Path, limit: int) -> tuple[str, int]:
+    """Copy `source` to `target`, hashing it; (sha256, bytes). Stops as soon as more than
+    `limit` bytes have come (the count returned is then over `limit`), whatever the
+    member declared."""
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
+    written = 0
     with target.open("xb") as out:
         for chunk in iter(lambda: source.read(_CHUNK), b""):
+            written += len(chunk)
+            if written > limit:
+                break
             digest.update(chunk)
             out.write(chunk)
-    return digest.hexdigest()
+    return digest.hexdigest(), written
 
 
 def _library_content(directory: Path, database: Mapping[str, Any], backend: str) -> str:

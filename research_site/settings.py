@@ -50,6 +50,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every answer carries the CSP: static files and error pages too.
+    "research_site.security_headers.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -251,6 +253,9 @@ ENGINE_CACHE_TTLS = {name: int(ttl) for name, ttl in env_map("ENGINE_CACHE_TTLS"
 # and seconds it stays open before one call is let through to probe.
 ENGINE_BREAKER_FAILURES = env_int("ENGINE_BREAKER_FAILURES", 3, minimum=1)
 ENGINE_BREAKER_RESET_SECONDS = env_int("ENGINE_BREAKER_RESET_SECONDS", 30, minimum=1)
+# While the one call probing an engine not known to answer is under way, others wait this
+# long for its answer, then give up at once (engines/breaker.py).
+ENGINE_PROBE_WAIT_SECONDS = env_int("ENGINE_PROBE_WAIT_SECONDS", 5, minimum=0)
 # Threads of this process that call engines (shared by every search), and calls to one
 # engine under way at once; further calls wait for a turn within their deadline.
 ENGINE_POOL_SIZE = env_int("ENGINE_POOL_SIZE", 16, minimum=1)
@@ -400,6 +405,9 @@ SESSION_COOKIE_HTTPONLY = True
 # stops Django from recording the login time (`update_last_login`).
 if MCP_READ_ONLY:
     SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+    # Every other write a page could ask for is hidden or refused with 403
+    # (research_site/read_only.py), never sent to the read-only database (HTTP 500).
+    MIDDLEWARE.append("research_site.read_only.ReadOnlyMiddleware")
 
 # --- logging: stderr only (stdout belongs to the stdio transport) -------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()

@@ -25,3 +25,6 @@ if settings.API_ENABLED:
 
     urlpatterns += [path("api/", api.urls), re_path(r"^api/", unknown_endpoint)]
 urlpatterns.append(path("", include("mcp_endpoint.urls")))
+if settings.MCP_READ_ONLY:
+    # An add or delete page opened by its address says why it is refused.
+    handler403 = "research_site.read_only.permission_denied"

@@ -7,6 +7,7 @@ in a subprocess, or into a private PostgreSQL database that the test creates and
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -473,3 +474,84 @@ def test_backup_without_pg_dump_exits_2_and_says_so(
         call_command("backup", "--output", str(tmp_path), "--quiet")
     assert error.value.returncode == 2
     assert list(tmp_path.iterdir()) == []  # no partial archive
+
+
+# --- archives that unpack to more than they should ---------------------------------------
+
+
+def bomb_archive(path: Path, declared: int, sent: int) -> Path:
+    """A gzip holding one database member whose header declares `declared` bytes, followed
+    by `sent` zero bytes (a truncated member when sent < declared): a few KB on disk."""
+    member = tarfile.TarInfo("database/research.db")
+    member.size = declared
+    with gzip.open(path, "wb") as out:
+        out.write(member.tobuf(format=tarfile.GNU_FORMAT))
+        zeros = bytes(1024 * 1024)
+        for start in range(0, sent, len(zeros)):
+            out.write(zeros[: min(len(zeros), sent - start)])
+    return path
+
+
+def test_a_member_declaring_2_gib_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+    directory = tmp_path / "kb"
+    ensure_layout(directory)
+    path = bomb_archive(tmp_path / "bomb.tar.gz", declared=2 * 1024**3, sent=4 * 1024 * 1024)
+    written: list[int] = []
+    real_open = Path.open
+
+    def watching_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "x" in mode or "w" in mode:
+            written.append(1)
+        return real_open(self, mode, *args, **kwargs)
+
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        pytest.raises(ArchiveInvalid, match=r"'database/research\.db' holds 2,147,483,648 bytes"),
+    ):
+        patch.setattr(Path, "open", watching_open)
+        backup_restore(
+            archive=path, force=True, directory=directory, database=sqlite_target(directory)
+        )
+    assert written == []  # refused on its header: no staging file was even opened
+    assert list((directory / "temp").iterdir()) == []
+
+
+def test_members_adding_up_past_the_budget_are_refused_and_leave_nothing(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "kb"
+    ensure_layout(directory)
+    path = tmp_path / "many.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for index in range(3):
+            member = tarfile.TarInfo(f"files/downloads/{index}.pdf")
+            member.size = 400_000
+            tar.addfile(member, io.BytesIO(bytes(member.size)))
+    with pytest.raises(ArchiveInvalid, match=r"'files/downloads/2\.pdf' holds 400,000 bytes"):
+        backup_restore(
+            archive=path,
+            force=True,
+            directory=directory,
+            database=sqlite_target(directory),
+            max_bytes=1_000_000,
+        )
+    assert list((directory / "temp").iterdir()) == []
+
+
+def test_the_default_budget_is_a_hundred_times_the_archive(tmp_path: Path) -> None:
+    directory = tmp_path / "kb"
+    ensure_layout(directory)
+    # 64 MiB of zeros gzip to about 64 KB: a thousand times the archive's size.
+    path = bomb_archive(tmp_path / "zeros.tar.gz", declared=64 * 1024**2, sent=64 * 1024**2)
+    with pytest.raises(ArchiveInvalid, match="at most 100x its size"):
+        backup_restore(
+            archive=path, force=True, directory=directory, database=sqlite_target(directory)
+        )
+    assert list((directory / "temp").iterdir()) == []
+
+
+def test_restore_command_refuses_a_bomb_with_exit_2(tmp_path: Path) -> None:
+    path = bomb_archive(tmp_path / "bomb.tar.gz", declared=2 * 1024**3, sent=1024)
+    with pytest.raises(CommandError, match="hostile archive") as error:
+        call_command("restore", str(path), "--force")
+    assert error.value.returncode == 2

@@ -5,6 +5,7 @@ session and the login time were written to the database."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -32,8 +33,17 @@ from papers.schemas import PaperRecord
 from papers.services import paper_upsert
 prepare_knowledge_base()
 User.objects.create_superuser("curator", "curator@example.org", {PASSWORD!r})
-paper_upsert(record=PaperRecord.build(title="A Snapshot Paper On Read-Only Libraries",
-                                      authors=["Rita Reader"], year=2024))
+paper = paper_upsert(record=PaperRecord.build(title="A Snapshot Paper On Read-Only Libraries",
+                                              authors=["Rita Reader"], year=2024,
+                                              keywords=["snapshots"]))[0]
+from projects.services import project_add_papers, project_create
+from projects.watch.services import saved_search_save
+from research_site.tokens import api_token_create
+project_create(name="Frozen Project")
+project_add_papers(project="frozen-project", paper_ids=[paper.pk])
+saved_search_save(name="frozen-watch", query="read-only libraries", engines=["local"],
+                  project="frozen-project")
+api_token_create(user=User.objects.get(username="curator"), name="frozen", scope="read")
 """
 STATE = """
 from django.contrib.auth.models import User
@@ -118,3 +128,106 @@ def test_a_wrong_password_is_refused_in_read_only_mode(snapshot: KnowledgeBase) 
 
 def csrf(browser: Any) -> str:
     return str(browser.cookies.get("csrftoken", ""))
+
+
+# Every registered admin (Django's users and groups included), its first object, every
+# action a superuser sees on a writable server, and the admin's own extra URLs.
+INVENTORY = """
+import json, re
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.test import RequestFactory
+request = RequestFactory().get("/admin/")
+request.user = User.objects.get(username="curator")
+standard = ("changelist", "add", "history", "delete", "change")
+found = []
+for model, model_admin in admin.site._registry.items():
+    first = model._default_manager.order_by("pk").values_list("pk", flat=True).first()
+    routes = [str(p.pattern) for p in model_admin.get_urls()
+              if getattr(p, "name", None) and not p.name.endswith(standard)]
+    found.append({"app": model._meta.app_label, "model": model._meta.model_name,
+                  "pk": None if first is None else str(first),
+                  "actions": sorted(model_admin.get_actions(request)), "routes": routes})
+print(json.dumps(found))
+"""
+COUNTS = """
+from django.apps import apps
+print(sum(m._default_manager.count() for m in apps.get_models()))
+"""
+
+
+def fill(route: str, pk: str) -> str:
+    return re.sub(r"<(?:\w+:)?\w+>", pk, route)
+
+
+def test_every_admin_write_is_hidden_or_refused_with_403_in_read_only_mode(
+    snapshot: KnowledgeBase,
+) -> None:
+    inventory = json.loads(manage(snapshot.env, "shell", "-c", INVENTORY))
+    rows_before = manage(snapshot.env, "shell", "-c", COUNTS)
+    assert {"project", "savedsearch", "apitoken", "user", "keyword"} <= {
+        entry["model"] for entry in inventory
+    }
+    refused: list[str] = []
+    with (
+        running_server(snapshot, env={"MCP_READ_ONLY": "true"}) as server,
+        httpx2.Client(base_url=server.base_url, timeout=30) as browser,
+    ):
+        sign_in(browser)
+        token = csrf(browser)
+
+        def post(url: str, **data: Any) -> httpx2.Response:
+            return browser.post(url, data={"csrfmiddlewaretoken": token, **data},
+                                headers={"Referer": server.base_url + url})  # fmt: skip
+
+        def expect_refused(answer: httpx2.Response, what: str) -> None:
+            assert answer.status_code == 403, (what, answer.status_code, answer.text[:300])
+            assert "read-only" in answer.text, (what, answer.text[:300])
+            refused.append(what)
+
+        for entry in inventory:
+            base = f"/admin/{entry['app']}/{entry['model']}/"
+            listing = browser.get(base)
+            assert listing.status_code == 200, (base, listing.status_code)
+            assert 'class="addlink"' not in listing.text, base  # no Add button
+            expect_refused(browser.get(base + "add/"), f"GET {base}add/")
+            expect_refused(post(base + "add/"), f"POST {base}add/")
+            pk = entry["pk"]
+            if pk is not None:
+                change = browser.get(f"{base}{pk}/change/")
+                assert change.status_code == 200, (base, change.status_code)
+                assert 'name="_save"' not in change.text, base  # view-only form
+                expect_refused(post(f"{base}{pk}/change/", _save="Save"), f"POST {base}change")
+                expect_refused(browser.get(f"{base}{pk}/delete/"), f"GET {base}delete")
+                expect_refused(post(f"{base}{pk}/delete/", post="yes"), f"POST {base}delete")
+            for action in entry["actions"]:
+                answer = post(base, action=action, index="0", _selected_action=pk or "1")
+                if action.startswith("export_"):  # reads only: still served
+                    assert answer.status_code == 200, (base, action, answer.status_code)
+                    assert action not in refused
+                else:
+                    expect_refused(answer, f"action {base} {action}")
+                    assert f'value="{action}"' not in listing.text, (base, action)  # hidden
+            for route in entry["routes"]:
+                expect_refused(post(base + fill(route, pk or "1")), f"POST {base}{route}")
+        expect_refused(post("/alerts/read"), "POST /alerts/read")
+        expect_refused(post("/admin/password_change/"), "POST password_change")
+        log = server.log()
+        # (Django logs a refused add page's PermissionDenied with its traceback: not a 500.)
+        assert "Internal Server Error" not in log and "readonly database" not in log, log[-3000:]
+    assert manage(snapshot.env, "shell", "-c", COUNTS) == rows_before
+    # The six the probe found, among everything refused above.
+    for what in ("POST /admin/projects/project/add/", "POST /admin/research_site/apitoken/add/",
+                 "POST /admin/auth/user/add/", "action /admin/papers/paper/ add_keywords",
+                 "action /admin/projects/savedsearch/ run_now"):  # fmt: skip
+        assert what in refused, sorted(refused)
+
+
+def sign_in(browser: httpx2.Client) -> None:
+    login = browser.get("/admin/login/")
+    answer = browser.post(
+        "/admin/login/",
+        data={"username": "curator", "password": PASSWORD,
+              "csrfmiddlewaretoken": csrf_token(login.text), "next": "/admin/"},
+    )  # fmt: skip
+    assert answer.status_code == 302, answer.text[:500]

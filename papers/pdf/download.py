@@ -2,7 +2,8 @@
 
 A URL from outside must not make the server fetch from its own network: unless
 PDF_ALLOW_PRIVATE_URLS is on, every hop's host is resolved and refused when any address
-is loopback, private, link-local, multicast, reserved or unspecified, and the address the
+is not globally routable unicast (papers/pdf/addresses.py: every IANA special-purpose block,
+and the IPv4 address inside NAT64 and mapped forms), and the address the
 connection actually reaches is checked again before the request is sent (a name that
 resolves differently the second time gains nothing). Redirects are followed by hand, at
 most PDF_MAX_REDIRECTS, each hop checked the same way; proxies from the environment are
@@ -15,7 +16,6 @@ Errors are DownloadFailed with a `reason` and `retryable` (timeouts, refused con
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import time
@@ -26,6 +26,7 @@ from typing import Any
 import httpx2
 from django.conf import settings
 
+from papers.pdf.addresses import address_allowed
 from papers.pdf.errors import DownloadFailed, NotAPdf
 from papers.pdf.files import too_large, write_chunks
 
@@ -39,14 +40,6 @@ ACCEPTED_TYPES = frozenset(
         "binary/octet-stream", "application/force-download", "application/download",
     }
 )  # fmt: skip
-
-
-def address_allowed(address: str) -> bool:
-    """Public unicast addresses only (IPv4-mapped IPv6 judged by its IPv4 address)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
 
 
 def _check_url(url: httpx2.URL) -> None:

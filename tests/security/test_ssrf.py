@@ -32,6 +32,9 @@ def test_pdf_url_to_this_machine_or_its_network_is_refused_unfetched(
         "http://[fd00::1]/x.pdf",
         "http://10.0.0.1/x.pdf",
         "http://192.168.1.1/x.pdf",
+        "http://[64:ff9b::a00:1]/x.pdf",  # 10.0.0.1 through a NAT64 gateway
+        "http://100.64.0.1/x.pdf",  # shared address space (carrier-grade NAT)
+        "http://[2002:a00:1::1]/x.pdf",  # 6to4 carrying 10.0.0.1
         "file:///etc/passwd",
         "ftp://127.0.0.1/x.pdf",
         "gopher://127.0.0.1:6379/_INFO",
@@ -47,6 +50,6 @@ def test_pdf_url_to_this_machine_or_its_network_is_refused_unfetched(
     assert [o["url"] for o in outcomes] == urls
     assert all(o["refused"] for o in outcomes), outcomes
     reasons = {o["url"]: o.get("reason") for o in outcomes}
-    assert {reasons[u] for u in urls[:13]} <= {"private_address", "dns_failed", "bad_url"}, reasons
-    assert {reasons[u] for u in urls[13:]} == {"bad_scheme"}, reasons
+    assert {reasons[u] for u in urls[:16]} <= {"private_address", "dns_failed", "bad_url"}, reasons
+    assert {reasons[u] for u in urls[16:]} == {"bad_scheme"}, reasons
     assert listener.hits == []

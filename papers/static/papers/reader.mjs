@@ -158,7 +158,10 @@ async function main() {
   pdfjs.GlobalWorkerOptions.workerSrc = config.worker;
   say("Loading the PDF…");
   const [document_, listed] = await Promise.all([
-    pdfjs.getDocument({ url: config.pdf, withCredentials: true }).promise,
+    // isEvalSupported: false: pdf.js would otherwise try `new Function` for fonts, which
+    // the Content-Security-Policy (no 'unsafe-eval') refuses and reports.
+    pdfjs.getDocument({ url: config.pdf, withCredentials: true, isEvalSupported: false })
+      .promise,
     fetch(config.annotations, { credentials: "same-origin" }).then((r) => r.json()),
   ]);
   annotations = listed.annotations;

@@ -1,11 +1,13 @@
 """Restore the knowledge base from an archive made by `backup` (docs/BACKUP.md).
 
-    manage.py restore PATH [--force]
+    manage.py restore PATH [--force] [--max-bytes N]
 
 Stop the server (and Celery workers) first: the database is replaced under them. The
 archive is checked completely before anything changes; a library that holds papers,
 projects or files is only replaced with --force. Migrations then upgrade an archive made
-by an older version. Exit codes: 0 restored, 1 the restore failed (pg_restore failing),
+by an older version. An archive that would unpack to more than 100 times its size or
+more than the disk has free is refused before the member is written (--max-bytes sets
+another budget). Exit codes: 0 restored, 1 the restore failed (pg_restore failing),
 2 refused (corrupt or unsafe archive, non-empty library without --force, pg_restore
 missing).
 """
@@ -32,10 +34,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--force", action="store_true", help="Replace a knowledge base that is not empty."
         )
+        parser.add_argument(
+            "--max-bytes",
+            type=int,
+            default=None,
+            help="Most bytes the archive may unpack to (default: 100x its size, at most "
+            "the free disk space).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            result = backup_restore(archive=options["path"], force=options["force"])
+            result = backup_restore(
+                archive=options["path"], force=options["force"], max_bytes=options["max_bytes"]
+            )
         except ToolMissing as error:
             raise CommandError(error.message, returncode=EXIT_BAD_INPUT) from None
         except BackupError as error:
