@@ -1,7 +1,8 @@
 """REST endpoints that search the engines and keep what they find (`/api/engines/search`,
 `/search/author`, `/add-paper`, `/citing`), mirroring the MCP tools `search_papers` /
 `search_by_author` (multi-engine), `add_paper` and `get_citing_papers` over the same
-services (projects/intake.py).
+services (projects/intake.py) with the same arguments and the same answer
+(`MultiEnginePage`).
 
 They live in projects, not engines, because a `project_id` files the results into that
 project (docs/LAYERS.md); research_site mounts them under `/engines` beside engines/api.py.
@@ -17,14 +18,16 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from core.schemas import with_errors
-from engines.base import AUTHOR, CITING, SEARCH, SearchRequest
-from engines.registry import LOCAL_ENGINE
-from engines.runner import EngineCall
+from engines.base import CITING
+from engines.schemas import MultiEnginePage
 from engines.services import EngineSearchResult, engine_ids_resolve
-from papers.search.filters import paper_search_by_author
-from papers.search.local import local_search, search_filters_build, year_of
 from papers.selectors import paper_detail, paper_get
-from projects.intake import citing_papers, engines_search, paper_add_by_identifier
+from projects.intake import (
+    citing_papers,
+    paper_add_by_identifier,
+    search_by_author_everywhere,
+    search_everywhere,
+)
 from projects.selectors import project_get
 
 router = Router(tags=["engines"])
@@ -52,6 +55,9 @@ class EngineSearchIn(Schema):
     categories: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None, max_length=20
     )
+    filters: dict[str, Any] | None = Field(
+        default=None, description="Library metadata filters, as /api/search's."
+    )
     rerank: bool | None = None
 
 
@@ -66,6 +72,8 @@ class AuthorSearchIn(Schema):
 
 
 class EngineSearchOut(Schema):
+    """The citing papers (the searches answer a MultiEnginePage, as their MCP tools)."""
+
     results: list[dict[str, Any]] = Field(description="One entry per paper, with its engines.")
     engines: dict[str, dict[str, Any]] = Field(description="Each engine's status.")
     saved: int = Field(description="Papers new to the library.")
@@ -110,60 +118,30 @@ def _out(result: EngineSearchResult) -> dict[str, Any]:
     "/search",
     operation_id="search_papers",
     summary="Search the library and the external engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: MultiEnginePage}, 403, 404, 503),
 )
-def engines_search_view(request: HttpRequest, body: EngineSearchIn) -> dict[str, Any]:
+def engines_search_view(request: HttpRequest, body: EngineSearchIn) -> MultiEnginePage:
     """Engines run in parallel with a deadline; results are merged into the library."""
-    engine_ids = engine_ids_resolve(body.engines, operation=SEARCH)
-    search = SearchRequest(
-        query=body.query, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to, categories=tuple(body.categories or ()),
+    return search_everywhere(
+        query=body.query, engines=body.engines, limit=body.max_results, offset=body.offset,
+        project_id=body.project_id, date_from=body.date_from, date_to=body.date_to,
+        categories=body.categories or (), filters=body.filters, rerank=body.rerank,
+        save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-    filters = search_filters_build(date_from=body.date_from, date_to=body.date_to)
-    project_ids = _projects(body.project_id)
-
-    def local() -> Any:
-        return local_search(
-            query=body.query, filters=filters, limit=body.max_results, offset=body.offset,
-            rerank=body.rerank,
-        )  # fmt: skip
-
-    calls = [EngineCall.search(e, search) for e in engine_ids if e != LOCAL_ENGINE]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=project_ids, save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
 
 
 @router.post(
     "/search/author",
     operation_id="search_by_author",
     summary="An author's papers from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: MultiEnginePage}, 403, 404, 503),
 )
-def engines_author_view(request: HttpRequest, body: AuthorSearchIn) -> dict[str, Any]:
-    engine_ids = engine_ids_resolve(body.engines, operation=AUTHOR)
-    search = SearchRequest(
-        query=body.author_name, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to,
+def engines_author_view(request: HttpRequest, body: AuthorSearchIn) -> MultiEnginePage:
+    return search_by_author_everywhere(
+        author_name=body.author_name, engines=body.engines, limit=body.max_results,
+        offset=body.offset, project_id=body.project_id, date_from=body.date_from,
+        date_to=body.date_to, save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-
-    def local() -> Any:
-        return paper_search_by_author(
-            name=body.author_name, year_from=year_of(body.date_from),
-            year_to=year_of(body.date_to), limit=body.max_results, offset=body.offset,
-            scope=None,
-        )  # fmt: skip
-
-    calls = [
-        EngineCall.author(e, body.author_name, search) for e in engine_ids if e != LOCAL_ENGINE
-    ]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
 
 
 @router.post(
