@@ -149,15 +149,12 @@ def _answer(
         if name != LOCAL_ENGINE and status["status"] == "ok"
     ]  # fmt: skip
     if not result.results and wanted_external and not answered:
-        down = {
-            name: status.get("message") or status["status"]
-            for name, status in result.engines.items()
-            if name != LOCAL_ENGINE
-        }
-        down |= choice.skipped
+        down = {name: s for name, s in result.engines.items() if name != LOCAL_ENGINE}
+        for name, why in choice.skipped.items():
+            down[name] = {"status": "unavailable", "reason": "known_down", "message": why}
         library = "no match in the library" if choice.local else "the library was not searched"
         raise EnginesUnavailable(
-            f"No results: {library}, and no engine could be asked ({', '.join(down)}).",
+            f"No results: {library}, and no engine answered ({', '.join(down)}).",
             engines=down,
         )
     page = result.local_page
