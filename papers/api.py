@@ -408,19 +408,9 @@ def cite(request: HttpRequest, query: Query[CiteQuery]) -> dict[str, Any]:
     """As the MCP tool format_citations: each paper's reference and in-text citation in
     any style of the CSL repository (apa, chicago-author-date, ieee, vancouver, ...), with
     a page for the in-text citation when `locators` gives one."""
-    locators: dict[str, str] = {}
-    for text in query.locators:
-        ref, separator, page = text.rpartition(":")
-        if not separator or not ref.strip() or not page.strip():
-            raise InvalidInput(
-                f"Locator {text!r} is not '<paper>:<page>' (e.g. 'vaswani2017attention:5').",
-                field="locators",
-            )
-        if ref.strip() in locators:
-            raise InvalidInput(f"Two locators name {ref.strip()!r}.", field="locators")
-        locators[ref.strip()] = page.strip()
     result = citations.citations_for_refs(
-        refs=query.paper_ids, style=query.style, locale=query.locale, locators=locators,
+        refs=query.paper_ids, style=query.style, locale=query.locale,
+        locators=citations.locators_parse(query.locators),
         output=query.format,
     )  # fmt: skip
     return result.as_dict()
