@@ -45,9 +45,7 @@ EXPORT_CONTENT_TYPES = {
     "bibliography": "text/plain",
 }
 
-PaperRefValue = (
-    Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]
-)
+PaperRefValue = paper_selectors.PaperRefValue
 PaperRefs = Annotated[
     list[PaperRefValue],
     Field(

@@ -169,7 +169,7 @@ def _answer(
         offset=search.offset,
         mode=page.mode if page else None,
         has_more=local_more,
-        next_offset=(page.offset + len(page.hits)) if page and local_more else None,
+        next_offset=page.next_offset if page else None,
         saved=result.saved,
         project_id=project_ids[0] if project_ids else None,
         filters=search.filters,

@@ -16,10 +16,7 @@ from papers import selectors as paper_selectors
 from papers.citations import csl
 from papers.citations.styles import MAX_CSL_BYTES
 
-PaperRefValue = (
-    Annotated[int, Field(ge=1)]
-    | Annotated[str, Field(min_length=1, max_length=paper_selectors.MAX_REF_LENGTH)]
-)
+PaperRefValue = paper_selectors.PaperRefValue
 Page = Annotated[str, Field(min_length=1, max_length=csl.MAX_LOCATOR_LENGTH)]
 
 

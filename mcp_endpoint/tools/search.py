@@ -154,13 +154,12 @@ class FacetsPage(BaseModel):
 
 
 def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
-    following = page.offset + len(page.hits)
     return {
         "total": page.total,
         "limit": page.limit,
         "offset": page.offset,
         "has_more": page.has_more,
-        "next_offset": following if page.has_more else None,
+        "next_offset": page.next_offset,
         "mode": page.mode,
         "notes": list(page.notes),
         "results": [
