@@ -64,5 +64,13 @@ class MultiEnginePage(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class CitingPage(BaseModel):
+    paper_id: int
+    engines: dict[str, EngineStatus]
+    results: list[EngineResult]
+    saved: int
+    notes: list[str] = Field(default_factory=list)
+
+
 def engine_statuses(statuses: dict[str, dict[str, Any]]) -> dict[str, EngineStatus]:
     return {name: EngineStatus.model_validate(status) for name, status in statuses.items()}

@@ -19,8 +19,8 @@ from ninja import Field, Router, Schema
 
 from core.schemas import with_errors
 from engines.base import CITING
-from engines.schemas import MultiEnginePage
-from engines.services import EngineSearchResult, engine_ids_resolve
+from engines.schemas import CitingPage, EngineResult, MultiEnginePage, engine_statuses
+from engines.services import engine_ids_resolve
 from papers.selectors import paper_detail, paper_get
 from projects.intake import (
     citing_papers,
@@ -71,16 +71,6 @@ class AuthorSearchIn(Schema):
     date_to: str | None = Field(default=None, pattern=DATE)
 
 
-class EngineSearchOut(Schema):
-    """The citing papers (the searches answer a MultiEnginePage, as their MCP tools)."""
-
-    results: list[dict[str, Any]] = Field(description="One entry per paper, with its engines.")
-    engines: dict[str, dict[str, Any]] = Field(description="Each engine's status.")
-    saved: int = Field(description="Papers new to the library.")
-    total_local: int | None = None
-    notes: list[str]
-
-
 class AddPaperIn(Schema):
     identifier: str = Field(min_length=1, max_length=500, description="DOI, arXiv id or URL.")
     project_id: str | None = Field(default=None, max_length=200)
@@ -102,16 +92,6 @@ class CitingIn(Schema):
 
 def _projects(project_id: str | None) -> list[str]:
     return [project_get(ref=project_id).id] if project_id else []
-
-
-def _out(result: EngineSearchResult) -> dict[str, Any]:
-    return {
-        "results": result.results,
-        "engines": result.engines,
-        "saved": result.saved,
-        "total_local": result.local_page.total if result.local_page else None,
-        "notes": result.notes,
-    }
 
 
 @router.post(
@@ -167,13 +147,19 @@ def add_paper_view(request: HttpRequest, body: AddPaperIn) -> dict[str, Any]:
     "/citing",
     operation_id="get_citing_papers",
     summary="Papers citing a paper, from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: CitingPage}, 403, 404),
 )
-def citing_view(request: HttpRequest, body: CitingIn) -> dict[str, Any]:
+def citing_view(request: HttpRequest, body: CitingIn) -> CitingPage:
     paper = paper_get(ref=body.paper_id)
     engine_ids = engine_ids_resolve(body.engines, operation=CITING)
     result = citing_papers(
         paper=paper, engine_ids=engine_ids, max_results=body.max_results, scope=None,
         project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-    return _out(result)
+    return CitingPage(
+        paper_id=paper.pk,
+        engines=engine_statuses(result.engines),
+        results=[EngineResult.model_validate(entry) for entry in result.results],
+        saved=result.saved,
+        notes=result.notes,
+    )

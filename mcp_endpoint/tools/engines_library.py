@@ -15,7 +15,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import CITING
-from engines.schemas import EngineStatus
+from engines.schemas import CitingPage, EngineStatus
 from engines.services import engine_ids_resolve
 from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, SEARCH_AND_KEEP, Registry
 from mcp_endpoint.scope import current_scope
@@ -71,14 +71,6 @@ class TrendsResult(BaseModel):
         "timeline: {year, paper_count} for every year, zeros included."
     )
     summary: dict[str, Any]
-    notes: list[str] = Field(default_factory=list)
-
-
-class CitingPage(BaseModel):
-    paper_id: int
-    engines: dict[str, EngineStatus]
-    results: list[EngineResult]
-    saved: int
     notes: list[str] = Field(default_factory=list)
 
 
