@@ -1,4 +1,4 @@
-"""Searching several engines at once and keeping what they find (seed 004 tools 2 and 9).
+"""Searching several engines at once and keeping what they find (docs/ENGINES.md).
 
 `engines_search` fans the external engines out in parallel (engines/runner.py), runs the
 local search meanwhile, and merges every external record into the library through the same
@@ -320,7 +320,7 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         raise InvalidInput("identifier is empty.", field="identifier")
     doi = normalize_doi(text)
     if doi:
-        try:  # what no real DOI holds, and would choose an engine's URL path (issue 20)
+        try:  # what no real DOI holds, and would choose an engine's URL path
             path_segment(doi, what="DOI")
         except EngineError as exc:
             raise InvalidInput(exc.message, field="identifier") from None

@@ -186,7 +186,7 @@ def engines_search(
 ) -> EngineSearchResult:
     """engines.services.engines_search, adding every paper it returns to `project_ids`
     (when it saves: not in read-only mode, where a note says so). Each result that was
-    added then carries the (first) project's `project_id`, as seed 004's results do."""
+    added then carries the (first) project's `project_id`."""
     result = engine_services.engines_search(
         calls=calls, local=local, save=save, on_saved=projects_adder(project_ids)
     )

@@ -1,5 +1,5 @@
-"""Tool set `library`, part 2: tools that reach outside the library or analyse it (issue 5;
-seed 004 tools 6, 10 and 11, and `add_paper`).
+"""Tool set `library`, part 2: tools that reach outside the library or analyse it
+(`add_paper`, `get_citing_papers`, `find_related_papers`, `analyze_paper_trends`).
 
 `find_related_papers` scores the library (papers/related.py); with `engines` it first asks
 those engines for the papers citing the reference paper and records them, so the citation

@@ -1,4 +1,4 @@
-"""Tool set `search`, part 2: the multi-engine tools of seed 004 (issue 5).
+"""Tool set `search`, part 2: the multi-engine tools (docs/ENGINES.md).
 
 `search_papers` and `search_by_author` ask the local library and external engines in
 parallel (engines/services.py); one slow or failing engine never stops the others, and each
@@ -6,7 +6,7 @@ engine's status comes back in `engines`. External results are added to the libra
 paper per real paper, however many engines found it) so their `paper_id` works with every
 other tool; in read-only mode they are returned without being saved.
 
-`project_id` tags every result with the project (seed 004); to search only within a
+`project_id` tags every result with the project; to search only within a
 project, use `filters: {"project": ...}`. The search itself is projects/intake.py's
 `search_everywhere`, which REST /api/engines/search calls with the same arguments.
 """
@@ -30,7 +30,7 @@ from projects.intake import projects_to_file, search_by_author_everywhere, searc
 
 __all__ = ["EngineResult", "Engines", "MaxResults", "ProjectTag", "engine_ids", "tag_projects"]
 
-DEFAULT_MAX_RESULTS = 5  # seed 004: search_papers(max_results=5)
+DEFAULT_MAX_RESULTS = 5  # a page an agent reads whole
 MaxResults = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Per engine.")]
 Engines = Annotated[
     str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,

@@ -1,5 +1,5 @@
-"""Tool set `search`, part 1: searching the local library (issue 4; seed 000 "Search tools"
-and "Facet discovery tool", seed 001's semantic / full-text / payload search).
+"""Tool set `search`, part 1: searching the local library (full text, meaning, metadata,
+keywords and facets; docs/SEARCH.md).
 
 Every tool here is read-only, takes the client's collection scope, and returns paper
 records whose `paper_id` works with get_paper_details and every other paper tool. Limits
