@@ -31,7 +31,6 @@ from papers.charts import Bar, bar_chart, column_chart, fold_timeline
 from papers.models import Paper, Venue
 from papers.search.admin_search import (
     ADMIN_SEARCH_MAX_HITS,
-    identifier_match,
     paper_search_admin,
     with_search_rank,
 )
@@ -213,7 +212,10 @@ def project_papers_search(
         ids = paper_search_ids(query=term, scope=[project.pk], limit=ADMIN_SEARCH_MAX_HITS)
     except InvalidInput:
         return paper_search_admin(queryset, term)  # not a valid query: its plain match
-    return with_search_rank(queryset.filter(Q(pk__in=ids) | identifier_match(term)), ids)
+    condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
+    if term.isdigit():
+        condition |= Q(pk=int(term))
+    return with_search_rank(queryset.filter(condition), ids)
 
 
 class LibraryPickerAdmin(LibraryPaperAdmin):

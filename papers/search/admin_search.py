@@ -62,14 +62,6 @@ def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> Qu
     return queryset.annotate(**{SEARCH_RANK: rank})
 
 
-def identifier_match(term: str) -> Q:
-    """The papers a search box's term names exactly: paper_id, human id, citekey or DOI."""
-    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
-    if term.isdigit():
-        condition |= Q(pk=int(term))
-    return condition
-
-
 def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
     """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
     exactly, and words go through the full-text search (natural language or the query
@@ -79,7 +71,9 @@ def paper_search_admin(queryset: QuerySet[Paper], term: str) -> QuerySet[Paper]:
     term = term.strip()
     if not term:
         return queryset
-    condition = identifier_match(term)
+    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
+    if term.isdigit():
+        condition |= Q(pk=int(term))
     try:
         ids = paper_search_ids(query=term, limit=ADMIN_SEARCH_MAX_HITS)
     except InvalidInput:
