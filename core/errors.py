@@ -47,6 +47,13 @@ class EngineUnavailable(DomainError):
     code = "engine_unavailable"
 
 
+class EnginesUnavailable(EngineUnavailable):
+    """A search found nothing and none of its engines could answer (`engines`: each one
+    and why): not an empty answer."""
+
+    code = "engines_unavailable"
+
+
 class StorageFull(DomainError):
     """The disk holding the knowledge base (or one of its folders) is full."""
 

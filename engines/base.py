@@ -38,19 +38,54 @@ OPERATIONS = (SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, BIBTEX, UPDATES, REFE
 # into a per-engine status. Messages must never contain API keys.
 
 
-# Each error has a `status` (the per-engine status clients have always had) and an
-# `outcome`, what happened in the words of issue 20: ok | no_results | unreachable |
-# rate_limited | bad_key | timeout | unavailable | unsupported | not_found | error, with a
-# `reason` naming the exact failure (dns, refused, tls, connect_timeout, read_timeout,
-# server_error, quota, ...).
+# Every engine answer has an `outcome`, what happened (ok | no_results | unreachable |
+# rate_limited | bad_key | timeout | unavailable | unsupported | not_found | cancelled |
+# error), a `reason` naming the exact failure (dns, refused, tls, connect_timeout,
+# read_timeout, server_error, quota, circuit_open, ...), and a `status`, the coarser word
+# clients have always had. The status is derived from the outcome by this one table, so one
+# condition has one status everywhere: an engine that cannot be reached is `unavailable`
+# whether the network said so or its open breaker did (docs/ENGINES.md, "Statuses").
+STATUS_OF_OUTCOME: dict[str, str] = {
+    "ok": "ok",
+    "no_results": "ok",
+    "unreachable": "unavailable",
+    "unavailable": "unavailable",
+    "bad_key": "unavailable",
+    "rate_limited": "rate_limited",
+    "timeout": "timeout",
+    "unsupported": "unsupported",
+    "not_found": "not_found",
+    "cancelled": "cancelled",
+    "error": "error",
+}
+# The outcome a status stands for when nothing more precise is known.
+OUTCOME_OF_STATUS: dict[str, str] = {
+    "ok": "ok",
+    "unavailable": "unavailable",
+    "rate_limited": "rate_limited",
+    "timeout": "timeout",
+    "unsupported": "unsupported",
+    "not_found": "not_found",
+    "cancelled": "cancelled",
+    "error": "error",
+}
+STATUSES = tuple(OUTCOME_OF_STATUS)
+
+
+def status_of(outcome: str) -> str:
+    """The status of an outcome (the table above); `error` for one it does not know."""
+    return STATUS_OF_OUTCOME.get(outcome, "error")
 
 
 class EngineError(Exception):
     """A permanent failure of one call (bad request, unparseable answer): not retried."""
 
-    status = "error"
     outcome = "error"
     default_reason = "error"
+
+    @property
+    def status(self) -> str:
+        return status_of(self.outcome)
 
     def __init__(
         self, message: str, *, http_status: int | None = None, reason: str | None = None
@@ -99,7 +134,6 @@ class EngineUnreachable(TransientEngineError):
 class EngineTimeout(TransientEngineError):
     """The source did not answer in time (an HTTP timeout)."""
 
-    status = "timeout"
     outcome = "timeout"
     default_reason = "read_timeout"
 
@@ -107,7 +141,6 @@ class EngineTimeout(TransientEngineError):
 class RateLimited(TransientEngineError):
     """The source answered 429, or no rate-limit slot came free before the deadline."""
 
-    status = "rate_limited"
     outcome = "rate_limited"
     default_reason = "quota"
 
@@ -115,7 +148,6 @@ class RateLimited(TransientEngineError):
 class EngineNotAvailable(EngineError):
     """The engine cannot be used at all right now: no API key, account out of credit."""
 
-    status = "unavailable"
     outcome = "unavailable"
     default_reason = "not_configured"
 
@@ -130,7 +162,6 @@ class BadKey(EngineNotAvailable):
 class UnsupportedOperation(EngineError):
     """The source has no such operation (e.g. arXiv has no citation data)."""
 
-    status = "unsupported"
     outcome = "unsupported"
     default_reason = "unsupported"
 
@@ -138,7 +169,6 @@ class UnsupportedOperation(EngineError):
 class PaperNotFoundAtSource(EngineError):
     """get_paper_details / get_citing_papers: the source does not know this paper."""
 
-    status = "not_found"
     outcome = "not_found"
     default_reason = "not_found"
 

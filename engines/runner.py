@@ -53,6 +53,7 @@ from engines.base import (
     CATEGORIES,
     CITING,
     DETAILS,
+    OUTCOME_OF_STATUS,
     REFERENCES,
     SEARCH,
     UPDATES,
@@ -62,6 +63,7 @@ from engines.base import (
     PaperRef,
     SearchRequest,
     TransientEngineError,
+    status_of,
 )
 from engines.dispatch import engine_call_send
 from engines.registry import registry
@@ -156,7 +158,6 @@ def request_deadline(deadline: float) -> Iterator[None]:
 class CallCancelled(EngineError):
     """The request that wanted this call was cancelled (its client went away)."""
 
-    status = "cancelled"
     outcome = "cancelled"
 
 
@@ -164,9 +165,9 @@ class CallCancelled(EngineError):
 class EngineOutcome:
     """One engine's answer to one call.
 
-    status: ok | error | timeout | unavailable | unsupported | not_found | rate_limited
-    outcome (what happened, issue 20): ok | no_results | unreachable | rate_limited |
-        bad_key | timeout | unavailable | unsupported | not_found | error
+    outcome: what happened, and status, the coarser word derived from it: the one
+        vocabulary of engines/base.py (STATUS_OF_OUTCOME). Given only a status, the
+        outcome is the one it stands for.
     reason: the exact failure (dns, refused, tls, connect_timeout, read_timeout,
         server_error, quota, http_401, circuit_open, deadline, ...); empty when ok
     retry_after: seconds after which asking again may work (Retry-After, the breaker's
@@ -185,7 +186,9 @@ class EngineOutcome:
     retry_after: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.outcome:
+        if self.outcome:
+            self.status = status_of(self.outcome)
+        else:
             self.outcome = OUTCOME_OF_STATUS.get(self.status, "error")
 
     @property
@@ -298,19 +301,6 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
     return [record_as_dict(record) for record in records]
 
 
-# The outcome a status stands for when nothing more precise is known.
-OUTCOME_OF_STATUS = {
-    "ok": "ok",
-    "error": "error",
-    "timeout": "timeout",
-    "unavailable": "unavailable",
-    "unsupported": "unsupported",
-    "not_found": "not_found",
-    "rate_limited": "rate_limited",
-    "cancelled": "cancelled",
-}
-
-
 UNCACHED_OPERATIONS = frozenset({UPDATES})
 
 
@@ -365,13 +355,12 @@ def call_engine(
         return EngineOutcome(engine_id, status, message, elapsed_ms=elapsed, **values)
 
     def failed(exc: EngineError, attempts: int) -> EngineOutcome:
-        status = "rate_limited" if exc.http_status == 429 else exc.status
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is None and isinstance(exc, TransientEngineError):
             reopening = breaker.state(engine_id)
             retry_after = reopening.retry_in if reopening.open else None
         return outcome(
-            status,
+            exc.status,
             exc.message,
             attempts=attempts,
             outcome=exc.outcome,

@@ -4,6 +4,7 @@ the circuit breakers and a connectivity probe."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,6 +70,22 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
         "engines": engines,
         "load_errors": [error.as_dict() for error in registry.load_errors()],
     }
+
+
+def engines_known_down(engine_ids: Iterable[str] | None = None) -> dict[str, str]:
+    """The engines that recent calls say cannot answer now, each with why: breaker open,
+    key refused, quota used up (`_health_reason`). Read from the shared breaker state only:
+    no network, no probe, so a search can skip them before it starts. `engine_ids` None:
+    every loaded engine; ids of no loaded engine (`local`, unknown ones) are never down.
+    An engine that cannot be used at all (no key) is `is_available()` false, not listed."""
+    found = registry.engines()
+    wanted = list(found) if engine_ids is None else [e for e in engine_ids if e in found]
+    down: dict[str, str] = {}
+    for engine_id in wanted:
+        reason = _health_reason(breaker.state(engine_id))
+        if reason:
+            down[engine_id] = reason
+    return down
 
 
 def _health_reason(state: breaker.BreakerState) -> str:

@@ -1,4 +1,4 @@
-"""Searching several engines at once and keeping what they find (seed 004 tools 2 and 9).
+"""Searching several engines at once and keeping what they find (docs/ENGINES.md).
 
 `engines_search` fans the external engines out in parallel (engines/runner.py), runs the
 local search meanwhile, and merges every external record into the library through the same
@@ -20,8 +20,9 @@ from django.db.models import Q
 from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines.base import EngineError, PaperRef
 from engines.http import path_segment
-from engines.registry import LOCAL_ENGINE, registry
+from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
+from engines.selectors import engines_known_down
 from papers.acl import anthology_id, anthology_page_url, anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.models import Paper
@@ -63,6 +64,53 @@ def engine_ids_resolve(engines: str | Sequence[str] | None, *, operation: str) -
     return names
 
 
+def engine_ids_known(engines: str | Sequence[str] | None, *, operation: str) -> list[str]:
+    """`engine_ids_resolve` for a client's argument: a 'a,b' string split, and every
+    unknown id an InvalidInput naming the known ones."""
+    if isinstance(engines, str):
+        engines = [part for part in engines.split(",") if part.strip()] or [engines]
+    resolved = engine_ids_resolve(engines, operation=operation)
+    known = list(dict.fromkeys([LOCAL_ENGINE, *BUILTIN_ENGINES, *registry.engines()]))
+    unknown = [engine_id for engine_id in resolved if engine_id not in known]
+    if unknown:
+        raise InvalidInput(
+            f"Unknown engine(s): {', '.join(unknown)}; known: {', '.join(known)}.",
+            field="engines",
+            known=known,
+        )
+    return resolved
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engines a search asks: `local` when the library is searched, the external ones,
+    and those left out because they are known to be down (id -> why)."""
+
+    local: bool
+    external: list[str]
+    skipped: dict[str, str]
+
+    def notes(self) -> list[str]:
+        """One line per engine left out: the answer's only words about it."""
+        return [f"{engine} skipped: {why}." for engine, why in self.skipped.items()]
+
+
+def engines_choose(engines: str | Sequence[str] | None, *, operation: str) -> EngineChoice:
+    """The engines a search asks. Named ones (a list, or 'a,b') are asked whatever their
+    state; an unknown id is InvalidInput naming the known ones. None: the library plus
+    every available engine that supports `operation` and is not known to be down
+    (`engines_known_down`: its breaker is open, its key refused, its quota used up), so a
+    search offline costs no failures, only a line per engine it left out."""
+    resolved = engine_ids_known(engines, operation=operation)
+    external = [engine_id for engine_id in resolved if engine_id != LOCAL_ENGINE]
+    skipped = engines_known_down(external) if engines is None else {}
+    return EngineChoice(
+        local=LOCAL_ENGINE in resolved,
+        external=[engine_id for engine_id in external if engine_id not in skipped],
+        skipped=skipped,
+    )
+
+
 def engines_search(
     *,
     calls: list[EngineCall],
@@ -91,10 +139,7 @@ def engines_search(
             "mode": local_page.mode,
         }
     for outcome in outcomes:
-        statuses[outcome.engine] = {
-            **outcome.summary(),
-            "count": len(outcome.result or []) if outcome.ok else 0,
-        }
+        statuses[outcome.engine] = _status(outcome)
 
     ranked: list[tuple[int, int, str, PaperRecord]] = []
     engine_order = {outcome.engine: index for index, outcome in enumerate(outcomes, start=1)}
@@ -114,14 +159,19 @@ def engines_search(
             )
         if on_saved is not None:
             notes.append("Read-only mode: results were not added to the project.")
-    failed = [
-        f"{engine}: {status['status']}" + (f" ({status['message']})" if "message" in status else "")
-        for engine, status in statuses.items()
-        if status["status"] != "ok"
-    ]
-    if failed:
-        notes.append("Some engines gave no results: " + "; ".join(failed))
+    # A failed engine is said once, in its own status (message): not again in the notes.
     return EngineSearchResult(entries, statuses, notes, saved, local_page)
+
+
+def _status(outcome: EngineOutcome) -> dict[str, Any]:
+    """An engine's entry in a search's answer. A failure leaves out the counters that say
+    nothing (not cached, no attempt made, no time taken): agents pay for each of them."""
+    summary = {**outcome.summary(), "count": len(outcome.result or []) if outcome.ok else 0}
+    if not outcome.ok:
+        for key in ("cached", "attempts", "elapsed_ms"):
+            if not summary.get(key):
+                summary.pop(key, None)
+    return summary
 
 
 def _save_and_merge(
@@ -270,7 +320,7 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         raise InvalidInput("identifier is empty.", field="identifier")
     doi = normalize_doi(text)
     if doi:
-        try:  # what no real DOI holds, and would choose an engine's URL path (issue 20)
+        try:  # what no real DOI holds, and would choose an engine's URL path
             path_segment(doi, what="DOI")
         except EngineError as exc:
             raise InvalidInput(exc.message, field="identifier") from None

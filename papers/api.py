@@ -45,9 +45,7 @@ EXPORT_CONTENT_TYPES = {
     "bibliography": "text/plain",
 }
 
-PaperRefValue = (
-    Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]
-)
+PaperRefValue = paper_selectors.PaperRefValue
 PaperRefs = Annotated[
     list[PaperRefValue],
     Field(
@@ -421,19 +419,9 @@ def cite(request: HttpRequest, query: Query[CiteQuery]) -> dict[str, Any]:
     """As the MCP tool format_citations: each paper's reference and in-text citation in
     any style of the CSL repository (apa, chicago-author-date, ieee, vancouver, ...), with
     a page for the in-text citation when `locators` gives one."""
-    locators: dict[str, str] = {}
-    for text in query.locators:
-        ref, separator, page = text.rpartition(":")
-        if not separator or not ref.strip() or not page.strip():
-            raise InvalidInput(
-                f"Locator {text!r} is not '<paper>:<page>' (e.g. 'vaswani2017attention:5').",
-                field="locators",
-            )
-        if ref.strip() in locators:
-            raise InvalidInput(f"Two locators name {ref.strip()!r}.", field="locators")
-        locators[ref.strip()] = page.strip()
     result = citations.citations_for_refs(
-        refs=query.paper_ids, style=query.style, locale=query.locale, locators=locators,
+        refs=query.paper_ids, style=query.style, locale=query.locale,
+        locators=citations.locators_parse(query.locators),
         output=query.format,
     )  # fmt: skip
     return result.as_dict()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from pydantic import Field
 
 from core.errors import InvalidInput, NotFound
 from papers.models import Annotation, Paper, PaperAsset, PaperAuthor, PaperIdentifier, PaperPdf
@@ -14,6 +15,11 @@ from papers.scoping import papers_in_project, project_find
 from papers.scoping import papers_in_scope as papers_in_scope
 
 MAX_REF_LENGTH = 600
+# A paper as a client names it (paper_id, human id or citekey; `paper_get` reads all three):
+# the one input type of the MCP tools and the REST endpoints that take papers.
+PaperRefValue = (
+    Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1, max_length=MAX_REF_LENGTH)]
+)
 # Larger numbers cannot be a paper_id (a 64-bit integer); the databases refuse to compare
 # them (SQLite: OverflowError, PostgreSQL: bigint out of range), so they simply match nothing.
 MAX_PAPER_ID = 2**63 - 1

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema, Status
 
+from core.paging import next_offset
 from core.schemas import with_errors
 from papers import selectors as paper_selectors
 from papers.api import PaperBrief, PaperRefs
@@ -206,14 +207,13 @@ def project_papers(request: HttpRequest, ref: str, page: Query[PageParams]) -> d
     papers, total = project_selectors.project_papers(
         project=project, limit=page.limit, offset=page.offset
     )
-    following = page.offset + len(papers)
     return {
         "project_id": project.id,
         "project_name": project.name,
         "total": total,
         "limit": page.limit,
         "offset": page.offset,
-        "next_offset": following if following < total else None,
+        "next_offset": next_offset(page.offset, len(papers), total),
         "papers": [paper_selectors.paper_brief(paper) for paper in papers],
     }
 

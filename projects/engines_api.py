@@ -1,7 +1,8 @@
 """REST endpoints that search the engines and keep what they find (`/api/engines/search`,
 `/search/author`, `/add-paper`, `/citing`), mirroring the MCP tools `search_papers` /
 `search_by_author` (multi-engine), `add_paper` and `get_citing_papers` over the same
-services (projects/intake.py).
+services (projects/intake.py) with the same arguments and the same answer
+(`MultiEnginePage`).
 
 They live in projects, not engines, because a `project_id` files the results into that
 project (docs/LAYERS.md); research_site mounts them under `/engines` beside engines/api.py.
@@ -17,14 +18,16 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from core.schemas import with_errors
-from engines.base import AUTHOR, CITING, SEARCH, SearchRequest
-from engines.registry import LOCAL_ENGINE
-from engines.runner import EngineCall
-from engines.services import EngineSearchResult, engine_ids_resolve
-from papers.search.filters import paper_search_by_author
-from papers.search.local import local_search, search_filters_build, year_of
+from engines.base import CITING
+from engines.schemas import CitingPage, EngineResult, MultiEnginePage, engine_statuses
+from engines.services import engine_ids_resolve
 from papers.selectors import paper_detail, paper_get
-from projects.intake import citing_papers, engines_search, paper_add_by_identifier
+from projects.intake import (
+    citing_papers,
+    paper_add_by_identifier,
+    search_by_author_everywhere,
+    search_everywhere,
+)
 from projects.selectors import project_get
 
 router = Router(tags=["engines"])
@@ -52,6 +55,9 @@ class EngineSearchIn(Schema):
     categories: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None, max_length=20
     )
+    filters: dict[str, Any] | None = Field(
+        default=None, description="Library metadata filters, as /api/search's."
+    )
     rerank: bool | None = None
 
 
@@ -63,14 +69,6 @@ class AuthorSearchIn(Schema):
     project_id: str | None = Field(default=None, max_length=200)
     date_from: str | None = Field(default=None, pattern=DATE)
     date_to: str | None = Field(default=None, pattern=DATE)
-
-
-class EngineSearchOut(Schema):
-    results: list[dict[str, Any]] = Field(description="One entry per paper, with its engines.")
-    engines: dict[str, dict[str, Any]] = Field(description="Each engine's status.")
-    saved: int = Field(description="Papers new to the library.")
-    total_local: int | None = None
-    notes: list[str]
 
 
 class AddPaperIn(Schema):
@@ -96,74 +94,34 @@ def _projects(project_id: str | None) -> list[str]:
     return [project_get(ref=project_id).id] if project_id else []
 
 
-def _out(result: EngineSearchResult) -> dict[str, Any]:
-    return {
-        "results": result.results,
-        "engines": result.engines,
-        "saved": result.saved,
-        "total_local": result.local_page.total if result.local_page else None,
-        "notes": result.notes,
-    }
-
-
 @router.post(
     "/search",
     operation_id="search_papers",
     summary="Search the library and the external engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: MultiEnginePage}, 403, 404, 503),
 )
-def engines_search_view(request: HttpRequest, body: EngineSearchIn) -> dict[str, Any]:
+def engines_search_view(request: HttpRequest, body: EngineSearchIn) -> MultiEnginePage:
     """Engines run in parallel with a deadline; results are merged into the library."""
-    engine_ids = engine_ids_resolve(body.engines, operation=SEARCH)
-    search = SearchRequest(
-        query=body.query, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to, categories=tuple(body.categories or ()),
+    return search_everywhere(
+        query=body.query, engines=body.engines, limit=body.max_results, offset=body.offset,
+        project_id=body.project_id, date_from=body.date_from, date_to=body.date_to,
+        categories=body.categories or (), filters=body.filters, rerank=body.rerank,
+        save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-    filters = search_filters_build(date_from=body.date_from, date_to=body.date_to)
-    project_ids = _projects(body.project_id)
-
-    def local() -> Any:
-        return local_search(
-            query=body.query, filters=filters, limit=body.max_results, offset=body.offset,
-            rerank=body.rerank,
-        )  # fmt: skip
-
-    calls = [EngineCall.search(e, search) for e in engine_ids if e != LOCAL_ENGINE]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=project_ids, save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
 
 
 @router.post(
     "/search/author",
     operation_id="search_by_author",
     summary="An author's papers from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: MultiEnginePage}, 403, 404, 503),
 )
-def engines_author_view(request: HttpRequest, body: AuthorSearchIn) -> dict[str, Any]:
-    engine_ids = engine_ids_resolve(body.engines, operation=AUTHOR)
-    search = SearchRequest(
-        query=body.author_name, max_results=body.max_results, date_from=body.date_from,
-        date_to=body.date_to,
+def engines_author_view(request: HttpRequest, body: AuthorSearchIn) -> MultiEnginePage:
+    return search_by_author_everywhere(
+        author_name=body.author_name, engines=body.engines, limit=body.max_results,
+        offset=body.offset, project_id=body.project_id, date_from=body.date_from,
+        date_to=body.date_to, save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-
-    def local() -> Any:
-        return paper_search_by_author(
-            name=body.author_name, year_from=year_of(body.date_from),
-            year_to=year_of(body.date_to), limit=body.max_results, offset=body.offset,
-            scope=None,
-        )  # fmt: skip
-
-    calls = [
-        EngineCall.author(e, body.author_name, search) for e in engine_ids if e != LOCAL_ENGINE
-    ]
-    result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_ids else None,
-        project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
-    )  # fmt: skip
-    return _out(result)
 
 
 @router.post(
@@ -189,13 +147,19 @@ def add_paper_view(request: HttpRequest, body: AddPaperIn) -> dict[str, Any]:
     "/citing",
     operation_id="get_citing_papers",
     summary="Papers citing a paper, from the library and the engines",
-    response=with_errors({200: EngineSearchOut}, 403, 404),
+    response=with_errors({200: CitingPage}, 403, 404),
 )
-def citing_view(request: HttpRequest, body: CitingIn) -> dict[str, Any]:
+def citing_view(request: HttpRequest, body: CitingIn) -> CitingPage:
     paper = paper_get(ref=body.paper_id)
     engine_ids = engine_ids_resolve(body.engines, operation=CITING)
     result = citing_papers(
         paper=paper, engine_ids=engine_ids, max_results=body.max_results, scope=None,
         project_ids=_projects(body.project_id), save=not settings.MCP_READ_ONLY,
     )  # fmt: skip
-    return _out(result)
+    return CitingPage(
+        paper_id=paper.pk,
+        engines=engine_statuses(result.engines),
+        results=[EngineResult.model_validate(entry) for entry in result.results],
+        saved=result.saved,
+        notes=result.notes,
+    )

@@ -3,21 +3,178 @@
 The engine services (engines/services.py) save what they find into the library; these
 add it to projects in the same step, through their `on_saved` hook: external papers in the
 upsert's transaction, then the library's own hits. It lives here because it needs both
-apps and projects is the upper one (docs/LAYERS.md). The MCP tools and the REST endpoints
-that take a `project_id` call these; everything else calls the engine services directly.
+apps and projects is the upper one (docs/LAYERS.md).
+
+`search_everywhere` and `search_by_author_everywhere` are the whole multi-engine search
+(engines chosen, library searched, results saved and filed, notes): MCP `search_papers` /
+`search_by_author` and REST `/api/engines/search` / `/search/author` call them with the
+same arguments and return their `MultiEnginePage` as it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from core.errors import EnginesUnavailable
 from engines import services as engine_services
+from engines.base import AUTHOR, CITING, SEARCH, SearchRequest
+from engines.registry import LOCAL_ENGINE
 from engines.runner import EngineCall
-from engines.services import AddedPaper, EngineSearchResult
+from engines.schemas import EngineResult, MultiEnginePage, engine_statuses
+from engines.services import AddedPaper, EngineChoice, EngineSearchResult, engines_choose
 from papers.models import Paper
+from papers.related import RelatedResult, papers_related
+from papers.search.filters import filters_as_dict, paper_search_by_author
+from papers.search.local import local_search, search_filters_build, year_of
 from papers.search.types import SearchPage
 from projects.retractions import retractions_check_soon
+from projects.selectors import project_get
 from projects.services import projects_adder
+
+EngineArg = str | Sequence[str] | None
+
+
+def projects_to_file(
+    project_id: str | None, scope: Sequence[str] | None, has_external: bool
+) -> tuple[list[str], list[str]]:
+    """The projects a search's results are added to, and a note when the scope chose it: a
+    client scoped to collections that names no project gets external results filed into
+    its first collection, or it could not see them again."""
+    if project_id:
+        return [project_get(ref=project_id, scope=scope).id], []
+    if scope and has_external:
+        note = f"External results were added to your collection {scope[0]!r} so you can see them."
+        return [scope[0]], [note]
+    return [], []
+
+
+def search_everywhere(
+    *,
+    query: str,
+    engines: EngineArg = None,
+    limit: int,
+    offset: int = 0,
+    project_id: str | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    categories: Sequence[str] = (),
+    filters: dict[str, Any] | None = None,
+    rerank: bool | None = None,
+    scope: Sequence[str] | None = None,
+    save: bool = True,
+) -> MultiEnginePage:
+    """The library and the engines searched for `query` (`limit` results per engine;
+    `filters`, `rerank` and `offset` apply to the library). Raises InvalidInput (unknown
+    engine, bad filter), NotFound (project), EnginesUnavailable (no result and no engine
+    that answered: see `_answer`)."""
+    choice = engines_choose(engines, operation=SEARCH)
+    applied = search_filters_build(
+        payload=filters, date_from=date_from, date_to=date_to, scope=scope
+    )
+    request = SearchRequest(
+        query=query, max_results=limit, date_from=date_from, date_to=date_to,
+        categories=tuple(categories),
+    )  # fmt: skip
+
+    def local() -> SearchPage:
+        return local_search(
+            query=query, filters=applied, limit=limit, offset=offset, scope=scope, rerank=rerank
+        )
+
+    calls = [EngineCall.search(engine_id, request) for engine_id in choice.external]
+    search = _Search(query, limit, offset, filters_as_dict(applied))
+    return _answer(search, choice, calls, local, project_id=project_id, scope=scope, save=save)
+
+
+def search_by_author_everywhere(
+    *,
+    author_name: str,
+    engines: EngineArg = None,
+    limit: int,
+    offset: int = 0,
+    project_id: str | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    scope: Sequence[str] | None = None,
+    save: bool = True,
+) -> MultiEnginePage:
+    """An author's papers from the library and the engines; as `search_everywhere`."""
+    choice = engines_choose(engines, operation=AUTHOR)
+    request = SearchRequest(
+        query=author_name, max_results=limit, date_from=date_from, date_to=date_to
+    )
+
+    def local() -> SearchPage:
+        return paper_search_by_author(
+            name=author_name, year_from=year_of(date_from), year_to=year_of(date_to),
+            limit=limit, offset=offset, scope=scope,
+        )  # fmt: skip
+
+    calls = [EngineCall.author(e, author_name, request) for e in choice.external]
+    search = _Search(author_name, limit, offset, {"author": author_name})
+    return _answer(search, choice, calls, local, project_id=project_id, scope=scope, save=save)
+
+
+@dataclass(frozen=True)
+class _Search:
+    query: str
+    limit: int
+    offset: int
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+def _answer(
+    search: _Search,
+    choice: EngineChoice,
+    calls: list[EngineCall],
+    local: Callable[[], SearchPage],
+    *,
+    project_id: str | None,
+    scope: Sequence[str] | None,
+    save: bool,
+) -> MultiEnginePage:
+    """Run the search and shape its page. No result while no external engine answered
+    (each failed, or was skipped as down) is not an empty answer but EnginesUnavailable,
+    naming each engine and why: the agent cannot tell "nothing matches" from it otherwise.
+    Some engines failing is still a success, each failure said once in its status."""
+    project_ids, notes = projects_to_file(project_id, scope, bool(calls))
+    result = engines_search(
+        calls=calls, local=local if choice.local else None, project_ids=project_ids, save=save
+    )
+    wanted_external = bool(calls or choice.skipped)
+    answered = [
+        name for name, status in result.engines.items()
+        if name != LOCAL_ENGINE and status["status"] == "ok"
+    ]  # fmt: skip
+    if not result.results and wanted_external and not answered:
+        down = {name: s for name, s in result.engines.items() if name != LOCAL_ENGINE}
+        for name, why in choice.skipped.items():
+            down[name] = {"status": "unavailable", "reason": "known_down", "message": why}
+        library = "no match in the library" if choice.local else "the library was not searched"
+        raise EnginesUnavailable(
+            f"No results: {library}, and no engine answered ({', '.join(down)}).",
+            engines=down,
+        )
+    page = result.local_page
+    local_more = bool(page and page.has_more)
+    external = sum(1 for entry in result.results if entry["engine"] != LOCAL_ENGINE)
+    return MultiEnginePage(
+        query=search.query,
+        engines=engine_statuses(result.engines),
+        results=[EngineResult.model_validate(entry) for entry in result.results],
+        total=(page.total if page else 0) + external,
+        limit=search.limit,
+        offset=search.offset,
+        mode=page.mode if page else None,
+        has_more=local_more,
+        next_offset=page.next_offset if page else None,
+        saved=result.saved,
+        project_id=project_ids[0] if project_ids else None,
+        filters=search.filters,
+        notes=[*(page.notes if page else []), *notes, *choice.notes(), *result.notes],
+    )
 
 
 def engines_search(
@@ -29,7 +186,7 @@ def engines_search(
 ) -> EngineSearchResult:
     """engines.services.engines_search, adding every paper it returns to `project_ids`
     (when it saves: not in read-only mode, where a note says so). Each result that was
-    added then carries the (first) project's `project_id`, as seed 004's results do."""
+    added then carries the (first) project's `project_id`."""
     result = engine_services.engines_search(
         calls=calls, local=local, save=save, on_saved=projects_adder(project_ids)
     )
@@ -66,3 +223,43 @@ def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ())
     if added.created:  # checked for retractions in the background (projects/retractions.py)
         retractions_check_soon([added.paper.pk])
     return added
+
+
+@dataclass
+class RelatedFound:
+    """`papers_related`'s answer, and the engines asked for citing papers first (if any)."""
+
+    related: RelatedResult
+    engines: dict[str, dict[str, Any]]
+    notes: list[str]
+
+
+def related_papers_fetching_citing(
+    *,
+    paper: Paper,
+    limit: int,
+    similarity_threshold: float,
+    engines: EngineArg = None,
+    project_id: str | None = None,
+    scope: Sequence[str] | None = None,
+    save: bool = True,
+) -> RelatedFound:
+    """The library's papers related to `paper`; with `engines`, those engines are first
+    asked for the papers citing it, which are saved with the citation (and filed as a
+    search's results are), so the citation component counts what they know."""
+    statuses: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    if engines:
+        resolved = engine_services.engine_ids_resolve(engines, operation=CITING)
+        engine_ids = [engine_id for engine_id in resolved if engine_id != LOCAL_ENGINE]
+        project_ids, notes = projects_to_file(project_id, scope, bool(engine_ids))
+        fetched = citing_papers(
+            paper=paper, engine_ids=engine_ids, max_results=limit, scope=scope,
+            project_ids=project_ids, save=save,
+        )  # fmt: skip
+        statuses, notes = fetched.engines, [*notes, *fetched.notes]
+    related = papers_related(
+        paper=paper, limit=limit, similarity_threshold=similarity_threshold,
+        scope=list(scope) if scope is not None else None,
+    )  # fmt: skip
+    return RelatedFound(related, statuses, [*notes, *related.notes])

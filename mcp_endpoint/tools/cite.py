@@ -17,10 +17,7 @@ from papers.citations import csl
 from papers.citations.styles import MAX_CSL_BYTES
 from projects.citations import citations_for_project
 
-PaperRefValue = (
-    Annotated[int, Field(ge=1)]
-    | Annotated[str, Field(min_length=1, max_length=paper_selectors.MAX_REF_LENGTH)]
-)
+PaperRefValue = paper_selectors.PaperRefValue
 Page = Annotated[str, Field(min_length=1, max_length=csl.MAX_LOCATOR_LENGTH)]
 
 

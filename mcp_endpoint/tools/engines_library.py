@@ -1,10 +1,11 @@
-"""Tool set `library`, part 2: tools that reach outside the library or analyse it (issue 5;
-seed 004 tools 6, 10 and 11, and `add_paper`).
+"""Tool set `library`, part 2: tools that reach outside the library or analyse it
+(`add_paper`, `get_citing_papers`, `find_related_papers`, `analyze_paper_trends`).
 
 `find_related_papers` scores the library (papers/related.py); with `engines` it first asks
 those engines for the papers citing the reference paper and records them, so the citation
-component grows with what the engines know. `analyze_paper_trends` counts authors,
-keywords, categories, venues or years over given papers or a project (papers/trends.py)."""
+component grows with what the engines know (projects/intake.py). `analyze_paper_trends`
+counts authors, keywords, categories, venues or years over given papers or a project
+(papers/trends.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import CITING
+from engines.schemas import CitingPage, EngineStatus
 from engines.services import engine_ids_resolve
 from mcp_endpoint.registry import EXTERNAL_SEARCH, READ_ONLY, SEARCH_AND_KEEP, Registry
 from mcp_endpoint.scope import current_scope
@@ -25,11 +27,14 @@ from mcp_endpoint.tools.engines_search import (
     tag_projects,
 )
 from mcp_endpoint.tools.library import PaperRef
-from mcp_endpoint.tools.search import EngineStatus
-from papers.related import DEFAULT_THRESHOLD, papers_related
+from papers.related import DEFAULT_THRESHOLD
 from papers.selectors import paper_detail, paper_get
 from papers.trends import papers_trends_by_ref
-from projects.intake import citing_papers, paper_add_by_identifier
+from projects.intake import (
+    citing_papers,
+    paper_add_by_identifier,
+    related_papers_fetching_citing,
+)
 
 
 class AddedPaperResult(BaseModel):
@@ -66,14 +71,6 @@ class TrendsResult(BaseModel):
         "timeline: {year, paper_count} for every year, zeros included."
     )
     summary: dict[str, Any]
-    notes: list[str] = Field(default_factory=list)
-
-
-class CitingPage(BaseModel):
-    paper_id: int
-    engines: dict[str, EngineStatus]
-    results: list[EngineResult]
-    saved: int
     notes: list[str] = Field(default_factory=list)
 
 
@@ -157,28 +154,18 @@ def register(registry: Registry) -> None:
     ) -> RelatedPage:
         scope = current_scope()
         paper = paper_get(ref=paper_id, scope=scope)
-        statuses: dict[str, EngineStatus] = {}
-        notes: list[str] = []
-        if engines:
-            engine_ids = [e for e in engine_ids_resolve(engines, operation=CITING) if e != "local"]
-            project_ids, notes = tag_projects(project_id, bool(engine_ids))
-            fetched = citing_papers(
-                paper=paper, engine_ids=engine_ids, max_results=limit, scope=scope,
-                project_ids=project_ids, save=save,
-            )  # fmt: skip
-            statuses = {n: EngineStatus.model_validate(s) for n, s in fetched.engines.items()}
-            notes += fetched.notes
-        related = papers_related(
+        found = related_papers_fetching_citing(
             paper=paper, limit=limit, similarity_threshold=similarity_threshold,
-            scope=list(scope) if scope is not None else None,
+            engines=engines, project_id=project_id, scope=scope, save=save,
         )  # fmt: skip
+        related = found.related
         return RelatedPage(
             paper=related.paper,
             results=related.results,
             weights=related.weights,
             similarity_threshold=related.similarity_threshold,
-            engines=statuses,
-            notes=[*notes, *related.notes],
+            engines={n: EngineStatus.model_validate(s) for n, s in found.engines.items()},
+            notes=found.notes,
         )
 
     @registry.tool(

@@ -1,4 +1,4 @@
-"""Tool set `search`, part 2: the multi-engine tools of seed 004 (issue 5).
+"""Tool set `search`, part 2: the multi-engine tools (docs/ENGINES.md).
 
 `search_papers` and `search_by_author` ask the local library and external engines in
 parallel (engines/services.py); one slow or failing engine never stops the others, and each
@@ -6,9 +6,9 @@ engine's status comes back in `engines`. External results are added to the libra
 paper per real paper, however many engines found it) so their `paper_id` works with every
 other tool; in read-only mode they are returned without being saved.
 
-`project_id` tags every result with the project (seed 004); to search only within a
-project, use `filters: {"project": ...}`. A client scoped to collections that names no
-project gets its external results tagged with its first collection, so it can see them.
+`project_id` tags every result with the project; to search only within a
+project, use `filters: {"project": ...}`. The search itself is projects/intake.py's
+`search_everywhere`, which REST /api/engines/search calls with the same arguments.
 """
 
 from __future__ import annotations
@@ -18,37 +18,26 @@ from typing import Annotated, Any
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import InvalidInput
 from engines import selectors as engine_selectors
-from engines.base import AUTHOR, CATEGORIES, SEARCH, SearchRequest
-from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
-from engines.registry import registry as engine_registry
-from engines.runner import EngineCall
-from engines.services import MAX_ENGINES, EngineSearchResult, engine_ids_resolve
+from engines.base import CATEGORIES
+from engines.schemas import EngineResult, MultiEnginePage
+from engines.services import MAX_ENGINES
+from engines.services import engine_ids_known as engine_ids
 from mcp_endpoint.registry import READ_ONLY, SEARCH_AND_KEEP, Registry
 from mcp_endpoint.scope import current_scope
-from mcp_endpoint.tools.search import (
-    DateBound,
-    EngineStatus,
-    Filters,
-    Offset,
-    Query,
-    filters_build,
-)
-from papers.search import filters as search_filters
-from papers.search.local import local_search, year_of
-from papers.search.types import SearchPage
-from projects import selectors as project_selectors
-from projects.intake import engines_search
+from mcp_endpoint.tools.search import DateBound, Filters, Offset, Query, filters_payload
+from projects.intake import projects_to_file, search_by_author_everywhere, search_everywhere
 
-DEFAULT_MAX_RESULTS = 5  # seed 004: search_papers(max_results=5)
+__all__ = ["EngineResult", "Engines", "MaxResults", "ProjectTag", "engine_ids", "tag_projects"]
+
+DEFAULT_MAX_RESULTS = 5  # a page an agent reads whole
 MaxResults = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Per engine.")]
 Engines = Annotated[
     str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
     Field(
         description=(
             "Engine ids, a list or 'a,b': local (the library), arxiv, google_scholar, "
-            "openalex, crossref, semantic_scholar. Default: all available."
+            "openalex, crossref, semantic_scholar. Default: all not known to be down."
         ),
         max_length=MAX_ENGINES,
     ),
@@ -58,55 +47,9 @@ ProjectTag = Annotated[
 ]
 
 
-def engine_ids(engines: str | list[str] | None, *, operation: str) -> list[str]:
-    """The engines asked: comma lists split, every unknown id named with the known ones."""
-    if isinstance(engines, str):
-        engines = [part for part in engines.split(",") if part.strip()] or [engines]
-    resolved = engine_ids_resolve(engines, operation=operation)
-    known = list(dict.fromkeys([LOCAL_ENGINE, *BUILTIN_ENGINES, *engine_registry.engines()]))
-    unknown = [engine_id for engine_id in resolved if engine_id not in known]
-    if unknown:
-        raise InvalidInput(
-            f"Unknown engine(s): {', '.join(unknown)}; known: {', '.join(known)}.",
-            field="engines",
-            known=known,
-        )
-    return resolved
-
-
-class EngineResult(BaseModel):
-    """A paper found. External results saved to the library have a paper_id like any other."""
-
-    model_config = ConfigDict(extra="allow")
-
-    paper_id: int | None = Field(description="null only in read-only mode (not saved).")
-    id: str | None = None
-    title: str
-    year: int | None = None
-    venue: str | None = None
-    authors: list[str] = Field(default_factory=list)
-    engine: str = Field(description="The first engine that found it.")
-    engines: list[str] = Field(description="Every engine that found it.")
-
-
-class MultiEnginePage(BaseModel):
-    query: str
-    engines: dict[str, EngineStatus] = Field(description="Status of each engine asked.")
-    results: list[EngineResult] = Field(
-        description="One entry per paper: library matches first, then engines' results by rank."
-    )
-    total: int = Field(description="Local matches in all plus external results returned.")
-    limit: int = Field(description="max_results: results per engine.")
-    offset: int = Field(description="Offset into the local matches.")
-    mode: str | None = Field(
-        default=None, description="How the library was searched: fulltext, fuzzy, hybrid, ..."
-    )
-    has_more: bool = Field(description="More local matches: call again with a larger offset.")
-    next_offset: int | None = None
-    saved: int = Field(description="Papers new to the library from this search.")
-    project_id: str | None = Field(default=None, description="The project results were added to.")
-    filters: dict[str, Any] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
+def tag_projects(project_id: str | None, has_external: bool) -> tuple[list[str], list[str]]:
+    """projects_to_file for this client's scope."""
+    return projects_to_file(project_id, current_scope(), has_external)
 
 
 class EngineListing(BaseModel):
@@ -124,46 +67,6 @@ class CategoryListing(BaseModel):
 
     engines: dict[str, dict[str, Any]] = Field(
         description="Per engine: status and categories grouped by subject area."
-    )
-
-
-def tag_projects(project_id: str | None, has_external: bool) -> tuple[list[str], list[str]]:
-    """Projects to add results to, and a note when the scope chose it."""
-    scope = current_scope()
-    if project_id:
-        return [project_selectors.project_get(ref=project_id, scope=scope).id], []
-    if scope and has_external:
-        note = f"External results were added to your collection {scope[0]!r} so you can see them."
-        return [scope[0]], [note]
-    return [], []
-
-
-def _page(
-    query: str,
-    limit: int,
-    offset: int,
-    result: EngineSearchResult,
-    project_ids: list[str],
-    notes: list[str],
-    filters: dict[str, Any],
-) -> MultiEnginePage:
-    local = result.local_page
-    local_more = bool(local and local.has_more)
-    external = sum(1 for entry in result.results if entry["engine"] != LOCAL_ENGINE)
-    return MultiEnginePage(
-        query=query,
-        engines={name: EngineStatus.model_validate(s) for name, s in result.engines.items()},
-        results=[EngineResult.model_validate(entry) for entry in result.results],
-        total=(local.total if local else 0) + external,
-        limit=limit,
-        offset=offset,
-        mode=local.mode if local else None,
-        has_more=local_more,
-        next_offset=(local.offset + len(local.hits)) if local and local_more else None,
-        saved=result.saved,
-        project_id=project_ids[0] if project_ids else None,
-        filters=filters,
-        notes=[*(local.notes if local else []), *notes, *result.notes],
     )
 
 
@@ -200,30 +103,12 @@ def register(registry: Registry) -> None:
             bool | None, Field(description="Fuse full-text and semantic ranking.")
         ] = None,
     ) -> MultiEnginePage:
-        engine_list = engine_ids(engines, operation=SEARCH)
-        scope = current_scope()
-        applied = filters_build(filters, date_from=date_from, date_to=date_to)
-        request = SearchRequest(
-            query=query, max_results=limit, date_from=date_from, date_to=date_to,
-            categories=tuple(categories or ()),
+        return search_everywhere(
+            query=query, engines=engines, limit=limit, offset=offset, project_id=project_id,
+            date_from=date_from, date_to=date_to, categories=categories or (),
+            filters=filters_payload(filters),
+            rerank=rerank, scope=current_scope(), save=save,
         )  # fmt: skip
-        calls = [EngineCall.search(e, request) for e in engine_list if e != LOCAL_ENGINE]
-        project_ids, notes = tag_projects(project_id, bool(calls))
-
-        def local() -> SearchPage:
-            return local_search(
-                query=query, filters=applied, limit=limit, offset=offset, scope=scope,
-                rerank=rerank,
-            )  # fmt: skip
-
-        result = engines_search(
-            calls=calls,
-            local=local if LOCAL_ENGINE in engine_list else None,
-            project_ids=project_ids,
-            save=save,
-        )
-        applied_filters = search_filters.filters_as_dict(applied)
-        return _page(query, limit, offset, result, project_ids, notes, applied_filters)
 
     @registry.tool(
         name="search_by_author",
@@ -245,30 +130,11 @@ def register(registry: Registry) -> None:
         date_to: DateBound = None,
         project_id: ProjectTag = None,
     ) -> MultiEnginePage:
-        engine_list = engine_ids(engines, operation=AUTHOR)
-        scope = current_scope()
-        request = SearchRequest(
-            query=author_name, max_results=limit, date_from=date_from, date_to=date_to
-        )
-        calls = [
-            EngineCall.author(e, author_name, request) for e in engine_list if e != LOCAL_ENGINE
-        ]
-        project_ids, notes = tag_projects(project_id, bool(calls))
-
-        def local() -> SearchPage:
-            return search_filters.paper_search_by_author(
-                name=author_name, year_from=year_of(date_from), year_to=year_of(date_to),
-                limit=limit, offset=offset, scope=scope,
-            )  # fmt: skip
-
-        result = engines_search(
-            calls=calls,
-            local=local if LOCAL_ENGINE in engine_list else None,
-            project_ids=project_ids,
-            save=save,
-        )
-        filters = {"author": author_name}
-        return _page(author_name, limit, offset, result, project_ids, notes, filters)
+        return search_by_author_everywhere(
+            author_name=author_name, engines=engines, limit=limit, offset=offset,
+            project_id=project_id, date_from=date_from, date_to=date_to,
+            scope=current_scope(), save=save,
+        )  # fmt: skip
 
     @registry.tool(
         name="list_search_engines",

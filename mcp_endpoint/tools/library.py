@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InvalidInput
 from core.markdown import escape_markdown as md
+from core.paging import next_offset
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
@@ -29,9 +30,7 @@ MAX_REF_CHARS = paper_selectors.MAX_REF_LENGTH
 MAX_PAPERS_PER_CALL = settings.MAX_PAGE_SIZE
 RESOURCE_LIST_LIMIT = 100
 
-PaperRefValue = (
-    Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS)]
-)
+PaperRefValue = paper_selectors.PaperRefValue
 PaperRef = Annotated[
     PaperRefValue,
     Field(
@@ -259,14 +258,13 @@ def register(registry: Registry) -> None:
         papers, total = project_selectors.project_papers(
             project=project, limit=limit, offset=offset
         )
-        following = offset + len(papers)
         return ProjectPapersPage(
             project_id=project.id,
             project_name=project.name,
             total=total,
             limit=limit,
             offset=offset,
-            next_offset=following if following < total else None,
+            next_offset=next_offset(offset, len(papers), total),
             papers=[_record(paper_selectors.paper_brief(p)) for p in papers],
         )
 

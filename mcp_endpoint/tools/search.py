@@ -1,5 +1,5 @@
-"""Tool set `search`, part 1: searching the local library (issue 4; seed 000 "Search tools"
-and "Facet discovery tool", seed 001's semantic / full-text / payload search).
+"""Tool set `search`, part 1: searching the local library (full text, meaning, metadata,
+keywords and facets; docs/SEARCH.md).
 
 Every tool here is read-only, takes the client's collection scope, and returns paper
 records whose `paper_id` works with get_paper_details and every other paper tool. Limits
@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from engines.registry import LOCAL_ENGINE
 from mcp_endpoint.registry import READ_ONLY, Registry
 from mcp_endpoint.scope import current_scope
 from papers.search import facets as search_facets
@@ -24,10 +25,6 @@ from papers.search import filters as search_filters
 from papers.search import semantic
 from papers.search.local import search_filters_build
 from papers.search.types import SearchFilters, SearchPage
-
-LOCAL_ENGINE = "local"
-MAX_ENGINES = 20
-
 
 # --- input types -----------------------------------------------------------------------
 
@@ -126,20 +123,6 @@ class SearchResult(BaseModel):
     engine: str = Field(default=LOCAL_ENGINE, description="The engine that found it.")
 
 
-class EngineStatus(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    status: Literal[
-        "ok", "error", "timeout", "unavailable", "unsupported", "not_found", "rate_limited"
-    ] = Field(description="ok, or why this engine gave nothing (the others still answer).")
-    count: int = Field(description="Results from this engine on this page.")
-    total: int | None = Field(default=None, description="Matches this engine reports.")
-    mode: str | None = Field(
-        default=None, description="How the local engine searched: fulltext, fuzzy, hybrid, ..."
-    )
-    message: str | None = None
-
-
 class ResultsPage(BaseModel):
     total: int = Field(description="How many papers match in all.")
     limit: int
@@ -151,12 +134,6 @@ class ResultsPage(BaseModel):
     mode: str = Field(description="fulltext, fuzzy, hybrid, semantic, keyword or payload.")
     notes: list[str] = Field(default_factory=list, description="Remarks about the search.")
     results: list[SearchResult]
-
-
-class SearchPapersPage(ResultsPage):
-    query: str
-    engines: dict[str, EngineStatus] = Field(description="Status of each engine searched.")
-    filters: dict[str, Any] = Field(default_factory=dict, description="Filters applied.")
 
 
 class FacetValue(BaseModel):
@@ -182,13 +159,12 @@ class FacetsPage(BaseModel):
 
 
 def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
-    following = page.offset + len(page.hits)
     return {
         "total": page.total,
         "limit": page.limit,
         "offset": page.offset,
         "has_more": page.has_more,
-        "next_offset": following if page.has_more else None,
+        "next_offset": page.next_offset,
         "mode": page.mode,
         "notes": list(page.notes),
         "results": [
@@ -199,6 +175,11 @@ def _results_page(page: SearchPage, **extra: Any) -> dict[str, Any]:
     }
 
 
+def filters_payload(payload: PayloadFilters | dict[str, Any] | None) -> dict[str, Any] | None:
+    """The filters as the services take them (a dict of the keys set)."""
+    return payload.model_dump(exclude_none=True) if isinstance(payload, BaseModel) else payload
+
+
 def filters_build(
     payload: PayloadFilters | dict[str, Any] | None,
     *,
@@ -207,9 +188,8 @@ def filters_build(
     date_to: str | None = None,
 ) -> SearchFilters:
     """The tool's filter arguments through the same builder REST uses."""
-    raw = payload.model_dump(exclude_none=True) if isinstance(payload, BaseModel) else payload
     return search_filters_build(
-        payload=raw, project=project_id, date_from=date_from, date_to=date_to,
+        payload=filters_payload(payload), project=project_id, date_from=date_from, date_to=date_to,
         scope=current_scope(),
     )  # fmt: skip
 

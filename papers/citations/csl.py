@@ -339,6 +339,24 @@ def _polisher(style: CitationStylesStyle, locale: str) -> Callable[[str], str]:
 # --- the selector interfaces call ------------------------------------------------------
 
 
+def locators_parse(texts: Sequence[str]) -> dict[str, str]:
+    """Locators written '<paper>:<page>' (a query string's form, e.g.
+    'vaswani2017attention:5'; the page is after the last colon) as `citations_for_refs`
+    takes them. InvalidInput for one not of that form, or two naming the same reference."""
+    locators: dict[str, str] = {}
+    for text in texts:
+        ref, separator, page = text.rpartition(":")
+        if not separator or not ref.strip() or not page.strip():
+            raise InvalidInput(
+                f"Locator {text!r} is not '<paper>:<page>' (e.g. 'vaswani2017attention:5').",
+                field="locators",
+            )
+        if ref.strip() in locators:
+            raise InvalidInput(f"Two locators name {ref.strip()!r}.", field="locators")
+        locators[ref.strip()] = page.strip()
+    return locators
+
+
 def citations_for_refs(
     *,
     refs: Sequence[str | int],

@@ -195,13 +195,12 @@ class FacetsPage(Schema):
 
 
 def _results(page: SearchPage) -> dict[str, Any]:
-    following = page.offset + len(page.hits)
     return {
         "total": page.total,
         "limit": page.limit,
         "offset": page.offset,
         "has_more": page.has_more,
-        "next_offset": following if page.has_more else None,
+        "next_offset": page.next_offset,
         "mode": page.mode,
         "notes": list(page.notes),
         "results": [{**hit.as_dict(), "engine": LOCAL_ENGINE} for hit in page.hits],

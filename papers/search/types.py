@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.paging import next_offset
+
 
 @dataclass(frozen=True)
 class SearchFilters:
@@ -53,4 +55,8 @@ class SearchPage:
 
     @property
     def has_more(self) -> bool:
-        return self.offset + len(self.hits) < self.total
+        return self.next_offset is not None
+
+    @property
+    def next_offset(self) -> int | None:
+        return next_offset(self.offset, len(self.hits), self.total)

@@ -193,7 +193,7 @@ def plan_propose(
     """The planner's proposal for a question (see the module docstring). `feedback` (notes
     of earlier rejections) adds a query made of the latest note's key terms and the
     question's, and any "quoted phrase" in it as a query of its own. `engines_down`
-    (engine -> why: breakers open now, engines.availability) are left out, and the
+    (engine -> why: breakers open now, engines.selectors) are left out, and the
     rationale says so; a person may still add them back."""
     spec = DOMAINS[domain_key(domain)]
     rationale: list[str] = []

@@ -30,10 +30,10 @@ from typing import Any
 from django.db import IntegrityError
 
 from core.errors import EngineUnavailable, InvalidInput
-from engines.availability import engines_known_down
 from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall
+from engines.selectors import engines_known_down
 from engines.services import EngineSearchResult, citing_papers, engines_search
 from engines.snowball import citations_walk
 from papers.models import Paper

@@ -31,7 +31,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, database_unavailable
-from engines.availability import engines_known_down
+from engines.selectors import engines_known_down
 from projects.dispatch import review_step_send
 from projects.models import Project, ReviewCandidate, ReviewDuplicate, ReviewSession
 from projects.review import planning

@@ -35,10 +35,9 @@ from django.utils import timezone
 from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH, SearchRequest
 from engines.open_access import papers_find_and_attach
-from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
-from engines.registry import registry as engine_registry
+from engines.registry import LOCAL_ENGINE
 from engines.runner import EngineCall
-from engines.services import engine_ids_resolve
+from engines.services import engine_ids_known, engine_ids_resolve
 from papers.models import Paper, PaperIdentifier
 from papers.scoping import project_ids_for
 from papers.search.local import local_search, search_filters_build
@@ -82,15 +81,7 @@ def search_period(search: SavedSearch) -> datetime.timedelta | None:
 def _engines_checked(engines: Sequence[str] | None) -> list[str]:
     if not engines:
         return []
-    resolved = engine_ids_resolve(list(engines), operation=SEARCH)
-    known = list(dict.fromkeys([LOCAL_ENGINE, *BUILTIN_ENGINES, *engine_registry.engines()]))
-    unknown = [engine_id for engine_id in resolved if engine_id not in known]
-    if unknown:
-        raise InvalidInput(
-            f"Unknown engine(s): {', '.join(unknown)}; known: {', '.join(known)}.",
-            field="engines",
-        )
-    return resolved
+    return engine_ids_known(list(engines), operation=SEARCH)
 
 
 @transaction.atomic

@@ -92,3 +92,39 @@ def test_unknown_project_and_bad_limits_are_client_errors(api: Api, fake_engine:
     assert error(unknown, 404)["code"] == "not_found"
     too_many = api.post("/api/engines/search", {"query": "x", "max_results": 101})
     error(too_many, 400)
+
+
+def test_mcp_and_rest_answer_the_same_engine_search(
+    api: Api, library: Library, fake_engine: str, transactional_db: None
+) -> None:
+    """One service behind both: the same arguments (filters included) give the same page.
+    (The tool closes its thread's old connections, as over /mcp: a transactional test.)"""
+    import json
+
+    from mcp_endpoint.registry import build_registry
+
+    arguments = {
+        "query": "attention", "engines": ["local", fake_engine], "max_results": 5,
+        "filters": {"year_from": 2015},
+    }  # fmt: skip
+    first = api.post("/api/engines/search", arguments)  # saves what the engine found
+    assert first.status_code == 200, first.content
+    tool = build_registry(toolsets=["search"]).tools["search_papers"].fn
+    mcp_arguments = {key: value for key, value in arguments.items() if key != "max_results"}
+    over_mcp = tool(**mcp_arguments, limit=arguments["max_results"])
+    assert not over_mcp.is_error, over_mcp.content
+    mcp_page = json.loads(over_mcp.content[0].text)
+    rest_page = api.post("/api/engines/search", arguments).json()
+
+    def shape(page: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "results": [(r["paper_id"], r["title"], r["engines"]) for r in page["results"]],
+            "engines": {name: s["status"] for name, s in page["engines"].items()},
+            **{key: page.get(key) for key in ("total", "saved", "has_more", "filters", "notes")},
+        }
+
+    assert shape(mcp_page) == shape(rest_page)
+    assert rest_page["filters"] == {"year_from": 2015}
+    assert [r["title"] for r in rest_page["results"]][:2] == [
+        "Attention Is All You Need", REFORMER["title"],
+    ]  # fmt: skip

@@ -124,9 +124,10 @@ async def test_disabled_engines_are_reported_per_engine_and_the_rest_still_answe
         library_server.mcp_url, "search_by_author",
         {"author_name": "Vaswani", "engines": "google_scholar"},
     )  # fmt: skip
-    assert not alone.is_error and tool_data(alone)["results"] == []
-    assert tool_data(alone)["engines"]["google_scholar"]["status"] == "unavailable"
-    assert any("google_scholar" in note for note in tool_data(alone)["notes"])
+    # Nothing found and no engine could answer: an error naming the engine, not an empty page.
+    error = tool_error(alone)
+    assert error["code"] == "engines_unavailable"
+    assert error["engines"]["google_scholar"]["status"] == "unavailable"
 
 
 async def test_search_papers_combines_text_with_filters_dates_and_project(
