@@ -32,6 +32,7 @@ from papers.models import Paper, Venue
 from papers.search.admin_search import (
     ADMIN_SEARCH_MAX_HITS,
     admin_search_filters,
+    identifier_match,
     paper_search_admin,
     with_search_rank,
 )
@@ -219,10 +220,7 @@ def project_papers_search(
         ).ids
     except InvalidInput:
         return paper_search_admin(queryset, term, filters)  # not a valid query: its plain match
-    condition = Q(pk__in=ids) | Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
-    if term.isdigit():
-        condition |= Q(pk=int(term))
-    return with_search_rank(queryset.filter(condition), ids)
+    return with_search_rank(queryset.filter(Q(pk__in=ids) | identifier_match(term)), ids)
 
 
 class LibraryPickerAdmin(LibraryPaperAdmin):

@@ -66,6 +66,14 @@ def with_search_rank(queryset: QuerySet[Paper], ranked_ids: Sequence[int]) -> Qu
     return queryset.annotate(**{SEARCH_RANK: rank}).order_by(SEARCH_RANK, "-paper_id")
 
 
+def identifier_match(term: str) -> Q:
+    """The papers a search box's term names exactly: paper_id, human id, citekey or DOI."""
+    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
+    if term.isdigit():
+        condition |= Q(pk=int(term))
+    return condition
+
+
 def admin_search_filters(params: Mapping[str, str]) -> SearchFilters | None:
     """The list filters of an admin paper list that are search filters too (`year`: 2019
     or 2018-2020, `project`), so a filtered list is ranked as search_papers ranks with
@@ -94,9 +102,7 @@ def paper_search_admin(
     term = term.strip()
     if not term:
         return queryset
-    condition = Q(citekey=term) | Q(human_id=term) | Q(doi=term.lower())
-    if term.isdigit():
-        condition |= Q(pk=int(term))
+    condition = identifier_match(term)
     try:
         ids = local_search_ids(query=term, filters=filters, limit=ADMIN_SEARCH_MAX_HITS).ids
     except InvalidInput:
