@@ -45,6 +45,7 @@ from mcp_types import INVALID_REQUEST, RequestId, jsonrpc_message_adapter
 
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
+from mcp_endpoint.scope import client_scope
 
 logger = logging.getLogger(__name__)
 
@@ -311,8 +312,10 @@ async def strict_stdio_server() -> AsyncIterator[
 
 async def serve_stdio() -> None:
     server = lowlevel(get_server())
-    async with strict_stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    # The command line's --collections (the process default) scopes every request.
+    with client_scope(None):
+        async with strict_stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_stdio() -> None:

@@ -11,13 +11,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from core.errors import Conflict
 from engines import services as engine_services
 from engines.runner import EngineCall
 from engines.services import AddedPaper, EngineSearchResult
+from papers import scoping
 from papers.models import Paper
 from papers.search.types import SearchPage
 from projects.retractions import retractions_check_soon
 from projects.services import projects_adder
+
+
+class OutsideCollections(Conflict):
+    """The library holds the paper, but not in the client's collections."""
+
+    code = "outside_collections"
+
+
+def outside_collections_check(paper_id: int, *, identifier: str) -> None:
+    """Raise OutsideCollections when a scoped client may not see the paper it just named
+    (projects_adder did not file it). The answer says that much and nothing of the paper:
+    the identifier was the client's, and adding it again would create a duplicate."""
+    if scoping.client_project_ids() is None:
+        return
+    if not scoping.papers_in_scope(None).filter(pk=paper_id).exists():
+        raise OutsideCollections(
+            f"The library already holds {identifier!r}, outside your collections: it was "
+            "not added to them. Ask someone with access to the whole library to file it "
+            "in one of your collections.",
+            identifier=identifier,
+        )
 
 
 def engines_search(
@@ -59,10 +82,13 @@ def citing_papers(
 def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
     """engines.services.paper_add_by_identifier, adding the paper (new or already in the
     library) to `project_ids`, and queues a retraction check of a new paper. Raises what
-    it raises: InvalidInput, NotFound, EngineUnavailable."""
+    it raises: InvalidInput, NotFound, EngineUnavailable; and OutsideCollections when a
+    client scoped to collections names a paper the library holds outside them (neither
+    filed nor shown: see docs/SECURITY.md)."""
     added = engine_services.paper_add_by_identifier(
         identifier=identifier, on_saved=projects_adder(project_ids)
     )
+    outside_collections_check(added.paper.pk, identifier=identifier)
     if added.created:  # checked for retractions in the background (projects/retractions.py)
         retractions_check_soon([added.paper.pk])
     return added
