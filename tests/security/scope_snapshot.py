@@ -27,6 +27,13 @@ def main() -> None:
         ProjectPaper.objects.filter(project__name="Vision").values_list("paper_id", flat=True)
     )
     outside = Paper.objects.exclude(pk__in=vision).order_by("pk")
+    # What the "Vision" client may legitimately create (its own reviews, searches) is left
+    # out; everything else must stay as it was.
+    reviews = [
+        str(row)
+        for row in ReviewSession.objects.order_by("pk").values()
+        if row["project_id"] != "vision" and "vision" not in (row.get("collections") or [])
+    ]
     snapshot = {
         "papers": [
             {
@@ -40,9 +47,14 @@ def main() -> None:
             for row in [Paper.objects.filter(pk=p.pk).values().get()]
         ],
         "projects": [str(row) for row in Project.objects.order_by("pk").values()],
-        "reviews": [str(row) for row in ReviewSession.objects.order_by("pk").values()],
-        "saved_searches": [str(row) for row in SavedSearch.objects.order_by("pk").values()],
-        "alerts": [str(row) for row in Alert.objects.order_by("pk").values()],
+        "reviews": reviews,
+        "saved_searches": [
+            str(row)
+            for row in SavedSearch.objects.exclude(project="vision").order_by("pk").values()
+        ],
+        "alerts": [
+            str(row) for row in Alert.objects.exclude(project="vision").order_by("pk").values()
+        ],
     }
     print(json.dumps(snapshot, default=str))
 
