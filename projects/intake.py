@@ -10,14 +10,18 @@ that take a `project_id` call these; everything else calls the engine services d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from core.errors import Conflict
+from core.errors import Conflict, InvalidInput
 from engines import services as engine_services
 from engines.runner import EngineCall
 from engines.services import AddedPaper, EngineSearchResult
 from papers import scoping
+from papers.duplicates import records_duplicates
 from papers.models import Paper
+from papers.schemas import PaperRecord
 from papers.search.types import SearchPage
+from papers.services import papers_upsert_retrying
 from projects.retractions import retractions_check_soon
 from projects.services import projects_adder
 
@@ -92,3 +96,46 @@ def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ())
     if added.created:  # checked for retractions in the background (projects/retractions.py)
         retractions_check_soon([added.paper.pk])
     return added
+
+
+def paper_add_from_metadata(
+    *, values: dict[str, Any], identifier: str | None = None, project_ids: Sequence[str] = ()
+) -> AddedPaper:
+    """Add a paper from its metadata alone (title, authors, year, venue, doi, arxiv_id,
+    source_url, abstract ...: PaperRecord.build's fields), asking no engine, so it works
+    offline. `identifier` (a DOI, arXiv, ACL or OpenAlex id, or a URL holding one) and an
+    identifier found in `source_url` are recorded with it.
+
+    The record is matched against the library as imports are (papers.duplicates, the
+    importers' de-duplication): a paper already there is not duplicated but returned
+    (created false), with what the record adds merged in as an import merges it. Filed into
+    `project_ids` either way; a scoped client naming a paper outside its collections gets
+    OutsideCollections before anything is written. Raises InvalidInput (no title, a bad
+    value, an unrecognised identifier)."""
+    values = dict(values)
+    for text in (identifier, values.get("source_url")):
+        if not text:
+            continue
+        try:
+            parsed = engine_services.identifier_parse(text)
+        except InvalidInput:
+            if text is identifier:
+                raise
+            continue  # a landing page that names no identifier: kept as the paper's url
+        if parsed.kind == "doi":
+            values.setdefault("doi", parsed.value)
+        elif parsed.kind == "arxiv":
+            values.setdefault("arxiv_id", parsed.value)
+        else:
+            values["identifiers"] = {parsed.kind: parsed.value, **values.get("identifiers", {})}
+    record = PaperRecord.build(**values)
+    existing = records_duplicates(records=[record])[0].paper_id
+    if existing is not None:
+        outside_collections_check(existing, identifier=identifier or record.title)
+    outcome = papers_upsert_retrying(records=[record], on_saved=projects_adder(project_ids))
+    paper = Paper.objects.get(pk=outcome.paper_ids[0])
+    created = outcome.created > 0
+    if created:
+        retractions_check_soon([paper.pk])
+    notes = [] if created else ["Already in the library (matched as imports are); not duplicated."]
+    return AddedPaper(paper, created, {}, notes)
