@@ -211,7 +211,7 @@ def projects_adder(project_ids: Sequence[str]) -> OnSaved | None:
     which would hand the client that paper's record, summaries, PDF and annotations."""
     if not project_ids:
         return None
-    floor = _newest_paper_id() if scoping.client_project_ids() is not None else None
+    floor = newest_paper_id() if scoping.client_project_ids() is not None else None
 
     def add(paper_ids: list[int]) -> None:
         if floor is not None:
@@ -222,7 +222,8 @@ def projects_adder(project_ids: Sequence[str]) -> OnSaved | None:
     return add
 
 
-def _newest_paper_id() -> int:
+def newest_paper_id() -> int:
+    """The highest paper_id now: papers above it were created after this call."""
     return Paper.objects.aggregate(newest=Max("pk"))["newest"] or 0
 
 

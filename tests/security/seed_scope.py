@@ -35,13 +35,16 @@ def main() -> None:
     from papers.assets.services import asset_save
     from papers.models import Paper, PaperIdentifier
     from papers.pdf.services import annotation_area_create, pdf_attach_file
+    from papers.services import citations_add
     from projects.models import Alert, Project, ReviewSession, SavedSearch
     from projects.services import project_add_papers
 
     nlp = Project.objects.get(pk=data["projects"]["nlp"])
+    attention = Paper.objects.get(pk=data["papers"]["attention"]["paper_id"])
     # A paper in both projects: the scoped client sees it, but not that it is also in nlp.
     project_add_papers(project=nlp, paper_ids=[data["papers"]["resnet"]["paper_id"]])
-    attention = Paper.objects.get(pk=data["papers"]["attention"]["paper_id"])
+    # Vision's paper cites NLP's: a citation walk from it reaches a paper outside Vision.
+    citations_add(pairs=[(data["papers"]["resnet"]["paper_id"], attention.pk)])
     PaperIdentifier.objects.create(paper=attention, scheme="acl", value=ACL_ID)
     PaperIdentifier.objects.create(paper=attention, scheme="openalex", value=OPENALEX_ID)
     pdf_attach_file(paper_id=attention.pk, path=PDF_FIXTURE)

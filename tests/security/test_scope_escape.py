@@ -135,3 +135,19 @@ async def test_records_list_only_the_projects_the_client_sees(
         found = await client.call_tool("search_papers", {"query": "residual"})
     assert tool_data(detail)["projects"] == ["vision"]
     assert_nothing_of_nlp(answer_text(detail) + answer_text(found))
+
+
+async def test_a_citation_walk_from_the_scope_neither_shows_nor_files_papers_outside_it(
+    scope_server: LiveServer, scope_kb: KnowledgeBase
+) -> None:
+    resnet = scope_kb.data["papers"]["resnet"]["paper_id"]
+    arguments = {
+        "paper_ids": [resnet], "direction": "references", "project_id": "Vision",
+        "add_to_project": True,
+    }  # fmt: skip
+    before = scope_snapshot(scope_kb)
+    async with mcp_client(scoped_url(scope_server)) as client:
+        walked = await client.call_tool("expand_by_citations", arguments)
+    assert not walked.is_error, answer_text(walked)
+    assert_nothing_of_nlp(answer_text(walked))
+    assert scope_snapshot(scope_kb) == before
