@@ -135,7 +135,7 @@ def saved_search_save(
     # Names are unique within a project: a search outside the client's collections never
     # clashes with (nor reveals itself to) a scoped client's. A search of that name the
     # client sees is replaced, the one filed into the target project first.
-    same = saved_searches_in_scope(scope).select_for_update().filter(name__iexact=name)
+    same = saved_searches_in_scope(scope).select_for_update(of=("self",)).filter(name__iexact=name)
     search = same.filter(project=target).first() or same.first()
     created = search is None
     search = search or SavedSearch(name=name)
