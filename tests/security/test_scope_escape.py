@@ -11,10 +11,19 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import mcp
 import pytest
-from mcp import MCPError
+from mcp import MCPError, StdioServerParameters
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, running_server, tool_data
+from tests.mcp.conftest import (
+    PYTHON,
+    ROOT,
+    KnowledgeBase,
+    LiveServer,
+    mcp_client,
+    running_server,
+    tool_data,
+)
 from tests.security.conftest import scope_snapshot
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
@@ -150,4 +159,25 @@ async def test_a_citation_walk_from_the_scope_neither_shows_nor_files_papers_out
         walked = await client.call_tool("expand_by_citations", arguments)
     assert not walked.is_error, answer_text(walked)
     assert_nothing_of_nlp(answer_text(walked))
+    assert scope_snapshot(scope_kb) == before
+
+
+async def test_a_stdio_client_scoped_on_the_command_line_cannot_add_its_way_out(
+    scope_kb: KnowledgeBase,
+) -> None:
+    params = StdioServerParameters(
+        command=PYTHON,
+        args=["manage.py", "serve", "--transport", "stdio", "--collections", "Vision"],
+        env=scope_kb.env,
+        cwd=str(ROOT),
+    )
+    before = scope_snapshot(scope_kb)
+    async with mcp.Client(params) as client:
+        added = await client.call_tool("add_paper", {"identifier": scope_kb.data["acl"]})
+        summary = await client.call_tool(
+            "get_paper_summary", {"paper_id": scope_kb.data["papers"]["attention"]["paper_id"]}
+        )
+    assert json.loads(answer_text(added))["error"]["code"] == "outside_collections"
+    assert json.loads(answer_text(summary))["error"]["code"] == "not_found"
+    assert_nothing_of_nlp(answer_text(added) + answer_text(summary))
     assert scope_snapshot(scope_kb) == before
