@@ -207,9 +207,12 @@ def _save_and_merge(
             order.append(paper_id)
 
     # Local hits already carry their record; only papers the engines found are read here.
+    # A client scoped to collections sees the engine's record, not the library's, for a
+    # result that de-duplicated into a paper outside its collections (papers_in_scope
+    # narrows to the client's; the whole library outside a client).
     wanted = {paper_id for paper_id in order if paper_id not in local_entry}
     papers = (
-        {paper.pk: paper for paper in with_relations(Paper.objects.filter(pk__in=wanted))}
+        {paper.pk: paper for paper in with_relations(papers_in_scope(None).filter(pk__in=wanted))}
         if wanted
         else {}
     )
@@ -219,6 +222,8 @@ def _save_and_merge(
         if entry is None:
             paper = papers.get(paper_id)
             if paper is None:
+                rank, engine, record = external_rank[paper_id]
+                entries.append(unsaved_entry(record, engine=engine, rank=rank + 1))
                 continue
             entry = _brief_with_links(paper)
         entry["engine"] = found_by[paper_id][0]

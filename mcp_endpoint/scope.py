@@ -1,13 +1,10 @@
-"""The collection scope of the current MCP client (seed 001: "collections").
+"""Parsing the collection scope an MCP client chooses (and its tool sets).
 
 A collection is a project. A client chooses its projects once, when it connects:
 `?collections=a,b` (or `?collection=a`, or the `X-MCP-Collections` header) on the HTTP
-endpoint, `--collection`/`--collections` on the stdio command line. Every tool passes the
-scope to the selectors, so two clients with different scopes never see each other's papers.
-
-The scope travels in a contextvar: the HTTP entry sets it around one request, the stdio
-entry sets the process default once. Sync tools run on worker threads; anyio copies the
-context into them, so the value set by the transport is the value the tool reads.
+endpoint, `--collection`/`--collections` on the stdio command line. The transports set it
+with `core.scope` (re-exported here); the services and selectors read it there themselves,
+so two clients with different scopes never see each other's papers, whatever the tool.
 """
 
 from __future__ import annotations
@@ -16,7 +13,10 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+
+from core.scope import client_scope as client_scope
+from core.scope import current_scope as current_scope
+from core.scope import set_process_default as set_process_default
 
 MAX_COLLECTIONS = 20
 MAX_COLLECTION_CHARS = 200
@@ -29,9 +29,6 @@ TOOLSETS_HEADER = "x-mcp-toolsets"
 _TOOLSET_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_TOOLSETS = 10
 
-_UNSET: Final = object()  # "the client chose nothing": the process default applies
-_request_scope: ContextVar[object] = ContextVar("mcp_collections", default=_UNSET)
-_process_default: tuple[str, ...] | None = None
 _request_toolsets: ContextVar[tuple[str, ...] | None] = ContextVar("mcp_toolsets", default=None)
 
 
@@ -59,32 +56,6 @@ def parse_collections(raw: str | Sequence[str] | None) -> tuple[str, ...] | None
     if len(items) > MAX_COLLECTIONS:
         raise InvalidScope(f"at most {MAX_COLLECTIONS} collections can be chosen")
     return tuple(items) or None
-
-
-def set_process_default(scope: tuple[str, ...] | None) -> None:
-    """The scope of clients that do not choose one (stdio: the command line)."""
-    global _process_default
-    _process_default = scope
-
-
-def current_scope() -> list[str] | None:
-    """The project refs the current client may see, or None for the whole library."""
-    value = _request_scope.get()
-    chosen = _process_default if value is _UNSET else value
-    return list(chosen) if isinstance(chosen, tuple) and chosen else None
-
-
-@contextmanager
-def client_scope(scope: tuple[str, ...] | None) -> Iterator[None]:
-    """Run a block (one HTTP request) with the scope the client chose.
-
-    None means "the client chose nothing": the process default then applies.
-    """
-    token = _request_scope.set(_UNSET if scope is None else scope)
-    try:
-        yield
-    finally:
-        _request_scope.reset(token)
 
 
 def parse_toolsets(raw: Sequence[str]) -> tuple[str, ...] | None:

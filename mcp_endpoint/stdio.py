@@ -47,6 +47,7 @@ from mcp_types import INVALID_REQUEST, RequestId, jsonrpc_message_adapter
 from core.clients import set_process_place
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
+from mcp_endpoint.scope import client_scope
 
 logger = logging.getLogger(__name__)
 
@@ -319,8 +320,10 @@ async def serve_stdio() -> None:
     # The one client is the process that started us, on this machine (attach_pdf's path).
     set_process_place("stdio")
     server = lowlevel(get_server())
-    async with strict_stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    # The command line's --collections (the process default) scopes every request.
+    with client_scope(None):
+        async with strict_stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_stdio() -> None:

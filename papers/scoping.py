@@ -5,20 +5,32 @@ project to a paper with `related_name="project_links"`). The paper layer never i
 that app: it reads membership through the relation projects declares on Paper, and finds
 the two models through it (`membership_model`, `project_model`). projects.selectors
 resolves project references with these same functions, so there is one definition.
+
+Every function here that takes a `scope` narrows it to the current client's collections
+(core.scope): a caller that passes None, or forgets to pass the scope, still never sees
+beyond the client's projects. Outside an MCP client nothing is narrowed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from django.db.models import Model, Q, QuerySet
 
 from core.errors import InvalidInput, NotFound
+from core.scope import current_scope
 from papers.models import Paper
 
 # The relation from Paper to its membership rows, declared by projects.models.ProjectPaper.
 LINKS = "project_links"
+
+# The client's collections resolved to project ids, once per call (the context of one tool
+# call or resource read): records list their projects through it, one lookup per answer.
+_resolved: ContextVar[tuple[tuple[str, ...], frozenset[str]] | None] = ContextVar(
+    "client_project_ids", default=None
+)
 
 
 def membership_model() -> type[Model]:
@@ -43,6 +55,39 @@ def project_ids_for(refs: Sequence[str]) -> list[str]:
     return list(manager.filter(condition).values_list("id", flat=True))
 
 
+def client_project_ids() -> frozenset[str] | None:
+    """The ids of the projects the current client may see; None outside a scoped client."""
+    client = current_scope()
+    if client is None:
+        return None
+    key = tuple(client)
+    cached = _resolved.get()
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    ids = frozenset(project_ids_for(client))
+    _resolved.set((key, ids))
+    return ids
+
+
+def visible_project_ids(project_ids: Iterable[str]) -> list[str]:
+    """The projects of a record that the current client may know of, sorted: a scoped
+    client never learns the ids of other projects a paper is filed in."""
+    allowed = client_project_ids()
+    return sorted(p for p in project_ids if allowed is None or p in allowed)
+
+
+def effective_scope(scope: Sequence[str] | None) -> list[str] | None:
+    """The scope to apply: `scope` (project ids or names; None for the whole library)
+    narrowed to the current client's collections. None only when neither restricts;
+    otherwise project ids (an empty list sees nothing)."""
+    allowed = client_project_ids()
+    if allowed is None:
+        return None if scope is None else list(scope)
+    if scope is None:
+        return sorted(allowed)
+    return [project_id for project_id in project_ids_for(scope) if project_id in allowed]
+
+
 def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
     """The project with this id or (case-insensitive) name; NotFound otherwise or when the
     client's collection scope does not include it. InvalidInput for an empty reference."""
@@ -51,6 +96,7 @@ def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
         raise InvalidInput("project_id cannot be empty.", field="project_id")
     manager: Any = project_model()._default_manager
     project = manager.filter(id=text).first() or manager.filter(name__iexact=text).first()
+    scope = effective_scope(scope)
     if project is None or (scope is not None and project.id not in project_ids_for(scope)):
         raise NotFound(f"No project {ref!r}.", project_id=ref)
     return project
@@ -59,13 +105,15 @@ def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
 def scope_paper_ids(scope: Sequence[str]) -> QuerySet[Any]:
     """The ids of the papers in these projects, as a subquery (`paper_id` values)."""
     manager: Any = membership_model()._default_manager
-    return manager.filter(project__in=project_ids_for(scope)).values("paper_id")
+    allowed = effective_scope(scope)
+    return manager.filter(project__in=project_ids_for(allowed or [])).values("paper_id")
 
 
 def papers_in_scope(scope: Sequence[str] | None) -> QuerySet[Paper]:
     """All papers, or only those in the given projects (ids or names) for a scoped client.
     A semi-join (`paper_id IN (...)`), so a paper in two of the projects is one row."""
     queryset = Paper.objects.all()
+    scope = effective_scope(scope)
     if scope is None:
         return queryset
     return queryset.filter(pk__in=scope_paper_ids(scope))

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from core.errors import InvalidInput, NotFound
 from papers.models import Annotation, Paper, PaperAsset, PaperAuthor, PaperIdentifier, PaperPdf
-from papers.scoping import papers_in_project, project_find
+from papers.scoping import papers_in_project, project_find, visible_project_ids
 from papers.scoping import papers_in_scope as papers_in_scope
 
 MAX_REF_LENGTH = 600
@@ -82,7 +82,7 @@ def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = N
     human_ids = {t for t in texts if t.startswith("[")}
     keys = {t for t in texts if not _is_number(t) and not t.startswith("[")}
 
-    visible = papers_in_scope(scope) if scope is not None else Paper.objects.all()
+    visible = papers_in_scope(scope)
     found: dict[str, int] = {}
     for pk in visible.filter(pk__in=numbers).values_list("pk", flat=True):
         found[str(pk)] = pk
@@ -237,7 +237,7 @@ def brief_from_values(values: dict[str, Any]) -> dict[str, Any]:
         # A PDF stored in the library: the PDF, passage and quote tools work on it. A
         # `pdf_url` alone is only where one could be downloaded from (attach_pdf).
         "has_pdf": bool(values["has_pdf_file"]),
-        "projects": sorted(values["projects"]),
+        "projects": visible_project_ids(values["projects"]),
         "summaries": sorted(values["summaries"]),
         "annotation_count": int(values["annotation_count"] or 0),
     }
@@ -319,7 +319,7 @@ def paper_record(paper: Paper) -> dict[str, Any]:
         "result_id": paper.result_id or None,
         "versions_count": paper.versions_count,
         "categories": sorted(c.name for c in paper.categories.all()),
-        "projects": sorted(p.id for p in paper.projects.all()),
+        "projects": visible_project_ids(p.id for p in paper.projects.all()),
         "identifiers": {i.scheme: i.value for i in paper.identifiers.all()},
         "resources": paper.resources,
         "metadata": paper.metadata,

@@ -17,18 +17,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import EnginesUnavailable
+from core.errors import Conflict, EnginesUnavailable, InvalidInput
 from engines import services as engine_services
 from engines.base import AUTHOR, CITING, SEARCH, SearchRequest
 from engines.registry import LOCAL_ENGINE
 from engines.runner import EngineCall
 from engines.schemas import EngineResult, MultiEnginePage, engine_statuses
 from engines.services import AddedPaper, EngineChoice, EngineSearchResult, engines_choose
+from papers import scoping
+from papers.duplicates import records_duplicates
 from papers.models import Paper
 from papers.related import RelatedResult, papers_related
+from papers.schemas import PaperRecord
 from papers.search.filters import filters_as_dict, paper_search_by_author
 from papers.search.local import local_search, search_filters_build, year_of
 from papers.search.types import SearchPage
+from papers.services import papers_upsert_retrying
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
 from projects.services import projects_adder
@@ -177,6 +181,27 @@ def _answer(
     )
 
 
+class OutsideCollections(Conflict):
+    """The library holds the paper, but not in the client's collections."""
+
+    code = "outside_collections"
+
+
+def outside_collections_check(paper_id: int, *, identifier: str) -> None:
+    """Raise OutsideCollections when a scoped client may not see the paper it just named
+    (projects_adder did not file it). The answer says that much and nothing of the paper:
+    the identifier was the client's, and adding it again would create a duplicate."""
+    if scoping.client_project_ids() is None:
+        return
+    if not scoping.papers_in_scope(None).filter(pk=paper_id).exists():
+        raise OutsideCollections(
+            f"The library already holds {identifier!r}, outside your collections: it was "
+            "not added to them. Ask someone with access to the whole library to file it "
+            "in one of your collections.",
+            identifier=identifier,
+        )
+
+
 def engines_search(
     *,
     calls: list[EngineCall],
@@ -216,10 +241,13 @@ def citing_papers(
 def paper_add_by_identifier(*, identifier: str, project_ids: Sequence[str] = ()) -> AddedPaper:
     """engines.services.paper_add_by_identifier, adding the paper (new or already in the
     library) to `project_ids`, and queues a retraction check of a new paper. Raises what
-    it raises: InvalidInput, NotFound, EngineUnavailable."""
+    it raises: InvalidInput, NotFound, EngineUnavailable; and OutsideCollections when a
+    client scoped to collections names a paper the library holds outside them (neither
+    filed nor shown: see docs/SECURITY.md)."""
     added = engine_services.paper_add_by_identifier(
         identifier=identifier, on_saved=projects_adder(project_ids)
     )
+    outside_collections_check(added.paper.pk, identifier=identifier)
     if added.created:  # checked for retractions in the background (projects/retractions.py)
         retractions_check_soon([added.paper.pk])
     return added
@@ -263,3 +291,46 @@ def related_papers_fetching_citing(
         scope=list(scope) if scope is not None else None,
     )  # fmt: skip
     return RelatedFound(related, statuses, [*notes, *related.notes])
+
+
+def paper_add_from_metadata(
+    *, values: dict[str, Any], identifier: str | None = None, project_ids: Sequence[str] = ()
+) -> AddedPaper:
+    """Add a paper from its metadata alone (title, authors, year, venue, doi, arxiv_id,
+    source_url, abstract ...: PaperRecord.build's fields), asking no engine, so it works
+    offline. `identifier` (a DOI, arXiv, ACL or OpenAlex id, or a URL holding one) and an
+    identifier found in `source_url` are recorded with it.
+
+    The record is matched against the library as imports are (papers.duplicates, the
+    importers' de-duplication): a paper already there is not duplicated but returned
+    (created false), with what the record adds merged in as an import merges it. Filed into
+    `project_ids` either way; a scoped client naming a paper outside its collections gets
+    OutsideCollections before anything is written. Raises InvalidInput (no title, a bad
+    value, an unrecognised identifier)."""
+    values = dict(values)
+    for text in (identifier, values.get("source_url")):
+        if not text:
+            continue
+        try:
+            parsed = engine_services.identifier_parse(text)
+        except InvalidInput:
+            if text is identifier:
+                raise
+            continue  # a landing page that names no identifier: kept as the paper's url
+        if parsed.kind == "doi":
+            values.setdefault("doi", parsed.value)
+        elif parsed.kind == "arxiv":
+            values.setdefault("arxiv_id", parsed.value)
+        else:
+            values["identifiers"] = {parsed.kind: parsed.value, **values.get("identifiers", {})}
+    record = PaperRecord.build(**values)
+    existing = records_duplicates(records=[record])[0].paper_id
+    if existing is not None:
+        outside_collections_check(existing, identifier=identifier or record.title)
+    outcome = papers_upsert_retrying(records=[record], on_saved=projects_adder(project_ids))
+    paper = Paper.objects.get(pk=outcome.paper_ids[0])
+    created = outcome.created > 0
+    if created:
+        retractions_check_soon([paper.pk])
+    notes = [] if created else ["Already in the library (matched as imports are); not duplicated."]
+    return AddedPaper(paper, created, {}, notes)

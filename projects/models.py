@@ -104,6 +104,10 @@ class ReviewSession(TimeStamped):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="reviews"
     )
+    # The collections (project ids) of the client that started the review, empty for an
+    # unscoped one: a scoped client sees only reviews started within its collections or
+    # filed into them, and the review's steps search only those collections.
+    collections = models.JSONField(default=list, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     task_id = models.CharField(max_length=64, blank=True)
     attempt = models.PositiveSmallIntegerField(default=0)
@@ -364,7 +368,16 @@ class SavedSearch(TimeStamped):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(Lower("name"), name="savedsearch_name_unique_ci"),
+            # Unique within a project (a client scoped to collections never meets the
+            # names of searches outside them), and among searches filed nowhere.
+            models.UniqueConstraint(
+                Lower("name"), "project", name="savedsearch_name_project_unique_ci"
+            ),
+            models.UniqueConstraint(
+                Lower("name"),
+                condition=models.Q(project__isnull=True),
+                name="savedsearch_name_unfiled_unique_ci",
+            ),
         ]
         indexes = [
             # The scheduler's claim: enabled searches whose next_run_at has passed.

@@ -43,6 +43,7 @@ def project_list(*, scope: Sequence[str] | None = None) -> list[Project]:
     """Every project (only those in the client's scope), by name, each with `paper_count`
     annotated: one query, whatever the number of projects."""
     queryset = Project.objects.annotate(paper_count=Count("paper_links"))
+    scope = scoping.effective_scope(scope)
     if scope is not None:
         queryset = queryset.filter(id__in=project_ids_for(scope))
     return list(queryset.order_by("name"))

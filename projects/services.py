@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils.text import slugify
 
 from core.errors import Conflict, InvalidInput
+from papers import scoping
 from papers.models import Paper
 from papers.selectors import papers_resolve
 from papers.services import OnSaved
@@ -201,12 +203,40 @@ def project_remove_papers(*, project: Project | str, paper_ids: Sequence[int]) -
 def projects_adder(project_ids: Sequence[str]) -> OnSaved | None:
     """The hook the library's writes take (`on_saved`: papers_upsert, import_records, the
     engine searches) to add the papers they save to these projects, in the same
-    transaction; None when there is no project, so those writes skip the step."""
+    transaction; None when there is no project, so those writes skip the step.
+
+    For a client scoped to collections (core.scope) it files only papers the client may
+    already see, and papers this write created: an engine result (or an identifier) that
+    de-duplicates into a paper outside the client's collections is never filed into them,
+    which would hand the client that paper's record, summaries, PDF and annotations."""
     if not project_ids:
         return None
+    floor = newest_paper_id() if scoping.client_project_ids() is not None else None
 
     def add(paper_ids: list[int]) -> None:
+        if floor is not None:
+            paper_ids = fileable_by_client(paper_ids, created_after=floor)
         for project_id in project_ids:
             project_add_papers(project=project_id, paper_ids=paper_ids)
 
     return add
+
+
+def newest_paper_id() -> int:
+    """The highest paper_id now: papers above it were created after this call."""
+    return Paper.objects.aggregate(newest=Max("pk"))["newest"] or 0
+
+
+def fileable_by_client(paper_ids: Sequence[int], *, created_after: int) -> list[int]:
+    """The papers of `paper_ids` a scoped client may file into its collections: those it
+    already sees, and those created after paper id `created_after` that no project holds
+    yet (new to the library, so nothing in them belongs to anyone)."""
+    visible = set(
+        scoping.papers_in_scope(None).filter(pk__in=paper_ids).values_list("pk", flat=True)
+    )
+    fresh = set(
+        Paper.objects.filter(
+            pk__in=paper_ids, pk__gt=created_after, project_links__isnull=True
+        ).values_list("pk", flat=True)
+    )
+    return [pid for pid in paper_ids if pid in visible or pid in fresh]

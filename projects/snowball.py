@@ -17,10 +17,11 @@ from django.db import transaction
 from core.errors import InvalidInput
 from engines.snowball import MAX_SEEDS, citations_walk, direction_operations
 from papers.models import Paper
+from papers.scoping import client_project_ids
 from papers.selectors import papers_in_scope, papers_resolve
 from projects.review.dedup import work_groups, works_load
 from projects.selectors import project_get
-from projects.services import project_add_papers
+from projects.services import fileable_by_client, newest_paper_id, project_add_papers
 
 
 @dataclass
@@ -97,6 +98,7 @@ def expand_by_citations(
         raise InvalidInput("add_to_project needs a project_id.", field="add_to_project")
     target = project_get(ref=project_id, scope=scope) if project_id else None
     seeds, notes = seeds_resolve(paper_ids=paper_ids, project_id=project_id, scope=scope)
+    floor = newest_paper_id() if client_project_ids() is not None else None
     walk = citations_walk(
         seeds=seeds, direction=direction, depth=depth, limit=limit, engine_ids=engines
     )
@@ -120,6 +122,11 @@ def expand_by_citations(
             head.citation_count = max(head.citation_count, member.citation_count)
         works.append((head, group[1:]))
     works.sort(key=lambda work: work[0].rank_key())
+    if floor is not None:  # a scoped client: library papers outside its collections stay out
+        fileable = set(
+            fileable_by_client([head.paper_id for head, _ in works], created_after=floor)
+        )
+        works = [work for work in works if work[0].paper_id in fileable]
     kept = works[:limit]
     added = None
     if add_to_project and target is not None:

@@ -185,3 +185,35 @@ def test_delete_needs_the_projects_exact_name(shelf: dict) -> None:
     }
     assert not Project.objects.filter(pk="reading").exists()
     assert Paper.objects.count() == 3
+
+
+def test_a_scoped_client_s_writes_file_only_papers_it_sees_or_just_created(
+    make_paper: Callable[..., Paper], make_project: Callable[..., Project]
+) -> None:
+    """Engine results and identifiers that de-duplicate into a paper outside a scoped
+    client's collections are never filed into them (that would hand the paper over)."""
+    from core.scope import client_scope
+    from papers.schemas import PaperRecord
+    from papers.services import paper_upsert
+    from projects.services import projects_adder
+
+    mine, other = make_project("Mine"), make_project("Other")
+    theirs = make_paper("A Paper Of Another Project")
+    project_add_papers(project=other, paper_ids=[theirs.pk])
+    unfiled = make_paper("A Paper In No Project")
+    seen = make_paper("A Paper Already Mine")
+    project_add_papers(project=mine, paper_ids=[seen.pk])
+    with client_scope(("Mine",)):
+        hook = projects_adder([mine.id])
+        assert hook is not None
+        new, created = paper_upsert(
+            record=PaperRecord.build(title="Brand New Work", authors=["Ann Other"], year=2024),
+            on_saved=hook,
+        )
+        hook([theirs.pk, unfiled.pk, seen.pk])
+    assert created
+    filed = set(ProjectPaper.objects.filter(project=mine).values_list("paper_id", flat=True))
+    assert filed == {new.pk, seen.pk}
+    assert set(ProjectPaper.objects.filter(paper=theirs).values_list("project_id", flat=True)) == {
+        other.id
+    }

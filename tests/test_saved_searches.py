@@ -502,7 +502,7 @@ def test_a_run_asks_the_engines_afresh_even_when_their_answer_is_cached(source: 
 @pytest.mark.django_db
 def test_a_client_scoped_to_collections_sees_only_their_searches_and_alerts() -> None:
     """A client scoped to projects (by id or name) lists, runs and deletes only the saved
-    searches filing into them, saves only into them, never takes over another's name, and
+    searches filing into them, saves only into them, never meets another project's names, and
     reads only their alerts (not the library-wide ones, which name other papers)."""
     mine, other = project_create(name="Mine"), project_create(name="Other")
     saved_search_save(name="Ours", query="x", project=mine.id, schedule="manual")
@@ -519,9 +519,15 @@ def test_a_client_scoped_to_collections_sees_only_their_searches_and_alerts() ->
             watch_services.saved_search_delete(name=hidden, scope=scope)
     with pytest.raises(InvalidInput, match="project_id"):
         saved_search_save(name="Loose", query="x", scope=scope)
-    with pytest.raises(InvalidInput, match="taken"):
-        saved_search_save(name="Theirs", query="y", project=mine.id, scope=scope)
-    assert SavedSearch.objects.get(name="Theirs").project_id == other.id
+    # A name used outside the scope is free inside it: saving says nothing of the other.
+    ours, created = saved_search_save(name="Theirs", query="y", project=mine.id, scope=scope)
+    assert created and ours.project_id == mine.id
+    theirs = SavedSearch.objects.get(name="Theirs", project=other)
+    assert theirs.query == "x"
+    assert watch_services.saved_search_get(name="theirs", scope=scope).pk == ours.pk
+    with pytest.raises(InvalidInput, match="project/name"):
+        watch_services.saved_search_get(name="Theirs")  # the whole library: two of them
+    assert watch_services.saved_search_get(name=f"{other.id}/Theirs").pk == theirs.pk
     notify(Alert.Kind.NEW_PAPERS, "ours", key="k1", project=mine)
     notify(Alert.Kind.NEW_PAPERS, "theirs", key="k2", project=other)
     notify(Alert.Kind.RETRACTION, "library-wide", key="k3")

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
 from engines.base import CITING
 from engines.schemas import CitingPage, EngineStatus
 from engines.services import engine_ids_resolve
@@ -33,8 +34,11 @@ from papers.trends import papers_trends_by_ref
 from projects.intake import (
     citing_papers,
     paper_add_by_identifier,
+    paper_add_from_metadata,
     related_papers_fetching_citing,
 )
+
+AuthorName = Annotated[str, Field(max_length=300)]
 
 
 class AddedPaperResult(BaseModel):
@@ -79,20 +83,41 @@ def register(registry: Registry) -> None:
 
     @registry.tool(
         name="add_paper",
-        title="Add a paper by DOI, arXiv id or URL",
+        title="Add a paper by DOI, arXiv id or URL, or from its metadata",
         description=(
             "Add a paper by DOI, arXiv id, OpenAlex id, ACL Anthology id or its URL, with "
-            "metadata merged from the engines. An existing paper is returned (created=false), "
-            "never duplicated."
+            "metadata merged from the engines; or, given a title, from the metadata given "
+            "(no engine asked). An existing paper is returned (created=false), never "
+            "duplicated."
         ),
         annotations=EXTERNAL_SEARCH,
     )
     def add_paper(
-        identifier: Annotated[str, Field(min_length=1, max_length=500)],
+        identifier: Annotated[str | None, Field(min_length=1, max_length=500)] = None,
         project_id: ProjectTag = None,
+        title: Annotated[str | None, Field(min_length=1, max_length=1000)] = None,
+        authors: Annotated[list[AuthorName] | None, Field(max_length=200)] = None,
+        year: Annotated[int | None, Field(ge=1000, le=2200)] = None,
+        venue: Annotated[str | None, Field(max_length=500)] = None,
+        url: Annotated[str | None, Field(max_length=2000)] = None,
+        abstract: Annotated[str | None, Field(max_length=20_000)] = None,
     ) -> AddedPaperResult:
         project_ids, notes = tag_projects(project_id, True)
-        added = paper_add_by_identifier(identifier=identifier, project_ids=project_ids)
+        metadata = {"authors": authors, "year": year, "venue": venue, "source_url": url,
+                    "abstract": abstract}  # fmt: skip
+        if title is not None:
+            given = {name: value for name, value in metadata.items() if value is not None}
+            added = paper_add_from_metadata(
+                values={"title": title, **given}, identifier=identifier, project_ids=project_ids
+            )
+        elif identifier is None or any(value is not None for value in metadata.values()):
+            raise InvalidInput(
+                "Give an identifier (the engines fill in the rest), or a title with the other "
+                "metadata to add the paper as given.",
+                field="title",
+            )
+        else:
+            added = paper_add_by_identifier(identifier=identifier, project_ids=project_ids)
         return AddedPaperResult(
             created=added.created,
             paper=paper_detail(ref=added.paper.pk),

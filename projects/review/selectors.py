@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from django.db.models import Count
 from core.errors import InvalidInput, NotFound
 from papers.exports import render_export
 from papers.models import Paper
+from papers.scoping import client_project_ids
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review.dedup import duplicates_of
@@ -70,11 +72,28 @@ ACTIONS: dict[str, dict[str, str]] = {
 
 
 def review_session_id(session_id: Any) -> uuid.UUID:
-    """The session's UUID; NotFound for anything that cannot be one (no session has it)."""
+    """The session's UUID; NotFound for anything that cannot be one (no session has it),
+    and, for a client scoped to collections, for a session it may not see (started
+    outside its collections and not filed into them): every service that takes a
+    session id resolves it here, so none reads or changes another project's review."""
     try:
-        return uuid.UUID(str(session_id).strip())
+        pk = uuid.UUID(str(session_id).strip())
     except ValueError:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id)) from None
+    allowed = client_project_ids()
+    if allowed is not None:
+        row = ReviewSession.objects.filter(pk=pk).values_list("project_id", "collections").first()
+        if row is None or not review_visible(allowed, project_id=row[0], collections=row[1]):
+            raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
+    return pk
+
+
+def review_visible(allowed: Iterable[str], *, project_id: str | None, collections: Any) -> bool:
+    """Whether a client seeing the projects `allowed` may see a review filed into
+    `project_id` and started within `collections`."""
+    mine = set(allowed)
+    started_in = collections if isinstance(collections, list) else []
+    return project_id in mine or any(ref in mine for ref in started_in)
 
 
 def review_get(*, session_id: str) -> ReviewSession:

@@ -31,6 +31,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, database_unavailable
+from core.scope import client_scope
 from engines.selectors import engines_known_down
 from projects.dispatch import review_step_send
 from projects.models import Project, ReviewCandidate, ReviewDuplicate, ReviewSession
@@ -96,6 +97,15 @@ def review_step(*, session_id: str, stage: str, round: int, run_id: str) -> str:
 
 
 def _work(session: ReviewSession, stage: str, *, keep_going: Any) -> Plan | Gathered:
+    """The step's work, searching only the collections of the client that started the
+    review (a worker runs outside any client: the scope comes from the session)."""
+    if not session.collections:
+        return _step_work(session, stage, keep_going=keep_going)
+    with client_scope(tuple(session.collections)):
+        return _step_work(session, stage, keep_going=keep_going)
+
+
+def _step_work(session: ReviewSession, stage: str, *, keep_going: Any) -> Plan | Gathered:
     if stage == Stage.PLAN:
         feedback = (session.plan or {}).get("feedback", [])
         return plan_propose(

@@ -22,15 +22,13 @@ class SavedSearchFeed(Feed):
     feed_type = Atom1Feed
 
     def get_object(self, request: HttpRequest, name: str) -> SavedSearch:  # type: ignore[override]
-        search = SavedSearch.objects.filter(name__iexact=name).first()
+        # Names are unique within a project, so several searches may share one: the
+        # token tells them apart (compared in constant time, one candidate at a time).
         token = request.GET.get("token", "")
-        if (
-            search is None
-            or not token
-            or not hmac.compare_digest(token.encode(), search.feed_token.encode())
-        ):
-            raise Http404("No such feed.")
-        return search
+        for search in SavedSearch.objects.filter(name__iexact=name):
+            if token and hmac.compare_digest(token.encode(), search.feed_token.encode()):
+                return search
+        raise Http404("No such feed.")
 
     def title(self, obj: SavedSearch) -> str:
         return f"Saved search: {obj.name}"

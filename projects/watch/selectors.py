@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from papers.models import Paper
+from papers.scoping import client_project_ids
 from papers.selectors import paper_brief, with_relations
 from projects.models import Alert, SavedSearch, SavedSearchRun
 
@@ -68,6 +69,9 @@ def alerts_list(
     when `project_ids` is given (a client scoped to collections: not the library-wide ones,
     which name papers outside them)."""
     alerts = Alert.objects.all()
+    allowed = client_project_ids()  # never more than the current client's collections
+    if allowed is not None:
+        alerts = alerts.filter(project_id__in=allowed)
     if since is not None:
         alerts = alerts.filter(created_at__gt=since)
     if unread:

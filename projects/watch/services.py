@@ -39,7 +39,7 @@ from engines.registry import LOCAL_ENGINE
 from engines.runner import EngineCall
 from engines.services import engine_ids_known, engine_ids_resolve
 from papers.models import Paper, PaperIdentifier
-from papers.scoping import project_ids_for
+from papers.scoping import client_project_ids, effective_scope, project_ids_for
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchPage
 from papers.services import NON_IDENTIFYING_SCHEMES
@@ -130,9 +130,11 @@ def saved_search_save(
             "This client sees only its collections: give the project_id to file into.",
             field="project_id",
         )
-    search = SavedSearch.objects.select_for_update().filter(name__iexact=name).first()
-    if search is not None and scope is not None and search.project_id not in project_ids_for(scope):
-        raise InvalidInput(f"The name {name!r} is taken: choose another.", field="name")
+    # Names are unique within a project: a search outside the client's collections never
+    # clashes with (nor reveals itself to) a scoped client's. A search of that name the
+    # client sees is replaced, the one filed into the target project first.
+    same = saved_searches_in_scope(scope).select_for_update(of=("self",)).filter(name__iexact=name)
+    search = same.filter(project=target).first() or same.first()
     created = search is None
     search = search or SavedSearch(name=name)
     search.query = query
@@ -161,8 +163,10 @@ def saved_search_save(
 
 def saved_searches_in_scope(scope: Sequence[str] | None = None) -> QuerySet[SavedSearch]:
     """The saved searches a client sees: all of them, or, for a client scoped to
-    collections (projects), those filing into one of them."""
+    collections (projects, narrowed to the current client's: core.scope), those filing
+    into one of them."""
     searches = SavedSearch.objects.select_related("project")
+    scope = effective_scope(scope)
     if scope is None:
         return searches
     return searches.filter(project_id__in=project_ids_for(scope))
@@ -170,9 +174,22 @@ def saved_searches_in_scope(scope: Sequence[str] | None = None) -> QuerySet[Save
 
 def saved_search_get(*, name: str, scope: Sequence[str] | None = None) -> SavedSearch:
     """The saved search `name` (case-insensitive) among those in `scope`; NotFound
-    otherwise."""
+    otherwise. Names are unique within a project: `project/name` picks one when several
+    projects have a search of that name (InvalidInput, listing them, if not)."""
     visible = saved_searches_in_scope(scope)
-    search = visible.filter(name__iexact=name.strip()).first()
+    text = name.strip()
+    if "/" in text:
+        project_ref, _, text = text.rpartition("/")
+        visible = visible.filter(project_id__in=project_ids_for([project_ref.strip()]))
+    matching = list(visible.filter(name__iexact=text.strip())[:20])
+    if len(matching) > 1:
+        projects = [s.project_id or "(none)" for s in matching]
+        raise InvalidInput(
+            f"Several saved searches are named {name!r} (projects {', '.join(projects)}): "
+            "name one as project/name.",
+            field="name",
+        )
+    search = matching[0] if matching else None
     if search is None:
         names = list(visible.values_list("name", flat=True)[:20])
         raise NotFound(f"No saved search named {name!r}.", name=name, saved_searches=names)
@@ -387,6 +404,9 @@ def _failure_text(status: dict[str, Any]) -> str:
 def alerts_mark_read(*, alert_ids: Sequence[int] | None = None, everything: bool = False) -> int:
     """Mark alerts read (these ids, or every unread one); returns how many changed."""
     unread = Alert.objects.filter(read_at__isnull=True)
+    allowed = client_project_ids()  # a scoped client marks only the alerts it may see
+    if allowed is not None:
+        unread = unread.filter(project_id__in=allowed)
     if not everything:
         unread = unread.filter(Q(pk__in=list(alert_ids or [])))
     return unread.update(read_at=timezone.now())

@@ -138,3 +138,32 @@ def listener() -> Iterator[Listener]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+SCOPE_SEED_SCRIPT = Path(__file__).with_name("seed_scope.py")
+SCOPE_SNAPSHOT_SCRIPT = Path(__file__).with_name("scope_snapshot.py")
+
+
+@pytest.fixture(scope="session")
+def scope_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """A knowledge base where "NLP Reading" holds what a client scoped to "Vision" must
+    never reach (seed_scope.py)."""
+    directory = tmp_path_factory.mktemp("scope-kb")
+    with server_database("scope") as database_url:
+        env = base_env(directory, database_url)
+        seeded = subprocess.run(
+            [PYTHON, str(SCOPE_SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True,
+            text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+
+
+def scope_snapshot(kb: KnowledgeBase) -> dict[str, Any]:
+    """Everything outside "Vision" a scoped client could change (scope_snapshot.py)."""
+    done = subprocess.run(
+        [PYTHON, str(SCOPE_SNAPSHOT_SCRIPT)], env=kb.env, cwd=ROOT, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

@@ -1,0 +1,63 @@
+"""Print, as JSON, everything of the "NLP Reading" project and the papers outside "Vision"
+that a scoped client could change: the scope tests compare it before and after.
+
+Run in a subprocess with the server's environment (as seed_scope.py is).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "research_site.settings")
+
+import django
+
+django.setup()
+
+from papers.models import Paper  # noqa: E402
+from projects.models import Alert, Project, ProjectPaper, ReviewSession, SavedSearch  # noqa: E402
+
+
+def main() -> None:
+    vision = set(
+        ProjectPaper.objects.filter(project__name="Vision").values_list("paper_id", flat=True)
+    )
+    outside = Paper.objects.exclude(pk__in=vision).order_by("pk")
+    # What the "Vision" client may legitimately create (its own reviews, searches) is left
+    # out; everything else must stay as it was.
+    reviews = [
+        str(row)
+        for row in ReviewSession.objects.order_by("pk").values()
+        if row["project_id"] != "vision" and "vision" not in (row.get("collections") or [])
+    ]
+    snapshot = {
+        "papers": [
+            {
+                "paper": str(row),
+                "keywords": sorted(p.keywords.values_list("name", flat=True)),
+                "projects": sorted(p.projects.values_list("id", flat=True)),
+                "assets": sorted(p.assets.values_list("kind", "name", "updated_at")),
+                "annotations": p.annotations.count(),
+            }
+            for p in outside
+            for row in [Paper.objects.filter(pk=p.pk).values().get()]
+        ],
+        "projects": [str(row) for row in Project.objects.order_by("pk").values()],
+        "reviews": reviews,
+        "saved_searches": [
+            str(row)
+            for row in SavedSearch.objects.exclude(project="vision").order_by("pk").values()
+        ],
+        "alerts": [
+            str(row) for row in Alert.objects.exclude(project="vision").order_by("pk").values()
+        ],
+    }
+    print(json.dumps(snapshot, default=str))
+
+
+if __name__ == "__main__":
+    main()
