@@ -1,4 +1,4 @@
-"""/mcp under 1-200 concurrent clients on the production setup (issue 10, part 1).
+"""/mcp under 1-200 concurrent clients on the production setup.
 
 Sets up what README's "Scale-out" section documents, on this machine and privately:
 

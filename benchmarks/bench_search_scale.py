@@ -1,4 +1,4 @@
-"""Full-text search at scale (issue 16): the ACL corpus (95k) or a scaled one (1M), both
+"""Full-text search at scale: the ACL corpus (95k) or a scaled one (1M), both
 backends, unfiltered and with a year, a venue-glob and a project filter.
 
     benchmarks/bench_search_scale.py --corpus FILE [--backend sqlite|postgres|both]

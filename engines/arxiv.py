@@ -1,4 +1,4 @@
-"""arXiv (seed 004 "ArXiv Engine"), through the `arxiv` package's Client.
+"""arXiv, through the `arxiv` package's Client.
 
 The package builds the query URL, pages through the Atom feed and parses it into
 `arxiv.Result`s; this module points it at ARXIV_API_URL, turns its retries and its
@@ -223,7 +223,7 @@ def natural_request(request: SearchRequest) -> SearchRequest:
 
 
 def arxiv_terms(text: str) -> str:
-    """What a user typed, as an arXiv query (seed 004 "natural language query processing").
+    """What a user typed, as an arXiv query (plain questions work as well as arXiv syntax).
 
     A query written in arXiv's syntax (`ti:`, `au:`, `abs:`, `cat:`... or AND / OR /
     ANDNOT) is sent as typed. Otherwise the question's content words are kept (stop

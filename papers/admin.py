@@ -215,7 +215,7 @@ class PaperAssetInline(admin.TabularInline):
         return False
 
 
-# --- PDFs and annotations (issue 7) -------------------------------------------------------
+# --- PDFs and annotations (docs/PDF.md) ---------------------------------------------------
 
 
 class PaperPdfForm(forms.ModelForm):

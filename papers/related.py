@@ -1,4 +1,4 @@
-"""Papers in the library related to a given one (seed 004's `find_related_papers`).
+"""Papers in the library related to a given one (the `find_related_papers` tool).
 
 A candidate's similarity to the paper is a weighted mean, in [0, 1], of four components:
 

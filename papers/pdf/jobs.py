@@ -1,4 +1,4 @@
-"""attach_pdf in the background (issue 20): a download that outlasts the caller's wait goes
+"""attach_pdf in the background (docs/MCP.md): a download that outlasts the caller's wait goes
 on without it, and the caller gets its outcome by asking again with the same arguments.
 
 `pdf_attach_job` does at once what needs no network (the paper in scope, the url checked,

@@ -1,4 +1,4 @@
-"""Top facet values with paper counts (seed 000's `list_top_facets`).
+"""Top facet values with paper counts (the `list_top_facets` tool).
 
 A facet is a dimension of the library: authors, venues, user keywords, institutions, tags
 (projects), source categories and years. `facet_counts` returns the values holding the

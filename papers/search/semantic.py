@@ -4,8 +4,9 @@ Storage: one `PaperEmbedding` row per paper (float32 little-endian bytes, the mo
 name, the hash of the embedded text), the same table on SQLite and PostgreSQL.
 
 Index: every vector of the current model in one float32 numpy matrix in this process
-(95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k,
-PERF-NOTES). It is loaded on the first search and kept fresh cheaply: at most once per
+(95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k;
+benchmarks/bench_search.py measures it). It is loaded on the first search and kept
+fresh cheaply: at most once per
 vector_index.REFRESH_SECONDS it compares the row count and max(updated_at) of the model's vectors
 with what it holds, reads only the rows changed since, and reloads in full when rows
 were deleted. Writes made by this process (embed_papers) are seen at once. Filters and
