@@ -38,6 +38,9 @@ test_<name> of DATABASE_URL (the pytest database); engine calls never touch a da
 
 Prints one markdown table per part (progress on stderr). Times are wall-clock on this
 machine: say what else was running when you paste them. Nothing is asserted.
+
+One file because a benchmark is one command with one report: its local engine servers,
+workloads and goals are read together, and no other module imports them.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ The package builds the query URL, pages through the Atom feed and parses it into
 3-second pause off (the runner does both, the same way for every engine), gives every
 request a timeout (the package sets none) and maps arXiv's answers to PaperRecords and
 its failures to the engine errors. arXiv has no citation data and no BibTeX endpoint.
+
+One module because it is one provider's client (each external source has one client
+module): the query translation is arXiv's syntax and belongs with the calls that
+send it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ auto-increment integer), `human_id` (stored in the `id` column, e.g.
 `[Vaswani, A., Shazeer, N. 2017]`, `-2`/`-3` for clashes) and `citekey`
 (Better-BibTeX style, e.g. `vaswani2017attention`). DOI and arXiv id are normalised and
 unique, so the database itself refuses a duplicate.
+
+One module because it is the app's schema (Django's `models.py`): the constraints and index
+comments across models are read together, and the migrations are made from it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ case-insensitive) or `ILIKE` (PostgreSQL) with the literal `%`, `_` and `\\` esc
 Values that live in link tables (authors, institutions, keywords, categories, projects)
 are matched with semi-join subqueries (`paper_id IN (SELECT ...)`), so a paper with two
 matching authors is still one row.
+
+Two capabilities share this module (reported for a later split): parsing and applying
+payload filters, used by every search, and the listings that rank by no text
+(`paper_search_by_payload`, `_by_keyword`, `_by_author`), which only use them.
 """
 
 from __future__ import annotations

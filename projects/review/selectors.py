@@ -1,5 +1,9 @@
 """Reads of the review workflow: a session's state (get_session), its candidates
-page by page, PRISMA counts, and the exports of a finished review."""
+page by page, PRISMA counts, and the exports of a finished review.
+
+One module because every read here is of one session's state, and the exports render the
+same counts and decisions the state shows.
+"""
 
 from __future__ import annotations
 
