@@ -4,7 +4,7 @@ While a review waits at `screen`, its candidates can be decided one record or a 
 time instead of all at once: `screening_next` gives the pending records most likely to be
 included first (projects/review/prioritise.py, retrained on every call) with the stopping
 rule's verdict (projects/review/stopping.py); `screening_decide` records decisions, in
-order, with who made them. The checkpoint stays pending: `decide` closes it as before.
+order, with who made them. The checkpoint stays pending: only `decide` closes it.
 After record-by-record decisions, `decide approve` keeps them and excludes the records
 never screened as NOT_SCREENED (the screener stopped, ideally when the rule said it was
 safe); `edit` still applies to the pending records only.
