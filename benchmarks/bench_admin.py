@@ -2,7 +2,7 @@
 
 Server-side time only: each page is requested through Django's test client, logged in as
 a staff user in the Curators group, in this process (URL routing, middleware, session,
-queries, template rendering; no network, no browser). Goal (issue 9): the Paper list and
+queries, template rendering; no network, no browser). Goal: the Paper list and
 a project's papers page render in <= 300 ms.
 
 1. Imports the corpus with `import_jsonl` into a knowledge base of its own (SQLite in it

@@ -41,6 +41,9 @@ cites a reworded sentence of one paper P's abstract, as:
   (metadata_mismatch).
 Scored per flag (`wrong_paper` among `flags`; `metadata_mismatch`: `metadata` lists fields),
 and how often the citation ends on P ("paper meant").
+
+One file because a benchmark is one command with one report: its cases, the calls it
+measures and the figures it prints are read together, and no other module imports them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The endpoint's own cost (issue 19, part C): /mcp beside a minimal server on the SDK alone.
+"""The endpoint's own cost: /mcp beside a minimal server on the SDK alone.
 
 Imports the corpus once into a throwaway knowledge base (or reuses `--directory`), then
 starts two single-process servers over that same research.db:

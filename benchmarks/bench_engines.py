@@ -1,4 +1,4 @@
-"""Search engines (issue 5): fan-out overhead, cache hits, de-duplication of mixed results.
+"""Search engines: fan-out overhead, cache hits, de-duplication of mixed results.
 
     benchmarks/bench_engines.py [--repeats 30] [--cache-repeats 200] [--twins 14] [--seed 7]
     benchmarks/bench_engines.py --celery       (under scripts/with-celery-worker.sh, below)
@@ -38,6 +38,9 @@ test_<name> of DATABASE_URL (the pytest database); engine calls never touch a da
 
 Prints one markdown table per part (progress on stderr). Times are wall-clock on this
 machine: say what else was running when you paste them. Nothing is asserted.
+
+One file because a benchmark is one command with one report: its local engine servers,
+workloads and goals are read together, and no other module imports them.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-OVERHEAD_GOAL_MS = 100.0  # issue 5: fan-out overhead over the slowest engine, at p50
+OVERHEAD_GOAL_MS = 100.0  # fan-out overhead over the slowest engine, at p50
 DEADLINE_SECONDS = 10.0
 WARMUP_ROUNDS = 5
 CACHE_TTL_SECONDS = 600

@@ -1,4 +1,4 @@
-"""Evidence from the library's PDFs (issue 22): quote location accuracy, passage search
+"""Evidence from the library's PDFs: quote location accuracy, passage search
 quality, indexing speed and the latency of search_passages / find_quote.
 
     .venv/bin/python benchmarks/bench_evidence.py [--quick] [--database-url URL]
@@ -30,7 +30,7 @@ find_quote's; tests/mcp/test_passages_tools.py holds tool and service equal):
    not in the library (Cranfield abstracts, ACL abstracts outside the indexed sample)
    must never come back "found".
 
-Goals (issue 22): >= 0.99 exact/normalised, >= 0.95 with up to 3 changed words, 0 false
+Goals: >= 0.99 exact/normalised, >= 0.95 with up to 3 changed words, 0 false
 "found"; passage search within 5% of paper search's nDCG@10.
 """
 

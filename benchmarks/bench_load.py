@@ -1,4 +1,4 @@
-"""/mcp under 1-200 concurrent clients on the production setup (issue 10, part 1).
+"""/mcp under 1-200 concurrent clients on the production setup.
 
 Sets up what README's "Scale-out" section documents, on this machine and privately:
 
@@ -31,6 +31,10 @@ Ctrl-C and SIGTERM. Results and findings: benchmarks/README.md.
     benchmarks/bench_load.py --corpus FILE [--limit N] [--seconds 60] [--levels 1,10,50,200]
         [--workers 4] [--pg-url URL] [--redis-url URL] [--keep-db] [--reuse-db] [--json FILE]
         [--logs DIR] [--warmup 5] [--ramp SECONDS] [--mix op=weight,...] [--no-analyze]
+
+One file because a benchmark is one command with one report: the production set-up it
+starts, the clients it runs and the figures it prints are read together, and no other module
+imports them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No network (issue 20): how long the tools take when no engine can be reached.
+"""No network: how long the tools take when no engine can be reached.
 
     .venv/bin/python benchmarks/bench_offline.py [--runs 5] [--open-calls 10]
 

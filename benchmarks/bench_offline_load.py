@@ -1,4 +1,4 @@
-"""No network, under load (issue 20): 50 MCP clients over the real /mcp server while every
+"""No network, under load: 50 MCP clients over the real /mcp server while every
 default engine is unreachable; local-only tools must not queue behind the engines.
 
     nice .venv/bin/python benchmarks/bench_offline_load.py [--runs 3] [--seconds 40]

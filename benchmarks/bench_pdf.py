@@ -10,7 +10,7 @@ not timed), starts `manage.py serve --transport http` on it and times each tool 
 table of medians and of the server's first call of each tool on each PDF (which pays
 MuPDF's one-time set-up for that file). Each highlight call finds a 12-word passage that
 wraps a line on page 1 and adds a new annotation, so the annotated copy grows as it would in
-use. Goals (issue 7): a page <= 20 ms, a highlight <= 100 ms.
+use. Goals: a page <= 20 ms, a highlight <= 100 ms.
 """
 
 from __future__ import annotations

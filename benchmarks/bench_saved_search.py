@@ -1,4 +1,4 @@
-"""Saved searches (issue 24): one run over five engines, one of them down.
+"""Saved searches: one run over five engines, one of them down.
 
     benchmarks/bench_saved_search.py [--repeats 20] [--quick]
 

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 WARMUP = 20
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/bench_search"
-GOALS = {  # tool call: (p50 goal, p95 goal) in ms, from issue 4
+GOALS = {  # tool call: (p50 goal, p95 goal) in ms
     "search_papers": (15.0, None),
     "list_top_facets, cold": (50.0, 50.0),
     "list_top_facets, warm (cache hit)": (50.0, 50.0),

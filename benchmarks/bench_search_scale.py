@@ -1,4 +1,4 @@
-"""Full-text search at scale (issue 16): the ACL corpus (95k) or a scaled one (1M), both
+"""Full-text search at scale: the ACL corpus (95k) or a scaled one (1M), both
 backends, unfiltered and with a year, a venue-glob and a project filter.
 
     benchmarks/bench_search_scale.py --corpus FILE [--backend sqlite|postgres|both]
@@ -54,6 +54,9 @@ a filter adds at most 2x to p95), the import and indexing seconds and database s
 then by query kind and the slowest queries. Settings are the user's defaults
 (SEARCH_RERANK etc. as in the environment); only DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL and MCP_AUTH_TOKEN are dropped from it (an in-process setup).
+
+One file because a benchmark is one command with one report: the corpus set-up, the query
+sets and the measurement loop are read together, and no other module imports them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The knowledge-base directory: everything the product keeps lives below one folder.
 
-Layout (seed 004): research.db, engines/, cache/, downloads/, exports/, assets/, temp/,
+Layout: research.db, engines/, cache/, downloads/, exports/, assets/, temp/,
 backups/ (archives written by `manage.py backup`, docs/BACKUP.md) and imports/ (where
 local clients put PDFs for attach_pdf's `path`, docs/PDF.md).
 """

@@ -1,10 +1,14 @@
-"""arXiv (seed 004 "ArXiv Engine"), through the `arxiv` package's Client.
+"""arXiv, through the `arxiv` package's Client.
 
 The package builds the query URL, pages through the Atom feed and parses it into
 `arxiv.Result`s; this module points it at ARXIV_API_URL, turns its retries and its
 3-second pause off (the runner does both, the same way for every engine), gives every
 request a timeout (the package sets none) and maps arXiv's answers to PaperRecords and
 its failures to the engine errors. arXiv has no citation data and no BibTeX endpoint.
+
+One module because it is one provider's client (each external source has one client
+module): the query translation is arXiv's syntax and belongs with the calls that
+send it.
 """
 
 from __future__ import annotations
@@ -223,7 +227,7 @@ def natural_request(request: SearchRequest) -> SearchRequest:
 
 
 def arxiv_terms(text: str) -> str:
-    """What a user typed, as an arXiv query (seed 004 "natural language query processing").
+    """What a user typed, as an arXiv query (plain questions work as well as arXiv syntax).
 
     A query written in arXiv's syntax (`ti:`, `au:`, `abs:`, `cat:`... or AND / OR /
     ANDNOT) is sent as typed. Otherwise the question's content words are kept (stop

@@ -1,4 +1,4 @@
-"""The search-engine interface (seed 004 "Search Engine Interface") and its errors.
+"""The search-engine interface and its errors (docs/ENGINES.md).
 
 An engine is a small client of one external source. It turns the source's answers into
 `PaperRecord`s (papers/schemas.py, the record every importer produces, so results merge

@@ -1,4 +1,4 @@
-"""The engine response cache (seed 004 "Caching Strategy").
+"""The engine response cache (docs/ENGINES.md).
 
 Answers of external engines (searches, details, citing papers, BibTeX, categories) are kept
 for the engine's TTL in the `engines` cache: Redis when REDIS_URL is set (shared by every

@@ -1,4 +1,4 @@
-"""Google Scholar through SerpApi (seed 004 "Google Scholar Engine"), with the
+"""Google Scholar through SerpApi, with the
 `google-search-results` package (module `serpapi`).
 
 The package's client sends the GET to SERPAPI_URL/search and hands back the response; this

@@ -3,6 +3,9 @@
 API: https://docs.openalex.org. With CONTACT_EMAIL set, calls carry `mailto` and join the
 "polite pool" (about 10 requests a second). Categories are OpenAlex's 26 top-level fields
 (a work's primary topic belongs to one), listed statically: they change about never.
+
+One module because it is one provider's client (each external source has one client
+module): its record mapping follows OpenAlex's work format.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ threads start no further attempt, rate-limit wait or turn wait. A request alread
 a source is not interrupted; it ends by its own deadline. Likewise a fan-out started
 under a `request_deadline` (set by the MCP HTTP front when the request arrives) ends by
 it: time the request spent queued for a thread is taken from its engines' deadline.
+
+One module because the single call and the fan-out share the stop conditions (deadline,
+cancellation) that every attempt, retry and wait checks; apart, a call could outlive the
+fan-out that started it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the engines are and how they are doing (seed 004 `list_search_engines`,
+"""What the engines are and how they are doing (`list_search_engines`,
 `engines://list`, `get_search_engine_categories`): availability from the key settings,
 the circuit breakers and a connectivity probe."""
 

@@ -1,4 +1,4 @@
-"""Citation snowballing's walk (issue 24 item 5): from seed papers to the works they cite
+"""Citation snowballing's walk: from seed papers to the works they cite
 (`references`, backward) and the works citing them (`citing`, forward), one or two steps out.
 
 `citations_walk` asks every engine that has the operation (OpenAlex, Semantic Scholar,

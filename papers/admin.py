@@ -3,6 +3,10 @@ related rows fetched in the list query) and writing only through the services.
 
 The bulk actions live in `papers.curation` (shared with the project pages), adding papers
 by identifier or BibTeX in `papers.intake`.
+
+One module because it is the app's admin (`admin.py` in every app's skeleton): the paper
+admin and the PDF and annotation admins share the inlines, filters and paginator above, and
+splitting them would only move imports around.
 """
 
 from __future__ import annotations
@@ -215,7 +219,7 @@ class PaperAssetInline(admin.TabularInline):
         return False
 
 
-# --- PDFs and annotations (issue 7) -------------------------------------------------------
+# --- PDFs and annotations (docs/PDF.md) ---------------------------------------------------
 
 
 class PaperPdfForm(forms.ModelForm):

@@ -5,6 +5,9 @@ and `assets` tools, with the same limits; errors are mapped once in `research_si
 A paper is named by its paper_id (`/api/papers/12`), its human id (URL-encoded:
 `/api/papers/%5BVaswani%2C%20A.%202017%5D`) or its citekey (`/api/papers/vaswani2017attention`).
 The search endpoints (`/api/search/...`) are in `papers.search.api`.
+
+One module because it is one ninja router (`/api/papers`): its schemas and endpoints are
+read together, and each endpoint is a few lines over a selector or service.
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def initials(given: str) -> str:
     return " ".join(result)
 
 
-# --- the human-readable id (seed 004) -----------------------------------------------
+# --- the human-readable id (the `id` clients show and cite) ----------------------------
 
 MAX_AUTHORS_IN_ID = 5
 
@@ -199,10 +199,10 @@ def _people(authors: Sequence[str | PersonName]) -> list[PersonName]:
 
 
 def human_id_base(author_names: Sequence[str | PersonName], year: int | None) -> str:
-    """'Smith, J., Johnson, A. 2024' for seed 004's '[Smith, J., Johnson, A. 2024]'.
+    """'Smith, J., Johnson, A. 2024', the text of the id '[Smith, J., Johnson, A. 2024]'.
 
-    Up to five authors are listed, the last after '& ' when there are three or more (as in
-    seed 004's five-author example); longer lists end in 'et al.'. No authors gives
+    Up to five authors are listed, the last after '& ' when there are three or more, the
+    form clients already cite); longer lists end in 'et al.'. No authors gives
     'Anonymous', no year 'n.d.'.
     """
     people = [person for person in _people(author_names) if person.family]

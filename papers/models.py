@@ -5,6 +5,9 @@ auto-increment integer), `human_id` (stored in the `id` column, e.g.
 `[Vaswani, A., Shazeer, N. 2017]`, `-2`/`-3` for clashes) and `citekey`
 (Better-BibTeX style, e.g. `vaswani2017attention`). DOI and arXiv id are normalised and
 unique, so the database itself refuses a duplicate.
+
+One module because it is the app's schema (Django's `models.py`): the constraints and index
+comments across models are read together, and the migrations are made from it.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class Category(TimeStamped):
 
 class Paper(TimeStamped):
     paper_id = models.BigAutoField(primary_key=True)
-    # Django reserves the field name `id` for primary keys; the column keeps seed 004's name.
+    # Django reserves the field name `id` for primary keys; the column keeps the name clients see.
     human_id = models.CharField("id", max_length=600, unique=True, db_column="id")
     human_id_base = models.CharField(max_length=600, editable=False)
     human_id_seq = models.PositiveIntegerField(default=1, editable=False)
@@ -112,7 +115,7 @@ class Paper(TimeStamped):
     arxiv_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
 
     citation_count = models.PositiveIntegerField(default=0)
-    # Google Scholar (SerpAPI) handles, seed 004.
+    # Google Scholar (SerpAPI) handles, for its cited-by and citation lookups.
     cites_id = models.CharField(max_length=255, blank=True)
     result_id = models.CharField(max_length=255, blank=True)
     citation_id = models.CharField(max_length=255, blank=True)
@@ -123,7 +126,7 @@ class Paper(TimeStamped):
     versions_link = models.TextField(blank=True)
     resources = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    # Which summary template get_paper_summary returns when none is named (seed 000).
+    # Which summary template get_paper_summary returns when none is named.
     preferred_summary_template = models.CharField(max_length=100, blank=True)
     # Retraction watch (papers/retractions.py): the gravest status the notices give
     # ('' = none known), the notices, and when every source last answered for the paper.

@@ -1,4 +1,4 @@
-"""Papers in the library related to a given one (seed 004's `find_related_papers`).
+"""Papers in the library related to a given one (the `find_related_papers` tool).
 
 A candidate's similarity to the paper is a weighted mean, in [0, 1], of four components:
 
@@ -35,6 +35,9 @@ links), categories (111k) and citations (1.4M), SQLite, measured as CPU time on 
 machine shared with other work: ~85 ms median, ~150 ms p95 per call (~580 candidates);
 ~120 ms median for a client scoped to a 2,000-paper project, most of the difference in
 the vector index's scope filter. The vector pass itself is the same as semantic search's.
+
+One module because the four components make one score: their weights, normalisation and the
+candidate set they are computed over are tuned together.
 """
 
 from __future__ import annotations

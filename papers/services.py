@@ -8,6 +8,10 @@ Merging never loses information: empty fields are filled, and a value that diffe
 the one kept is recorded under `metadata["alternates"][field]` with its source (and the
 record's source id, so that `manage.py split_wrong_merges` can rebuild a record merged by
 mistake).
+
+One module because upsert, de-duplication and merging are one write: the match keys that
+find an existing paper are the ones the merge records alternates under, in one transaction;
+keywords and citations are small writes of the same records.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Counts over a set of papers that a chart can be drawn from (seed 004's
-`analyze_paper_trends`): who wrote them, what they are about, where and when they appeared.
+"""Counts over a set of papers that a chart can be drawn from (the
+`analyze_paper_trends` tool): who wrote them, what they are about, where and when they appeared.
 
 Every count is one GROUP BY over the papers given as a subquery, so a project of 100k
 papers costs the same handful of statements as a list of ten. Measured on the 95k-paper

@@ -1,4 +1,4 @@
-"""Read: how much of the library has its PDF (issue 24, item 4), for `manage.py
+"""Read: how much of the library has its PDF (docs/OPEN-ACCESS.md), for `manage.py
 pdf_coverage` and `GET /api/papers/pdf-coverage`. It lives here, above papers, because it
 counts per project; a paper in several projects counts in each.
 """

@@ -58,7 +58,7 @@ class ProjectPaper(models.Model):
         return f"{self.project_id}: {self.paper_id}"
 
 
-# --- literature reviews (issue 6; the workflow is in projects/review/) -----------------------
+# --- literature reviews (the workflow is in projects/review/, docs/REVIEW.md) ---------------
 
 
 class ReviewSession(TimeStamped):
@@ -221,7 +221,7 @@ class ReviewCandidate(models.Model):
     cites = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     reason = models.TextField(blank=True, help_text="Why it was excluded.")
-    # Screening record by record (screen_decide, issue 23): the order of the decisions,
+    # Screening record by record (screen_decide): the order of the decisions,
     # which the stopping rule reads, and who made each. Null when decided at a checkpoint.
     screened_order = models.PositiveIntegerField(null=True, blank=True)
     screened_by = models.CharField(max_length=150, blank=True)
@@ -285,7 +285,7 @@ class ReviewDuplicate(models.Model):
         return f"{self.session_id}: {self.paper_id} grouped with {self.candidate_id}"
 
 
-# --- alerts (issue 24: saved searches, retraction watch) ------------------------------------
+# --- alerts (saved searches, retraction watch) ----------------------------------------------
 
 
 class Alert(models.Model):
@@ -328,7 +328,7 @@ class Alert(models.Model):
         return f"{self.kind}: {self.title}"
 
 
-# --- saved searches (issue 24) -------------------------------------------------------------
+# --- saved searches (README.md, "Saved searches and alerts") -----------------------------
 
 
 class SavedSearch(TimeStamped):

@@ -1,4 +1,4 @@
-"""A paper's reading page in the admin (issue 21, item 2): `/admin/papers/paper/<id>/read/`.
+"""A paper's reading page in the admin: `/admin/papers/paper/<id>/read/`.
 
 The edit form stays for editing; this page is for reading. It shows the record as a reader
 wants it (authors by name, each a link to their other papers; venue, year, identifiers as

@@ -1,4 +1,4 @@
-"""Citation snowballing as a tool (issue 24 item 5): `expand_by_citations` takes its seeds
+"""Citation snowballing as a tool: `expand_by_citations` takes its seeds
 from paper ids or a project, walks the citation graph (engines/snowball.py: references
 and/or citing papers, to depth 2, each work once, ranked by the seeds it connects to),
 shows versions of one work (a preprint and its publication: projects/review/dedup.py) once,

@@ -13,6 +13,9 @@ the folders. What it extracts has a budget (`restore_budget`), checked against e
 member's declared size before a byte of it is written and against the bytes actually
 written while copying: an archive that would unpack to more than MAX_EXPANSION times its
 own size, or to more than the disk has free, is refused and leaves nothing behind.
+
+One module because backup and restore are the writer and the reader of one archive format:
+the manifest, member paths and budget checks must change together.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The console scripts: `serve` without manage.py.
 
     research-mcp --transport stdio --directory ~/papers --collections thesis
-    paper-search-mcp --directory ~/papers          # seed 002: always stdio
+    paper-search-mcp --directory ~/papers          # always stdio
 
 `research-mcp` accepts exactly the arguments of `manage.py serve`; `paper-search-mcp` is
-seed 002's name for the same server, always on stdio (`--transport` is not accepted).
+the name earlier clients were configured with, for the same server, always on stdio
+(`--transport` is not accepted).
 --directory is applied before Django reads its settings, which derive every path
 (database, exports, cache) from it.
 """
@@ -32,7 +33,7 @@ def _serve(prog: str, args: list[str], *, stdio_only: bool = False) -> None:
     parser = argparse.ArgumentParser(prog=prog, description="Serve Research MCP.")
     add_serve_arguments(parser)
     if stdio_only:
-        parser.description = "Serve Research MCP on stdio (seed 002's paper-search-mcp)."
+        parser.description = "Serve Research MCP on stdio (paper-search-mcp)."
     options = parser.parse_args(args)  # --help and usage errors exit here, before Django
     if stdio_only:
         if options.transport not in (None, "stdio"):

@@ -83,7 +83,7 @@ TEMPLATES = [
 ]
 
 # --- database -----------------------------------------------------------------------
-# MCP_READ_ONLY opens the database read-only (seed 000's snapshot mode): SQLite through a
+# MCP_READ_ONLY opens the database read-only (snapshot mode, docs/SECURITY.md): SQLite through a
 # mode=ro URI, PostgreSQL with read-only transactions, so no code path can write.
 MCP_READ_ONLY = env_bool("MCP_READ_ONLY", False)
 DATABASE_URL = env_str("DATABASE_URL")
@@ -144,7 +144,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # other calls behind it.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
-# --- saved searches and alerts (issue 24) ---------------------------------------------
+# --- saved searches and alerts ---------------------------------------------------------
 # Run saved searches on their schedule: on the embedded default a thread of each server
 # process (projects/watch/scheduler.py); with a broker, `celery beat` sends the due-check
 # task every tick. on/off.
@@ -209,7 +209,7 @@ MCP_LIBRARY_CALLS = env_int(
     minimum=1,
 )
 
-# --- search (issue 4) ---------------------------------------------------------------
+# --- search (docs/SEARCH.md) ---------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
 SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
 # Facets over a query count its best-ranked papers, at most this many (10,000 at most).
@@ -225,7 +225,7 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
 # "Two tiers"); empty turns it off. Off by itself when its package is not installed.
 EMBEDDING_MODEL_STRONG = env_str("EMBEDDING_MODEL_STRONG", "minilm-l6-int8")
 
-# --- paper assets: summaries, sources, translations (issue 8) ------------------------
+# --- paper assets: summaries, sources, translations ---------------------------------
 # Internal base URL that serves assets as <base>/<paper_id>/...; empty: local files only.
 # Never shown to clients.
 ASSET_BASE_URL = env_str("ASSET_BASE_URL")
@@ -238,7 +238,7 @@ EXPORT_INLINE_MAX_BYTES = env_int("EXPORT_INLINE_MAX_BYTES", 100_000, minimum=0)
 # Characters a resource read returns before it truncates (tools take max_chars).
 RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minimum=100)
 
-# --- external search engines (issue 5) ----------------------------------------------
+# --- external search engines (docs/ENGINES.md) -----------------------------------
 # Engines to offer (ids); empty: every built-in and plugin engine.
 ENGINES_ENABLED = env_list("ENGINES_ENABLED", [])
 # A multi-engine search waits this long, then answers with what has arrived.
@@ -348,7 +348,7 @@ AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 900, minimu
 # keys on it, and loopback clients are served without MCP_AUTH_TOKEN).
 FORWARDED_ALLOW_IPS = env_list("FORWARDED_ALLOW_IPS", [])
 
-# --- PDFs (issue 7) ---------------------------------------------------------------------
+# --- PDFs (docs/PDF.md) -------------------------------------------------------------------
 # Largest PDF accepted by upload, attach or download, in bytes.
 PDF_MAX_BYTES = env_int("PDF_MAX_BYTES", 104_857_600, minimum=1024)
 # Seconds a PDF download may take (connect + read), and how many redirects it may follow.
@@ -362,23 +362,23 @@ PDF_ALLOW_PRIVATE_URLS = env_bool("PDF_ALLOW_PRIVATE_URLS", False)
 # a reverse proxy on this machine every HTTP client looks local.
 PDF_IMPORT_DIR_SET = bool(env_str("PDF_IMPORT_DIR"))
 PDF_IMPORT_DIR = Path(env_str("PDF_IMPORT_DIR") or RESEARCH_DIRECTORY / "imports").expanduser()
-# Open-access PDFs (issue 24, engines/open_access.py): Unpaywall is asked only with an
+# Open-access PDFs (engines/open_access.py, docs/OPEN-ACCESS.md): Unpaywall is asked only with an
 # e-mail address (its terms); papers looked for at once by `import_* --open-access`.
 UNPAYWALL_EMAIL = env_str("UNPAYWALL_EMAIL")
 UNPAYWALL_API_URL = env_str("UNPAYWALL_API_URL", "https://api.unpaywall.org")
 OPEN_ACCESS_CONCURRENCY = env_int("OPEN_ACCESS_CONCURRENCY", 4, minimum=1)
 
-# --- Zotero (issue 7) --------------------------------------------------------------------
+# --- Zotero (docs/ZOTERO-TOOLS.md) ---------------------------------------------------------
 # The mcp-zotero-api plugin's REST routes inside a running Zotero (loopback only).
 ZOTERO_URL = env_str("ZOTERO_URL", "http://localhost:23119/mcp")
 # Better BibTeX's JSON-RPC endpoint, for import_zotero.
 ZOTERO_BBT_URL = env_str("ZOTERO_BBT_URL", "http://localhost:23119/better-bibtex/json-rpc")
 ZOTERO_TIMEOUT = env_int("ZOTERO_TIMEOUT", 10, minimum=1)
 
-# --- REST API (issue 9) ------------------------------------------------------------------
+# --- REST API (docs/API.md) ----------------------------------------------------------------
 API_ENABLED = env_bool("API_ENABLED", True)
 
-# --- limits (seed 000, applied by every interface) ----------------------------------
+# --- limits (applied by every interface) --------------------------------------------
 # A query may be a pasted abstract; past 500 characters it is read as plain words
 # (papers/search/query.py: PLAIN_TEXT_FROM_CHARS) and ranked by its rarest 32 terms.
 MAX_QUERY_CHARS = 4_000

@@ -16,7 +16,7 @@ admin.site.login_form = ThrottledAdminLoginForm
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
     path("admin/", admin.site.urls),
-    # Issue 24: the home page's alert inbox and each saved search's Atom feed.
+    # The home page's alert inbox and each saved search's Atom feed.
     path("alerts/read", alerts_read, name="alerts_read"),
     path("feeds/saved/<str:name>.atom", SavedSearchFeed(), name="saved_search_feed"),
 ]

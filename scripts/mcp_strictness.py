@@ -1,4 +1,4 @@
-"""Protocol strictness checks (issue 19, parts A and D) against a running server, for
+"""Protocol strictness checks against a running server, for
 `scripts/mcp-conformance`: the cases the official suite and the Inspector do not cover.
 
     mcp_strictness.py http URL            # a running /mcp

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Mutation testing (mutmut 3) of the modules where a silent bug costs most (issue 25).
+"""Mutation testing (mutmut 3) of the modules where a silent bug costs most (docs/MUTATION.md).
 
 Each group below mutates one module (or a few functions of one) and runs only the test
 files that exercise it, so a group takes minutes, not the whole suite's hour: mutmut maps

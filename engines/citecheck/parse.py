@@ -19,6 +19,10 @@ that no numbered reference list names, unless the draft says it is numeric.
 
 Each cite carries its sentence and the claim (the sentence without citation markers),
 which is what support checking compares with the cited paper.
+
+One module because it is one pure parser: every citation form is read against the same body,
+sentence boundaries and reference list, and the forms decide together which text is a
+citation.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ library and at least one engine that answered know no such paper: an identifier 
 resolves, or a title no source has), `unresolved` (nothing to go on that a source could
 settle: a citekey not in the library, a marker with no reference entry, or every engine
 that could tell failed; never reported as not_found).
+
+One module because the library and the engines answer the same lookups and are settled by
+the same rules into one `Resolution` per cite.
 """
 
 from __future__ import annotations

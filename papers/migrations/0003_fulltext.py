@@ -1,4 +1,4 @@
-"""Full-text search index (issue 4): see papers/search/fulltext.py for how it is used.
+"""Full-text search index: see papers/search/fulltext.py for how it is used.
 
 SQLite: an FTS5 table (rowid = paper_id) and an fts5vocab view of it, plus a trigger that
 drops a deleted paper's row. PostgreSQL: a table with a weighted tsvector (GIN) and the

@@ -1,4 +1,4 @@
-"""BM25 postings of our own (issue 16): see papers/search/postings.py for how they are used.
+"""BM25 postings of our own: see papers/search/postings.py for how they are used.
 
 Both databases: `papers_lex_posting (term_id, impact, paper_id)` keyed in that order (a
 term's postings best first), an index on (paper_id, term_id, impact) (a paper's postings:

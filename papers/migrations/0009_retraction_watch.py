@@ -1,4 +1,4 @@
-"""Retraction watch (issue 24): the paper's retraction status, notices and last check.
+"""Retraction watch (docs/RETRACTIONS.md): the paper's retraction status, notices and last check.
 
 On SQLite, adding a NOT NULL column makes Django rebuild papers_paper (new table, copy,
 rename), which drops the triggers other migrations put on it (0003: the full-text row of a

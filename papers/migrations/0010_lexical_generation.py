@@ -1,4 +1,4 @@
-"""A generation number for the SQLite postings (issue 19): search keeps the postings of the
+"""A generation number for the SQLite postings: search keeps the postings of the
 terms it reads in memory (papers/search/lexical.py, `PostingCache`) and must know when
 they change, whichever process or connection changed them.
 

@@ -1,10 +1,10 @@
-"""attach_pdf in the background (issue 20): a download that outlasts the caller's wait goes
+"""attach_pdf in the background (docs/MCP.md): a download that outlasts the caller's wait goes
 on without it, and the caller gets its outcome by asking again with the same arguments.
 
 `pdf_attach_job` does at once what needs no network (the paper in scope, the url checked,
 a PDF already in the library returned as it is, no known location refused), then runs the
-download as a job and waits up to `wait_seconds` for it: a fast download answers as
-before; a slow one answers `{"job": {"state": "running", ...}}`. One job per paper and
+download as a job and waits up to `wait_seconds` for it: a fast download answers with
+its outcome; a slow one answers `{"job": {"state": "running", ...}}`. One job per paper and
 url at a time: a second call while it runs joins it instead of downloading again.
 
 The job's state lives in the engines cache (Redis when REDIS_URL is set, seen by every

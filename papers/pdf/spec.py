@@ -1,4 +1,4 @@
-"""What the library's PDF tools and the Zotero tools share (seed 003): the page-spec parser,
+"""What the library's PDF tools and the Zotero tools share: the page-spec parser,
 section resolution through an outline, and the annotation colour map.
 
 Pages are 1-based everywhere a person or an agent sees them. Every error is InvalidInput

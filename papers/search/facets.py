@@ -1,4 +1,4 @@
-"""Top facet values with paper counts (seed 000's `list_top_facets`).
+"""Top facet values with paper counts (the `list_top_facets` tool).
 
 A facet is a dimension of the library: authors, venues, user keywords, institutions, tags
 (projects), source categories and years. `facet_counts` returns the values holding the
@@ -25,6 +25,9 @@ statement): adding or removing papers, authors, keywords, categories or project 
 changes the key at once; an in-place edit (a paper's venue, year or text) shows after at
 most `CACHE_SECONDS`. A query's hits are cached too, so the next category of the same
 query does not rank again. Warm answers take ~1 ms.
+
+One module because every facet is counted over the same restricted set of papers, with the
+same cache key and shape; a facet is one small function over that.
 """
 
 from __future__ import annotations

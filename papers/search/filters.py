@@ -1,4 +1,4 @@
-"""Payload (metadata) filters and keyword search over the local library (issue 4).
+"""Payload (metadata) filters and keyword search over the local library (docs/SEARCH.md).
 
 A payload is a flat JSON object such as `{"venue": "Findings*", "year": "2021-2023"}`.
 `filters_from_payload` checks it and turns it into `SearchFilters`; `apply_filters`
@@ -12,6 +12,10 @@ case-insensitive) or `ILIKE` (PostgreSQL) with the literal `%`, `_` and `\\` esc
 Values that live in link tables (authors, institutions, keywords, categories, projects)
 are matched with semi-join subqueries (`paper_id IN (SELECT ...)`), so a paper with two
 matching authors is still one row.
+
+Two capabilities share this module (reported for a later split): parsing and applying
+payload filters, used by every search, and the listings that rank by no text
+(`paper_search_by_payload`, `_by_keyword`, `_by_author`), which only use them.
 """
 
 from __future__ import annotations
@@ -496,7 +500,7 @@ def paper_search_by_payload(
     offset: int = 0,
     scope: Sequence[str] | None = None,
 ) -> SearchPage:
-    """Papers matching metadata filters only (seed 001's payload search), newest first,
+    """Papers matching metadata filters only (a payload search), newest first,
     then by paper_id, so pages are stable. Score is 1.0 for every hit (no ranking).
 
     Raises InvalidInput when no filter is set (use a listing or full-text search then) or
@@ -581,7 +585,7 @@ def paper_search_by_author(
     offset: int = 0,
     scope: Sequence[str] | None = None,
 ) -> SearchPage:
-    """The papers of an author in the library, newest first (seed 004's search_by_author,
+    """The papers of an author in the library, newest first (search_by_author's
     engine `local`). `name` is matched as `authors_matching` describes; the page's notes
     name the authors that matched, so an agent can tell namesakes apart.
 

@@ -19,6 +19,9 @@ Storage of the engine's index (migration 0003), kept here:
 
 Sync: every write path calls `papers.search.index.papers_changed`, which calls
 `index_papers` here and postings.index_papers inside the write's transaction.
+
+One module because the index's tables, the writes that keep them current and the SQL that
+reads them change together (one migration, one layout per database).
 """
 
 from __future__ import annotations

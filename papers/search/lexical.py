@@ -27,6 +27,10 @@ posting cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation s
 change is seen at the next search): a query whose lists are all there is summed in
 memory, and small restricted sets are scored from the same lists. A query keeps at most
 MAX_QUERY_TERMS distinct terms, its rarest.
+
+One module because every strategy must return the exact top k of the same formula: they
+share the term statistics, the posting reads and the posting cache, and a test holds them
+equal; split, the strategies could drift apart unseen.
 """
 
 from __future__ import annotations

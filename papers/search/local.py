@@ -65,7 +65,7 @@ def local_search(
     `paper_search`.
 
     When the filters name one project (its id or name, no pattern), every hit carries that
-    project's `project_id`, as seed 004's results do.
+    project's `project_id`, as engine results do.
     """
     page = _search(
         query=query, filters=filters, limit=limit, offset=offset, scope=scope, rerank=rerank

@@ -1,4 +1,4 @@
-"""BM25 postings of our own, the same on SQLite and PostgreSQL (issue 16): how papers
+"""BM25 postings of our own, the same on SQLite and PostgreSQL: how papers
 are indexed for lexical.py's ranking.
 
 Why our own: PostgreSQL's `ts_rank` ignores how rare a word is (SciFact nDCG@10 0.455

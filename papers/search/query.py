@@ -15,6 +15,9 @@ becomes a quoted FTS5 string (so `{title}:`, `NEAR`, `^` or a stray quote in use
 are plain text), and a PostgreSQL tsquery is composed from `plainto_tsquery` /
 `phraseto_tsquery` calls whose text goes in as bound parameters. A malformed query
 raises InvalidInput with a hint.
+
+One module because the parser and the renderers share one small AST: a change to the
+language changes both.
 """
 
 from __future__ import annotations

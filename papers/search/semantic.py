@@ -4,12 +4,13 @@ Storage: one `PaperEmbedding` row per paper (float32 little-endian bytes, the mo
 name, the hash of the embedded text), the same table on SQLite and PostgreSQL.
 
 Index: every vector of the current model in one float32 numpy matrix in this process
-(95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k,
-PERF-NOTES). It is loaded on the first search and kept fresh cheaply: at most once per
-vector_index.REFRESH_SECONDS it compares the row count and max(updated_at) of the model's vectors
-with what it holds, reads only the rows changed since, and reloads in full when rows
-were deleted. Writes made by this process (embed_papers) are seen at once. Filters and
-scope restrict the candidate rows; they never change the stored vectors.
+(95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k;
+benchmarks/bench_search.py measures it). It is loaded on the first search and kept
+fresh cheaply: at most once per vector_index.REFRESH_SECONDS it compares the row count
+and max(updated_at) of the model's vectors with what it holds, reads only the rows
+changed since, and reloads in full when rows were deleted. Writes made by this process
+(embed_papers) are seen at once. Filters and scope restrict the candidate rows; they never
+change the stored vectors.
 
 When papers are embedded (`schedule_embedding`, called by `papers.search.index.
 papers_changed` inside every write transaction):
@@ -21,6 +22,10 @@ papers_changed` inside every write transaction):
   now-stale vectors of the batch are dropped, and the papers are embedded by
   `manage.py reindex_embeddings`, or lazily: each semantic search first embeds missing
   papers for up to LAZY_EMBED_SECONDS and notes how many are still missing.
+
+Two capabilities share this module (reported for a later split): keeping the embeddings and
+the vector index fresh (storage, scheduling, lazy embedding), and ranking with them
+(semantic and hybrid fusion); they meet only at the vector index.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Reads from a running Zotero for the `zotero_*` tools (seed 003): an item by citekey, a
-PDF's outline, and PDF text by pages or by section.
+"""Reads from a running Zotero for the `zotero_*` tools (docs/ZOTERO-TOOLS.md): an
+item by citekey, a PDF's outline, and PDF text by pages or by section.
 
 Page specs and section names are resolved here, with the same parser and outline rules as
 the library's own PDF tools (papers.pdf.spec), against the page count and outline Zotero

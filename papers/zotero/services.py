@@ -1,7 +1,8 @@
-"""Writes to a running Zotero for the `zotero_*` tools (seed 003): text highlights and area
-(image) annotations on an item's PDF. Nothing here touches the library's database.
+"""Writes to a running Zotero for the `zotero_*` tools (docs/ZOTERO-TOOLS.md): text
+highlights and area (image) annotations on an item's PDF. Nothing here touches the
+library's database.
 
-Colours are seed 003's semantic names or #rrggbb, resolved by papers.pdf.spec like the
+Colours are the tools' semantic names or #rrggbb, resolved by papers.pdf.spec like the
 library's own annotations. Coordinates are Zotero's: PDF points, origin at the bottom-left
 of the page (ZOTERO.md), pages 1-based for callers and 0-based `pageIndex` on the wire.
 """

@@ -1,5 +1,5 @@
 """Agreement between screeners who decided the same records independently: Cohen's kappa,
-the records they disagree on, and how those were resolved (issue 23, item 4).
+the records they disagree on, and how those were resolved (docs/SCREENING.md).
 
 A record's votes are kept per screener (`ReviewCandidate.votes`, {screener: "include" |
 "exclude"}); the first vote on a record decides its status, later ones are second

@@ -1,4 +1,4 @@
-"""Version-aware de-duplication inside a review (issue 23): records of one work found as
+"""Version-aware de-duplication inside a review: records of one work found as
 several library papers (a preprint and its publication, arXiv id <-> DOI <-> OpenAlex/S2
 ids, title variants) are grouped before screening, so each work is screened once.
 

@@ -1,6 +1,6 @@
-"""The `CheckpointHandler` kept in the database (seed 002's MCPCheckpointHandler, persisted).
+"""The `CheckpointHandler` kept in the database (docs/REVIEW.md).
 
-The seed's handler held a pair of asyncio events in one process. Here a checkpoint is a
+An in-process handler would hold a pair of asyncio events. Here a checkpoint is a
 row, pending until a decision row answers it, so the step that raised it, the /mcp call
 that answers it and the admin page that shows it may all run in different processes.
 Both methods run inside the caller's transaction, on a session row it has locked.

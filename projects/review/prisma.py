@@ -1,4 +1,4 @@
-"""PRISMA 2020 flow counts of a review and its flow diagram as SVG (issue 23).
+"""PRISMA 2020 flow counts of a review and its flow diagram as SVG (docs/REVIEW.md).
 
 The counts come from the review's PRISMA-style `counts` (selectors.review_counts) and its
 grouped records (ReviewDuplicate), arranged as the PRISMA 2020 flow diagram for new

@@ -1,7 +1,7 @@
 """The recall curve of one screening run as an SVG, like asreview-insights' plot: records
 screened (x) against relevant records found (y), beside random screening (the diagonal)
 and perfect screening (every inclusion first), with the point where the stopping rule
-fired (issue 23, item 3).
+fired (docs/SCREENING.md).
 
 The curves are drawn in a group whose transform maps data to the page, so each polyline's
 points are the data itself ((records screened, relevant found) pairs): a test or a reader

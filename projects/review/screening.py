@@ -1,10 +1,10 @@
-"""Screening record by record at a review's `screen` checkpoint (issue 23).
+"""Screening record by record at a review's `screen` checkpoint (docs/SCREENING.md).
 
 While a review waits at `screen`, its candidates can be decided one record or a batch at a
 time instead of all at once: `screening_next` gives the pending records most likely to be
 included first (projects/review/prioritise.py, retrained on every call) with the stopping
 rule's verdict (projects/review/stopping.py); `screening_decide` records decisions, in
-order, with who made them. The checkpoint stays pending: `decide` closes it as before.
+order, with who made them. The checkpoint stays pending: only `decide` closes it.
 After record-by-record decisions, `decide approve` keeps them and excludes the records
 never screened as NOT_SCREENED (the screener stopped, ideally when the rule said it was
 safe); `edit` still applies to the pending records only.
@@ -370,7 +370,7 @@ def screening_unresolved_check(session: ReviewSession) -> None:
 def screening_on_approve(session: ReviewSession, pending: list[int]) -> dict[int, str] | None:
     """What `decide approve` at `screen` does to the still-pending records once some were
     screened record by record: excludes them as not screened (paper_id -> reason). None
-    when none were (approve includes every candidate, as in seed 002)."""
+    when none were (approve includes every candidate)."""
     began = session.candidates.filter(source=SEARCH, screened_order__isnull=False).exists()
     return {paper_id: NOT_SCREENED for paper_id in pending} if began else None
 

@@ -1,5 +1,9 @@
-"""Reads of the review workflow: a session's state (seed 002's get_session), its candidates
-page by page, PRISMA counts, and the exports of a finished review."""
+"""Reads of the review workflow: a session's state (get_session), its candidates
+page by page, PRISMA counts, and the exports of a finished review.
+
+One module because every read here is of one session's state, and the exports render the
+same counts and decisions the state shows.
+"""
 
 from __future__ import annotations
 
@@ -115,7 +119,7 @@ def review_pending_checkpoint(session: ReviewSession) -> ReviewCheckpoint | None
 def review_state(
     *, session: ReviewSession, offset: int = 0, limit: int = DEFAULT_PAGE
 ) -> dict[str, Any]:
-    """Everything an agent needs to carry on: seed 002's fields (session_id, query,
+    """Everything an agent needs to carry on: get_session's fields (session_id, query,
     is_complete, has_pending_checkpoint, current_checkpoint_kind, error), the state and
     stage, the counts, the pending checkpoint with a page of its candidates (abstracts
     included) and what each action would do, and the result once complete."""
@@ -166,7 +170,7 @@ def review_state(
     if session.status == ReviewSession.Status.RUNNING:
         state["running"] = review_running(session)
     if pending is not None and pending.kind == ReviewCheckpoint.Kind.SCREEN:
-        # Record-by-record screening (issue 23): tallies, estimated recall, safe to stop.
+        # Record-by-record screening: tallies, estimated recall, safe to stop.
         state["screening"] = screening_status(session=session)
     state["next"] = _next_hint(session, pending)
     return state
@@ -226,7 +230,8 @@ def review_counts(*, session: ReviewSession) -> dict[str, Any]:
     def block(source: str, identification: dict[str, Any]) -> dict[str, Any]:
         values = {
             "identified": identification.get("identified", {}),
-            # Sources never reached (issue 20): their outcome, never a count of 0.
+            # Sources never reached: their outcome, never a count of 0, which would read as
+            # "searched, nothing found".
             "not_reached": identification.get("not_reached", {}),
             "sources": identification.get("sources", {}),
             "identified_total": identification.get("identified_total", 0),

@@ -227,7 +227,7 @@ def _screen(session: ReviewSession, source: str, decision: Decision) -> None:
 
     pending_ids = [c.paper_id for c in pending]
     if source == ReviewCandidate.Source.SEARCH:
-        screening_unresolved_check(session)  # disagreements resolved first (issue 23)
+        screening_unresolved_check(session)  # a PRISMA count needs one decision per record
     # After record-by-record screening (screen_decide), approve keeps those decisions.
     unscreened = None
     if source == ReviewCandidate.Source.SEARCH and decision.action is DecisionAction.APPROVE:

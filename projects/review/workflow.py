@@ -13,7 +13,8 @@ does, and the `CheckpointHandler` seam between the workflow and whoever decides.
 - `expand` (citation search of the included papers): `approve`/`edit` as at `screen`;
   `reject` excludes every paper it found, with the note as the reason.
 
-Every accepted decision adds one to the session's `iteration` (seed 002, PROP-9).
+Every accepted decision adds one to the session's `iteration`, so a client can
+tell a decision it sent was taken.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class CheckpointHandler(Protocol):
     def set_decision(self, decision: Decision, *, expected_sequence: int | None = None) -> Any: ...
 
 
-# --- errors (seed 002 REQ-14: isError results an agent can act on) ---------------------------
+# --- errors (isError results an agent can act on) -------------------------------------------
 
 
 class InvalidAction(DomainError):
