@@ -26,8 +26,10 @@ def state() -> str:
 
 
 def start_in_background() -> threading.Thread | None:
-    """Start loading in a daemon thread, once per process; None when embeddings are off
-    or it was started before."""
+    """Start loading in a thread, once per process; None when embeddings are off or it was
+    started before. Not a daemon: a process that ends while the models load (stdio's input
+    closed at once) waits for it, because a native thread still inside the ONNX runtime at
+    exit aborts the process ("terminate called without an active exception", exit -6)."""
     global _state
     if not settings.EMBEDDINGS_ENABLED:
         return None
@@ -35,7 +37,7 @@ def start_in_background() -> threading.Thread | None:
         if _state != "idle":
             return None
         _state = "loading"
-    thread = threading.Thread(target=_load, name="search-warmup", daemon=True)
+    thread = threading.Thread(target=_load, name="search-warmup", daemon=False)
     thread.start()
     return thread
 
