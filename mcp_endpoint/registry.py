@@ -127,6 +127,12 @@ _validated_arguments: contextvars.ContextVar[tuple[dict[str, Any], dict[str, Any
     contextvars.ContextVar("mcp_validated_arguments", default=None)
 )
 
+# Whether the server answering the tools/call being served is read-only (its registry's
+# `read_only`), for the tools that keep what they find only when they may.
+_serving_read_only: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_serving_read_only", default=False
+)
+
 FnT = TypeVar("FnT", bound=Callable[..., Any])
 
 READ_ONLY = ToolAnnotations(
@@ -236,7 +242,13 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_value)
 
 
-def _guard_tool(fn: FnT, name: str) -> FnT:
+def serving_read_only() -> bool:
+    """Whether the server running this tool call is read-only (MCP_READ_ONLY, or the
+    `read_only` a test built it with): tools that keep what they find ask it per call."""
+    return _serving_read_only.get()
+
+
+def _guard_tool(fn: FnT, name: str, *, read_only: bool = False) -> FnT:
     """Map service errors of one sync tool, shape its answer, and keep its database
     connection healthy.
 
@@ -247,6 +259,7 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
+        read_only_token = _serving_read_only.set(read_only)
         try:
             return tool_result(fn(*args, **kwargs))
         except InvalidInput as exc:
@@ -267,6 +280,7 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
                 return domain_error_result(unavailable)
             raise _internal_error(f"tool {name}") from None
         finally:
+            _serving_read_only.reset(read_only_token)
             close_old_connections()
 
     guarded.__annotations__ = {**fn.__annotations__, "return": CallToolResult}
@@ -338,6 +352,54 @@ def compact_schema(schema: Any) -> Any:
     return out
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """What `Registry.tool` takes for one tool, declared beside its function."""
+
+    name: str
+    title: str
+    description: str
+    annotations: ToolAnnotations
+    saves_results: bool = False
+    aliases: dict[str, str] | None = None
+
+
+_TOOL_SPEC = "__mcp_tool_spec__"
+_RESOURCE_SPEC = "__mcp_resource_spec__"
+
+
+def mcp_tool(
+    *,
+    name: str,
+    title: str,
+    description: str,
+    annotations: ToolAnnotations,
+    saves_results: bool = False,
+    aliases: dict[str, str] | None = None,
+) -> Callable[[FnT], FnT]:
+    """Declare a module-level function as a tool (arguments as `Registry.tool`); nothing
+    is registered until its set's `register()` passes it to `Registry.add_tools`, so each
+    tool is one plain typed function and a set's `register()` is the list of its tools."""
+    spec = ToolSpec(name, title, description, annotations, saves_results, aliases)
+
+    def decorator(fn: FnT) -> FnT:
+        setattr(fn, _TOOL_SPEC, spec)
+        return fn
+
+    return decorator
+
+
+def mcp_resource(uri: str, **options: Any) -> Callable[[FnT], FnT]:
+    """Declare a module-level function as a resource (arguments as `Registry.resource`),
+    registered by `Registry.add_resources`."""
+
+    def decorator(fn: FnT) -> FnT:
+        setattr(fn, _RESOURCE_SPEC, (uri, options))
+        return fn
+
+    return decorator
+
+
 @dataclass
 class _ResourceDef:
     uri: str
@@ -405,7 +467,7 @@ class Registry:
                 hints = annotations.model_copy(update={"read_only_hint": True})
                 text = f"{description} {READ_ONLY_NOTE}"
             tool = Tool.from_function(
-                _guard_tool(fn, name),
+                _guard_tool(fn, name, read_only=self.read_only),
                 name=name,
                 title=title,
                 description=text,
@@ -427,6 +489,26 @@ class Registry:
             return fn
 
         return decorator
+
+    def add_tools(self, *fns: Callable[..., Any]) -> None:
+        """Register functions declared with `mcp_tool`, in the order given (the order of
+        tools/list)."""
+        for fn in fns:
+            spec: ToolSpec = getattr(fn, _TOOL_SPEC)
+            self.tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                annotations=spec.annotations,
+                saves_results=spec.saves_results,
+                aliases=spec.aliases,
+            )(fn)
+
+    def add_resources(self, *fns: Callable[..., Any]) -> None:
+        """Register functions declared with `mcp_resource`, in the order given."""
+        for fn in fns:
+            uri, options = getattr(fn, _RESOURCE_SPEC)
+            self.resource(uri, **options)(fn)
 
     def resource(self, uri: str, **options: Any) -> Callable[[FnT], FnT]:
         """Register a sync resource (template); options go to `MCPServer.resource`."""
