@@ -1,4 +1,4 @@
-"""The rules of the `/mcp` endpoint, free of any web framework (seed 000).
+"""The rules of the `/mcp` endpoint, free of any web framework (docs/MCP.md, docs/SECURITY.md).
 
 `McpEndpoint.handle()` takes what an HTTP server knows about a request (method, raw
 headers, query string, body, client address) and returns status, headers and body. The

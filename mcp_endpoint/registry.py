@@ -3,8 +3,9 @@
 `build_server()` assembles an `MCPServer` from the tool-set modules named in
 `TOOLSET_MODULES`, honouring `MCP_TOOLSETS` (which sets are listed) and `MCP_READ_ONLY`
 (write tools are not registered at all, so they can be neither listed nor called).
-A later issue adds a tool set by writing `mcp_endpoint/tools/<set>.py` with a
-`register(registry)` function and adding one line to `TOOLSET_MODULES`.
+A new tool set is a module `mcp_endpoint/tools/<set>.py` whose tools are module-level
+functions declared with `mcp_tool` and whose `register(registry)` lists them, plus one
+line in `TOOLSET_MODULES`.
 
 Errors are mapped here, once, for every transport:
 
@@ -64,8 +65,7 @@ from mcp_endpoint.scope import current_scope
 
 logger = logging.getLogger(__name__)
 
-# Tool set name -> module with a `register(registry)` function. Later issues add
-# search, assets, pdf, zotero and review here.
+# Tool set name -> module with a `register(registry)` function.
 # A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
     "library": (
@@ -145,7 +145,7 @@ EXTERNAL_SEARCH = ToolAnnotations(
 # Searches of external engines: they change nothing the user made (projects, keywords,
 # notes, records already there); what they find is kept as a cache so that every result
 # has a paper_id, and only `project_id`, asked for explicitly, files results. Cautious
-# clients would otherwise ask approval for every search (issue 18).
+# clients would otherwise ask approval for every search.
 SEARCH_AND_KEEP = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
@@ -440,7 +440,8 @@ class Registry:
         Write tools (read_only_hint False) are disabled in read-only mode, except
         `saves_results` tools: searches that keep what they find when they may, and only
         return it in read-only mode (check `registry.read_only`). `aliases` maps other
-        accepted argument names (a seed's `max_results`) to the listed one (`limit`).
+        accepted argument names (`max_results`, which agents also send) to the listed one
+        (`limit`).
         """
         if annotations.read_only_hint is None:
             raise ImproperlyConfigured(f"tool {name}: annotations must say read_only_hint")
@@ -538,7 +539,7 @@ class PolicyMiddleware:
     ) -> HandlerResult:
         method = ctx.method
         if method.startswith("prompts/"):
-            # The product exposes tools and resources only (seed 000).
+            # The product exposes tools and resources only (docs/MCP.md: no prompts).
             raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method)
         if method in ("tools/call", "resources/read"):
             if self._require_collection and current_scope() is None:
@@ -655,7 +656,7 @@ class PolicyMiddleware:
         return {**params, "arguments": arguments}, checked
 
     def _renamed(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Accepted other names (a seed's `max_results`) under the listed one (`limit`)."""
+        """Accepted other names (`max_results`) under the listed one (`limit`)."""
         aliases = self._aliases.get(name)
         if not aliases or not any(key in aliases for key in arguments):
             return arguments

@@ -1,6 +1,5 @@
-"""Tool set `assets`: paper summaries (by template), source markdown and translations
-(seed 000 "Paper detail tools with static asset proxy", "Paper resources with
-template-aware summaries", "Content size limits", "Asset fetch errors").
+"""Tool set `assets`: paper summaries (by template), source markdown and translations, as
+tools and resources, cut to the content size limits (docs/MCP.md).
 
 The content comes back as text; where it is stored (a file, ASSET_BASE_URL) never does.
 Reading and the errors are `papers.assets`; the registry maps its errors: an unknown

@@ -1,4 +1,4 @@
-"""Tool set `library`, citations (issue 22): `format_citations`, each paper's reference and
+"""Tool set `library`, citations: `format_citations`, each paper's reference and
 in-text citation in any CSL style. A thin adapter over papers/citations/csl.py
 (docs/CITATIONS.md); errors are mapped by `mcp_endpoint.registry`.
 """

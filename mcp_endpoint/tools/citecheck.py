@@ -1,4 +1,4 @@
-"""Tool set `search`, part 3: `check_citations` (issue 22 item 4), a thin adapter over
+"""Tool set `search`, part 3: `check_citations`, a thin adapter over
 engines/citecheck/selectors.py; docs/CITATION-CHECK.md explains the statuses and the
 support thresholds."""
 

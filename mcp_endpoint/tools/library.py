@@ -1,5 +1,5 @@
-"""Tool set `library`: papers, projects, keywords and exports (seed 004 tools 3, 4, 5, 7,
-8, 13; resources `papers://{project_id}` and `paper://{paper_id}/metadata`).
+"""Tool set `library`: papers, projects, keywords and exports (and the
+resources `papers://{project_id}` and `paper://{paper_id}/metadata`).
 
 Each tool parses its arguments (the schema enforces the limits), calls one selector or
 service with the client's collection scope, and shapes the answer. Service errors are
@@ -77,7 +77,7 @@ class PaperRecord(BaseModel):
 
 
 class PaperMetadata(PaperRecord):
-    """The compact record plus what get_paper_summary needs to know (seed 000)."""
+    """The compact record plus what get_paper_summary needs to know."""
 
     preferred_summary_template: str | None = Field(
         default=None,

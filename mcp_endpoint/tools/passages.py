@@ -1,4 +1,4 @@
-"""Tool set `pdf`, evidence from the library's PDFs (issue 22): `search_passages`,
+"""Tool set `pdf`, evidence from the library's PDFs: `search_passages`,
 `find_quote` and `verify_quote`, and the resource `paper://{paper_id}/passages{?page}`.
 
 Thin adapters over papers/passages/selectors.py (docs/EVIDENCE.md). The project filter

@@ -1,6 +1,6 @@
-"""Tool set `pdf`: the library's own PDFs (seed 003's operations, on files in the knowledge
-base instead of a running Zotero) — outline, text by pages or sections, highlights, area
-annotations and their export.
+"""Tool set `pdf`: the library's own PDFs (the `zotero` set's operations, on files in the
+knowledge base instead of a running Zotero; docs/PDF.md) — outline, text by pages or
+sections, highlights, area annotations and their export.
 
 Each tool parses its arguments and calls one selector or service of `papers.pdf`; the
 registry maps the errors: bad arguments, a page out of range, an ambiguous quote and

@@ -1,4 +1,4 @@
-"""Tool set `watch`, retractions (issue 24 item 3): `check_retractions`, a thin adapter over
+"""Tool set `watch`, retractions (docs/RETRACTIONS.md): `check_retractions`, a thin adapter over
 projects/retractions.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tool set `review`: the literature-review workflow (seed 002, issue 6).
+"""Tool set `review`: the literature-review workflow (docs/REVIEW.md).
 
 An agent starts a review, shows each checkpoint to its person and passes on their
 decision; the workflow runs on Celery workers and its state is in the database, so each
@@ -51,7 +51,7 @@ REMOVES = ToolAnnotations(
 
 
 class ReviewState(BaseModel):
-    """A review as it is now (seed 002's get_session fields and more)."""
+    """A review as it is now (get_session's fields, docs/REVIEW.md)."""
 
     model_config = ConfigDict(extra="allow")
 

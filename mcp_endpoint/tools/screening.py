@@ -1,4 +1,4 @@
-"""Tool set `review`, screening record by record (issue 23): `screen_next` and
+"""Tool set `review`, screening record by record: `screen_next` and
 `screen_decide`, at a review's `screen` checkpoint. Thin adapters over
 projects/review/screening.py; docs/SCREENING.md explains the ranking and the stopping rule.
 """

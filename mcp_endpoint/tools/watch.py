@@ -1,4 +1,4 @@
-"""Tool set `watch` (issue 24): saved searches and alerts.
+"""Tool set `watch`: saved searches and alerts (docs/MCP.md).
 
 Thin adapters over projects/watch/: `save_search` / `delete_saved_search` write,
 `run_saved_search` runs a search now through the path search_papers takes and answers with

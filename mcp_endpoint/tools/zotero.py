@@ -1,5 +1,6 @@
-"""Tool set `zotero`: the researcher's running Zotero desktop app (seed 003) — find an item
-by citekey, read its PDF's outline and text, highlight text and mark areas in it.
+"""Tool set `zotero`: the researcher's running Zotero desktop app (docs/ZOTERO-TOOLS.md):
+find an item by citekey, read its PDF's outline and text, highlight text and mark areas
+in it.
 
 Each tool validates its arguments and calls one selector or service of `papers.zotero`.
 Zotero's failures arrive as domain errors and are mapped by `mcp_endpoint.registry`: bad
