@@ -1,4 +1,4 @@
-"""The rules of the `/mcp` endpoint, free of any web framework (seed 000).
+"""The rules of the `/mcp` endpoint, free of any web framework (docs/MCP.md, docs/SECURITY.md).
 
 `McpEndpoint.handle()` takes what an HTTP server knows about a request (method, raw
 headers, query string, body, client address) and returns status, headers and body. The
@@ -30,6 +30,10 @@ exactly the same rules:
 
 Every rejection carries a JSON-RPC error body (`id: null` when the request's id is not
 known) so MCP clients can show it.
+
+One module, over 500 lines, because the rules above are one ordered pipeline over one
+request: each step's answer depends on the ones before it (a 421 before a 401, the version
+before the framing), and the WSGI, ASGI and SSE adapters share it whole.
 """
 
 from __future__ import annotations

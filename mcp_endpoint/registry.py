@@ -3,14 +3,15 @@
 `build_server()` assembles an `MCPServer` from the tool-set modules named in
 `TOOLSET_MODULES`, honouring `MCP_TOOLSETS` (which sets are listed) and `MCP_READ_ONLY`
 (write tools are not registered at all, so they can be neither listed nor called).
-A later issue adds a tool set by writing `mcp_endpoint/tools/<set>.py` with a
-`register(registry)` function and adding one line to `TOOLSET_MODULES`.
+A new tool set is a module `mcp_endpoint/tools/<set>.py` whose tools are module-level
+functions declared with `mcp_tool` and whose `register(registry)` lists them, plus one
+line in `TOOLSET_MODULES`.
 
 Errors are mapped here, once, for every transport:
 
-- unknown tool, arguments that fail the input schema (missing, wrong type, over a limit)
-  and `InvalidInput` from a service: JSON-RPC `-32602` (the SDK would answer the first
-  two with `isError` results; the policy middleware checks them before the SDK does);
+- `InvalidInput` from a service: JSON-RPC `-32602`, as for an unknown tool or arguments
+  that fail the input schema (missing, wrong type, over a limit), which
+  `mcp_endpoint.policy` answers before the SDK would (with `isError` results);
 - any other `DomainError` (not found, conflict, ...): an `isError: true` result whose
   text is `{"error": {"code", "message", ...details}}` and which carries no
   `structuredContent` (TS SDK 1.x clients reject error results that do);
@@ -18,13 +19,18 @@ Errors are mapped here, once, for every transport:
   with code `database_unavailable` and `retry_after_seconds` (resources: `-32603` with
   the same data), never an incident;
 - anything unexpected: `-32603` with an incident id; the traceback stays in the log;
-- `MCP_REQUIRE_COLLECTION` with an unscoped client: `-32603` saying how to choose one.
+- `MCP_REQUIRE_COLLECTION` with an unscoped client: `-32603` saying how to choose one
+  (`mcp_endpoint.policy`).
+
+One module, over 500 lines, because it is one contract: what a tool-set module declares
+(`mcp_tool`, `Registry`), the guard that maps its errors and shapes its answers, and the
+server assembled from it are what every transport serves; the per-request checks live in
+`mcp_endpoint.policy`.
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import datetime
 import functools
 import importlib
@@ -32,7 +38,6 @@ import json
 import logging
 import os
 import socket
-import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -43,7 +48,6 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections
 from mcp import MCPError
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
@@ -51,21 +55,18 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    METHOD_NOT_FOUND,
     CallToolResult,
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from core.errors import DomainError, InvalidInput, NotFound, database_unavailable
-from core.text import has_lone_surrogate
-from mcp_endpoint.scope import current_scope
+from mcp_endpoint.policy import PolicyMiddleware, current_request_id, validated_arguments
 
 logger = logging.getLogger(__name__)
 
-# Tool set name -> module with a `register(registry)` function. Later issues add
-# search, assets, pdf, zotero and review here.
+# Tool set name -> module with a `register(registry)` function.
 # A set may span several modules (comma-separated), registered in order.
 TOOLSET_MODULES: dict[str, str] = {
     "library": (
@@ -109,22 +110,10 @@ INSTRUCTIONS = (
 # Appended to the description of tools that keep what they find, on a read-only server.
 READ_ONLY_NOTE = "This server is read-only: nothing is kept or written."
 
-REQUIRE_COLLECTION_MESSAGE = (
-    "This server requires a collection to be chosen at client initialisation: add "
-    "?collections=<project>[,<project>] to the endpoint URL (or send the X-MCP-Collections "
-    "header) over HTTP, or start the stdio server with --collections <project>[,<project>]."
-)
-
-# The JSON-RPC id of the request being served, for log lines of tools running on a
-# worker thread (anyio copies the context into it).
-current_request_id: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "mcp_request_id", default=None
-)
-
-# The arguments of the tools/call being served, as PolicyMiddleware validated them
-# (raw, validated): the SDK's `Tool.run` validates them again, and takes these instead.
-_validated_arguments: contextvars.ContextVar[tuple[dict[str, Any], dict[str, Any]] | None] = (
-    contextvars.ContextVar("mcp_validated_arguments", default=None)
+# Whether the server answering the tools/call being served is read-only (its registry's
+# `read_only`), for the tools that keep what they find only when they may.
+_serving_read_only: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_serving_read_only", default=False
 )
 
 FnT = TypeVar("FnT", bound=Callable[..., Any])
@@ -139,7 +128,7 @@ EXTERNAL_SEARCH = ToolAnnotations(
 # Searches of external engines: they change nothing the user made (projects, keywords,
 # notes, records already there); what they find is kept as a cache so that every result
 # has a paper_id, and only `project_id`, asked for explicitly, files results. Cautious
-# clients would otherwise ask approval for every search (issue 18).
+# clients would otherwise ask approval for every search.
 SEARCH_AND_KEEP = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
@@ -156,9 +145,9 @@ class _ValidatedOnce(FuncMetadata):
     """
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
-        known = _validated_arguments.get()
+        known = validated_arguments.get()
         if known is not None and _same_values(known[0], arguments_to_validate):
-            _validated_arguments.set(None)  # one tool call, one use
+            validated_arguments.set(None)  # one tool call, one use
             return known[1]
         return super().validate_arguments(arguments_to_validate)
 
@@ -236,7 +225,13 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_value)
 
 
-def _guard_tool(fn: FnT, name: str) -> FnT:
+def serving_read_only() -> bool:
+    """Whether the server running this tool call is read-only (MCP_READ_ONLY, or the
+    `read_only` a test built it with): tools that keep what they find ask it per call."""
+    return _serving_read_only.get()
+
+
+def _guard_tool(fn: FnT, name: str, *, read_only: bool = False) -> FnT:
     """Map service errors of one sync tool, shape its answer, and keep its database
     connection healthy.
 
@@ -247,6 +242,7 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
+        read_only_token = _serving_read_only.set(read_only)
         try:
             return tool_result(fn(*args, **kwargs))
         except InvalidInput as exc:
@@ -267,6 +263,7 @@ def _guard_tool(fn: FnT, name: str) -> FnT:
                 return domain_error_result(unavailable)
             raise _internal_error(f"tool {name}") from None
         finally:
+            _serving_read_only.reset(read_only_token)
             close_old_connections()
 
     guarded.__annotations__ = {**fn.__annotations__, "return": CallToolResult}
@@ -338,6 +335,54 @@ def compact_schema(schema: Any) -> Any:
     return out
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """What `Registry.tool` takes for one tool, declared beside its function."""
+
+    name: str
+    title: str
+    description: str
+    annotations: ToolAnnotations
+    saves_results: bool = False
+    aliases: dict[str, str] | None = None
+
+
+_TOOL_SPEC = "__mcp_tool_spec__"
+_RESOURCE_SPEC = "__mcp_resource_spec__"
+
+
+def mcp_tool(
+    *,
+    name: str,
+    title: str,
+    description: str,
+    annotations: ToolAnnotations,
+    saves_results: bool = False,
+    aliases: dict[str, str] | None = None,
+) -> Callable[[FnT], FnT]:
+    """Declare a module-level function as a tool (arguments as `Registry.tool`); nothing
+    is registered until its set's `register()` passes it to `Registry.add_tools`, so each
+    tool is one plain typed function and a set's `register()` is the list of its tools."""
+    spec = ToolSpec(name, title, description, annotations, saves_results, aliases)
+
+    def decorator(fn: FnT) -> FnT:
+        setattr(fn, _TOOL_SPEC, spec)
+        return fn
+
+    return decorator
+
+
+def mcp_resource(uri: str, **options: Any) -> Callable[[FnT], FnT]:
+    """Declare a module-level function as a resource (arguments as `Registry.resource`),
+    registered by `Registry.add_resources`."""
+
+    def decorator(fn: FnT) -> FnT:
+        setattr(fn, _RESOURCE_SPEC, (uri, options))
+        return fn
+
+    return decorator
+
+
 @dataclass
 class _ResourceDef:
     uri: str
@@ -378,7 +423,8 @@ class Registry:
         Write tools (read_only_hint False) are disabled in read-only mode, except
         `saves_results` tools: searches that keep what they find when they may, and only
         return it in read-only mode (check `registry.read_only`). `aliases` maps other
-        accepted argument names (a seed's `max_results`) to the listed one (`limit`).
+        accepted argument names (`max_results`, which agents also send) to the listed one
+        (`limit`).
         """
         if annotations.read_only_hint is None:
             raise ImproperlyConfigured(f"tool {name}: annotations must say read_only_hint")
@@ -405,7 +451,7 @@ class Registry:
                 hints = annotations.model_copy(update={"read_only_hint": True})
                 text = f"{description} {READ_ONLY_NOTE}"
             tool = Tool.from_function(
-                _guard_tool(fn, name),
+                _guard_tool(fn, name, read_only=self.read_only),
                 name=name,
                 title=title,
                 description=text,
@@ -428,6 +474,26 @@ class Registry:
 
         return decorator
 
+    def add_tools(self, *fns: Callable[..., Any]) -> None:
+        """Register functions declared with `mcp_tool`, in the order given (the order of
+        tools/list)."""
+        for fn in fns:
+            spec: ToolSpec = getattr(fn, _TOOL_SPEC)
+            self.tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                annotations=spec.annotations,
+                saves_results=spec.saves_results,
+                aliases=spec.aliases,
+            )(fn)
+
+    def add_resources(self, *fns: Callable[..., Any]) -> None:
+        """Register functions declared with `mcp_resource`, in the order given."""
+        for fn in fns:
+            uri, options = getattr(fn, _RESOURCE_SPEC)
+            self.resource(uri, **options)(fn)
+
     def resource(self, uri: str, **options: Any) -> Callable[[FnT], FnT]:
         """Register a sync resource (template); options go to `MCPServer.resource`."""
 
@@ -437,199 +503,6 @@ class Registry:
             return fn
 
         return decorator
-
-
-class PolicyMiddleware:
-    """Server middleware: capabilities, collection requirement and -32602 for tools/call.
-
-    Runs before the SDK validates anything (see `mcp.server.context.ServerMiddleware`).
-    """
-
-    def __init__(self, registry: Registry, *, require_collection: bool) -> None:
-        self._tools = registry.tools
-        self._disabled = registry.disabled
-        self._aliases = registry.aliases
-        self._require_collection = require_collection
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        method = ctx.method
-        if method.startswith("prompts/"):
-            # The product exposes tools and resources only (seed 000).
-            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method)
-        if method in ("tools/call", "resources/read"):
-            if self._require_collection and current_scope() is None:
-                raise MCPError(code=INTERNAL_ERROR, message=REQUIRE_COLLECTION_MESSAGE)
-        validated: tuple[dict[str, Any], dict[str, Any]] | None = None
-        if method == "tools/call":
-            params, validated = self._check_tool_call(ctx.params)
-            if params is not ctx.params:
-                ctx = dataclasses.replace(ctx, params=params)
-        elif method == "resources/read":
-            self._check_resource_uri(ctx.params)
-        token = current_request_id.set(ctx.request_id)
-        arguments_token = _validated_arguments.set(validated)
-        try:
-            result = await call_next(ctx)
-        finally:
-            _validated_arguments.reset(arguments_token)
-            current_request_id.reset(token)
-        if method in ("initialize", "server/discover") and isinstance(result, dict):
-            capabilities = result.get("capabilities")
-            if isinstance(capabilities, dict):
-                capabilities.pop("prompts", None)
-                capabilities.pop("completions", None)
-        return result
-
-    def _check_resource_uri(self, params: Any) -> None:
-        """A URI with a control character or a lone surrogate names no resource; caught here
-        because the database cannot take either in a query (PostgreSQL refuses NUL, and
-        surrogates cannot be encoded at all), which would be an internal error."""
-        uri = params.get("uri") if isinstance(params, dict) else None
-        if not isinstance(uri, str):
-            return  # the SDK's own params validation answers -32602
-        if any(unicodedata.category(char) in ("Cc", "Cs") for char in uri):
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message="Invalid resource URI: it contains control characters or lone surrogates",
-                data={"uri": uri.encode("utf-8", "backslashreplace").decode()},
-            )
-
-    def _check_tool_call(
-        self, params: Any
-    ) -> tuple[Any, tuple[dict[str, Any], dict[str, Any]] | None]:
-        """-32602 for what no tool can run; returns the params with aliases renamed, and
-        the arguments with what their validation gave (for `_ValidatedOnce`), if any."""
-        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            return params, None  # the SDK's own params validation answers -32602
-        name = params["name"]
-        tool = self._tools.get(name)
-        if tool is None:
-            if name in self._disabled:
-                raise MCPError(
-                    code=INVALID_PARAMS,
-                    message=self._disabled[name],
-                    data={"tool": name, "disabled": True},
-                )
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"Unknown tool: {_printable(name)}",
-                data={"tool": _printable(name), "available": sorted(self._tools)},
-            )
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            return params, None
-        if (problem := _unusable_text_at(arguments)) is not None:
-            # No tool takes one: PostgreSQL cannot hold NUL in text, lone surrogates cannot
-            # be encoded at all, and nesting beyond any schema's depth only costs recursion.
-            where, what = problem
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"Invalid arguments for tool {name}: {where or 'arguments'}: {what}",
-                data={
-                    "tool": name,
-                    "errors": [{"field": where, "message": what, "type": "invalid_text"}],
-                },
-            )
-        arguments = self._renamed(name, arguments)
-        accepted = tool.parameters.get("properties", {})
-        unknown = [key for key in arguments if key not in accepted]
-        if unknown:
-            listed = ", ".join(accepted) or "none"
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=(
-                    f"Invalid arguments for tool {name}: unknown argument(s) "
-                    f"{', '.join(_printable(k) for k in unknown)}; accepted: {listed}"
-                ),
-                data={
-                    "tool": name,
-                    "unknown": [_printable(k) for k in unknown],
-                    "accepted": list(accepted),
-                },
-            )
-        try:
-            validated = tool.fn_metadata.validate_arguments(arguments)
-        except ValidationError as exc:
-            # Field locations and messages only: the rejected values are the caller's data.
-            errors = [
-                {
-                    "field": ".".join(str(part) for part in error["loc"]),
-                    "message": error["msg"],
-                    "type": error["type"],
-                }
-                for error in exc.errors(include_url=False, include_input=False)
-            ]
-            summary = "; ".join(f"{e['field'] or 'arguments'}: {e['message']}" for e in errors)
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"Invalid arguments for tool {name}: {summary}",
-                data={"tool": name, "errors": errors},
-            ) from None
-        checked = (arguments, validated)
-        if arguments is params.get("arguments"):
-            return params, checked
-        return {**params, "arguments": arguments}, checked
-
-    def _renamed(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Accepted other names (a seed's `max_results`) under the listed one (`limit`)."""
-        aliases = self._aliases.get(name)
-        if not aliases or not any(key in aliases for key in arguments):
-            return arguments
-        renamed: dict[str, Any] = {}
-        for key, value in arguments.items():
-            target = aliases.get(key, key)
-            if target in renamed or (target != key and target in arguments):
-                raise MCPError(
-                    code=INVALID_PARAMS,
-                    message=f"Invalid arguments for tool {name}: {key} and {target} are the "
-                    f"same argument; pass only {target}",
-                    data={"tool": name, "errors": [{"field": key, "type": "duplicate"}]},
-                )
-            renamed[target] = value
-        return renamed
-
-
-MAX_ARGUMENT_DEPTH = 32
-
-
-def _printable(text: str) -> str:
-    """Text safe to echo in an error: lone surrogates and control characters escaped."""
-    return text.encode("utf-8", "backslashreplace").decode().encode("unicode_escape").decode()
-
-
-def _bad_text(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains a NUL character"
-    if has_lone_surrogate(text):
-        return "contains a lone surrogate (not valid Unicode)"
-    return None
-
-
-def _unusable_text_at(arguments: dict[str, Any]) -> tuple[str, str] | None:
-    """The dotted path of the first string (value or key) no tool can take, and why:
-    a NUL, a lone surrogate, or nesting deeper than any tool's schema.
-
-    Iterative: arguments may be nested as deep as the JSON parser allows.
-    """
-    pending: list[tuple[str, Any, int]] = [("", arguments, 0)]
-    while pending:
-        path, value, depth = pending.pop()
-        if depth > MAX_ARGUMENT_DEPTH:
-            return path, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-        if isinstance(value, str):
-            if (why := _bad_text(value)) is not None:
-                return path, why
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                where = f"{path}.{key}" if path else str(key)
-                if (why := _bad_text(str(key))) is not None:
-                    return _printable(where), why
-                pending.append((where, item, depth + 1))
-        elif isinstance(value, list):
-            pending.extend((f"{path}.{i}", item, depth + 1) for i, item in enumerate(value))
-    return None
 
 
 def _zotero_answers() -> bool:
@@ -690,7 +563,14 @@ def build_server(
         version=settings.MCP_SERVER_VERSION,
         instructions=INSTRUCTIONS,
         tools=list(registry.tools.values()),
-        middleware=[PolicyMiddleware(registry, require_collection=require_collection)],
+        middleware=[
+            PolicyMiddleware(
+                tools=registry.tools,
+                disabled=registry.disabled,
+                aliases=registry.aliases,
+                require_collection=require_collection,
+            )
+        ],
         # The SDK's in-process subscription bus is for stateful servers; /mcp is stateless.
         subscriptions=False,
     )

@@ -1,6 +1,5 @@
-"""Tool set `assets`: paper summaries (by template), source markdown and translations
-(seed 000 "Paper detail tools with static asset proxy", "Paper resources with
-template-aware summaries", "Content size limits", "Asset fetch errors").
+"""Tool set `assets`: paper summaries (by template), source markdown and translations, as
+tools and resources, cut to the content size limits (docs/MCP.md).
 
 The content comes back as text; where it is stored (a file, ASSET_BASE_URL) never does.
 Reading and the errors are `papers.assets`; the registry maps its errors: an unknown
@@ -18,7 +17,7 @@ from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_resource, mcp_tool
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers import assets
@@ -85,151 +84,164 @@ def _resource_more(tool: str, total: int) -> str:
     )
 
 
-def register(registry: Registry) -> None:
-    @registry.tool(
-        name="get_paper_summary",
-        title="Get a paper summary",
-        description=(
-            "A paper's stored summary (JSON text) in a template; default: its preferred one. "
-            "get_paper_metadata lists the templates."
-        ),
-        annotations=READ_ONLY,
+@mcp_tool(
+    name="get_paper_summary",
+    title="Get a paper summary",
+    description=(
+        "A paper's stored summary (JSON text) in a template; default: its preferred one. "
+        "get_paper_metadata lists the templates."
+    ),
+    annotations=READ_ONLY,
+)
+def get_paper_summary(
+    paper_id: PaperRef,
+    template: Template | None = None,
+    max_chars: MaxChars = None,
+) -> CallToolResult:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    summary = assets.summary_get(paper=paper, template=template)
+    more = (
+        f"Call get_paper_summary with template='{summary.name}' and "
+        f"max_chars={len(summary.text)} for the full summary."
     )
-    def get_paper_summary(
-        paper_id: PaperRef,
-        template: Template | None = None,
-        max_chars: MaxChars = None,
-    ) -> CallToolResult:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        summary = assets.summary_get(paper=paper, template=template)
-        more = (
-            f"Call get_paper_summary with template='{summary.name}' and "
-            f"max_chars={len(summary.text)} for the full summary."
-        )
-        return _content_result(summary.text, max_chars, more)
+    return _content_result(summary.text, max_chars, more)
 
-    @registry.tool(
-        name="get_paper_source",
-        title="Get a paper's full text (markdown)",
-        description=(
-            "A paper's full text as markdown, or its translation with lang ('zh', 'pt-BR'). "
-            "Large: read it in parts with max_chars."
-        ),
-        annotations=READ_ONLY,
-    )
-    def get_paper_source(
-        paper_id: PaperRef,
-        max_chars: MaxChars = None,
-        lang: Annotated[
-            str | None,
-            Field(pattern=assets.LANGUAGE_PATTERN),
-        ] = None,
-    ) -> CallToolResult:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        if lang is None:
-            source = assets.source_get(paper=paper)
-        else:
-            source = assets.translation_get(paper=paper, lang=lang)
-        language = f"lang='{source.name}' and " if lang else ""
-        more = f"Call get_paper_source with {language}max_chars={len(source.text)} for all of it."
-        return _content_result(source.text, max_chars, more)
 
-    @registry.tool(
-        name="save_paper_summary",
-        title="Save a paper summary",
-        description=(
-            "Store your summary of a paper under a template name, replacing that template's "
-            "earlier one. content: a JSON object (or JSON text of one)."
-        ),
-        annotations=SAVE_SUMMARY,
-    )
-    def save_paper_summary(
-        paper_id: PaperRef,
-        template: Template,
-        content: Annotated[
-            dict[str, Any]
-            | Annotated[str, Field(min_length=2, max_length=settings.ASSET_MAX_BYTES)],
-            Field(description='e.g. {"tldr": "...", "findings": []}'),
-        ],
-        set_preferred: bool = False,
-    ) -> SummarySaved:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        asset = assets.asset_save(
-            paper=paper,
-            kind=assets.Kind.SUMMARY,
-            name=template,
-            content=content if isinstance(content, str) else _summary_text(content),
-            set_preferred=set_preferred,
-        )
-        info = assets.summary_templates_info(paper_id=paper.pk)
-        return SummarySaved(
-            paper_id=paper.pk,
-            template=asset.name,
-            size=asset.size,
-            preferred_summary_template=info["preferred_summary_template"],  # type: ignore[arg-type]
-            available_summary_templates=info["available_summary_templates"],  # type: ignore[arg-type]
-        )
-
-    def read_summary(paper_id: str, template: str | None) -> str:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        summary = assets.summary_get(paper=paper, template=template)
-        more = _resource_more(f"get_paper_summary (template='{summary.name}')", len(summary.text))
-        return assets.truncate(summary.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
-
-    @registry.resource(
-        "paper://{paper_id}/summary",
-        name="paper_summary",
-        title="Paper summary (preferred template)",
-        description="The paper's summary in its preferred template, as JSON.",
-        mime_type="application/json",
-    )
-    def paper_summary_resource(paper_id: str) -> str:
-        return read_summary(paper_id, None)
-
-    @registry.resource(
-        "paper://{paper_id}/summary/{template}",
-        name="paper_summary_template",
-        title="Paper summary by template",
-        description=(
-            "The paper's summary made with one template (e.g. deep_read), as JSON; "
-            "get_paper_metadata lists the available templates."
-        ),
-        mime_type="application/json",
-    )
-    def paper_summary_template_resource(paper_id: str, template: str) -> str:
-        return read_summary(paper_id, template)
-
-    @registry.resource(
-        "paper://{paper_id}/source",
-        name="paper_source",
-        title="Paper full text (markdown)",
-        description=(
-            f"The paper's full text as markdown, cut after "
-            f"{settings.RESOURCE_DEFAULT_MAX_CHARS} characters (get_paper_source takes "
-            "max_chars)."
-        ),
-        mime_type="text/markdown",
-    )
-    def paper_source_resource(paper_id: str) -> str:
-        paper = paper_get(ref=paper_id, scope=current_scope())
+@mcp_tool(
+    name="get_paper_source",
+    title="Get a paper's full text (markdown)",
+    description=(
+        "A paper's full text as markdown, or its translation with lang ('zh', 'pt-BR'). "
+        "Large: read it in parts with max_chars."
+    ),
+    annotations=READ_ONLY,
+)
+def get_paper_source(
+    paper_id: PaperRef,
+    max_chars: MaxChars = None,
+    lang: Annotated[
+        str | None,
+        Field(pattern=assets.LANGUAGE_PATTERN),
+    ] = None,
+) -> CallToolResult:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    if lang is None:
         source = assets.source_get(paper=paper)
-        more = _resource_more("get_paper_source", len(source.text))
-        return assets.truncate(source.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
+    else:
+        source = assets.translation_get(paper=paper, lang=lang)
+    language = f"lang='{source.name}' and " if lang else ""
+    more = f"Call get_paper_source with {language}max_chars={len(source.text)} for all of it."
+    return _content_result(source.text, max_chars, more)
 
-    @registry.resource(
-        "paper://{paper_id}/translation/{lang}",
-        name="paper_translation",
-        title="Paper translation (markdown)",
-        description=(
-            "The paper translated into a language (code such as zh or pt-BR), as markdown, "
-            f"cut after {settings.RESOURCE_DEFAULT_MAX_CHARS} characters."
-        ),
-        mime_type="text/markdown",
+
+@mcp_tool(
+    name="save_paper_summary",
+    title="Save a paper summary",
+    description=(
+        "Store your summary of a paper under a template name, replacing that template's "
+        "earlier one. content: a JSON object (or JSON text of one)."
+    ),
+    annotations=SAVE_SUMMARY,
+)
+def save_paper_summary(
+    paper_id: PaperRef,
+    template: Template,
+    content: Annotated[
+        dict[str, Any] | Annotated[str, Field(min_length=2, max_length=settings.ASSET_MAX_BYTES)],
+        Field(description='e.g. {"tldr": "...", "findings": []}'),
+    ],
+    set_preferred: bool = False,
+) -> SummarySaved:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    asset = assets.asset_save(
+        paper=paper,
+        kind=assets.Kind.SUMMARY,
+        name=template,
+        content=content if isinstance(content, str) else _summary_text(content),
+        set_preferred=set_preferred,
     )
-    def paper_translation_resource(paper_id: str, lang: str) -> str:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        translation = assets.translation_get(paper=paper, lang=lang)
-        more = _resource_more(
-            f"get_paper_source (lang='{translation.name}')", len(translation.text)
-        )
-        return assets.truncate(translation.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
+    info = assets.summary_templates_info(paper_id=paper.pk)
+    return SummarySaved(
+        paper_id=paper.pk,
+        template=asset.name,
+        size=asset.size,
+        preferred_summary_template=info["preferred_summary_template"],  # type: ignore[arg-type]
+        available_summary_templates=info["available_summary_templates"],  # type: ignore[arg-type]
+    )
+
+
+def _read_summary(paper_id: str, template: str | None) -> str:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    summary = assets.summary_get(paper=paper, template=template)
+    more = _resource_more(f"get_paper_summary (template='{summary.name}')", len(summary.text))
+    return assets.truncate(summary.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
+
+
+@mcp_resource(
+    "paper://{paper_id}/summary",
+    name="paper_summary",
+    title="Paper summary (preferred template)",
+    description="The paper's summary in its preferred template, as JSON.",
+    mime_type="application/json",
+)
+def paper_summary_resource(paper_id: str) -> str:
+    return _read_summary(paper_id, None)
+
+
+@mcp_resource(
+    "paper://{paper_id}/summary/{template}",
+    name="paper_summary_template",
+    title="Paper summary by template",
+    description=(
+        "The paper's summary made with one template (e.g. deep_read), as JSON; "
+        "get_paper_metadata lists the available templates."
+    ),
+    mime_type="application/json",
+)
+def paper_summary_template_resource(paper_id: str, template: str) -> str:
+    return _read_summary(paper_id, template)
+
+
+@mcp_resource(
+    "paper://{paper_id}/source",
+    name="paper_source",
+    title="Paper full text (markdown)",
+    description=(
+        f"The paper's full text as markdown, cut after "
+        f"{settings.RESOURCE_DEFAULT_MAX_CHARS} characters (get_paper_source takes "
+        "max_chars)."
+    ),
+    mime_type="text/markdown",
+)
+def paper_source_resource(paper_id: str) -> str:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    source = assets.source_get(paper=paper)
+    more = _resource_more("get_paper_source", len(source.text))
+    return assets.truncate(source.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
+
+
+@mcp_resource(
+    "paper://{paper_id}/translation/{lang}",
+    name="paper_translation",
+    title="Paper translation (markdown)",
+    description=(
+        "The paper translated into a language (code such as zh or pt-BR), as markdown, "
+        f"cut after {settings.RESOURCE_DEFAULT_MAX_CHARS} characters."
+    ),
+    mime_type="text/markdown",
+)
+def paper_translation_resource(paper_id: str, lang: str) -> str:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    translation = assets.translation_get(paper=paper, lang=lang)
+    more = _resource_more(f"get_paper_source (lang='{translation.name}')", len(translation.text))
+    return assets.truncate(translation.text, settings.RESOURCE_DEFAULT_MAX_CHARS, more=more)
+
+
+def register(registry: Registry) -> None:
+    registry.add_tools(get_paper_summary, get_paper_source, save_paper_summary)
+    registry.add_resources(
+        paper_summary_resource,
+        paper_summary_template_resource,
+        paper_source_resource,
+        paper_translation_resource,
+    )

@@ -1,4 +1,4 @@
-"""Tool set `library`, citations (issue 22): `format_citations`, each paper's reference and
+"""Tool set `library`, citations: `format_citations`, each paper's reference and
 in-text citation in any CSL style. A thin adapter over papers/citations/csl.py
 (docs/CITATIONS.md); errors are mapped by `mcp_endpoint.registry`.
 """
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import Field
 
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers.citations import csl
@@ -21,63 +21,66 @@ PaperRefValue = paper_selectors.PaperRefValue
 Page = Annotated[str, Field(min_length=1, max_length=csl.MAX_LOCATOR_LENGTH)]
 
 
-def register(registry: Registry) -> None:
-    @registry.tool(
-        name="format_citations",
-        title="Format citations",
-        description=(
-            "Reference-list entries and in-text citations of library papers in a citation "
-            "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML; name "
-            "the papers, or a project to cite all of its papers."
+@mcp_tool(
+    name="format_citations",
+    title="Format citations",
+    description=(
+        "Reference-list entries and in-text citations of library papers in a citation "
+        "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML; name "
+        "the papers, or a project to cite all of its papers."
+    ),
+    annotations=READ_ONLY,
+)
+def format_citations(
+    paper_ids: Annotated[
+        list[PaperRefValue] | None,
+        Field(
+            min_length=1,
+            max_length=settings.MAX_PAGE_SIZE,
+            description="paper_ids, citekeys (as in the BibTeX export) or human ids.",
         ),
-        annotations=READ_ONLY,
-    )
-    def format_citations(
-        paper_ids: Annotated[
-            list[PaperRefValue] | None,
-            Field(
-                min_length=1,
-                max_length=settings.MAX_PAGE_SIZE,
-                description="paper_ids, citekeys (as in the BibTeX export) or human ids.",
+    ] = None,
+    project_id: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="A project (id or name): cite all its papers, and paper_ids too.",
+        ),
+    ] = None,
+    style: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_CSL_BYTES,
+            description=(
+                "A CSL repository style id: apa, chicago-author-date, ieee, vancouver, "
+                "harvard-cite-them-right, modern-language-association, ...; or a CSL "
+                "document."
             ),
-        ] = None,
-        project_id: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=200,
-                description="A project (id or name): cite all its papers, and paper_ids too.",
-            ),
-        ] = None,
-        style: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=MAX_CSL_BYTES,
-                description=(
-                    "A CSL repository style id: apa, chicago-author-date, ieee, vancouver, "
-                    "harvard-cite-them-right, modern-language-association, ...; or a CSL "
-                    "document."
-                ),
-            ),
-        ] = "apa",
-        locale: Annotated[
-            str | None, Field(max_length=20, description="e.g. en-GB; default: the style's.")
-        ] = None,
-        locators: Annotated[
-            dict[str, Page] | None,
-            Field(
-                max_length=settings.MAX_PAGE_SIZE,
-                description="A page per paper for its in-text citation, keyed as in "
-                'paper_ids: {"vaswani2017attention": "5"}.',
-            ),
-        ] = None,
-        format: Literal["text", "html"] = "text",
-    ) -> dict[str, Any]:
-        result = citations_for_project(
-            project=project_id, refs=paper_ids or [], style=style, locale=locale,
-            locators=locators, output=format, scope=current_scope(),
-        )  # fmt: skip
-        answer = result.as_dict()
-        del answer["format"]
-        return answer
+        ),
+    ] = "apa",
+    locale: Annotated[
+        str | None, Field(max_length=20, description="e.g. en-GB; default: the style's.")
+    ] = None,
+    locators: Annotated[
+        dict[str, Page] | None,
+        Field(
+            max_length=settings.MAX_PAGE_SIZE,
+            description="A page per paper for its in-text citation, keyed as in "
+            'paper_ids: {"vaswani2017attention": "5"}.',
+        ),
+    ] = None,
+    format: Literal["text", "html"] = "text",
+) -> dict[str, Any]:
+    result = citations_for_project(
+        project=project_id, refs=paper_ids or [], style=style, locale=locale,
+        locators=locators, output=format, scope=current_scope(),
+    )  # fmt: skip
+    answer = result.as_dict()
+    del answer["format"]
+    return answer
+
+
+def register(registry: Registry) -> None:
+    registry.add_tools(format_citations)

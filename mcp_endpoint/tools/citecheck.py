@@ -1,4 +1,4 @@
-"""Tool set `search`, part 3: `check_citations` (issue 22 item 4), a thin adapter over
+"""Tool set `search`, part 3: `check_citations`, a thin adapter over
 engines/citecheck/selectors.py; docs/CITATION-CHECK.md explains the statuses and the
 support thresholds."""
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engines.base import SEARCH
 from engines.citecheck.selectors import MAX_TEXT_CHARS, citations_check
-from mcp_endpoint.registry import Registry
+from mcp_endpoint.registry import Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.engines_search import Engines, engine_ids
 
@@ -34,42 +34,45 @@ class CitationReport(BaseModel):
     engines: dict[str, dict[str, Any]] = Field(description="Status of each engine asked.")
 
 
-def register(registry: Registry) -> None:
-    @registry.tool(
-        name="check_citations",
-        title="Check a draft's citations",
-        description=(
-            "Verify a draft's citations: (Author, 2020), Author (2020), [3] with a reference "
-            "list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status (exists, "
-            "not_found, ambiguous; unresolved = could not tell), metadata mismatches, "
-            "flags (retracted, corrected; wrong_paper: the sentence is about another paper "
-            "of the author, given as paper), and whether the paper's PDF supports the citing "
-            "sentence (supported, unsupported, uncertain, no_pdf; page, similarity; fit: "
-            "sentence vs title+abstract). Library first; engines='local' stays offline. "
-            "Keeps nothing."
+@mcp_tool(
+    name="check_citations",
+    title="Check a draft's citations",
+    description=(
+        "Verify a draft's citations: (Author, 2020), Author (2020), [3] with a reference "
+        "list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status (exists, "
+        "not_found, ambiguous; unresolved = could not tell), metadata mismatches, "
+        "flags (retracted, corrected; wrong_paper: the sentence is about another paper "
+        "of the author, given as paper), and whether the paper's PDF supports the citing "
+        "sentence (supported, unsupported, uncertain, no_pdf; page, similarity; fit: "
+        "sentence vs title+abstract). Library first; engines='local' stays offline. "
+        "Keeps nothing."
+    ),
+    annotations=CHECK,
+)
+def check_citations(
+    text: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_TEXT_CHARS,
+            description="The draft, with its reference list if it has one.",
         ),
-        annotations=CHECK,
-    )
-    def check_citations(
-        text: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=MAX_TEXT_CHARS,
-                description="The draft, with its reference list if it has one.",
-            ),
-        ],
-        style_hint: Annotated[
-            Literal["author_year", "numeric", "latex", "pandoc"] | None,
-            Field(description="Only this citation style (default: every style)."),
-        ] = None,
-        engines: Engines = None,
-    ) -> CitationReport:
-        return CitationReport.model_validate(
-            citations_check(
-                text=text,
-                style_hint=style_hint,
-                engine_ids=engine_ids(engines, operation=SEARCH),
-                scope=current_scope(),
-            )
+    ],
+    style_hint: Annotated[
+        Literal["author_year", "numeric", "latex", "pandoc"] | None,
+        Field(description="Only this citation style (default: every style)."),
+    ] = None,
+    engines: Engines = None,
+) -> CitationReport:
+    return CitationReport.model_validate(
+        citations_check(
+            text=text,
+            style_hint=style_hint,
+            engine_ids=engine_ids(engines, operation=SEARCH),
+            scope=current_scope(),
         )
+    )
+
+
+def register(registry: Registry) -> None:
+    registry.add_tools(check_citations)

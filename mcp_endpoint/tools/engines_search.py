@@ -23,7 +23,14 @@ from engines.base import CATEGORIES
 from engines.schemas import EngineResult, MultiEnginePage
 from engines.services import MAX_ENGINES
 from engines.services import engine_ids_known as engine_ids
-from mcp_endpoint.registry import READ_ONLY, SEARCH_AND_KEEP, Registry
+from mcp_endpoint.registry import (
+    READ_ONLY,
+    SEARCH_AND_KEEP,
+    Registry,
+    mcp_resource,
+    mcp_tool,
+    serving_read_only,
+)
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.search import DateBound, Filters, Offset, Query, filters_payload
 from projects.intake import projects_to_file, search_by_author_everywhere, search_everywhere
@@ -70,105 +77,113 @@ class CategoryListing(BaseModel):
     )
 
 
+@mcp_tool(
+    name="search_papers",
+    title="Search papers (library and engines)",
+    description=(
+        "Search the library and external engines in parallel; `engines` gives each "
+        "one's status. Found papers are kept in the library, so every result has a "
+        "paper_id. engines='local' is fast and offline; external engines cost seconds. "
+        "filters, rerank and offset apply to the library."
+    ),
+    annotations=SEARCH_AND_KEEP,
+    saves_results=True,
+    aliases={"max_results": "limit", "q": "query"},
+)
+def search_papers(
+    query: Query,
+    engines: Engines = None,
+    limit: MaxResults = DEFAULT_MAX_RESULTS,
+    offset: Offset = 0,
+    project_id: ProjectTag = None,
+    date_from: DateBound = None,
+    date_to: DateBound = None,
+    categories: Annotated[
+        list[Annotated[str, Field(max_length=64)]] | None,
+        Field(max_length=20, description="e.g. ['cs.CL'] (arXiv)."),
+    ] = None,
+    filters: Filters = None,
+    rerank: Annotated[
+        bool | None, Field(description="Fuse full-text and semantic ranking.")
+    ] = None,
+) -> MultiEnginePage:
+    return search_everywhere(
+        query=query, engines=engines, limit=limit, offset=offset, project_id=project_id,
+        date_from=date_from, date_to=date_to, categories=categories or (),
+        filters=filters_payload(filters),
+        rerank=rerank, scope=current_scope(), save=not serving_read_only(),
+    )  # fmt: skip
+
+
+@mcp_tool(
+    name="search_by_author",
+    title="Search papers by author (library and engines)",
+    description=(
+        "Papers by an author ('Ashish Vaswani', 'Vaswani, A.', a family name or a * "
+        "pattern) from the library and the engines; kept like search_papers."
+    ),
+    annotations=SEARCH_AND_KEEP,
+    saves_results=True,
+    aliases={"max_results": "limit", "author": "author_name"},
+)
+def search_by_author(
+    author_name: Annotated[str, Field(min_length=1, max_length=200)],
+    engines: Engines = None,
+    limit: MaxResults = DEFAULT_MAX_RESULTS,
+    offset: Offset = 0,
+    date_from: DateBound = None,
+    date_to: DateBound = None,
+    project_id: ProjectTag = None,
+) -> MultiEnginePage:
+    return search_by_author_everywhere(
+        author_name=author_name, engines=engines, limit=limit, offset=offset,
+        project_id=project_id, date_from=date_from, date_to=date_to,
+        scope=current_scope(), save=not serving_read_only(),
+    )  # fmt: skip
+
+
+@mcp_tool(
+    name="list_search_engines",
+    title="List search engines",
+    description=(
+        "Each engine's id, availability (and why not: key, quota, breaker, no network), "
+        "operations, rate-limit state and cache hit rate."
+    ),
+    annotations=READ_ONLY,
+)
+def list_search_engines(
+    refresh: Annotated[bool, Field(description="Re-scan plugin engines.")] = False,
+) -> EngineListing:
+    return EngineListing.model_validate(engine_selectors.engines_list(refresh=refresh))
+
+
+@mcp_tool(
+    name="get_search_engine_categories",
+    title="Subject categories of the engines",
+    description=(
+        "Subject categories each engine can filter by (e.g. arXiv cs.CL), for "
+        "search_papers(categories=[...])."
+    ),
+    annotations=READ_ONLY,
+)
+def get_search_engine_categories(engines: Engines = None) -> CategoryListing:
+    engine_list = engine_ids(engines, operation=CATEGORIES)
+    return CategoryListing(engines=engine_selectors.engines_categories(engine_ids=engine_list))
+
+
+@mcp_resource(
+    "engines://list",
+    name="engines",
+    title="Search engines",
+    description="Markdown table of the search engines, their availability and limits.",
+    mime_type="text/markdown",
+)
+def engines_resource() -> str:
+    return engine_selectors.engines_markdown()
+
+
 def register(registry: Registry) -> None:
-    save = not registry.read_only
-
-    @registry.tool(
-        name="search_papers",
-        title="Search papers (library and engines)",
-        description=(
-            "Search the library and external engines in parallel; `engines` gives each "
-            "one's status. Found papers are kept in the library, so every result has a "
-            "paper_id. engines='local' is fast and offline; external engines cost seconds. "
-            "filters, rerank and offset apply to the library."
-        ),
-        annotations=SEARCH_AND_KEEP,
-        saves_results=True,
-        aliases={"max_results": "limit", "q": "query"},
+    registry.add_tools(
+        search_papers, search_by_author, list_search_engines, get_search_engine_categories
     )
-    def search_papers(
-        query: Query,
-        engines: Engines = None,
-        limit: MaxResults = DEFAULT_MAX_RESULTS,
-        offset: Offset = 0,
-        project_id: ProjectTag = None,
-        date_from: DateBound = None,
-        date_to: DateBound = None,
-        categories: Annotated[
-            list[Annotated[str, Field(max_length=64)]] | None,
-            Field(max_length=20, description="e.g. ['cs.CL'] (arXiv)."),
-        ] = None,
-        filters: Filters = None,
-        rerank: Annotated[
-            bool | None, Field(description="Fuse full-text and semantic ranking.")
-        ] = None,
-    ) -> MultiEnginePage:
-        return search_everywhere(
-            query=query, engines=engines, limit=limit, offset=offset, project_id=project_id,
-            date_from=date_from, date_to=date_to, categories=categories or (),
-            filters=filters_payload(filters),
-            rerank=rerank, scope=current_scope(), save=save,
-        )  # fmt: skip
-
-    @registry.tool(
-        name="search_by_author",
-        title="Search papers by author (library and engines)",
-        description=(
-            "Papers by an author ('Ashish Vaswani', 'Vaswani, A.', a family name or a * "
-            "pattern) from the library and the engines; kept like search_papers."
-        ),
-        annotations=SEARCH_AND_KEEP,
-        saves_results=True,
-        aliases={"max_results": "limit", "author": "author_name"},
-    )
-    def search_by_author(
-        author_name: Annotated[str, Field(min_length=1, max_length=200)],
-        engines: Engines = None,
-        limit: MaxResults = DEFAULT_MAX_RESULTS,
-        offset: Offset = 0,
-        date_from: DateBound = None,
-        date_to: DateBound = None,
-        project_id: ProjectTag = None,
-    ) -> MultiEnginePage:
-        return search_by_author_everywhere(
-            author_name=author_name, engines=engines, limit=limit, offset=offset,
-            project_id=project_id, date_from=date_from, date_to=date_to,
-            scope=current_scope(), save=save,
-        )  # fmt: skip
-
-    @registry.tool(
-        name="list_search_engines",
-        title="List search engines",
-        description=(
-            "Each engine's id, availability (and why not: key, quota, breaker, no network), "
-            "operations, rate-limit state and cache hit rate."
-        ),
-        annotations=READ_ONLY,
-    )
-    def list_search_engines(
-        refresh: Annotated[bool, Field(description="Re-scan plugin engines.")] = False,
-    ) -> EngineListing:
-        return EngineListing.model_validate(engine_selectors.engines_list(refresh=refresh))
-
-    @registry.tool(
-        name="get_search_engine_categories",
-        title="Subject categories of the engines",
-        description=(
-            "Subject categories each engine can filter by (e.g. arXiv cs.CL), for "
-            "search_papers(categories=[...])."
-        ),
-        annotations=READ_ONLY,
-    )
-    def get_search_engine_categories(engines: Engines = None) -> CategoryListing:
-        engine_list = engine_ids(engines, operation=CATEGORIES)
-        return CategoryListing(engines=engine_selectors.engines_categories(engine_ids=engine_list))
-
-    @registry.resource(
-        "engines://list",
-        name="engines",
-        title="Search engines",
-        description="Markdown table of the search engines, their availability and limits.",
-        mime_type="text/markdown",
-    )
-    def engines_resource() -> str:
-        return engine_selectors.engines_markdown()
+    registry.add_resources(engines_resource)

@@ -1,5 +1,5 @@
-"""Tool set `library`: papers, projects, keywords and exports (seed 004 tools 3, 4, 5, 7,
-8, 13; resources `papers://{project_id}` and `paper://{paper_id}/metadata`).
+"""Tool set `library`: papers, projects, keywords and exports (and the
+resources `papers://{project_id}` and `paper://{paper_id}/metadata`).
 
 Each tool parses its arguments (the schema enforces the limits), calls one selector or
 service with the client's collection scope, and shapes the answer. Service errors are
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import InvalidInput
 from core.markdown import escape_markdown as md
 from core.paging import next_offset
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_resource, mcp_tool, serving_read_only
 from mcp_endpoint.scope import current_scope
 from papers import selectors as paper_selectors
 from papers import services as paper_services
@@ -77,7 +77,7 @@ class PaperRecord(BaseModel):
 
 
 class PaperMetadata(PaperRecord):
-    """The compact record plus what get_paper_summary needs to know (seed 000)."""
+    """The compact record plus what get_paper_summary needs to know."""
 
     preferred_summary_template: str | None = Field(
         default=None,
@@ -201,221 +201,242 @@ Limit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
 Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 
 
+@mcp_tool(
+    name="get_paper_details",
+    title="Get paper details",
+    description=(
+        "The complete record of a library paper: abstract, authors with affiliations, "
+        "identifiers, urls, has_pdf, projects, keywords, summaries, annotation_count."
+    ),
+    annotations=READ_ONLY,
+)
+def get_paper_details(paper_id: PaperRef) -> PaperRecord:
+    return _record(paper_selectors.paper_detail(ref=paper_id, scope=current_scope()))
+
+
+@mcp_tool(
+    name="get_paper_metadata",
+    title="Get paper metadata",
+    description=(
+        "A paper's record without abstract and free text, plus its summary templates "
+        "(call before get_paper_summary)."
+    ),
+    annotations=READ_ONLY,
+)
+def get_paper_metadata(paper_id: PaperRef) -> PaperMetadata:
+    return PaperMetadata.model_validate(_paper_metadata(paper_id))
+
+
+@mcp_tool(
+    name="list_projects",
+    title="List projects",
+    description="Every project (collection) you can see, with its paper_count.",
+    annotations=READ_ONLY,
+)
+def list_projects() -> dict[str, Any]:
+    listed = project_selectors.project_list(scope=current_scope())
+    return {"projects": [project_selectors.project_brief(p) for p in listed]}
+
+
+@mcp_tool(
+    name="get_project",
+    title="Get a project",
+    description="One project: description, paper_count, years and top keywords.",
+    annotations=READ_ONLY,
+)
+def get_project(project_id: ProjectRef) -> dict[str, Any]:
+    return project_selectors.project_detail(ref=project_id, scope=current_scope())
+
+
+@mcp_tool(
+    name="list_project_papers",
+    title="List a project's papers",
+    description="A project's papers, most recently added first; page with limit/offset.",
+    annotations=READ_ONLY,
+)
+def list_project_papers(
+    project_id: ProjectRef, limit: Limit = 20, offset: Offset = 0
+) -> ProjectPapersPage:
+    project = project_selectors.project_get(ref=project_id, scope=current_scope())
+    papers, total = project_selectors.project_papers(project=project, limit=limit, offset=offset)
+    return ProjectPapersPage(
+        project_id=project.id,
+        project_name=project.name,
+        total=total,
+        limit=limit,
+        offset=offset,
+        next_offset=next_offset(offset, len(papers), total),
+        papers=[_record(paper_selectors.paper_brief(p)) for p in papers],
+    )
+
+
+@mcp_tool(
+    name="create_project",
+    title="Create a research project",
+    description=(
+        "Create a project (a named collection of papers); returns its project_id. "
+        "An existing name is a 'conflict' error."
+    ),
+    annotations=WRITE,
+)
+def create_project(
+    name: Annotated[str, Field(min_length=1, max_length=200)],
+    description: Annotated[str, Field(max_length=5000)] = "",
+) -> ProjectCreated:
+    project = project_services.project_create(name=name, description=description)
+    return ProjectCreated(project_id=project.id, name=project.name, description=project.description)
+
+
+@mcp_tool(
+    name="add_papers_to_project",
+    title="Add library papers to a project",
+    description=(
+        "File papers already in the library in a project (add_paper fetches new ones). "
+        "All or nothing: an unknown paper changes nothing."
+    ),
+    annotations=WRITE_IDEMPOTENT,
+)
+def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
+    scope = current_scope()
+    project = project_selectors.project_get(ref=project_id, scope=scope)
+    return project_services.project_papers_add(project=project, refs=paper_ids, scope=scope)
+
+
+@mcp_tool(
+    name="remove_papers_from_project",
+    title="Remove papers from a project",
+    description="Take papers out of a project; they stay in the library.",
+    annotations=WRITE_IDEMPOTENT,
+)
+def remove_papers_from_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
+    scope = current_scope()
+    project = project_selectors.project_get(ref=project_id, scope=scope)
+    return project_services.project_papers_remove(project=project, refs=paper_ids, scope=scope)
+
+
+@mcp_tool(
+    name="delete_project",
+    title="Delete a project",
+    description=(
+        "Delete a project; its papers stay in the library. confirm_name must repeat the "
+        "project's name exactly."
+    ),
+    annotations=DESTRUCTIVE,
+)
+def delete_project(
+    project_id: ProjectRef, confirm_name: Annotated[str, Field(min_length=1, max_length=200)]
+) -> dict[str, Any]:
+    scope = current_scope()
+    project = project_selectors.project_get(ref=project_id, scope=scope)
+    return project_services.project_delete_confirmed(
+        project=project, confirm_name=confirm_name, scope=scope
+    )
+
+
+@mcp_tool(
+    name="manage_paper_keywords",
+    title="Add, remove or set paper keywords",
+    description=(
+        "Change the keywords of one or more papers: add, remove, or set (replace; [] "
+        "clears). All or nothing. Returns each paper's keywords."
+    ),
+    annotations=KEYWORDS_WRITE,
+)
+def manage_paper_keywords(
+    paper_ids: Annotated[
+        PaperRefValue
+        | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
+        Field(description="One paper or a list."),
+    ],
+    action: Literal["add", "remove", "set"],
+    keywords: Annotated[list[Keyword], Field(max_length=50)],
+) -> KeywordsUpdated:
+    refs = paper_ids if isinstance(paper_ids, list) else [paper_ids]
+    updated = paper_services.paper_keywords_update(
+        refs=refs, action=action, keywords=keywords, scope=current_scope()
+    )
+    return KeywordsUpdated(
+        action=action,
+        keywords_by_paper={str(pid): names for pid, names in updated.items()},
+    )
+
+
+@mcp_tool(
+    name="export_paper_bibtex",
+    title="Export a paper as BibTeX",
+    description="One paper's BibTeX entry, keyed by its citekey.",
+    annotations=READ_ONLY,
+)
+def export_paper_bibtex(paper_id: PaperRef, abstracts: Abstracts = True) -> BibtexEntry:
+    papers = list(paper_selectors.papers_filter(refs=[paper_id], scope=current_scope()))
+    paper = papers[0]
+    bibtex = render_export(papers, "bibtex", abstracts=abstracts)
+    return BibtexEntry(paper_id=paper.pk, citekey=paper.citekey, bibtex=bibtex)
+
+
+@mcp_tool(
+    name="export_search_results",
+    title="Export papers",
+    description=(
+        "Export papers (paper_ids, a project_id, or both) as BibTeX, CSV, JSON, JSONL, "
+        "Markdown or RIS. Small exports come back inline in content; larger ones, or "
+        "with to_file, are written to exports/ (never over an existing file)."
+    ),
+    annotations=WRITE_IDEMPOTENT,
+    saves_results=True,
+)
+def export_search_results_tool(
+    format: ExportFormat,
+    paper_ids: Annotated[list[PaperRefValue] | None, Field(max_length=MAX_PAPERS_PER_CALL)] = None,
+    project_id: Annotated[str | None, Field(max_length=200)] = None,
+    filename: Annotated[str | None, Field(max_length=100, description="Without extension.")] = None,
+    to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
+    abstracts: Abstracts = True,
+) -> dict[str, Any]:
+    return _export(
+        fmt=format, refs=list(paper_ids) if paper_ids else None,
+        project=project_id or None, filename=filename, to_file=to_file,
+        read_only=serving_read_only(), abstracts=abstracts,
+    )  # fmt: skip
+
+
+@mcp_resource(
+    "papers://{project_id}",
+    name="project_papers",
+    title="Papers of a project",
+    description=(
+        "Markdown list of a research project's papers (first 100; page with list_project_papers)."
+    ),
+    mime_type="text/markdown",
+)
+def project_papers_resource(project_id: str) -> str:
+    return _project_papers_markdown(project_id)
+
+
+@mcp_resource(
+    "paper://{paper_id}/metadata",
+    name="paper_metadata",
+    title="Paper metadata",
+    description="The structured record of one paper as JSON (as get_paper_metadata).",
+    mime_type="application/json",
+)
+def paper_metadata_resource(paper_id: str) -> str:
+    return json.dumps(_paper_metadata(paper_id), ensure_ascii=False, default=str)
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="get_paper_details",
-        title="Get paper details",
-        description=(
-            "The complete record of a library paper: abstract, authors with affiliations, "
-            "identifiers, urls, has_pdf, projects, keywords, summaries, annotation_count."
-        ),
-        annotations=READ_ONLY,
+    registry.add_tools(
+        get_paper_details,
+        get_paper_metadata,
+        list_projects,
+        get_project,
+        list_project_papers,
+        create_project,
+        add_papers_to_project,
+        remove_papers_from_project,
+        delete_project,
+        manage_paper_keywords,
+        export_paper_bibtex,
+        export_search_results_tool,
     )
-    def get_paper_details(paper_id: PaperRef) -> PaperRecord:
-        return _record(paper_selectors.paper_detail(ref=paper_id, scope=current_scope()))
-
-    @registry.tool(
-        name="get_paper_metadata",
-        title="Get paper metadata",
-        description=(
-            "A paper's record without abstract and free text, plus its summary templates "
-            "(call before get_paper_summary)."
-        ),
-        annotations=READ_ONLY,
-    )
-    def get_paper_metadata(paper_id: PaperRef) -> PaperMetadata:
-        return PaperMetadata.model_validate(_paper_metadata(paper_id))
-
-    @registry.tool(
-        name="list_projects",
-        title="List projects",
-        description="Every project (collection) you can see, with its paper_count.",
-        annotations=READ_ONLY,
-    )
-    def list_projects() -> dict[str, Any]:
-        listed = project_selectors.project_list(scope=current_scope())
-        return {"projects": [project_selectors.project_brief(p) for p in listed]}
-
-    @registry.tool(
-        name="get_project",
-        title="Get a project",
-        description="One project: description, paper_count, years and top keywords.",
-        annotations=READ_ONLY,
-    )
-    def get_project(project_id: ProjectRef) -> dict[str, Any]:
-        return project_selectors.project_detail(ref=project_id, scope=current_scope())
-
-    @registry.tool(
-        name="list_project_papers",
-        title="List a project's papers",
-        description="A project's papers, most recently added first; page with limit/offset.",
-        annotations=READ_ONLY,
-    )
-    def list_project_papers(
-        project_id: ProjectRef, limit: Limit = 20, offset: Offset = 0
-    ) -> ProjectPapersPage:
-        project = project_selectors.project_get(ref=project_id, scope=current_scope())
-        papers, total = project_selectors.project_papers(
-            project=project, limit=limit, offset=offset
-        )
-        return ProjectPapersPage(
-            project_id=project.id,
-            project_name=project.name,
-            total=total,
-            limit=limit,
-            offset=offset,
-            next_offset=next_offset(offset, len(papers), total),
-            papers=[_record(paper_selectors.paper_brief(p)) for p in papers],
-        )
-
-    @registry.tool(
-        name="create_project",
-        title="Create a research project",
-        description=(
-            "Create a project (a named collection of papers); returns its project_id. "
-            "An existing name is a 'conflict' error."
-        ),
-        annotations=WRITE,
-    )
-    def create_project(
-        name: Annotated[str, Field(min_length=1, max_length=200)],
-        description: Annotated[str, Field(max_length=5000)] = "",
-    ) -> ProjectCreated:
-        project = project_services.project_create(name=name, description=description)
-        return ProjectCreated(
-            project_id=project.id, name=project.name, description=project.description
-        )
-
-    @registry.tool(
-        name="add_papers_to_project",
-        title="Add library papers to a project",
-        description=(
-            "File papers already in the library in a project (add_paper fetches new ones). "
-            "All or nothing: an unknown paper changes nothing."
-        ),
-        annotations=WRITE_IDEMPOTENT,
-    )
-    def add_papers_to_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
-        scope = current_scope()
-        project = project_selectors.project_get(ref=project_id, scope=scope)
-        return project_services.project_papers_add(project=project, refs=paper_ids, scope=scope)
-
-    @registry.tool(
-        name="remove_papers_from_project",
-        title="Remove papers from a project",
-        description="Take papers out of a project; they stay in the library.",
-        annotations=WRITE_IDEMPOTENT,
-    )
-    def remove_papers_from_project(project_id: ProjectRef, paper_ids: PaperRefs) -> dict[str, Any]:
-        scope = current_scope()
-        project = project_selectors.project_get(ref=project_id, scope=scope)
-        return project_services.project_papers_remove(project=project, refs=paper_ids, scope=scope)
-
-    @registry.tool(
-        name="delete_project",
-        title="Delete a project",
-        description=(
-            "Delete a project; its papers stay in the library. confirm_name must repeat the "
-            "project's name exactly."
-        ),
-        annotations=DESTRUCTIVE,
-    )
-    def delete_project(
-        project_id: ProjectRef, confirm_name: Annotated[str, Field(min_length=1, max_length=200)]
-    ) -> dict[str, Any]:
-        scope = current_scope()
-        project = project_selectors.project_get(ref=project_id, scope=scope)
-        return project_services.project_delete_confirmed(
-            project=project, confirm_name=confirm_name, scope=scope
-        )
-
-    @registry.tool(
-        name="manage_paper_keywords",
-        title="Add, remove or set paper keywords",
-        description=(
-            "Change the keywords of one or more papers: add, remove, or set (replace; [] "
-            "clears). All or nothing. Returns each paper's keywords."
-        ),
-        annotations=KEYWORDS_WRITE,
-    )
-    def manage_paper_keywords(
-        paper_ids: Annotated[
-            PaperRefValue
-            | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
-            Field(description="One paper or a list."),
-        ],
-        action: Literal["add", "remove", "set"],
-        keywords: Annotated[list[Keyword], Field(max_length=50)],
-    ) -> KeywordsUpdated:
-        refs = paper_ids if isinstance(paper_ids, list) else [paper_ids]
-        updated = paper_services.paper_keywords_update(
-            refs=refs, action=action, keywords=keywords, scope=current_scope()
-        )
-        return KeywordsUpdated(
-            action=action,
-            keywords_by_paper={str(pid): names for pid, names in updated.items()},
-        )
-
-    @registry.tool(
-        name="export_paper_bibtex",
-        title="Export a paper as BibTeX",
-        description="One paper's BibTeX entry, keyed by its citekey.",
-        annotations=READ_ONLY,
-    )
-    def export_paper_bibtex(paper_id: PaperRef, abstracts: Abstracts = True) -> BibtexEntry:
-        papers = list(paper_selectors.papers_filter(refs=[paper_id], scope=current_scope()))
-        paper = papers[0]
-        bibtex = render_export(papers, "bibtex", abstracts=abstracts)
-        return BibtexEntry(paper_id=paper.pk, citekey=paper.citekey, bibtex=bibtex)
-
-    @registry.tool(
-        name="export_search_results",
-        title="Export papers",
-        description=(
-            "Export papers (paper_ids, a project_id, or both) as BibTeX, CSV, JSON, JSONL, "
-            "Markdown or RIS. Small exports come back inline in content; larger ones, or "
-            "with to_file, are written to exports/ (never over an existing file)."
-        ),
-        annotations=WRITE_IDEMPOTENT,
-        saves_results=True,
-    )
-    def export_search_results(
-        format: ExportFormat,
-        paper_ids: Annotated[
-            list[PaperRefValue] | None, Field(max_length=MAX_PAPERS_PER_CALL)
-        ] = None,
-        project_id: Annotated[str | None, Field(max_length=200)] = None,
-        filename: Annotated[
-            str | None, Field(max_length=100, description="Without extension.")
-        ] = None,
-        to_file: Annotated[bool, Field(description="Write a file even when small.")] = False,
-        abstracts: Abstracts = True,
-    ) -> dict[str, Any]:
-        return _export(
-            fmt=format, refs=list(paper_ids) if paper_ids else None,
-            project=project_id or None, filename=filename, to_file=to_file,
-            read_only=registry.read_only, abstracts=abstracts,
-        )  # fmt: skip
-
-    @registry.resource(
-        "papers://{project_id}",
-        name="project_papers",
-        title="Papers of a project",
-        description=(
-            "Markdown list of a research project's papers (first 100; page with "
-            "list_project_papers)."
-        ),
-        mime_type="text/markdown",
-    )
-    def project_papers_resource(project_id: str) -> str:
-        return _project_papers_markdown(project_id)
-
-    @registry.resource(
-        "paper://{paper_id}/metadata",
-        name="paper_metadata",
-        title="Paper metadata",
-        description="The structured record of one paper as JSON (as get_paper_metadata).",
-        mime_type="application/json",
-    )
-    def paper_metadata_resource(paper_id: str) -> str:
-        return json.dumps(_paper_metadata(paper_id), ensure_ascii=False, default=str)
+    registry.add_resources(project_papers_resource, paper_metadata_resource)

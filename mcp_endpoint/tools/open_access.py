@@ -1,4 +1,4 @@
-"""Tool set `pdf`, open-access PDFs (issue 24): `find_open_access_pdf`.
+"""Tool set `pdf`, open-access PDFs (docs/OPEN-ACCESS.md): `find_open_access_pdf`.
 
 A thin adapter over engines.open_access.find_and_attach, which looks in the paper's own
 record, arXiv, the ACL Anthology, OpenAlex, Unpaywall (with UNPAYWALL_EMAIL) and Semantic

@@ -1,4 +1,4 @@
-"""Tool set `pdf`, evidence from the library's PDFs (issue 22): `search_passages`,
+"""Tool set `pdf`, evidence from the library's PDFs: `search_passages`,
 `find_quote` and `verify_quote`, and the resource `paper://{paper_id}/passages{?page}`.
 
 Thin adapters over papers/passages/selectors.py (docs/EVIDENCE.md). The project filter
@@ -18,7 +18,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from core.errors import InvalidInput
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_resource, mcp_tool, serving_read_only
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.models import Paper
@@ -165,95 +165,102 @@ def quote_answer(
     return answer
 
 
+@mcp_tool(
+    name="search_passages",
+    title="Search passages of the library's PDFs",
+    description=(
+        "Ranked passages of stored PDFs for a question or keywords, with paper, page and "
+        "a snippet (matched words in bold). To see where a paper says something; a "
+        "snippet can be passed to create_highlight with its page."
+    ),
+    annotations=READ_ONLY,
+)
+def search_passages(
+    query: Annotated[str, Field(min_length=1, max_length=selectors.MAX_QUERY_CHARS)],
+    paper_ids: PaperIds = None,
+    project_id: Annotated[str | None, Field(max_length=200)] = None,
+    limit: Annotated[int, Field(ge=1, le=selectors.MAX_LIMIT)] = 10,
+) -> PassageResults:
+    return passages_search(query=query, paper_ids=paper_ids, project_id=project_id, limit=limit)
+
+
+@mcp_tool(
+    name="find_quote",
+    title="Find a quote in the library's PDFs",
+    description=(
+        "Where a quote is in the stored PDFs: found (line breaks, hyphens, ligatures, "
+        "quotes do not matter), approximate (a few words differ: closest_text, "
+        "similarity) or not_found; with paper, page and rects."
+    ),
+    annotations=READ_AND_MARK,
+    saves_results=True,
+)
+def find_quote(
+    text: QuoteText, paper_ids: PaperIds = None, highlight: Highlight = False
+) -> QuoteAnswer:
+    return quote_answer(
+        text=text,
+        paper_ids=allowed_paper_ids(paper_ids),
+        highlight=highlight,
+        read_only=serving_read_only(),
+    )
+
+
+@mcp_tool(
+    name="verify_quote",
+    title="Check a quote against a paper's PDF",
+    description=(
+        "find_quote in one paper's PDF, page tried first (a quote on another page is "
+        "still found there). Refused when the paper has no PDF."
+    ),
+    annotations=READ_AND_MARK,
+    saves_results=True,
+)
+def verify_quote(
+    paper_id: PaperRef,
+    text: QuoteText,
+    page: Annotated[int | None, Field(ge=1, le=100_000)] = None,
+    highlight: Highlight = False,
+) -> QuoteAnswer:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    paper_pdf_get(paper=paper)  # PdfNotAvailable, saying how to attach one
+    return quote_answer(
+        text=text,
+        paper_ids=[paper.pk],
+        page=page,
+        highlight=highlight,
+        read_only=serving_read_only(),
+    )
+
+
+@mcp_resource(
+    "paper://{paper_id}/passages{?page}",
+    name="paper_passages",
+    title="Passages of a page of a paper's PDF",
+    description=(
+        "A page's passages in reading order (default page 1) with one box per line, "
+        "[x1, y1, x2, y2] PDF points, origin bottom-left; as JSON."
+    ),
+    mime_type="application/json",
+)
+def paper_passages_resource(paper_id: str, page: str | None = None) -> str:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    record = paper_pdf_get(paper=paper)
+    number = _page_number(page, record.page_count)
+    passages_ensure(paper_ids=[paper.pk])
+    passages = selectors.page_passages(paper_id=paper.pk, page=number)
+    body = {
+        "paper_id": paper.pk,
+        "page": number,
+        "total_pages": record.page_count,
+        "passages": [{"order": p.order, "text": p.text, "rects": p.rects} for p in passages],
+    }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="search_passages",
-        title="Search passages of the library's PDFs",
-        description=(
-            "Ranked passages of stored PDFs for a question or keywords, with paper, page and "
-            "a snippet (matched words in bold). To see where a paper says something; a "
-            "snippet can be passed to create_highlight with its page."
-        ),
-        annotations=READ_ONLY,
-    )
-    def search_passages(
-        query: Annotated[str, Field(min_length=1, max_length=selectors.MAX_QUERY_CHARS)],
-        paper_ids: PaperIds = None,
-        project_id: Annotated[str | None, Field(max_length=200)] = None,
-        limit: Annotated[int, Field(ge=1, le=selectors.MAX_LIMIT)] = 10,
-    ) -> PassageResults:
-        return passages_search(query=query, paper_ids=paper_ids, project_id=project_id, limit=limit)
-
-    @registry.tool(
-        name="find_quote",
-        title="Find a quote in the library's PDFs",
-        description=(
-            "Where a quote is in the stored PDFs: found (line breaks, hyphens, ligatures, "
-            "quotes do not matter), approximate (a few words differ: closest_text, "
-            "similarity) or not_found; with paper, page and rects."
-        ),
-        annotations=READ_AND_MARK,
-        saves_results=True,
-    )
-    def find_quote(
-        text: QuoteText, paper_ids: PaperIds = None, highlight: Highlight = False
-    ) -> QuoteAnswer:
-        return quote_answer(
-            text=text,
-            paper_ids=allowed_paper_ids(paper_ids),
-            highlight=highlight,
-            read_only=registry.read_only,
-        )
-
-    @registry.tool(
-        name="verify_quote",
-        title="Check a quote against a paper's PDF",
-        description=(
-            "find_quote in one paper's PDF, page tried first (a quote on another page is "
-            "still found there). Refused when the paper has no PDF."
-        ),
-        annotations=READ_AND_MARK,
-        saves_results=True,
-    )
-    def verify_quote(
-        paper_id: PaperRef,
-        text: QuoteText,
-        page: Annotated[int | None, Field(ge=1, le=100_000)] = None,
-        highlight: Highlight = False,
-    ) -> QuoteAnswer:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        paper_pdf_get(paper=paper)  # PdfNotAvailable, saying how to attach one
-        return quote_answer(
-            text=text,
-            paper_ids=[paper.pk],
-            page=page,
-            highlight=highlight,
-            read_only=registry.read_only,
-        )
-
-    @registry.resource(
-        "paper://{paper_id}/passages{?page}",
-        name="paper_passages",
-        title="Passages of a page of a paper's PDF",
-        description=(
-            "A page's passages in reading order (default page 1) with one box per line, "
-            "[x1, y1, x2, y2] PDF points, origin bottom-left; as JSON."
-        ),
-        mime_type="application/json",
-    )
-    def paper_passages_resource(paper_id: str, page: str | None = None) -> str:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        record = paper_pdf_get(paper=paper)
-        number = _page_number(page, record.page_count)
-        passages_ensure(paper_ids=[paper.pk])
-        passages = selectors.page_passages(paper_id=paper.pk, page=number)
-        body = {
-            "paper_id": paper.pk,
-            "page": number,
-            "total_pages": record.page_count,
-            "passages": [{"order": p.order, "text": p.text, "rects": p.rects} for p in passages],
-        }
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    registry.add_tools(search_passages, find_quote, verify_quote)
+    registry.add_resources(paper_passages_resource)
 
 
 def _page_number(page: str | None, total: int) -> int:

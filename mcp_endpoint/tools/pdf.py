@@ -1,6 +1,6 @@
-"""Tool set `pdf`: the library's own PDFs (seed 003's operations, on files in the knowledge
-base instead of a running Zotero) — outline, text by pages or sections, highlights, area
-annotations and their export.
+"""Tool set `pdf`: the library's own PDFs (the `zotero` set's operations, on files in the
+knowledge base instead of a running Zotero; docs/PDF.md) — outline, text by pages or
+sections, highlights, area annotations and their export.
 
 Each tool parses its arguments and calls one selector or service of `papers.pdf`; the
 registry maps the errors: bad arguments, a page out of range, an ambiguous quote and
@@ -18,7 +18,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from core.errors import InvalidInput
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.library import PaperRef
 from papers.assets import truncate
@@ -141,167 +141,184 @@ def _record(annotation: Annotation) -> AnnotationRecord:
     )
 
 
+@mcp_tool(
+    name="attach_pdf",
+    title="Attach a PDF to a paper",
+    description=(
+        "Fetch a paper's PDF into the library: from url, from a local file (path; clients "
+        "on the server's machine, inside its import folder), or from the open-access place "
+        "its record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. "
+        "A download still going after wait_seconds answers job.state 'running': call "
+        "again with the same arguments for the outcome."
+    ),
+    annotations=ATTACH,
+)
+def attach_pdf(
+    paper_id: PaperRef,
+    url: Annotated[
+        str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
+    ] = None,
+    path: Annotated[
+        str | None,
+        Field(max_length=1000, description="A PDF in the import folder; replaces a current."),
+    ] = None,
+    wait_seconds: Annotated[
+        int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then answered as running.")
+    ] = MAX_WAIT_SECONDS,
+) -> dict[str, Any]:
+    if path is not None:
+        if url is not None:
+            raise InvalidInput("Give url or path, not both.", field="path")
+        return local.paper_pdf_attach_local(ref=paper_id, path=path, scope=current_scope())
+    return jobs.pdf_attach_job(
+        ref=paper_id, url=url, scope=current_scope(), wait_seconds=wait_seconds
+    )
+
+
+@mcp_tool(
+    name="get_pdf_outline",
+    title="Get a paper's PDF outline",
+    description=(
+        "The table of contents of a paper's PDF (title, page, level, children) and "
+        "total_pages. Call before read_pdf_pages."
+    ),
+    annotations=READ_ONLY,
+)
+def get_pdf_outline(paper_id: PaperRef) -> PdfOutline:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    outline = selectors.pdf_outline_get(paper=paper)
+    return PdfOutline(
+        paper_id=outline.paper_id,
+        total_pages=outline.total_pages,
+        has_outline=outline.has_outline,
+        items=[OutlineItem.model_validate(item) for item in outline.items],
+        hint=outline.hint,
+    )
+
+
+@mcp_tool(
+    name="read_pdf_pages",
+    title="Read pages of a paper's PDF",
+    description=(
+        "Text of a paper's PDF by pages or by outline section (not both), each page "
+        "headed '--- Page N of M ---'."
+    ),
+    annotations=READ_ONLY,
+)
+def read_pdf_pages(
+    paper_id: PaperRef,
+    pages: PagesSpec = None,
+    section: SectionNames = None,
+    max_chars: MaxChars = None,
+) -> CallToolResult:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    reading = selectors.pdf_pages_read(paper=paper, pages=pages, section=section)
+    text = reading.render()
+    shown = truncate(
+        text,
+        max_chars or DEFAULT_MAX_CHARS,
+        more=(
+            "Read fewer pages or sections at a time, or call read_pdf_pages again with "
+            f"max_chars={len(text)}."
+        ),
+    )
+    return CallToolResult(content=[TextContent(type="text", text=shown)])
+
+
+@mcp_tool(
+    name="create_highlight",
+    title="Highlight text in a paper's PDF",
+    description=(
+        "Highlight a passage on a page of a paper's PDF, with an optional comment. Quote "
+        "it from read_pdf_pages; it must occur once on the page. The original PDF stays."
+    ),
+    annotations=ANNOTATE,
+)
+def create_highlight(
+    paper_id: PaperRef,
+    page: Page,
+    text: Quote,
+    color: Color = None,
+    comment: Comment = "",
+) -> AnnotationRecord:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    return _record(
+        services.annotation_highlight_create(
+            paper=paper, page=page, text=text, color=color, comment=comment
+        )
+    )
+
+
+@mcp_tool(
+    name="create_area_annotation",
+    title="Mark an area in a paper's PDF",
+    description=(
+        "Mark a rectangle (figure, table, equation) on a page of a paper's PDF, with an "
+        "optional comment. The original PDF stays."
+    ),
+    annotations=ANNOTATE,
+)
+def create_area_annotation(
+    paper_id: PaperRef,
+    page: Page,
+    rect: Rect,
+    color: Color = None,
+    comment: Comment = "",
+) -> AnnotationRecord:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    return _record(
+        services.annotation_area_create(
+            paper=paper, page=page, rect=rect, color=color, comment=comment
+        )
+    )
+
+
+@mcp_tool(
+    name="list_annotations",
+    title="List a paper's annotations",
+    description=(
+        "A paper's highlights and area annotations in page order: text, colour, comment, rects."
+    ),
+    annotations=READ_ONLY,
+)
+def list_annotations(
+    paper_id: PaperRef,
+    page: Annotated[int | None, Field(ge=1, le=100_000)] = None,
+    limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = settings.MAX_PAGE_SIZE,
+    offset: Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)] = 0,
+) -> AnnotationList:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    queryset = selectors.annotation_list(paper=paper, page=page)
+    return AnnotationList(
+        paper_id=paper.pk,
+        total=queryset.count(),
+        annotations=[_record(a) for a in queryset[offset : offset + limit]],
+    )
+
+
+@mcp_tool(
+    name="export_annotations",
+    title="Export a paper's annotations",
+    description=("A paper's annotations as markdown (quotes by page, with comments) or json."),
+    annotations=READ_ONLY,
+)
+def export_annotations(
+    paper_id: PaperRef,
+    format: Literal["markdown", "json"] = "markdown",
+    max_chars: MaxChars = None,
+) -> str:
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    text = selectors.annotations_export_text(paper=paper, format=format)
+    return truncate(text, max_chars or DEFAULT_MAX_CHARS)
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="attach_pdf",
-        title="Attach a PDF to a paper",
-        description=(
-            "Fetch a paper's PDF into the library: from url, from a local file (path; clients "
-            "on the server's machine, inside its import folder), or from the open-access place "
-            "its record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. "
-            "A download still going after wait_seconds answers job.state 'running': call "
-            "again with the same arguments for the outcome."
-        ),
-        annotations=ATTACH,
+    registry.add_tools(
+        attach_pdf,
+        get_pdf_outline,
+        read_pdf_pages,
+        create_highlight,
+        create_area_annotation,
+        list_annotations,
+        export_annotations,
     )
-    def attach_pdf(
-        paper_id: PaperRef,
-        url: Annotated[
-            str | None, Field(max_length=2000, description="http(s); replaces a current PDF.")
-        ] = None,
-        path: Annotated[
-            str | None,
-            Field(max_length=1000, description="A PDF in the import folder; replaces a current."),
-        ] = None,
-        wait_seconds: Annotated[
-            int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then answered as running.")
-        ] = MAX_WAIT_SECONDS,
-    ) -> dict[str, Any]:
-        if path is not None:
-            if url is not None:
-                raise InvalidInput("Give url or path, not both.", field="path")
-            return local.paper_pdf_attach_local(ref=paper_id, path=path, scope=current_scope())
-        return jobs.pdf_attach_job(
-            ref=paper_id, url=url, scope=current_scope(), wait_seconds=wait_seconds
-        )
-
-    @registry.tool(
-        name="get_pdf_outline",
-        title="Get a paper's PDF outline",
-        description=(
-            "The table of contents of a paper's PDF (title, page, level, children) and "
-            "total_pages. Call before read_pdf_pages."
-        ),
-        annotations=READ_ONLY,
-    )
-    def get_pdf_outline(paper_id: PaperRef) -> PdfOutline:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        outline = selectors.pdf_outline_get(paper=paper)
-        return PdfOutline(
-            paper_id=outline.paper_id,
-            total_pages=outline.total_pages,
-            has_outline=outline.has_outline,
-            items=[OutlineItem.model_validate(item) for item in outline.items],
-            hint=outline.hint,
-        )
-
-    @registry.tool(
-        name="read_pdf_pages",
-        title="Read pages of a paper's PDF",
-        description=(
-            "Text of a paper's PDF by pages or by outline section (not both), each page "
-            "headed '--- Page N of M ---'."
-        ),
-        annotations=READ_ONLY,
-    )
-    def read_pdf_pages(
-        paper_id: PaperRef,
-        pages: PagesSpec = None,
-        section: SectionNames = None,
-        max_chars: MaxChars = None,
-    ) -> CallToolResult:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        reading = selectors.pdf_pages_read(paper=paper, pages=pages, section=section)
-        text = reading.render()
-        shown = truncate(
-            text,
-            max_chars or DEFAULT_MAX_CHARS,
-            more=(
-                "Read fewer pages or sections at a time, or call read_pdf_pages again with "
-                f"max_chars={len(text)}."
-            ),
-        )
-        return CallToolResult(content=[TextContent(type="text", text=shown)])
-
-    @registry.tool(
-        name="create_highlight",
-        title="Highlight text in a paper's PDF",
-        description=(
-            "Highlight a passage on a page of a paper's PDF, with an optional comment. Quote "
-            "it from read_pdf_pages; it must occur once on the page. The original PDF stays."
-        ),
-        annotations=ANNOTATE,
-    )
-    def create_highlight(
-        paper_id: PaperRef,
-        page: Page,
-        text: Quote,
-        color: Color = None,
-        comment: Comment = "",
-    ) -> AnnotationRecord:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        return _record(
-            services.annotation_highlight_create(
-                paper=paper, page=page, text=text, color=color, comment=comment
-            )
-        )
-
-    @registry.tool(
-        name="create_area_annotation",
-        title="Mark an area in a paper's PDF",
-        description=(
-            "Mark a rectangle (figure, table, equation) on a page of a paper's PDF, with an "
-            "optional comment. The original PDF stays."
-        ),
-        annotations=ANNOTATE,
-    )
-    def create_area_annotation(
-        paper_id: PaperRef,
-        page: Page,
-        rect: Rect,
-        color: Color = None,
-        comment: Comment = "",
-    ) -> AnnotationRecord:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        return _record(
-            services.annotation_area_create(
-                paper=paper, page=page, rect=rect, color=color, comment=comment
-            )
-        )
-
-    @registry.tool(
-        name="list_annotations",
-        title="List a paper's annotations",
-        description=(
-            "A paper's highlights and area annotations in page order: text, colour, comment, rects."
-        ),
-        annotations=READ_ONLY,
-    )
-    def list_annotations(
-        paper_id: PaperRef,
-        page: Annotated[int | None, Field(ge=1, le=100_000)] = None,
-        limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = settings.MAX_PAGE_SIZE,
-        offset: Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)] = 0,
-    ) -> AnnotationList:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        queryset = selectors.annotation_list(paper=paper, page=page)
-        return AnnotationList(
-            paper_id=paper.pk,
-            total=queryset.count(),
-            annotations=[_record(a) for a in queryset[offset : offset + limit]],
-        )
-
-    @registry.tool(
-        name="export_annotations",
-        title="Export a paper's annotations",
-        description=("A paper's annotations as markdown (quotes by page, with comments) or json."),
-        annotations=READ_ONLY,
-    )
-    def export_annotations(
-        paper_id: PaperRef,
-        format: Literal["markdown", "json"] = "markdown",
-        max_chars: MaxChars = None,
-    ) -> str:
-        paper = paper_get(ref=paper_id, scope=current_scope())
-        text = selectors.annotations_export_text(paper=paper, format=format)
-        return truncate(text, max_chars or DEFAULT_MAX_CHARS)

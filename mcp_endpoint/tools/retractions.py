@@ -1,4 +1,4 @@
-"""Tool set `watch`, retractions (issue 24 item 3): `check_retractions`, a thin adapter over
+"""Tool set `watch`, retractions (docs/RETRACTIONS.md): `check_retractions`, a thin adapter over
 projects/retractions.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint.registry import Registry
+from mcp_endpoint.registry import Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from projects.retractions import retractions_check
 
@@ -26,21 +26,24 @@ class RetractionCheckResult(BaseModel):
     flagged: list[dict[str, Any]]
 
 
+@mcp_tool(
+    name="check_retractions",
+    title="Check papers for retractions",
+    description=(
+        "Ask Crossref and OpenAlex now whether papers with a DOI (a project's, else the "
+        "library's least recently checked) were retracted or corrected; flags them and "
+        "alerts their projects. Returns only flagged papers and counts."
+    ),
+    annotations=CHECK,
+)
+def check_retractions(
+    project_id: Annotated[
+        str | None, Field(max_length=200, description="Project id or name.")
+    ] = None,
+) -> RetractionCheckResult:
+    report = retractions_check(project_ref=project_id, scope=current_scope())
+    return RetractionCheckResult.model_validate(report.summary())
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="check_retractions",
-        title="Check papers for retractions",
-        description=(
-            "Ask Crossref and OpenAlex now whether papers with a DOI (a project's, else the "
-            "library's least recently checked) were retracted or corrected; flags them and "
-            "alerts their projects. Returns only flagged papers and counts."
-        ),
-        annotations=CHECK,
-    )
-    def check_retractions(
-        project_id: Annotated[
-            str | None, Field(max_length=200, description="Project id or name.")
-        ] = None,
-    ) -> RetractionCheckResult:
-        report = retractions_check(project_ref=project_id, scope=current_scope())
-        return RetractionCheckResult.model_validate(report.summary())
+    registry.add_tools(check_retractions)

@@ -1,4 +1,4 @@
-"""Tool set `review`, screening record by record (issue 23): `screen_next` and
+"""Tool set `review`, screening record by record: `screen_next` and
 `screen_decide`, at a review's `screen` checkpoint. Thin adapters over
 projects/review/screening.py; docs/SCREENING.md explains the ranking and the stopping rule.
 """
@@ -11,7 +11,7 @@ from django.conf import settings
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from projects.review import screening, selectors, stopping
 
 SessionId = Annotated[str, Field(min_length=1, max_length=64)]
@@ -45,59 +45,70 @@ class ScreeningAnswer(BaseModel):
     )
 
 
-def register(registry: Registry) -> None:
-    @registry.tool(
-        name="screen_next",
-        title="Next records to screen",
-        description=(
-            "Review at its screen checkpoint: the pending records most likely to be included "
-            "first (a model of your decisions so far), with abstracts, why each ranks there, "
-            "and whether it is safe to stop. Answer with screen_decide."
-        ),
-        annotations=READ_ONLY,
-    )
-    def screen_next(
-        session_id: SessionId,
-        limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = 10,
-        target_recall: Share = stopping.TARGET_RECALL,
-        confidence: Share = stopping.CONFIDENCE,
-        screener: Screener | None = None,
-    ) -> ScreeningAnswer:
-        session = selectors.review_get(session_id=session_id)
-        return ScreeningAnswer.model_validate(
-            screening.screening_next(
-                session=session,
-                limit=limit,
-                target_recall=target_recall,
-                confidence=confidence,
-                screener=screener,
-            )
+@mcp_tool(
+    name="screen_next",
+    title="Next records to screen",
+    description=(
+        "Review at its screen checkpoint: the pending records most likely to be included "
+        "first (a model of your decisions so far), with abstracts, why each ranks there, "
+        "and whether it is safe to stop. Answer with screen_decide."
+    ),
+    annotations=READ_ONLY,
+)
+def screen_next(
+    session_id: SessionId,
+    limit: Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)] = 10,
+    target_recall: Share = stopping.TARGET_RECALL,
+    confidence: Share = stopping.CONFIDENCE,
+    screener: Screener | None = None,
+) -> ScreeningAnswer:
+    session = selectors.review_get(session_id=session_id)
+    return ScreeningAnswer.model_validate(
+        screening.screening_next(
+            session=session,
+            limit=limit,
+            target_recall=target_recall,
+            confidence=confidence,
+            screener=screener,
         )
+    )
 
-    @registry.tool(
-        name="screen_decide",
-        title="Record screening decisions",
-        description=(
-            "Review at its screen checkpoint: include or exclude records (from screen_next), "
-            "one or a batch; all or none. Finish with decide approve when safe to stop. "
-            "resolve=true settles screeners' disagreements (get_session lists them; reason "
-            "required)."
-        ),
-        annotations=RECORDS,
-    )
-    def screen_decide(
-        session_id: SessionId,
-        decisions: Annotated[list[ScreenDecision], Field(min_length=1, max_length=100)],
-        screener: Screener = "agent",
-        resolve: bool = False,
-    ) -> ScreeningAnswer:
-        return ScreeningAnswer.model_validate(
-            screening.screening_decide(
-                session_id=selectors.review_session_id(session_id),
-                decisions=[
-                    item.model_dump() if isinstance(item, BaseModel) else item for item in decisions
-                ],
-                decided_by=screener,
-                resolve=resolve,
-            )
+
+@mcp_tool(
+    name="screen_decide",
+    title="Record screening decisions",
+    description=(
+        "Review at its screen checkpoint: include or exclude records (from screen_next), "
+        "one or a batch; all or none. Finish with decide approve when safe to stop. "
+        "resolve=true settles screeners' disagreements (get_session lists them; reason "
+        "required)."
+    ),
+    annotations=RECORDS,
+)
+def screen_decide(
+    session_id: SessionId,
+    decisions: Annotated[list[ScreenDecision], Field(min_length=1, max_length=100)],
+    screener: Screener = "agent",
+    resolve: bool = False,
+) -> ScreeningAnswer:
+    return ScreeningAnswer.model_validate(
+        screening.screening_decide(
+            session_id=selectors.review_session_id(session_id),
+            decisions=[_typed(item) for item in decisions],
+            decided_by=screener,
+            resolve=resolve,
         )
+    )
+
+
+def _typed(item: ScreenDecision | dict[str, Any]) -> screening.ScreeningDecision | dict[str, Any]:
+    """The service's decision; a dict (a call that skipped the schema) is the service's to
+    check, with its own errors."""
+    if not isinstance(item, ScreenDecision):
+        return item
+    include = item.decision == "include"
+    return screening.ScreeningDecision(paper=item.paper, include=include, reason=item.reason or "")
+
+
+def register(registry: Registry) -> None:
+    registry.add_tools(screen_next, screen_decide)

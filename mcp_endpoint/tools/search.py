@@ -18,7 +18,7 @@ from django.conf import settings
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from engines.registry import LOCAL_ENGINE
-from mcp_endpoint.registry import READ_ONLY, Registry
+from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from papers.search import facets as search_facets
 from papers.search import filters as search_filters
@@ -194,104 +194,110 @@ def filters_build(
     )  # fmt: skip
 
 
+@mcp_tool(
+    name="search_papers_by_keyword",
+    title="Search papers by keyword",
+    description=(
+        "Library papers tagged with a keyword (user keywords and source categories such "
+        "as 'cs.CL'), newest first. match 'prefix': 'transform' finds 'transformers'."
+    ),
+    annotations=READ_ONLY,
+)
+def search_papers_by_keyword(
+    keyword: Annotated[str, Field(min_length=1, max_length=100)],
+    match: Literal["exact", "prefix"] = "exact",
+    limit: PageSize = 10,
+    offset: Offset = 0,
+) -> ResultsPage:
+    page = search_filters.paper_search_by_keyword(
+        keyword=keyword, match=match, limit=limit, offset=offset, scope=current_scope()
+    )
+    return ResultsPage(**_results_page(page))
+
+
+@mcp_tool(
+    name="search_papers_by_payload",
+    title="Search papers by metadata",
+    description=(
+        'Library papers matching metadata filters only, e.g. {"venue": "Findings*", '
+        '"year": "2022-2023"}; newest first. list_top_facets suggests values.'
+    ),
+    annotations=READ_ONLY,
+)
+def search_papers_by_payload(
+    payload: Annotated[PayloadFilters, Field(description=FILTERS_HELP)],
+    limit: PageSize = 10,
+    offset: Offset = 0,
+) -> ResultsPage:
+    page = search_filters.paper_search_by_payload(
+        filters=filters_build(payload), limit=limit, offset=offset, scope=current_scope()
+    )
+    return ResultsPage(**_results_page(page))
+
+
+@mcp_tool(
+    name="search_papers_semantic",
+    title="Search papers by meaning",
+    description=(
+        "Library papers closest in meaning to a description, even without shared words "
+        "(embeddings). For names and exact terms use search_papers."
+    ),
+    annotations=READ_ONLY,
+    aliases={"top_k": "limit"},
+)
+def search_papers_semantic(
+    query: MeaningQuery,
+    prompt: Annotated[
+        str | None, Field(max_length=2000, description="What the search is for.")
+    ] = None,
+    limit: PageSize = 10,
+    filters: Filters = None,
+) -> ResultsPage:
+    page = semantic.semantic_search(
+        query=query, prompt=prompt, top_k=limit, filters=filters_build(filters),
+        scope=current_scope(),
+    )  # fmt: skip
+    return ResultsPage(**_results_page(page))
+
+
+@mcp_tool(
+    name="list_top_facets",
+    title="List top facet values",
+    description=(
+        "The authors, venues (per edition; venue_short: per series, e.g. emnlp), "
+        "keywords, institutions, tags (projects), categories or years with the most "
+        "papers, optionally over a query's hits or filtered papers; each value has a "
+        "filter for search_papers_by_payload."
+    ),
+    annotations=READ_ONLY,
+)
+def list_top_facets(
+    category: search_facets.FacetCategory,
+    limit: Annotated[int, Field(ge=1, le=search_facets.MAX_FACET_LIMIT)] = 20,
+    query: Annotated[
+        str | None,
+        Field(
+            max_length=settings.MAX_QUERY_CHARS,
+            description="Count over the papers search_papers finds for it (its best "
+            "10,000 at most; a note says when capped).",
+        ),
+    ] = None,
+    filters: Filters = None,
+    by_year: Annotated[bool, Field(description="Also each value's paper counts per year.")] = False,
+) -> FacetsPage:
+    result = search_facets.facet_counts(
+        category=category, limit=limit, query=query, filters=filters_build(filters),
+        scope=current_scope(), by_year=by_year,
+    )  # fmt: skip
+    return FacetsPage(
+        category=result.category,
+        values=[FacetValue.model_validate(value) for value in result.values],
+        papers_considered=result.papers_considered,
+        notes=result.notes,
+    )
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="search_papers_by_keyword",
-        title="Search papers by keyword",
-        description=(
-            "Library papers tagged with a keyword (user keywords and source categories such "
-            "as 'cs.CL'), newest first. match 'prefix': 'transform' finds 'transformers'."
-        ),
-        annotations=READ_ONLY,
+    registry.add_tools(
+        search_papers_by_keyword, search_papers_by_payload, search_papers_semantic, list_top_facets
     )
-    def search_papers_by_keyword(
-        keyword: Annotated[str, Field(min_length=1, max_length=100)],
-        match: Literal["exact", "prefix"] = "exact",
-        limit: PageSize = 10,
-        offset: Offset = 0,
-    ) -> ResultsPage:
-        page = search_filters.paper_search_by_keyword(
-            keyword=keyword, match=match, limit=limit, offset=offset, scope=current_scope()
-        )
-        return ResultsPage(**_results_page(page))
-
-    @registry.tool(
-        name="search_papers_by_payload",
-        title="Search papers by metadata",
-        description=(
-            'Library papers matching metadata filters only, e.g. {"venue": "Findings*", '
-            '"year": "2022-2023"}; newest first. list_top_facets suggests values.'
-        ),
-        annotations=READ_ONLY,
-    )
-    def search_papers_by_payload(
-        payload: Annotated[PayloadFilters, Field(description=FILTERS_HELP)],
-        limit: PageSize = 10,
-        offset: Offset = 0,
-    ) -> ResultsPage:
-        page = search_filters.paper_search_by_payload(
-            filters=filters_build(payload), limit=limit, offset=offset, scope=current_scope()
-        )
-        return ResultsPage(**_results_page(page))
-
-    @registry.tool(
-        name="search_papers_semantic",
-        title="Search papers by meaning",
-        description=(
-            "Library papers closest in meaning to a description, even without shared words "
-            "(embeddings). For names and exact terms use search_papers."
-        ),
-        annotations=READ_ONLY,
-        aliases={"top_k": "limit"},
-    )
-    def search_papers_semantic(
-        query: MeaningQuery,
-        prompt: Annotated[
-            str | None, Field(max_length=2000, description="What the search is for.")
-        ] = None,
-        limit: PageSize = 10,
-        filters: Filters = None,
-    ) -> ResultsPage:
-        page = semantic.semantic_search(
-            query=query, prompt=prompt, top_k=limit, filters=filters_build(filters),
-            scope=current_scope(),
-        )  # fmt: skip
-        return ResultsPage(**_results_page(page))
-
-    @registry.tool(
-        name="list_top_facets",
-        title="List top facet values",
-        description=(
-            "The authors, venues (per edition; venue_short: per series, e.g. emnlp), "
-            "keywords, institutions, tags (projects), categories or years with the most "
-            "papers, optionally over a query's hits or filtered papers; each value has a "
-            "filter for search_papers_by_payload."
-        ),
-        annotations=READ_ONLY,
-    )
-    def list_top_facets(
-        category: search_facets.FacetCategory,
-        limit: Annotated[int, Field(ge=1, le=search_facets.MAX_FACET_LIMIT)] = 20,
-        query: Annotated[
-            str | None,
-            Field(
-                max_length=settings.MAX_QUERY_CHARS,
-                description="Count over the papers search_papers finds for it (its best "
-                "10,000 at most; a note says when capped).",
-            ),
-        ] = None,
-        filters: Filters = None,
-        by_year: Annotated[
-            bool, Field(description="Also each value's paper counts per year.")
-        ] = False,
-    ) -> FacetsPage:
-        result = search_facets.facet_counts(
-            category=category, limit=limit, query=query, filters=filters_build(filters),
-            scope=current_scope(), by_year=by_year,
-        )  # fmt: skip
-        return FacetsPage(
-            category=result.category,
-            values=[FacetValue.model_validate(value) for value in result.values],
-            papers_considered=result.papers_considered,
-            notes=result.notes,
-        )

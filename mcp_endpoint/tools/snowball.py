@@ -1,5 +1,5 @@
-"""Tool set `search`: `expand_by_citations`, citation snowballing (issue 24 item 5) over
-projects.snowball. It stores what it finds, so it is a write tool (hidden when read-only)."""
+"""Tool set `search`: `expand_by_citations`, citation snowballing over projects.snowball
+(docs/MCP.md). It stores what it finds, so it is a write tool (hidden when read-only)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Tool set `zotero`: the researcher's running Zotero desktop app (seed 003) — find an item
-by citekey, read its PDF's outline and text, highlight text and mark areas in it.
+"""Tool set `zotero`: the researcher's running Zotero desktop app (docs/ZOTERO-TOOLS.md):
+find an item by citekey, read its PDF's outline and text, highlight text and mark areas
+in it.
 
 Each tool validates its arguments and calls one selector or service of `papers.zotero`.
 Zotero's failures arrive as domain errors and are mapped by `mcp_endpoint.registry`: bad
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_endpoint.registry import Registry
+from mcp_endpoint.registry import Registry, mcp_tool
 from mcp_endpoint.tools.pdf import (
     DEFAULT_MAX_CHARS,
     ColorName,
@@ -116,93 +117,106 @@ class AreaAnnotation(BaseModel):
     comment: str
 
 
+@mcp_tool(
+    name="zotero_lookup",
+    title="Find a Zotero item by citekey",
+    description=(
+        "Find an item in the researcher's running Zotero by Better BibTeX citekey: its key, "
+        "title, creators, date and PDF attachments. The other zotero_* tools take the key."
+    ),
+    annotations=ZOTERO_READ,
+)
+def zotero_lookup(
+    citekey: Annotated[
+        str,
+        Field(min_length=1, max_length=200, description="e.g. 'smith2024deep'."),
+    ],
+) -> ZoteroItem:
+    return ZoteroItem.model_validate(selectors.zotero_item_lookup(citekey=citekey))
+
+
+@mcp_tool(
+    name="zotero_get_pdf_outline",
+    title="Get a Zotero PDF's outline",
+    description=("The table of contents of a Zotero item's PDF and total_pages."),
+    annotations=ZOTERO_READ,
+)
+def zotero_get_pdf_outline(key: Key) -> PdfOutline:
+    return PdfOutline.model_validate(selectors.zotero_pdf_outline(key=key))
+
+
+@mcp_tool(
+    name="zotero_read_pdf_pages",
+    title="Read pages of a Zotero PDF",
+    description=("Text of a Zotero item's PDF by pages or by outline section (not both)."),
+    annotations=ZOTERO_READ,
+)
+def zotero_read_pdf_pages(
+    key: Key,
+    pages: PagesSpec = None,
+    section: SectionNames = None,
+    max_chars: Annotated[int | None, Field(ge=1, le=MAX_CHARS_LIMIT)] = None,
+) -> CallToolResult:
+    reading = selectors.zotero_pdf_read(
+        key=key, pages=pages, section=section, max_chars=max_chars or DEFAULT_MAX_CHARS
+    )
+    text = reading.content
+    if reading.missing_pages:
+        text += f"\n[Pages not in Zotero's text: {reading.missing_pages}]"
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+@mcp_tool(
+    name="zotero_create_highlight",
+    title="Highlight text in a Zotero PDF",
+    description=(
+        "Highlight text (quoted exactly, unique on the page) in a Zotero item's PDF, with "
+        "an optional comment. Writes to the user's Zotero."
+    ),
+    annotations=ZOTERO_ANNOTATE,
+)
+def zotero_create_highlight(
+    key: Key,
+    page: Page,
+    text: Annotated[str, Field(min_length=1, max_length=5_000)],
+    color: Color,
+    comment: Comment = None,
+) -> Highlight:
+    return Highlight.model_validate(
+        services.zotero_highlight_create(
+            key=key, page=page, text=text, color=color, comment=comment
+        )
+    )
+
+
+@mcp_tool(
+    name="zotero_create_area_annotation",
+    title="Mark an area in a Zotero PDF",
+    description=(
+        "Mark a rectangle (figure, table, equation) in a Zotero item's PDF, with an "
+        "optional comment. Writes to the user's Zotero."
+    ),
+    annotations=ZOTERO_ANNOTATE,
+)
+def zotero_create_area_annotation(
+    key: Key,
+    page: Page,
+    rect: Rect,
+    color: Color,
+    comment: Comment = None,
+) -> AreaAnnotation:
+    return AreaAnnotation.model_validate(
+        services.zotero_area_annotation_create(
+            key=key, page=page, rect=rect, color=color, comment=comment
+        )
+    )
+
+
 def register(registry: Registry) -> None:
-    @registry.tool(
-        name="zotero_lookup",
-        title="Find a Zotero item by citekey",
-        description=(
-            "Find an item in the researcher's running Zotero by Better BibTeX citekey: its key, "
-            "title, creators, date and PDF attachments. The other zotero_* tools take the key."
-        ),
-        annotations=ZOTERO_READ,
+    registry.add_tools(
+        zotero_lookup,
+        zotero_get_pdf_outline,
+        zotero_read_pdf_pages,
+        zotero_create_highlight,
+        zotero_create_area_annotation,
     )
-    def zotero_lookup(
-        citekey: Annotated[
-            str,
-            Field(min_length=1, max_length=200, description="e.g. 'smith2024deep'."),
-        ],
-    ) -> ZoteroItem:
-        return ZoteroItem.model_validate(selectors.zotero_item_lookup(citekey=citekey))
-
-    @registry.tool(
-        name="zotero_get_pdf_outline",
-        title="Get a Zotero PDF's outline",
-        description=("The table of contents of a Zotero item's PDF and total_pages."),
-        annotations=ZOTERO_READ,
-    )
-    def zotero_get_pdf_outline(key: Key) -> PdfOutline:
-        return PdfOutline.model_validate(selectors.zotero_pdf_outline(key=key))
-
-    @registry.tool(
-        name="zotero_read_pdf_pages",
-        title="Read pages of a Zotero PDF",
-        description=("Text of a Zotero item's PDF by pages or by outline section (not both)."),
-        annotations=ZOTERO_READ,
-    )
-    def zotero_read_pdf_pages(
-        key: Key,
-        pages: PagesSpec = None,
-        section: SectionNames = None,
-        max_chars: Annotated[int | None, Field(ge=1, le=MAX_CHARS_LIMIT)] = None,
-    ) -> CallToolResult:
-        reading = selectors.zotero_pdf_read(
-            key=key, pages=pages, section=section, max_chars=max_chars or DEFAULT_MAX_CHARS
-        )
-        text = reading.content
-        if reading.missing_pages:
-            text += f"\n[Pages not in Zotero's text: {reading.missing_pages}]"
-        return CallToolResult(content=[TextContent(type="text", text=text)])
-
-    @registry.tool(
-        name="zotero_create_highlight",
-        title="Highlight text in a Zotero PDF",
-        description=(
-            "Highlight text (quoted exactly, unique on the page) in a Zotero item's PDF, with "
-            "an optional comment. Writes to the user's Zotero."
-        ),
-        annotations=ZOTERO_ANNOTATE,
-    )
-    def zotero_create_highlight(
-        key: Key,
-        page: Page,
-        text: Annotated[str, Field(min_length=1, max_length=5_000)],
-        color: Color,
-        comment: Comment = None,
-    ) -> Highlight:
-        return Highlight.model_validate(
-            services.zotero_highlight_create(
-                key=key, page=page, text=text, color=color, comment=comment
-            )
-        )
-
-    @registry.tool(
-        name="zotero_create_area_annotation",
-        title="Mark an area in a Zotero PDF",
-        description=(
-            "Mark a rectangle (figure, table, equation) in a Zotero item's PDF, with an "
-            "optional comment. Writes to the user's Zotero."
-        ),
-        annotations=ZOTERO_ANNOTATE,
-    )
-    def zotero_create_area_annotation(
-        key: Key,
-        page: Page,
-        rect: Rect,
-        color: Color,
-        comment: Comment = None,
-    ) -> AreaAnnotation:
-        return AreaAnnotation.model_validate(
-            services.zotero_area_annotation_create(
-                key=key, page=page, rect=rect, color=color, comment=comment
-            )
-        )

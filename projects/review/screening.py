@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,9 +198,79 @@ def screening_next(
     }
 
 
+@dataclass(frozen=True)
+class ScreeningDecision:
+    """One screener's decision on one record: the paper (paper_id, human id or citekey),
+    include or exclude, and why (kept for an exclusion; required to resolve a
+    disagreement). The reason is checked and its whitespace collapsed when made.
+
+    Raises InvalidInput for a reason over MAX_REASON characters or holding NUL."""
+
+    paper: int | str
+    include: bool
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        reason = " ".join(self.reason.split())
+        if len(reason) > MAX_REASON or "\x00" in reason:
+            raise InvalidInput(
+                f"The reason for {self.paper!r} must be text of at most {MAX_REASON} characters.",
+                field="decisions",
+            )
+        object.__setattr__(self, "reason", reason)
+
+    @property
+    def decision(self) -> str:
+        return DECISIONS[0 if self.include else 1]
+
+
+def screening_decisions_parse(entries: object) -> list[ScreeningDecision]:
+    """A list of decisions, each a `ScreeningDecision` (kept as it is) or its untyped form
+    `{"paper", "decision", "reason"}` (JSON, the admin's form). Raises InvalidInput for
+    anything but 1-MAX_PAGE_SIZE entries of either kind (a paper given as paper_id or
+    text), or a reason `ScreeningDecision` refuses."""
+    if not isinstance(entries, list | tuple) or not 1 <= len(entries) <= settings.MAX_PAGE_SIZE:
+        raise InvalidInput(
+            f"decisions must list 1-{settings.MAX_PAGE_SIZE} decisions.", field="decisions"
+        )
+    parsed = []
+    for entry in entries:
+        if isinstance(entry, ScreeningDecision):
+            parsed.append(entry)
+            continue
+        if (
+            not isinstance(entry, Mapping)
+            or entry.get("decision") not in DECISIONS
+            or not isinstance(entry.get("paper"), int | str)
+        ):
+            raise InvalidInput(
+                'Each decision is {"paper": ..., "decision": "include" | "exclude"}.',
+                field="decisions",
+            )
+        include = entry["decision"] == DECISIONS[0]
+        reason = str(entry.get("reason") or "")
+        parsed.append(ScreeningDecision(paper=entry["paper"], include=include, reason=reason))
+    return parsed
+
+
+def _screener_name(decided_by: str) -> str:
+    screener = " ".join(str(decided_by).split())
+    if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
+        raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
+    if screener.startswith(RESERVED_PREFIX):
+        raise InvalidInput(
+            f"screener cannot start with {RESERVED_PREFIX!r} (reserved).", field="screener"
+        )
+    return screener
+
+
 @transaction.atomic
 def screening_decide(
-    *, session_id: uuid.UUID, decisions: Any, decided_by: str = "agent", resolve: bool = False
+    *,
+    session_id: uuid.UUID,
+    decisions: Sequence[ScreeningDecision | Mapping[str, Any]],
+    decided_by: str = "agent",
+    resolve: bool = False,
 ) -> dict[str, Any]:
     """Record `decided_by`'s include/exclude decisions on records of a review at
     `screen`, in the order given, all or none: every decision is checked before any is
@@ -211,52 +282,70 @@ def screening_decide(
     is required; the decision becomes the record's status and is kept with who made it
     and why, beside the votes (not counted in kappa).
 
-    `decisions`: [{"paper": paper_id | id | citekey, "decision": "include" | "exclude",
-    "reason": optional text for an exclusion}]. Raises InvalidInput for a malformed list
-    (or a resolution without a reason), InvalidDecision naming the papers that are
-    unknown, not pending, listed twice, not disputed or already resolved;
-    NoPendingCheckpoint, SessionComplete, WorkflowFailed, NotFound."""
+    `decisions`: as `screening_decisions_parse` takes them, checked once before any
+    candidate is read.
+    Raises InvalidInput for a malformed list (or a resolution without a reason),
+    InvalidDecision naming the papers that are unknown, not pending, listed twice, not
+    disputed or already resolved; NoPendingCheckpoint, SessionComplete, WorkflowFailed,
+    NotFound."""
     session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
     _at_screen(session)
-    screener = " ".join(str(decided_by).split())
-    if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
-        raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
-    if screener.startswith(RESERVED_PREFIX):
+    screener = _screener_name(decided_by)
+    typed = screening_decisions_parse(decisions)
+    if resolve and (unexplained := next((d for d in typed if not d.reason), None)):
         raise InvalidInput(
-            f"screener cannot start with {RESERVED_PREFIX!r} (reserved).", field="screener"
+            f"The resolution of {unexplained.paper!r} needs a reason: why this decision "
+            "settles it.",
+            field="decisions",
         )
-    if not isinstance(decisions, list) or not 1 <= len(decisions) <= settings.MAX_PAGE_SIZE:
-        raise InvalidInput(
-            f"decisions must list 1-{settings.MAX_PAGE_SIZE} decisions.", field="decisions"
-        )
+    chosen = _candidates_checked(session, typed, screener=screener, resolve=resolve)
+    if resolve:
+        _resolutions_record(chosen, screener=screener)
+        counted = {"resolved": len(chosen)}
+    else:
+        _votes_record(session, chosen, screener=screener)
+        counted = {"recorded": len(chosen)}
+    session.save(update_fields=["updated_at"])
+    status = screening_status(session=session) or {}
+    return {"session_id": str(session.pk), **counted, **status}
+
+
+def _candidates_checked(
+    session: ReviewSession,
+    decisions: list[ScreeningDecision],
+    *,
+    screener: str,
+    resolve: bool,
+) -> list[tuple[ReviewCandidate, ScreeningDecision]]:
+    """Each decision with the search candidate it names; raises InvalidDecision naming
+    (at most 20) papers per problem, the first problem found in the order below."""
     candidates = {
         c.paper_id: c for c in session.candidates.filter(source=SEARCH).select_related("paper")
     }
-    by_ref: dict[str, int] = {}
-    for pk, known in candidates.items():
-        for name in (str(pk), known.paper.human_id, known.paper.citekey):
-            by_ref[name] = pk
-    chosen: list[tuple[ReviewCandidate, bool, str]] = []
-    unknown: list[Any] = []
-    decided: list[Any] = []
-    twice: list[Any] = []
-    undisputed: list[Any] = []
-    resolved: list[Any] = []
-    for entry in decisions:
-        if not isinstance(entry, dict) or entry.get("decision") not in DECISIONS:
-            raise InvalidInput(
-                'Each decision is {"paper": ..., "decision": "include" | "exclude"}.',
-                field="decisions",
-            )
-        ref = entry.get("paper")
-        paper_id = by_ref.get(str(ref).strip()) if isinstance(ref, int | str) else None
+    by_ref = {
+        name: pk
+        for pk, known in candidates.items()
+        for name in (str(pk), known.paper.human_id, known.paper.citekey)
+    }
+    problems: dict[str, list[int | str]] = {
+        "not candidates of this review": [],
+        f"already screened by {screener}": [],
+        "listed twice": [],
+        "not in disagreement (resolve settles records screeners disagree on)": [],
+        "already resolved": [],
+    }
+    unknown, decided, twice, undisputed, resolved = problems.values()
+    chosen: list[tuple[ReviewCandidate, ScreeningDecision]] = []
+    for decision in decisions:
+        ref = decision.paper
+        paper_id = by_ref.get(str(ref).strip())
         if paper_id is None:
             unknown.append(ref)
             continue
         candidate = candidates[paper_id]
-        if any(c.paper_id == paper_id for c, _, _ in chosen):
+        if any(c.paper_id == paper_id for c, _ in chosen):
             twice.append(ref)
         elif resolve and not is_disputed(candidate.votes):
             undisputed.append(ref)
@@ -264,61 +353,48 @@ def screening_decide(
             resolved.append(ref)
         elif not resolve and screener in candidate.votes:
             decided.append(ref)
-        include = entry["decision"] == "include"
-        reason = " ".join(str(entry.get("reason") or "").split())
-        if len(reason) > MAX_REASON or "\x00" in reason:
-            raise InvalidInput(
-                f"The reason for {ref!r} must be text of at most {MAX_REASON} characters.",
-                field="decisions",
-            )
-        if resolve and not reason:
-            raise InvalidInput(
-                f"The resolution of {ref!r} needs a reason: why this decision settles it.",
-                field="decisions",
-            )
-        chosen.append((candidate, include, reason))
-    problems = [
-        (unknown, "not candidates of this review"),
-        (decided, f"already screened by {screener}"),
-        (twice, "listed twice"),
-        (undisputed, "not in disagreement (resolve settles records screeners disagree on)"),
-        (resolved, "already resolved"),
-    ]
-    for refs, what in problems:
+        chosen.append((candidate, decision))
+    for what, refs in problems.items():
         if refs:
             raise InvalidDecision(
                 f"Papers {what}: {refs[:20]}; nothing was recorded.",
                 papers=[str(ref) for ref in refs[:20]],
             )
-    if resolve:
-        for candidate, include, reason in chosen:
-            decision = DECISIONS[0 if include else 1]
-            resolution = {"decision": decision, "by": screener, "reason": reason}
-            candidate.votes = {**candidate.votes, RESOLUTION: resolution}
-            candidate.status = Status.INCLUDED if include else Status.EXCLUDED
-            candidate.reason = "" if include else reason
-        ReviewCandidate.objects.bulk_update(
-            [c for c, _, _ in chosen], ["status", "reason", "votes"]
-        )
-        session.save(update_fields=["updated_at"])
-        status = screening_status(session=session) or {}
-        return {"session_id": str(session.pk), "resolved": len(chosen), **status}
+    return chosen
+
+
+def _resolutions_record(
+    chosen: list[tuple[ReviewCandidate, ScreeningDecision]], *, screener: str
+) -> None:
+    """The resolutions become the records' status, kept beside the votes."""
+    for candidate, decision in chosen:
+        resolution = {"decision": decision.decision, "by": screener, "reason": decision.reason}
+        candidate.votes = {**candidate.votes, RESOLUTION: resolution}
+        candidate.status = Status.INCLUDED if decision.include else Status.EXCLUDED
+        candidate.reason = "" if decision.include else decision.reason
+    ReviewCandidate.objects.bulk_update([c for c, _ in chosen], ["status", "reason", "votes"])
+
+
+def _votes_record(
+    session: ReviewSession,
+    chosen: list[tuple[ReviewCandidate, ScreeningDecision]],
+    *,
+    screener: str,
+) -> None:
+    """Each vote kept; a pending record takes it as its status, in screening order."""
     order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
-    for candidate, include, reason in chosen:
-        candidate.votes = {**candidate.votes, screener: DECISIONS[0 if include else 1]}
+    for candidate, decision in chosen:
+        candidate.votes = {**candidate.votes, screener: decision.decision}
         if candidate.status != Status.PENDING:
             continue  # a second opinion: the first screener's decision stands
         order += 1
-        candidate.status = Status.INCLUDED if include else Status.EXCLUDED
-        candidate.reason = "" if include else (reason or NO_REASON)
+        candidate.status = Status.INCLUDED if decision.include else Status.EXCLUDED
+        candidate.reason = "" if decision.include else (decision.reason or NO_REASON)
         candidate.screened_order = order
         candidate.screened_by = screener
     ReviewCandidate.objects.bulk_update(
-        [c for c, _, _ in chosen], ["status", "reason", "screened_order", "screened_by", "votes"]
+        [c for c, _ in chosen], ["status", "reason", "screened_order", "screened_by", "votes"]
     )
-    session.save(update_fields=["updated_at"])
-    status = screening_status(session=session) or {}
-    return {"session_id": str(session.pk), "recorded": len(chosen), **status}
 
 
 def screening_status(

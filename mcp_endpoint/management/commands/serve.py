@@ -1,4 +1,4 @@
-"""`serve`: run Research MCP on one of the three transports (seed 004's command line).
+"""`serve`: run Research MCP on one of the three transports (docs/MCP.md).
 
     manage.py serve                                   # http on 0.0.0.0:8000 (MCP_TRANSPORT)
     manage.py serve --transport stdio --collections llm-eval
