@@ -24,7 +24,7 @@ from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
 from papers.search import embedding
-from tests.test_command_progress import Terminal, segments
+from tests.core.test_progress import Terminal, segments
 from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
 from tests.zotero_fake import FakeZotero, default_items
 

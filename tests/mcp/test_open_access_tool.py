@@ -23,7 +23,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.test_open_access import FIXTURES, PAGES, serve_pdf, served
+from tests.engines.test_open_access import FIXTURES, PAGES, serve_pdf, served
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

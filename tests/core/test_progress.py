@@ -20,7 +20,7 @@ import pytest
 
 from core.progress import progress_bar
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORDS = [
     {"id": f"2020.acl-main.{n}", "title": title, "author": [{"first": "Ann", "last": last}],
      "year": "2020", "venue": "Proceedings of ACL", "url": f"https://aclanthology.org/2020.acl-main.{n}"}

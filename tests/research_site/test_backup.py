@@ -38,7 +38,7 @@ from papers.services import paper_upsert
 from projects.services import project_add_papers, project_create
 from research_site.backup import ArchiveInvalid, backup_create, backup_restore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PDF_BYTES = b"%PDF-1.4\n" + bytes(range(256)) * 40 + b"\n%%EOF\n"
 ASSET_TEXT = "# Summary\n\nÜber attention — résumé.\n".encode()
 

@@ -22,7 +22,7 @@ from papers.models import Paper
 from papers.retractions import paper_retraction_update
 from tests.engines.replay import ReplayServer, Reply
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "crossref"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "crossref"
 PLOS_DOI = "10.1371/journal.pone.0033693"
 PLOS_PATH = "/crossref/works/10.1371%2Fjournal.pone.0033693"
 PLOS_TITLE = (

@@ -16,7 +16,7 @@ from core.env import env_bool, env_int
 from core.knowledge_base import SUBDIRECTORIES
 from research_site.tasks import ping
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_knowledge_base_has_every_subfolder() -> None:
@@ -80,7 +80,7 @@ def test_tasks_run_in_a_worker_when_a_broker_is_configured() -> None:
 
 
 def test_env_example_lists_every_variable_the_settings_read() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     settings_source = (root / "research_site" / "settings.py").read_text()
     read = set(re.findall(r'env_(?:str|bool|int|list|map)\(\s*"([A-Z_0-9]+)"', settings_source))
     example = (root / ".env.example").read_text()

@@ -26,7 +26,7 @@ from papers.pdf import fetch
 from tests.engines.replay import ReplayServer, Reply
 from tests.test_pdf_library import EXPOSITORY, FACTS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "open_access"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "open_access"
 DOI = "10.48550/arxiv.2304.02623"
 # engines.http.path_segment sends a DOI as one path segment: its '/' encoded.
 DOI_SEGMENT = DOI.replace("/", "%2F")
