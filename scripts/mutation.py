@@ -76,7 +76,7 @@ GROUPS: dict[str, Group] = {
     ),
     "bibtex": Group(
         mutate=["papers/bibtex/writer.py", "papers/bibtex/reader.py"],
-        tests=["tests/test_bibtex_import.py", "tests/test_exports.py"],
+        tests=["tests/papers/bibtex/test_reader.py", "tests/papers/test_exports.py"],
         # The tests that import d2l.bib (488 entries) take seconds each: per mutant, hours.
         select=[
             "-k",
@@ -96,7 +96,7 @@ GROUPS: dict[str, Group] = {
     ),
     "identifiers": Group(
         mutate=["papers/identifiers.py"],
-        tests=["tests/test_identifiers.py"],
+        tests=["tests/papers/test_identifiers.py"],
     ),
     # The rules' own tests alone (no database: a minute), then `review --survivors`-style
     # runs of what they leave against the tool-path tests: see docs/MUTATION.md.

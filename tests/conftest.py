@@ -74,7 +74,7 @@ def _no_failed_sign_ins_carried_over(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _first_embedding_tier_only(settings: Any) -> None:
     """No second-tier background thread or tasks unless a test turns the tier on
-    (tests/test_search_tiers.py): a thread writing while a test's transaction is open
+    (tests/papers/search/test_tiers.py): a thread writing while a test's transaction is open
     would race with it."""
     settings.EMBEDDING_MODEL_STRONG = ""
 

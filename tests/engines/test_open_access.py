@@ -24,7 +24,7 @@ from papers.models import Paper, PaperIdentifier, PaperPdf, Passage
 from papers.passages.selectors import passage_search
 from papers.pdf import fetch
 from tests.engines.replay import ReplayServer, Reply
-from tests.test_pdf_library import EXPOSITORY, FACTS
+from tests.papers.pdf.test_services import EXPOSITORY, FACTS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "open_access"
 DOI = "10.48550/arxiv.2304.02623"

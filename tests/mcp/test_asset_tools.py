@@ -1,5 +1,5 @@
 """The `assets` tools and the paper:// asset resources over /mcp, against a real server
-process whose ASSET_BASE_URL is a local HTTP server (tests.test_assets.AssetServer).
+process whose ASSET_BASE_URL is a local HTTP server (tests.papers.assets.test_services.AssetServer).
 
 The knowledge base is this module's own (seeded like the shared one, then given assets
 with `manage.py import_assets` and `asset_register_remote`), so the assets never leak
@@ -35,7 +35,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.test_assets import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
+from tests.papers.assets.test_services import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -29,7 +29,7 @@ from tests.mcp.conftest import (
     tool_data,
 )
 from tests.mcp.test_asset_tools import run
-from tests.test_pdf_library import EXPOSITORY, PAPERMAGE
+from tests.papers.pdf.test_services import EXPOSITORY, PAPERMAGE
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

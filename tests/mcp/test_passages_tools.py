@@ -30,8 +30,8 @@ from tests.mcp.conftest import (
     tool_error,
 )
 from tests.mcp.test_asset_tools import run
-from tests.test_passages import ACL, LIGATURE_QUOTE, WRAPPED
-from tests.test_pdf_library import EXPOSITORY, QUANTUM
+from tests.papers.passages.test_services import ACL, LIGATURE_QUOTE, WRAPPED
+from tests.papers.pdf.test_services import EXPOSITORY, QUANTUM
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -29,8 +29,8 @@ from tests.mcp.conftest import (
     tool_error,
 )
 from tests.mcp.test_asset_tools import run
-from tests.test_pdf_annotations import WRAPPED
-from tests.test_pdf_library import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
+from tests.papers.pdf.test_annotate import WRAPPED
+from tests.papers.pdf.test_services import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

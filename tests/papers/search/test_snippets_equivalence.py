@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from papers.search import analysis, snippets
-from tests.test_search_cpu_path import render_window
+from tests.papers.search.test_cpu_path import render_window
 
-ACL_SAMPLE = Path(__file__).parent / "fixtures" / "acl" / "acl_sample300.jsonl"
+ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
 WORD = re.compile(r"[^\W_]+")
 
 

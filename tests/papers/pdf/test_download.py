@@ -24,7 +24,7 @@ from papers.models import Paper, PaperPdf
 from papers.pdf import download, services
 from papers.pdf.errors import DownloadFailed, NotAPdf
 from papers.tasks import download_pdf_task
-from tests.test_pdf_library import EXPOSITORY, FACTS
+from tests.papers.pdf.test_services import EXPOSITORY, FACTS
 
 PDF = EXPOSITORY.read_bytes()
 

@@ -18,7 +18,7 @@ from projects.models import Project
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE = Path(__file__).parent / "fixtures" / "acl" / "acl_sample300.jsonl"
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "acl" / "acl_sample300.jsonl"
 
 
 def run(*args: str) -> tuple[str, str]:
@@ -176,7 +176,7 @@ def test_malformed_anthology_urls_are_repaired_and_reported(tmp_path: Path) -> N
     assert transfer.source_url == doi and transfer.pdf_url == ""  # no PDF address known
 
 
-CRANFIELD = Path(__file__).parent / "fixtures" / "cranfield" / "cranfield_slice.jsonl"
+CRANFIELD = Path(__file__).parents[1] / "fixtures" / "cranfield" / "cranfield_slice.jsonl"
 
 
 def test_cranfield_papers_sharing_a_title_stay_apart_and_keep_their_ids() -> None:
@@ -204,7 +204,7 @@ def test_records_of_other_collections_keep_their_id_as_source_id(tmp_path: Path)
     assert (paper.source, paper.source_id) == ("scifact", "4983")
 
 
-ACL_RECORDS = Path(__file__).parent / "fixtures" / "acl_records" / "acl_records.jsonl"
+ACL_RECORDS = Path(__file__).parents[1] / "fixtures" / "acl_records" / "acl_records.jsonl"
 
 
 def test_acl_journal_volume_issue_pages_and_names_are_mapped() -> None:

@@ -16,8 +16,8 @@ from django.urls import reverse
 
 from papers.models import Annotation, Paper, PaperPdf
 from papers.pdf import services
-from tests.test_pdf_annotations import WRAPPED
-from tests.test_pdf_library import EXPOSITORY, FACTS, QUANTUM
+from tests.papers.pdf.test_annotate import WRAPPED
+from tests.papers.pdf.test_services import EXPOSITORY, FACTS, QUANTUM
 
 pytestmark = pytest.mark.django_db
 

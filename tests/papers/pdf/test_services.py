@@ -18,7 +18,7 @@ from papers.models import Paper, PaperPdf
 from papers.pdf import selectors, services
 from papers.pdf.errors import NotAPdf, PdfFileMissing, PdfNotAvailable
 
-FIXTURES = Path(__file__).parent / "fixtures" / "pdfs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "pdfs"
 FACTS: dict[str, Any] = json.loads((FIXTURES / "pdf_facts.json").read_text())
 QUANTUM = FIXTURES / "1111.2011v2.pdf"  # 8 pages, nested outline
 EXPOSITORY = FIXTURES / "2304.02623v1.pdf"  # 4 pages, flat outline

@@ -18,7 +18,7 @@ from papers.models import Annotation, Paper
 from papers.pdf import selectors, services
 from papers.pdf.annotate import annotation_pdf_name
 from papers.pdf.errors import PdfNotAvailable, TextNotFound
-from tests.test_pdf_library import EXPOSITORY, FACTS, QUANTUM
+from tests.papers.pdf.test_services import EXPOSITORY, FACTS, QUANTUM
 
 # Page 1 of 2304.02623v1: three lines, 'tech-' + 'nology' split by the line break.
 WRAPPED = (

@@ -1,6 +1,6 @@
 """attach_pdf's service (issue 18, item 3): a PDF from a URL or from the open-access
 locations the paper's metadata names, through the same guarded download as every PDF
-download, served by a real local HTTP server (tests/test_pdf_download.PdfServer)."""
+download, served by a real local HTTP server (tests/papers/pdf/test_download.PdfServer)."""
 
 # ruff: noqa: F811  (the imported fixtures are parameters of the tests below)
 from __future__ import annotations
@@ -16,8 +16,8 @@ from papers.pdf import fetch
 from papers.pdf.fetch import NoPdfLocation, PdfFetchFailed, paper_pdf_attach, pdf_locations
 
 # The local PDF server and the download settings are the download tests' own fixtures.
-from tests.test_pdf_download import PdfServer, knowledge_base, server  # noqa: F401
-from tests.test_pdf_library import FACTS
+from tests.papers.pdf.test_download import PdfServer, knowledge_base, server  # noqa: F401
+from tests.papers.pdf.test_services import FACTS
 
 pytestmark = pytest.mark.django_db
 

@@ -479,7 +479,7 @@ def test_a_short_lived_process_that_adds_a_paper_exits_cleanly(
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     script = (
         "import django; django.setup()\n"
         "from django.core.management import call_command\n"

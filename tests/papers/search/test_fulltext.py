@@ -36,8 +36,8 @@ from projects.services import project_add_papers
 
 pytestmark = pytest.mark.django_db
 
-CORPUS = Path(__file__).parent / "fixtures" / "search" / "corpus.jsonl"
-ACL_SAMPLE = Path(__file__).parent / "fixtures" / "acl" / "acl_sample300.jsonl"
+CORPUS = Path(__file__).parents[2] / "fixtures" / "search" / "corpus.jsonl"
+ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
 
 
 @pytest.fixture(autouse=True)

@@ -29,7 +29,7 @@ from core.errors import DomainError, InvalidInput
 from papers import assets
 from papers.models import Paper, PaperAsset
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "assets" / "library"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "assets" / "library"
 ATTENTION = FIXTURES / "attention"
 BRIEF = (ATTENTION / "summary" / "brief.json").read_text()
 DEEP_READ = (ATTENTION / "summary" / "deep_read.json").read_text()

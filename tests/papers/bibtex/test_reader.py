@@ -22,7 +22,7 @@ from papers.services import papers_upsert
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bibtex"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "bibtex"
 D2L = FIXTURES / "d2l.bib"
 D2L_ENTRIES = 488
 # d2l.bib cites 11 papers twice under two keys (Vapnik's papers as 'Vapnik.Chervonenkis.1964'

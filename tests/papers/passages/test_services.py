@@ -25,7 +25,7 @@ from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
 from papers.search import embedding
 from tests.core.test_progress import Terminal, segments
-from tests.test_pdf_library import EXPOSITORY, FIXTURES, QUANTUM
+from tests.papers.pdf.test_services import EXPOSITORY, FIXTURES, QUANTUM
 from tests.zotero_fake import FakeZotero, default_items
 
 ACL = FIXTURES / "N18-3011.pdf"  # NAACL 2018, two columns, 8 pages

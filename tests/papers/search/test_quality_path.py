@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 BENCH = ROOT / "benchmarks" / "bench_search_quality.py"
 CRANFIELD = ROOT.parent / "shared" / "corpus" / "cranfield" / "cranfield_queries.jsonl"
 
