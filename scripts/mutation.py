@@ -66,7 +66,7 @@ GROUPS: dict[str, Group] = {
     ),
     "origin": Group(
         mutate=["mcp_endpoint/http.py"],
-        tests=["tests/mcp/test_endpoint_core.py", "tests/test_origin_host.py"],
+        tests=["tests/mcp/test_endpoint_core.py", "tests/mcp/test_origin_host.py"],
         only=[
             "mcp_endpoint.http.x__origin_parts__mutmut_*",
             "mcp_endpoint.http.x_origin_allowed__mutmut_*",
@@ -102,14 +102,14 @@ GROUPS: dict[str, Group] = {
     # runs of what they leave against the tool-path tests: see docs/MUTATION.md.
     "review-rules": Group(
         mutate=["projects/review/workflow.py"],
-        tests=["tests/test_review_rules.py"],
+        tests=["tests/projects/review/test_workflow_rules.py"],
     ),
     "review": Group(
         mutate=["projects/review/workflow.py"],
         tests=[
-            "tests/test_review_rules.py",
-            "tests/test_review_workflow.py",
-            "tests/test_review_admin.py",
+            "tests/projects/review/test_workflow_rules.py",
+            "tests/projects/review/test_workflow.py",
+            "tests/projects/review/test_admin.py",
         ],
     ),
 }

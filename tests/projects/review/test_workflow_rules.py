@@ -1,6 +1,6 @@
 """The review's decision rules (projects/review/workflow.py) one by one: which decisions are
 accepted, what each does to the pending candidates, and the stage it leads to. The tool
-path is tests/test_review_workflow.py and tests/test_review_properties.py; these pin each
+path is tests/projects/review/test_workflow.py and tests/projects/review/test_workflow_properties.py; these pin each
 rule with its error message, so a change to one shows here."""
 
 from __future__ import annotations

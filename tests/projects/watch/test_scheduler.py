@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs Redis and running Celery workers (make test-pg)",
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PAPER = {"title": "Beat scheduled retrieval", "authors": ["Grace Hopper"], "year": 2025}
 
 

@@ -90,7 +90,7 @@ def test_recorded_reference_lists_are_asked_for_as_one_batch(
 ) -> None:
     """The recorded answers of tests/fixtures/openalex and /crossref (see their SOURCE.txt):
     their reference lists become one batch request each."""
-    recorded = Path(__file__).resolve().parent / "fixtures"
+    recorded = Path(__file__).resolve().parents[1] / "fixtures"
     work = json.loads((recorded / "openalex" / "work_W2492449078.json").read_text())
     sources.add("/openalex/works/W2492449078", Reply(200, work))
     crossref = json.loads((recorded / "crossref" / "work.json").read_text())

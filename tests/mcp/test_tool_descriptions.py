@@ -23,7 +23,7 @@ from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE
 from mcp_endpoint.budget import tool_costs
 from mcp_endpoint.registry import CORE, TOOLSET_MODULES, build_registry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MCP_DOC = ROOT / "docs" / "MCP.md"
 # Export and document formats a description might name; a tool with a `format` enum may
 # name only those it accepts.

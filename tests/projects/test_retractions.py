@@ -35,7 +35,7 @@ from projects.retractions import retractions_check, retractions_check_due
 from projects.services import project_add_papers
 from tests.engines.replay import ReplayServer, Reply
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "retractions"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "retractions"
 WORK = "10.1016/s0140-6736(97)11096-0"
 NOTICE = "10.1016/s0140-6736(10)60175-4"
 CORRECTED = "10.5555/corrected.2023.1"

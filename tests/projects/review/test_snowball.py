@@ -4,7 +4,7 @@ each work one candidate however many included papers lead to it, those connectin
 included papers first.
 
 On the PostgreSQL + Redis run the step runs on the real Celery worker, which finds the
-plugin engine in the shared engines folder (as tests/test_review_workflow.py's engines).
+plugin engine in the shared engines folder (as tests/projects/review/test_workflow.py's engines).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from engines.runner import EngineCall, run_calls
 from papers.models import Citation, Paper
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
-from tests.test_review_workflow import CORPUS, Tools, assert_counts_add_up, build_library
+from tests.projects.review.test_workflow import CORPUS, Tools, assert_counts_add_up, build_library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
