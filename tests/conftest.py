@@ -19,10 +19,11 @@ from projects.services import project_create
 from tests.engines.replay import ReplayServer
 
 # Hypothesis profiles for the property tests that leave max_examples to the profile
-# (tests/projects/review/test_workflow_properties.py; the fuzzers set their own). `ci`, the default, finds a
-# decision that is refused with the wrong code, or accepted when it should not be, within
-# a few minutes of the run; `thorough` is for a longer local run:
-#   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest tests/projects/review/test_workflow_properties.py
+# (tests/projects/review/test_workflow_properties.py; the fuzzers set their own). `ci`, the
+# default, finds a decision that is refused with the wrong code, or accepted when it should
+# not be, within a few minutes of the run; `thorough` is for a longer local run:
+#   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest \
+#       tests/projects/review/test_workflow_properties.py
 _PROPERTY_DEFAULTS: dict[str, Any] = {
     "deadline": None,
     "database": None,

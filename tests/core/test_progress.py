@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from core.progress import progress_bar
+from tests.core.builders import Terminal, segments
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = [
@@ -28,16 +29,6 @@ RECORDS = [
         [("Parsing with Graphs", "Smith"), ("Translating Rare Words", "Jones"),
          ("Summaries of Long Documents", "Lee")], start=1)
 ]  # fmt: skip
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def segments(text: str) -> list[str]:
-    """What a terminal shows line by line: a carriage return starts the line over."""
-    return [part for line in text.split("\n") for part in line.split("\r")]
 
 
 def test_log_lines_print_above_the_bar_not_through_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,6 @@ tests do (PDF_ALLOW_PRIVATE_URLS); the refusal test turns it off."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import time
 from collections.abc import Callable
@@ -23,28 +22,15 @@ from engines.open_access import find_and_attach, papers_find_and_attach
 from papers.models import Paper, PaperIdentifier, PaperPdf, Passage
 from papers.passages.selectors import passage_search
 from papers.pdf import fetch
+from tests.engines.open_access_builders import PAGES, serve_pdf, served
 from tests.engines.replay import ReplayServer, Reply
-from tests.papers.pdf.test_services import EXPOSITORY, FACTS
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "open_access"
 DOI = "10.48550/arxiv.2304.02623"
 # engines.http.path_segment sends a DOI as one path segment: its '/' encoded.
 DOI_SEGMENT = DOI.replace("/", "%2F")
 OPENALEX_WORK = f"/works/doi:{DOI_SEGMENT}"
 UNPAYWALL_DOI = f"/v2/{DOI_SEGMENT}"
 S2_PAPER = f"/graph/v1/paper/DOI:{DOI_SEGMENT}"
-PDF_BYTES = EXPOSITORY.read_bytes()
-PAGES = FACTS["2304.02623v1.pdf"]["pages"]
-
-
-def served(name: str, server: ReplayServer) -> dict[str, Any]:
-    """A recorded answer whose https:// addresses all point at the local server."""
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    return json.loads(text.replace("https://", f"{server.url}/"))
-
-
-def serve_pdf(server: ReplayServer, path: str) -> None:
-    server.add(path, Reply(200, PDF_BYTES, headers={"Content-Type": "application/pdf"}))
 
 
 def asked(server: ReplayServer, path: str) -> list[dict[str, str]]:

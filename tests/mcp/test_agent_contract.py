@@ -20,7 +20,7 @@ from tests.mcp.conftest import (
     seeded_knowledge_base,
     tool_data,
 )
-from tests.papers.pdf.test_download import PdfServer
+from tests.papers.pdf.builders import PdfServer
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

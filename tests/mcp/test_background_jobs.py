@@ -21,7 +21,7 @@ from mcp_endpoint.registry import build_registry
 from papers.models import Paper, PaperPdf
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
-from tests.papers.pdf.test_download import PdfServer
+from tests.papers.pdf.builders import PdfServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

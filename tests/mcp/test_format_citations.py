@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import MCPError
 
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
     SEED_SCRIPT,
     KnowledgeBase,
@@ -25,8 +26,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_asset_tools import run
-from tests.papers.citations.test_styles import EXPECTED
+from tests.papers.citations.builders import EXPECTED
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -109,11 +109,12 @@ async def test_an_unknown_paper_is_a_not_found_result(library_server: LiveServer
     assert error["paper_ids"] == ["nobody2099ghost"]
 
 
-# The three papers of tests/papers/citations/test_styles.py, added to a knowledge base of the server's own
-# through paper_upsert; their citekeys by name.
+# The three papers of the style tests (tests/papers/citations/builders.py), added to a
+# knowledge base of the server's own through paper_upsert; their citekeys by name.
 ADD_CITED = (
     "import json; from papers.schemas import PaperRecord; "
-    "from papers.services import paper_upsert; from tests.papers.citations.test_styles import CITED; "
+    "from papers.services import paper_upsert; "
+    "from tests.papers.citations.builders import CITED; "
     "print(json.dumps({which: paper_upsert(record=PaperRecord.build(**values))[0].citekey "
     "for which, values in CITED.items()}))"
 )

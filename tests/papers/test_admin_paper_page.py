@@ -18,7 +18,7 @@ from papers.models import Paper
 from papers.pdf import services as pdf_services
 from papers.services import citations_add
 from projects.services import project_add_papers, project_create
-from tests.papers.pdf.test_services import EXPOSITORY
+from tests.papers.pdf.builders import EXPOSITORY
 
 pytestmark = pytest.mark.django_db
 

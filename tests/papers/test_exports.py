@@ -1,6 +1,7 @@
 """export_papers / render_export in every format, safe file names, atomic writes, and the
 export_library command."""
 
+# ruff: noqa: F811  (the imported fixtures are parameters of the tests below)
 from __future__ import annotations
 
 import csv
@@ -23,6 +24,7 @@ from papers.selectors import papers_filter
 from papers.services import paper_keywords_update
 from projects.models import Project
 from projects.services import project_add_papers
+from tests.papers.builders import exports_dir  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -40,13 +42,6 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def files_under(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file()}
-
-
-@pytest.fixture
-def exports_dir(settings: object, tmp_path: Path) -> Path:
-    folder = tmp_path / "exports"
-    settings.EXPORTS_DIR = folder  # type: ignore[attr-defined]
-    return folder
 
 
 @pytest.fixture

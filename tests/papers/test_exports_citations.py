@@ -17,7 +17,7 @@ from papers.exports import export_search_results, render_export
 from papers.management.commands.export_library import Command as ExportLibrary
 from papers.models import Paper
 from papers.selectors import papers_filter
-from tests.papers.citations.test_styles import MINIMAL_CSL
+from tests.papers.citations.builders import MINIMAL_CSL
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ import pytest
 from core.errors import InvalidInput
 from papers.exports import export_search_results
 from papers.models import Paper
-from tests.papers.test_exports import exports_dir  # noqa: F401 (fixture)
+from tests.papers.builders import exports_dir  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from papers.imports import RawItem, import_records
 from papers.models import PaperEmbedding
 from papers.schemas import PaperRecord
 from papers.search import semantic, strong_tier
-from tests.papers.search.test_tiers import fake_strong, fresh_indexes  # noqa: F401 (fixtures)
+from tests.papers.search.builders import fake_strong, fresh_indexes  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

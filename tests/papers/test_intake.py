@@ -17,8 +17,8 @@ from papers.models import Paper
 from papers.schemas import PaperRecord
 from projects.models import Project
 from projects.services import project_create
+from tests.engines.builders import PLOS_DOI, crossref_work, sources  # noqa: F401
 from tests.engines.replay import ReplayServer
-from tests.engines.test_add_paper import PLOS_DOI, crossref_work, sources  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

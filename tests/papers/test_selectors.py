@@ -24,7 +24,7 @@ from papers.selectors import paper_brief, paper_detail, papers_filter, with_rela
 from projects.models import Project
 from projects.selectors import project_papers
 from projects.services import project_add_papers
-from tests.papers.pdf.test_services import EXPOSITORY
+from tests.papers.pdf.builders import EXPOSITORY
 
 pytestmark = pytest.mark.django_db
 

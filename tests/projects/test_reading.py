@@ -19,7 +19,7 @@ from papers.pdf import services as pdf_services
 from papers.services import citations_add
 from projects.models import Project
 from projects.services import project_add_papers
-from tests.papers.pdf.test_services import EXPOSITORY
+from tests.papers.pdf.builders import EXPOSITORY
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,8 @@ from engines.citecheck.selectors import citations_check
 from engines.citecheck.support import SUPPORTED_FROM, UNSUPPORTED_BELOW
 from papers.models import Paper, Passage
 from papers.pdf import services as pdf_services
-from tests.papers.passages.test_services import ACL, EXPOSITORY, WRAPPED
+from tests.papers.passages.builders import ACL
+from tests.papers.pdf.builders import EXPOSITORY, WRAPPED
 
 # WRAPPED (2304.02623v1.pdf, page 1) reworded by hand, and turned around.
 REWORDED = (

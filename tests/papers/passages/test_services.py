@@ -24,24 +24,12 @@ from papers.passages.selectors import page_passages, passage_search, quote_find
 from papers.pdf import services as pdf_services
 from papers.pdf.errors import PdfNotAvailable
 from papers.search import embedding
-from tests.core.test_progress import Terminal, segments
-from tests.papers.pdf.test_services import EXPOSITORY, FIXTURES, QUANTUM
+from tests.core.builders import Terminal, segments
+from tests.papers.passages.builders import ACL, LIGATURE_QUOTE
+from tests.papers.pdf.builders import EXPOSITORY, FIXTURES, QUANTUM, WRAPPED
 from tests.zotero_fake import FakeZotero, default_items
 
-ACL = FIXTURES / "N18-3011.pdf"  # NAACL 2018, two columns, 8 pages
 HYPHENATED = FIXTURES / "grobid-dehypenisation1.pdf"  # 'dehypenisa-' / 'tion'
-# Page 1 of 2304.02623v1, three lines, 'tech-' + 'nology' split by the line break.
-WRAPPED = (
-    "Recent work has shown that leveraging this new technology can transform writing in "
-    "many scenarios such as ideation during creative writing, editing support, and "
-    "summarization."
-)
-# Page 2 of N18-3011, as the page prints it: 'diﬀerent' (a ligature), 'di-' / 'rected'.
-LIGATURE_QUOTE = (
-    "The literature graph is a property graph with directed edges. Unlike Resource "
-    "Description Framework (RDF) graphs, nodes and edges in property graphs have an "
-    "internal structure"
-)
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,7 @@ from django.urls import reverse
 
 from papers.models import Annotation, Paper, PaperPdf
 from papers.pdf import services
-from tests.papers.pdf.test_annotate import WRAPPED
-from tests.papers.pdf.test_services import EXPOSITORY, FACTS, QUANTUM
+from tests.papers.pdf.builders import EXPOSITORY, FACTS, QUANTUM, WRAPPED
 
 pytestmark = pytest.mark.django_db
 

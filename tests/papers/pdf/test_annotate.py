@@ -18,14 +18,8 @@ from papers.models import Annotation, Paper
 from papers.pdf import selectors, services
 from papers.pdf.annotate import annotation_pdf_name
 from papers.pdf.errors import PdfNotAvailable, TextNotFound
-from tests.papers.pdf.test_services import EXPOSITORY, FACTS, QUANTUM
+from tests.papers.pdf.builders import EXPOSITORY, FACTS, QUANTUM, WRAPPED
 
-# Page 1 of 2304.02623v1: three lines, 'tech-' + 'nology' split by the line break.
-WRAPPED = (
-    "Recent work has shown that leveraging this new technology can transform writing in "
-    "many scenarios such as ideation during creative writing, editing support, and "
-    "summarization."
-)
 GREEN = (0x5F / 255, 0xB2 / 255, 0x36 / 255)
 ORANGE = (0xF1 / 255, 0x98 / 255, 0x37 / 255)
 

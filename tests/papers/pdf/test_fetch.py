@@ -16,8 +16,7 @@ from papers.pdf import fetch
 from papers.pdf.fetch import NoPdfLocation, PdfFetchFailed, paper_pdf_attach, pdf_locations
 
 # The local PDF server and the download settings are the download tests' own fixtures.
-from tests.papers.pdf.test_download import PdfServer, knowledge_base, server  # noqa: F401
-from tests.papers.pdf.test_services import FACTS
+from tests.papers.pdf.builders import FACTS, PdfServer, knowledge_base, server  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

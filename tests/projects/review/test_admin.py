@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from projects.models import ReviewDecision, ReviewSession
 from projects.review import services
-from tests.projects.review.test_workflow import LONG_DOCS, build_library
+from tests.projects.review.builders import LONG_DOCS, build_library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,8 +22,8 @@ from papers.services import papers_upsert
 from projects.models import ReviewCandidate, ReviewDuplicate
 from projects.review.dedup import titles_match, work_groups, works_load
 from projects.review.prisma import prisma_problems
-from tests.projects.review.test_workflow import assert_counts_add_up
-from tests.projects.review.test_screening import ToolError, Tools
+from tests.projects.review.builders import assert_counts_add_up
+from tests.projects.review.screening_builders import ToolError, Tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -30,7 +30,7 @@ from projects.review.planning import Plan
 from projects.review.prisma import prisma_problems, prisma_svg
 from research_site.models import ApiToken
 from research_site.tokens import api_token_create
-from tests.projects.review.test_workflow import assert_counts_add_up
+from tests.projects.review.builders import assert_counts_add_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from projects.review.prioritise import BOTH, EMBEDDINGS, NAIVE_BAYES, Ranker, encode_texts
 from projects.review.recall_plot import recall_curve_points, recall_curve_svg
 from projects.review.simulation import dataset_load
-from tests.projects.review.test_screening_metrics import TOPIC, labelled, write_sets
+from tests.projects.review.builders import TOPIC, labelled, write_sets
 
 SVG = "{http://www.w3.org/2000/svg}"
 T, F = True, False

@@ -5,18 +5,11 @@ stopping report in get_session, and decide at the screen checkpoint afterwards.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from mcp import MCPError
-from mcp_types import CallToolResult
 
-from mcp_endpoint.registry import Registry
-from mcp_endpoint.tools import review as review_tools
-from mcp_endpoint.tools import screening as screening_tools
 from papers.models import Paper
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
@@ -24,6 +17,7 @@ from projects.models import ReviewCandidate
 from projects.review import screening as screening_module
 from projects.review.prioritise import SEARCH_RANK
 from projects.review.screening import NOT_SCREENED
+from tests.projects.review.screening_builders import ToolError, Tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,35 +61,6 @@ def relevant(transactional_db: None) -> set[int]:
     other = [record for i, place in enumerate(PLACES) for record in off_topic(i, place)]
     ids = papers_upsert(records=[PaperRecord.build(**v) for v in topic + other]).paper_ids
     return set(ids[: len(topic)])
-
-
-class ToolError(Exception):
-    def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__(body.get("message"))
-        self.code = body["code"]
-        self.body = body
-
-
-@dataclass
-class Tools:
-    """The `review` tool set with screening, called as MCP calls them (errors mapped)."""
-
-    fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        registry = Registry(read_only=False, selected=frozenset({"review"}))
-        registry._current_set = "review"
-        review_tools.register(registry)
-        screening_tools.register(registry)
-        self.fns = {name: tool.fn for name, tool in registry.tools.items()}
-
-    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result = self.fns[name](**arguments)
-        assert isinstance(result, CallToolResult)
-        body = json.loads(result.content[0].text)
-        if result.is_error:
-            raise ToolError(body["error"])
-        return cast(dict[str, Any], body)
 
 
 @pytest.fixture

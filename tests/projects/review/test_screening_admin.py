@@ -16,7 +16,7 @@ from django.urls import reverse
 from projects.models import ReviewCandidate, ReviewSession
 from projects.review import services
 from projects.review.screening import screening_decide
-from tests.projects.review.test_workflow import LONG_DOCS, build_library
+from tests.projects.review.builders import LONG_DOCS, build_library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,6 @@ from django.core.management.base import CommandError
 from projects.review.agreement import agreement_summary, cohen_kappa
 from projects.review.prioritise import SEARCH_RANK, SEARCH_RANK_ONE_CLASS, Ranker
 from projects.review.simulation import (
-    LabelledRecord,
     dataset_load,
     heuristic_stop,
     records_to_recall,
@@ -23,6 +22,7 @@ from projects.review.simulation import (
     wss,
 )
 from projects.review.stopping import hypergeometric_p, recall_lower_bound, stopping_assess
+from tests.projects.review.builders import OTHER, TOPIC, labelled, write_sets
 
 T, F = True, False
 
@@ -128,38 +128,6 @@ def test_heuristics_are_reported_beside_the_rule() -> None:
 
 # --- ranking and simulation ----------------------------------------------------------------------
 
-TOPIC = [
-    "sparse attention transformer for long documents",
-    "long document transformer with local and global attention",
-    "efficient attention for long sequences of text",
-    "transformer language model over book length documents",
-    "linear attention scaling to long documents",
-    "memory efficient transformer for long legal documents",
-]
-OTHER = [
-    "coral reef acoustic monitoring with hydrophones",
-    "zebra stripes and thermoregulation in the savanna",
-    "graph convolutional networks for node classification",
-    "crop yield prediction from satellite images",
-    "power transformers in electrical distribution grids",
-    "protein folding with molecular dynamics",
-    "urban traffic flow simulation",
-    "bird migration tracked by radar",
-    "soil carbon in temperate forests",
-    "ocean wave energy converters",
-    "volcanic ash dispersion forecasting",
-    "rainfall runoff models for small catchments",
-    "classroom attention of primary school pupils",
-    "archiving historical paper documents in libraries",
-]
-
-
-def labelled() -> list[LabelledRecord]:
-    records = [LabelledRecord(f"t{i}", text, "", True) for i, text in enumerate(TOPIC)]
-    records += [LabelledRecord(f"o{i}", text, "", False) for i, text in enumerate(OTHER)]
-    # Search order: the off-topic records first.
-    return records[len(TOPIC) :] + records[: len(TOPIC)]
-
 
 def test_without_both_kinds_of_decision_the_search_rank_stays() -> None:
     ranker = Ranker([r.text for r in labelled()])
@@ -198,30 +166,6 @@ def test_simulation_is_seeded_and_beats_the_search_order() -> None:
 
 
 # --- datasets and the command --------------------------------------------------------------------
-
-
-def write_sets(folder: Path) -> dict[str, Path]:
-    records = labelled()
-    csv_path = folder / "set.csv"
-    lines = ["title,abstract,label_included"]
-    lines += [f'"{r.title}","",{int(r.included)}' for r in records]
-    csv_path.write_text("\n".join(lines) + "\n")
-    jsonl = folder / "set.jsonl"
-    jsonl.write_text(
-        "".join(
-            json.dumps({"title": r.title, "abstract": "", "label_included": int(r.included)}) + "\n"
-            for r in records
-        )
-    )
-    ris = folder / "set.ris"
-    ris.write_text(
-        "".join(
-            f"TY  - JOUR\nTI  - {r.title}\nAB  - about it\n"
-            f"N1  - {'ASReview_relevant' if r.included else 'ASReview_irrelevant'}\nER  - \n"
-            for r in records
-        )
-    )
-    return {"csv": csv_path, "jsonl": jsonl, "ris": ris}
 
 
 def test_datasets_load_in_asreview_convention(tmp_path: Path) -> None:

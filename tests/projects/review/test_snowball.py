@@ -24,7 +24,7 @@ from engines.runner import EngineCall, run_calls
 from papers.models import Citation, Paper
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
-from tests.projects.review.test_workflow import CORPUS, Tools, assert_counts_add_up, build_library
+from tests.projects.review.builders import CORPUS, Tools, assert_counts_add_up, build_library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

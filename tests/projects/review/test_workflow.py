@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from django.utils import timezone
 from mcp import MCPError
-from mcp_types import CallToolResult
 
 from engines.registry import registry as engine_registry
-from mcp_endpoint.registry import Registry
-from mcp_endpoint.tools import review as review_tools
 from papers.models import Paper
-from papers.schemas import PaperRecord
-from papers.services import citations_add, papers_upsert
 from projects.models import (
     Project,
     ReviewCandidate,
@@ -38,61 +32,21 @@ from projects.review import services, steps
 from projects.review.steps import review_step
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
+from tests.projects.review.builders import (
+    CORPUS,
+    LONG_DOCS,
+    ToolError,
+    Tools,
+    assert_counts_add_up,
+    build_library,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-LONG_DOCS = "How do transformers handle long documents?"
-CORPUS = {
-    "attention": dict(
-        title="Attention Is All You Need", authors=["Ashish Vaswani"], year=2017,
-        abstract="The transformer, based solely on attention, for sequence transduction.",
-    ),
-    "longformer": dict(
-        title="Longformer: The Long-Document Transformer", authors=["Iz Beltagy"], year=2020,
-        abstract="A transformer for long documents with sparse attention.",
-        arxiv_id="2004.05150",
-    ),
-    "bigbird": dict(
-        title="Big Bird: Transformers for Longer Sequences", authors=["Manzil Zaheer"],
-        year=2020, abstract="Sparse attention makes transformers scale to long sequences.",
-    ),
-    "reformer": dict(
-        title="Reformer: The Efficient Transformer", authors=["Nikita Kitaev"], year=2020,
-        abstract="An efficient transformer with locality-sensitive hashing.",
-    ),
-    "gcn": dict(
-        title="Semi-Supervised Classification with Graph Convolutional Networks",
-        authors=["Thomas Kipf"], year=2017,
-        abstract="Graph convolutional networks for node classification.",
-    ),
-    "shannon": dict(
-        title="A Mathematical Theory of Communication", authors=["Claude Shannon"], year=1948,
-        abstract="Information sent over noisy channels, and long documents of text.",
-    ),
-    # Cite Longformer/Big Bird without sharing their words: found only by citation search.
-    "zebra": dict(
-        title="Zebra Stripes and Thermoregulation", authors=["Ada Zoologist"], year=2022,
-        abstract="Stripes cool the animal.",
-    ),
-    "coral": dict(
-        title="Coral Reef Acoustic Monitoring", authors=["Bea Marine"], year=2023,
-        abstract="Hydrophones record reefs.",
-    ),
-}  # fmt: skip
-CITATIONS = [("zebra", "longformer"), ("coral", "longformer"), ("coral", "bigbird")]
 
 
 @pytest.fixture(autouse=True)
 def _quick(settings: Any) -> None:
     settings.EMBEDDINGS_ENABLED = False
-
-
-def build_library() -> dict[str, int]:
-    """The corpus above, through the importers' service; name -> paper_id."""
-    records = [PaperRecord.build(**values) for values in CORPUS.values()]
-    ids = dict(zip(CORPUS, papers_upsert(records=records).paper_ids, strict=True))
-    citations_add(pairs=[(ids[a], ids[b]) for a, b in CITATIONS])
-    return ids
 
 
 @pytest.fixture
@@ -101,56 +55,6 @@ def library(transactional_db: None) -> dict[str, int]:
 
 
 # --- the tools, called as MCP calls them (guarded, errors mapped) -------------------------------
-
-
-class ToolError(Exception):
-    def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__(body.get("message"))
-        self.code = body["code"]
-        self.body = body
-
-
-class AbsentIsNone(dict[str, Any]):
-    def __missing__(self, key: str) -> None:
-        return None
-
-
-@dataclass
-class Tools:
-    """The `review` tool set, called in-process. A domain error raises ToolError with its
-    isError body; an InvalidInput raises MCPError (-32602), as over /mcp."""
-
-    read_only: bool = False
-    fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        registry = Registry(read_only=self.read_only, selected=frozenset({"review"}))
-        registry._current_set = "review"
-        review_tools.register(registry)
-        self.fns = {name: tool.fn for name, tool in registry.tools.items()}
-        self.aliases = registry.aliases
-
-    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        # The names the registry accepts besides the listed ones (max_results -> limit).
-        renamed = self.aliases.get(name, {})
-        result = self.fns[name](**{renamed.get(k, k): v for k, v in arguments.items()})
-        assert isinstance(result, CallToolResult)
-        # Answers leave null fields out (docs/MCP.md "Responses"): absent reads as None.
-        body = json.loads(result.content[0].text, object_hook=AbsentIsNone)
-        if result.is_error:
-            raise ToolError(body["error"])
-        return cast(dict[str, Any], body)
-
-    def start(self, query: str = LONG_DOCS, **arguments: Any) -> dict[str, Any]:
-        arguments.setdefault("domain", "general")
-        return self("start_review", query=query, **arguments)
-
-    def decide(self, state: dict[str, Any], action: str, **arguments: Any) -> dict[str, Any]:
-        return self("decide", session_id=state["session_id"], action=action, **arguments)
-
-    def get(self, state: dict[str, Any], **arguments: Any) -> dict[str, Any]:
-        return self("get_session", session_id=state["session_id"], **arguments)
 
 
 @pytest.fixture
@@ -165,21 +69,6 @@ def titles(state: dict[str, Any]) -> list[str]:
 def project_titles(project_id: str) -> set[str]:
     papers = Paper.objects.filter(project_links__project_id=project_id)
     return set(papers.values_list("title", flat=True))
-
-
-def assert_counts_add_up(counts: dict[str, Any]) -> None:
-    """Every record identified is a duplicate, outside the dates, over the limit or screened;
-    every screened paper is pending, excluded or included."""
-    for block in (counts, counts.get("citation_search")):
-        if not block:
-            continue
-        assert block["identified_total"] == sum(block["identified"].values())
-        assert block["identified_total"] == (
-            block["duplicates_removed"] + block["outside_date_range"] + block["over_limit"]
-            + block["screened"]
-        )  # fmt: skip
-        assert block["screened"] == block["pending"] + block["excluded"] + block["included"]
-        assert sum(block["excluded_reasons"].values()) == block["excluded"]
 
 
 # --- a review from question to project ----------------------------------------------------------

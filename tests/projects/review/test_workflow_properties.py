@@ -19,7 +19,7 @@ from mcp import MCPError
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewDecision
 from projects.review.planning import EDITABLE, key_terms
 from projects.review.workflow import DecisionAction
-from tests.projects.review.test_workflow import (
+from tests.projects.review.builders import (
     LONG_DOCS,
     ToolError,
     Tools,

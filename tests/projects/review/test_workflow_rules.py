@@ -1,7 +1,7 @@
 """The review's decision rules (projects/review/workflow.py) one by one: which decisions are
 accepted, what each does to the pending candidates, and the stage it leads to. The tool
-path is tests/projects/review/test_workflow.py and tests/projects/review/test_workflow_properties.py; these pin each
-rule with its error message, so a change to one shows here."""
+path is tests/projects/review/test_workflow.py and test_workflow_properties.py; these pin
+each rule with its error message, so a change to one shows here."""
 
 from __future__ import annotations
 
