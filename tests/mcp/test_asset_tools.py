@@ -1,5 +1,5 @@
 """The `assets` tools and the paper:// asset resources over /mcp, against a real server
-process whose ASSET_BASE_URL is a local HTTP server (tests.papers.assets.test_services.AssetServer).
+process whose ASSET_BASE_URL is a local HTTP server (tests.papers.assets.builders.AssetServer).
 
 The knowledge base is this module's own (seeded like the shared one, then given assets
 with `manage.py import_assets` and `asset_register_remote`), so the assets never leak

@@ -1,6 +1,6 @@
 """attach_pdf's service (issue 18, item 3): a PDF from a URL or from the open-access
 locations the paper's metadata names, through the same guarded download as every PDF
-download, served by a real local HTTP server (tests/papers/pdf/test_download.PdfServer)."""
+download, served by a real local HTTP server (tests/papers/pdf/builders.PdfServer)."""
 
 # ruff: noqa: F811  (the imported fixtures are parameters of the tests below)
 from __future__ import annotations
