@@ -66,7 +66,7 @@ GROUPS: dict[str, Group] = {
     ),
     "origin": Group(
         mutate=["mcp_endpoint/http.py"],
-        tests=["tests/mcp/test_endpoint_core.py", "tests/test_origin_host.py"],
+        tests=["tests/mcp/test_endpoint_core.py", "tests/mcp/test_origin_host.py"],
         only=[
             "mcp_endpoint.http.x__origin_parts__mutmut_*",
             "mcp_endpoint.http.x_origin_allowed__mutmut_*",
@@ -76,7 +76,7 @@ GROUPS: dict[str, Group] = {
     ),
     "bibtex": Group(
         mutate=["papers/bibtex/writer.py", "papers/bibtex/reader.py"],
-        tests=["tests/test_bibtex_import.py", "tests/test_exports.py"],
+        tests=["tests/papers/bibtex/test_reader.py", "tests/papers/test_exports.py"],
         # The tests that import d2l.bib (488 entries) take seconds each: per mutant, hours.
         select=[
             "-k",
@@ -96,20 +96,20 @@ GROUPS: dict[str, Group] = {
     ),
     "identifiers": Group(
         mutate=["papers/identifiers.py"],
-        tests=["tests/test_identifiers.py"],
+        tests=["tests/papers/test_identifiers.py"],
     ),
     # The rules' own tests alone (no database: a minute), then `review --survivors`-style
     # runs of what they leave against the tool-path tests: see docs/MUTATION.md.
     "review-rules": Group(
         mutate=["projects/review/workflow.py"],
-        tests=["tests/test_review_rules.py"],
+        tests=["tests/projects/review/test_workflow_rules.py"],
     ),
     "review": Group(
         mutate=["projects/review/workflow.py"],
         tests=[
-            "tests/test_review_rules.py",
-            "tests/test_review_workflow.py",
-            "tests/test_review_admin.py",
+            "tests/projects/review/test_workflow_rules.py",
+            "tests/projects/review/test_workflow.py",
+            "tests/projects/review/test_admin.py",
         ],
     ),
 }

@@ -19,10 +19,11 @@ from projects.services import project_create
 from tests.engines.replay import ReplayServer
 
 # Hypothesis profiles for the property tests that leave max_examples to the profile
-# (tests/test_review_properties.py; the fuzzers set their own). `ci`, the default, finds a
-# decision that is refused with the wrong code, or accepted when it should not be, within
-# a few minutes of the run; `thorough` is for a longer local run:
-#   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest tests/test_review_properties.py
+# (tests/projects/review/test_workflow_properties.py; the fuzzers set their own). `ci`, the
+# default, finds a decision that is refused with the wrong code, or accepted when it should
+# not be, within a few minutes of the run; `thorough` is for a longer local run:
+#   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest \
+#       tests/projects/review/test_workflow_properties.py
 _PROPERTY_DEFAULTS: dict[str, Any] = {
     "deadline": None,
     "database": None,
@@ -74,7 +75,7 @@ def _no_failed_sign_ins_carried_over(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _first_embedding_tier_only(settings: Any) -> None:
     """No second-tier background thread or tasks unless a test turns the tier on
-    (tests/test_search_tiers.py): a thread writing while a test's transaction is open
+    (tests/papers/search/test_tiers.py): a thread writing while a test's transaction is open
     would race with it."""
     settings.EMBEDDING_MODEL_STRONG = ""
 
@@ -82,7 +83,7 @@ def _first_embedding_tier_only(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _no_retraction_checks_on_import(settings: Any) -> None:
     """Adding papers queues no background retraction check unless a test asks for one
-    (tests/test_retractions.py): a thread writing while a test's transaction is open
+    (tests/projects/test_retractions.py): a thread writing while a test's transaction is open
     would race with it."""
     settings.RETRACTION_CHECK_ON_IMPORT = False
 

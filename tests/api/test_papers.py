@@ -302,7 +302,7 @@ def test_source_and_translation(api: Api, library: Library) -> None:
 
 @pytest.fixture
 def pdf_server(settings: Any, tmp_path: Any) -> Iterator[Any]:
-    from tests.test_pdf_download import PdfServer
+    from tests.papers.pdf.builders import PdfServer
 
     settings.DOWNLOADS_DIR = tmp_path / "downloads"
     settings.CELERY_TASK_ALWAYS_EAGER = True

@@ -19,7 +19,7 @@ from projects.coverage import library_pdf_coverage
 from projects.models import Project
 from projects.services import project_add_papers
 from tests.api.conftest import Api
-from tests.test_pdf_library import EXPOSITORY, QUANTUM
+from tests.papers.pdf.builders import EXPOSITORY, QUANTUM
 
 pytestmark = pytest.mark.django_db
 

@@ -8,25 +8,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
-from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
+from tests.browser.builders import expect, listed_titles, log_in
+from tests.browser.conftest import CurationSite, Shots
 from tests.browser.pickers import autocomplete
-
-expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 PROJECT = "Transformers survey"
-
-
-def log_in(page: Page, site: CurationSite) -> None:
-    page.goto(site.url("/admin/login/?next=/admin/"))
-    page.fill("#id_username", site.username)
-    page.fill("#id_password", site.password)
-    page.click("input[type=submit]")
-    expect(page.locator("#user-tools")).to_contain_text(site.username)
 
 
 def run_action(page: Page, action: str, **fields: str) -> None:
@@ -37,10 +26,6 @@ def run_action(page: Page, action: str, **fields: str) -> None:
         for part in value.split(","):  # autocomplete boxes (papers.pickers): one at a time
             autocomplete(page, name, part.strip())
     page.click("button[name=index]")
-
-
-def listed_titles(page: Page) -> list[str]:
-    return page.locator("#result_list tbody td.field-short_title").all_inner_texts()
 
 
 def test_a_curator_builds_a_project_in_the_browser(

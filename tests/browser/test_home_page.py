@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.browser.builders import log_in
 from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
-from tests.browser.test_curation_flow import log_in
 from tests.mcp.conftest import mcp_client
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect

@@ -35,7 +35,7 @@ from core.bootstrap import prepare_knowledge_base
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
 from projects.review import services
-from tests.test_review_workflow import CORPUS, LONG_DOCS
+from tests.projects.review.builders import CORPUS, LONG_DOCS
 prepare_knowledge_base(create_admin=False)
 records = [PaperRecord.build(**values) for values in CORPUS.values()]
 ids = dict(zip(CORPUS, papers_upsert(records=records).paper_ids))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -25,18 +24,8 @@ from engines.base import (
     TransientEngineError,
     UnsupportedOperation,
 )
+from tests.engines.arxiv_builders import API_PATH, FIXTURES, recorded, sent
 from tests.engines.replay import ReplayServer, Reply
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "arxiv"
-API_PATH = "/api/query"
-
-
-def recorded(name: str) -> Reply:
-    """The recorded answer. The recorder kept the raw bytes decoded as latin-1, so encoding
-    back gives exactly what arXiv sent (UTF-8 XML)."""
-    data = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
-    headers = {"Content-Type": "application/atom+xml; charset=UTF-8"}
-    return Reply(data["status_code"], data["body"].encode("latin-1"), headers)
 
 
 def recorded_query(name: str, *keys: str) -> dict[str, str]:
@@ -44,11 +33,6 @@ def recorded_query(name: str, *keys: str) -> dict[str, str]:
     url = json.loads((FIXTURES / name).read_text(encoding="utf-8"))["url"]
     query = parse_qs(urlsplit(url).query, keep_blank_values=True)
     return {key: query[key][0] for key in keys}
-
-
-def sent(server: ReplayServer, index: int = -1) -> dict[str, str]:
-    """The query parameters of a request the client really sent."""
-    return {key: values[0] for key, values in server.requests[index].query.items()}
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import pytest
 
 from engines.arxiv import ArxivEngine
 from engines.base import SearchRequest
+from tests.engines.arxiv_builders import API_PATH, recorded, sent
 from tests.engines.replay import ReplayServer
-from tests.engines.test_arxiv import API_PATH, recorded, sent
 
 
 @pytest.fixture

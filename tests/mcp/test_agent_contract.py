@@ -20,7 +20,7 @@ from tests.mcp.conftest import (
     seeded_knowledge_base,
     tool_data,
 )
-from tests.test_pdf_download import PdfServer
+from tests.papers.pdf.builders import PdfServer
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -1,5 +1,5 @@
 """The `assets` tools and the paper:// asset resources over /mcp, against a real server
-process whose ASSET_BASE_URL is a local HTTP server (tests.test_assets.AssetServer).
+process whose ASSET_BASE_URL is a local HTTP server (tests.papers.assets.builders.AssetServer).
 
 The knowledge base is this module's own (seeded like the shared one, then given assets
 with `manage.py import_assets` and `asset_register_remote`), so the assets never leak
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +19,8 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
-    PYTHON,
-    ROOT,
     SEED_SCRIPT,
     KnowledgeBase,
     LiveServer,
@@ -35,7 +33,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.test_assets import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
+from tests.papers.assets.builders import ATTENTION, BRIEF, DEEP_READ, SOURCE, ZH, AssetServer
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -62,15 +60,6 @@ class AssetsSetup:
 
     def paper_id(self, name: str) -> int:
         return int(self.kb.paper(name)["paper_id"])
-
-
-def run(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [PYTHON, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="module")

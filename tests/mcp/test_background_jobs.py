@@ -1,7 +1,7 @@
 """attach_pdf returns within its wait_seconds, and a download that takes longer goes on in
 the background (issue 20): on a thread of this process on the embedded default, on a
 Celery worker where a broker is configured (`make test-pg`). The PDFs come from the
-download tests' local server (tests/test_pdf_download.PdfServer; /slow answers after 3 s).
+download tests' local server (tests/papers/pdf/builders.PdfServer; /slow answers after 3 s).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mcp_endpoint.registry import build_registry
 from papers.models import Paper, PaperPdf
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
-from tests.test_pdf_download import PdfServer
+from tests.papers.pdf.builders import PdfServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,6 +18,7 @@ import pytest
 from mcp import MCPError
 
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
     SEED_SCRIPT,
     KnowledgeBase,
@@ -28,8 +29,7 @@ from tests.mcp.conftest import (
     server_database,
     tool_data,
 )
-from tests.mcp.test_asset_tools import run
-from tests.test_pdf_library import EXPOSITORY, PAPERMAGE
+from tests.papers.pdf.builders import EXPOSITORY, PAPERMAGE
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, rpc, running_server
-from tests.mcp.test_stdio import INITIALIZE, INITIALIZED, run_raw
+from tests.mcp.stdio_builders import INITIALIZE, INITIALIZED, run_raw
 
 pytestmark = pytest.mark.server
 

@@ -16,7 +16,7 @@ compared with what real `manage.py serve` processes list over /mcp to the SDK cl
   `resources/templates/list`) names every one; "No prompts" means `prompts/list` is
   refused.
 
-docs/MCP.md's per-tool catalogue is generated and checked by tests/test_tool_descriptions.py.
+docs/MCP.md's per-tool catalogue is generated and checked by tests/mcp/test_tool_descriptions.py.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def tool_count_claims(surface: Surface) -> Iterator[tuple[Paragraph, int, list[s
     """(paragraph, N, the tools it lists after "N tools", what the server lists for it)."""
     for paragraph in paragraphs():
         if CATALOGUE_TOTAL.match(paragraph.text):
-            continue  # the generated catalogue: tests/test_tool_descriptions.py
+            continue  # the generated catalogue: tests/mcp/test_tool_descriptions.py
         for count in COUNT.finditer(paragraph.text):
             after = [run for run in runs(paragraph.text[count.end() :]) if len(run) > 1]
             listed = after[0] if after else []

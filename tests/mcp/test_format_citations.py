@@ -2,7 +2,7 @@
 citations with page locators in a CSL style, papers named by citekey or paper_id, and the
 errors an agent gets for an unknown style or paper; APA, Chicago author-date, IEEE and
 Vancouver for a paper with 22 authors, one with no year and a corporate author give the
-reference output of tests/test_citations.py (checked against citeproc-js,
+reference output of tests/papers/citations/test_styles.py (checked against citeproc-js,
 docs/CITATIONS.md)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import MCPError
 
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
     SEED_SCRIPT,
     KnowledgeBase,
@@ -25,8 +26,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_asset_tools import run
-from tests.test_citations import EXPECTED
+from tests.papers.citations.builders import EXPECTED
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -109,11 +109,12 @@ async def test_an_unknown_paper_is_a_not_found_result(library_server: LiveServer
     assert error["paper_ids"] == ["nobody2099ghost"]
 
 
-# The three papers of tests/test_citations.py, added to a knowledge base of the server's own
-# through paper_upsert; their citekeys by name.
+# The three papers of the style tests (tests/papers/citations/builders.py), added to a
+# knowledge base of the server's own through paper_upsert; their citekeys by name.
 ADD_CITED = (
     "import json; from papers.schemas import PaperRecord; "
-    "from papers.services import paper_upsert; from tests.test_citations import CITED; "
+    "from papers.services import paper_upsert; "
+    "from tests.papers.citations.builders import CITED; "
     "print(json.dumps({which: paper_upsert(record=PaperRecord.build(**values))[0].citekey "
     "for which, values in CITED.items()}))"
 )

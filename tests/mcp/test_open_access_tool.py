@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.engines.open_access_builders import FIXTURES, PAGES, serve_pdf, served
 from tests.engines.replay import ReplayServer, Reply
 from tests.mcp.conftest import (
     KnowledgeBase,
@@ -23,7 +24,6 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.test_open_access import FIXTURES, PAGES, serve_pdf, served
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

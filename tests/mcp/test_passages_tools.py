@@ -18,6 +18,7 @@ import pytest
 from mcp import MCPError
 from mcp_types import TextResourceContents
 
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
     SEED_SCRIPT,
     KnowledgeBase,
@@ -29,9 +30,8 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_asset_tools import run
-from tests.test_passages import ACL, LIGATURE_QUOTE, WRAPPED
-from tests.test_pdf_library import EXPOSITORY, QUANTUM
+from tests.papers.passages.builders import ACL, LIGATURE_QUOTE
+from tests.papers.pdf.builders import EXPOSITORY, QUANTUM, WRAPPED
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -17,6 +17,7 @@ import pymupdf
 import pytest
 from mcp import MCPError
 
+from tests.mcp.builders import run
 from tests.mcp.conftest import (
     SEED_SCRIPT,
     KnowledgeBase,
@@ -28,9 +29,7 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_asset_tools import run
-from tests.test_pdf_annotations import WRAPPED
-from tests.test_pdf_library import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM
+from tests.papers.pdf.builders import EXPOSITORY, FACTS, PAPERMAGE, QUANTUM, WRAPPED
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -420,7 +420,7 @@ def test_stdio_missing_resource_is_32002_and_input_end_waits_for_answers(
 
 @pytest.mark.anyio
 async def test_stdio_sdk_client_gets_32002(knowledge_base: KnowledgeBase) -> None:
-    from tests.mcp.test_stdio import stdio_params
+    from tests.mcp.stdio_builders import stdio_params
 
     async with mcp.Client(stdio_params(knowledge_base), mode="legacy") as client:
         with pytest.raises(MCPError) as raised:

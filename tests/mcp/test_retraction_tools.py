@@ -24,6 +24,7 @@ from django.conf import settings
 
 from tests.celery_worker import CeleryWorker
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import run, settings_module
 from tests.mcp.conftest import (
     ROOT,
     SEED_SCRIPT,
@@ -35,8 +36,6 @@ from tests.mcp.conftest import (
     server_database,
     tool_data,
 )
-from tests.mcp.test_asset_tools import run
-from tests.mcp.test_review_tools import settings_module
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

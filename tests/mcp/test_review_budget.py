@@ -18,6 +18,7 @@ import pytest
 from mcp_endpoint.budget import text_tokens
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import review_backend
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
@@ -26,7 +27,6 @@ from tests.mcp.conftest import (
     running_server,
     server_database,
 )
-from tests.mcp.test_review_tools import review_backend
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import review_backend
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
@@ -23,7 +24,6 @@ from tests.mcp.conftest import (
     server_database,
     tool_data,
 )
-from tests.mcp.test_review_tools import review_backend
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -17,6 +17,7 @@ import pytest
 from projects.review.prisma import prisma_problems
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import review_backend
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
@@ -27,7 +28,6 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_review_tools import review_backend
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

@@ -10,23 +10,19 @@ kill it: the suite's shared workers are never touched.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from mcp import MCPError
 
-from tests.celery_worker import CeleryWorker
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply, Request
+from tests.mcp.builders import BROKER, review_backend
 from tests.mcp.conftest import (
     PYTHON,
     ROOT,
@@ -43,7 +39,6 @@ from tests.mcp.conftest import (
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
-BROKER = not settings.CELERY_TASK_ALWAYS_EAGER
 needs_worker = pytest.mark.skipif(not BROKER, reason="needs Redis and PostgreSQL (make test-pg)")
 FAST, SLOW = "rv_fast", "rv_slow"
 SLOW_SECONDS = 3.0
@@ -119,17 +114,6 @@ def source() -> Iterator[ReplayServer]:
     server.stop()
 
 
-def settings_module(directory: Path, queue: str) -> str:
-    """A settings module sending this test's Celery tasks to its own queues."""
-    name = f"review_settings_{queue.replace('-', '_')}"
-    (directory / f"{name}.py").write_text(
-        "from research_site.settings import *  # noqa: F403\n"
-        f"CELERY_TASK_DEFAULT_QUEUE = {queue!r}\n"
-        f"CELERY_TASK_ROUTES = {{'engines.*': {{'queue': {queue + '-engines'!r}}}}}\n"
-    )
-    return name
-
-
 @pytest.fixture(scope="module")
 def review_kb(
     tmp_path_factory: pytest.TempPathFactory, source: ReplayServer
@@ -146,29 +130,6 @@ def review_kb(
         )  # fmt: skip
         assert seeded.returncode == 0, seeded.stderr
         yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
-
-
-@contextlib.contextmanager
-def review_backend(
-    kb: KnowledgeBase, *, start_worker: bool = True
-) -> Iterator[tuple[dict[str, str], CeleryWorker | None]]:
-    """Server environment (and, with a broker, a worker) with queues of their own."""
-    if not BROKER:
-        yield {}, None
-        return
-    queue = f"review-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    module = settings_module(kb.directory, queue)
-    env = {"DJANGO_SETTINGS_MODULE": module, "PYTHONPATH": f"{ROOT}{os.pathsep}{kb.directory}"}
-    worker = CeleryWorker(
-        kb.directory, {**kb.env, **env}, queues=f"{queue},{queue}-engines",
-        name=f"review-{queue}", concurrency=12,
-    )  # fmt: skip
-    if start_worker:
-        worker.start()
-    try:
-        yield env, worker
-    finally:
-        worker.stop()
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from mcp import MCPError
 
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
+from tests.mcp.builders import review_backend
 from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
@@ -26,7 +27,6 @@ from tests.mcp.conftest import (
     tool_data,
     tool_error,
 )
-from tests.mcp.test_review_tools import review_backend
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 

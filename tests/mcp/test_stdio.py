@@ -7,49 +7,15 @@ import json
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
 
 import mcp
 import pytest
-from mcp import MCPError, StdioServerParameters
+from mcp import MCPError
 
 from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase, result_json, tool_data, tool_error
+from tests.mcp.stdio_builders import INITIALIZE, INITIALIZED, run_raw, stdio_params
 
 pytestmark = [pytest.mark.server]
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-stdio", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def stdio_params(
-    kb: KnowledgeBase, *args: str, env: dict[str, str] | None = None
-) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=PYTHON,
-        args=["manage.py", "serve", "--transport", "stdio", *args],
-        env={**kb.env, **(env or {})},
-        cwd=str(ROOT),
-    )
-
-
-def run_raw(
-    command: list[str], env: dict[str, str], messages: list[dict[str, Any]]
-) -> subprocess.CompletedProcess[str]:
-    """Feed JSON-RPC lines on stdin, close it, and collect the process's output."""
-    stdin = "".join(json.dumps(m) + "\n" for m in messages)
-    return subprocess.run(
-        command, input=stdin, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
-        check=False,
-    )  # fmt: skip
 
 
 @pytest.mark.anyio

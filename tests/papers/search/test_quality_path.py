@@ -1,0 +1,43 @@
+"""The quality benchmark measures what an agent gets (issue 16): its default-mode ranking
+(benchmarks/bench_search_quality.py, through papers.search.local.local_search) and the
+ranking of `search_papers` over /mcp with the MCP SDK client, against a real server on the
+same knowledge base, must be the same list for every query. Runs the benchmark's own child
+process on the Cranfield collection (1,400 abstracts), on the test run's database kind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BENCH = ROOT / "benchmarks" / "bench_search_quality.py"
+CRANFIELD = ROOT.parent / "shared" / "corpus" / "cranfield" / "cranfield_queries.jsonl"
+
+
+@pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
+def test_benchmark_ranking_is_the_tool_ranking_over_mcp() -> None:
+    database_url = os.environ.get("DATABASE_URL", "")
+    backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    if backend == "postgres":
+        env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
+    command = [
+        sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
+        "--modes", "default", "--split", "all", "--limit-queries", "12", "--mcp",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["queries"] == 12
+    assert result["mcp"]["identical_rankings"] == 12
+    assert result["mcp"]["ndcg"] == pytest.approx(result["modes"]["default"]["ndcg"])
+    # Natural-language questions: none comes back empty where plain BM25 finds something.
+    assert result["modes"]["default"]["empty_vs_reference"] == 0
+    assert result["modes"]["default"]["ndcg"] > 0.2

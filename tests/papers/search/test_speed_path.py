@@ -1,0 +1,162 @@
+"""The cheaper search path of issue 19 part C gives the answers the slower one gave.
+
+- BM25's exhaustive aggregate summed in process (SQLite, no restriction) ranks, scores and
+  counts like the SQL GROUP BY it replaces;
+- snippets escape only the text between matched words, with the same result;
+- hybrid search encodes the query beside the full-text ranking and fuses exactly what
+  `hybrid_ranked` fuses; a hit found by meaning alone still shows its abstract's lead;
+- a tool call reuses its thread's database connection.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from papers.models import Paper
+from papers.search import lexical, semantic, snippets
+from papers.search import query as q
+from papers.search.lexical import POSTING_TABLE, Ranked
+from tests.papers.search.builders import TEXTS
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper]) -> list[Paper]:
+    return [make_paper(title, abstract=abstract) for title, abstract in TEXTS]
+
+
+def sql_exhaustive(terms: lexical.QueryTerms, limit: int, offset: int) -> Ranked:
+    """The SQL aggregate (as _exhaustive runs it on PostgreSQL or with restrictions)."""
+    whens = " ".join("WHEN %s THEN %s" for _ in terms.ids)
+    params: list[Any] = []
+    for term, weight in zip(terms.ids, terms.weights, strict=True):
+        params += [term, weight]
+    marks = ", ".join(["%s"] * len(terms.ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT paper_id, s, count(*) OVER () FROM (SELECT paper_id, "  # noqa: S608
+            f"sum(impact * CASE term_id {whens} END) AS s FROM {POSTING_TABLE} "
+            f"WHERE term_id IN ({marks}) GROUP BY paper_id) g "
+            "ORDER BY s DESC, paper_id LIMIT %s OFFSET %s",
+            [*params, *terms.ids, limit, offset],
+        )
+        rows = cursor.fetchall()
+    return Ranked([r[0] for r in rows], [r[1] for r in rows], rows[0][2] if rows else 0)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["machine translation", "translation", "machine reading speech language", "proteins", "zzz"],
+)
+@pytest.mark.parametrize(("limit", "offset"), [(10, 0), (2, 0), (2, 3), (5, 50)])
+def test_in_process_aggregate_equals_the_sql_aggregate(
+    library: list[Paper], query: str, limit: int, offset: int
+) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("the in-process aggregate serves SQLite")
+    terms = lexical.query_terms(q.understand(query).words)
+    if not terms.ids:
+        assert query == "zzz"
+        return
+    with connection.cursor() as cursor:
+        ours = lexical._exhaustive_in_process(cursor, terms, limit, offset)
+    expected = sql_exhaustive(terms, limit, offset)
+    assert ours.ids == expected.ids
+    assert ours.total == expected.total or not expected.ids
+    pairs = zip(ours.scores, expected.scores, strict=True)
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in pairs)
+    # rank() takes this plan for few postings without restrictions.
+    assert lexical.rank(terms, limit=limit, offset=offset).ids == expected.ids
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("A *bold* <script>x</script> translation_model [link](u)",
+         "…script&gt;x&lt;/script&gt; **translation**\\_model \\[link\\](u)"),
+        ("Translation <b>x</b>", "**Translation** &lt;b&gt;x&lt;/b&gt;"),
+        ("Translations, translating: translated!",
+         "**Translations**, **translating**: **translated**!"),
+        ("no query word here", ""),
+    ],
+)  # fmt: skip
+def test_snippets_escape_everything_but_the_bold_words(text: str, expected: str) -> None:
+    understood = q.understand("translation")
+    assert snippets.Highlighter(understood.words).passage(text) == expected
+
+
+def test_long_passages_are_cut_around_the_words_with_ellipses() -> None:
+    text = " ".join(["filler"] * 40 + ["a", "*machine*", "translation"] + ["tail"] * 40)
+    passage = snippets.Highlighter(["machine", "translation"]).passage(text)
+    assert passage.startswith("…filler filler a \\***machine**\\* **translation** tail")
+    assert passage.endswith("tail…")
+    assert passage.count("tail") == snippets.SNIPPET_WORDS - 5  # 3 words before, 2 matched
+
+
+@pytest.fixture
+def embedded(library: list[Paper]) -> Iterator[list[Paper]]:
+    semantic.vector_index().reset()
+    semantic.embed_papers([paper.pk for paper in library])
+    yield library
+    semantic.vector_index().reset()
+
+
+def test_hybrid_page_fuses_what_hybrid_ranked_fuses(embedded: list[Paper]) -> None:
+    for query in ("machine translation", "how do galaxies form", "structure of proteins"):
+        page = semantic.hybrid_page(query=query, limit=5, lazy=False)
+        assert page is not None
+        expected = semantic.hybrid_ranked(query=query)[:5]
+        assert [hit.record["paper_id"] for hit in page.hits] == [pk for pk, _ in expected]
+        assert [hit.score for hit in page.hits] == [round(s, 6) for _, s in expected]
+
+
+def test_a_hit_found_by_meaning_alone_shows_its_abstracts_lead(embedded: list[Paper]) -> None:
+    page = semantic.hybrid_page(query="telescopes galaxies", limit=7, lazy=False)
+    assert page is not None
+    snippets_by_title = {hit.record["title"]: hit.snippet_markdown for hit in page.hits}
+    assert snippets_by_title["Galaxy formation"] == "**Telescopes** observe distant **galaxies**."
+    unmatched = [t for t, s in snippets_by_title.items() if t != "Galaxy formation"]
+    lead = dict(TEXTS)
+    for title in unmatched:
+        assert snippets_by_title[title] == lead[title][:240].replace("_", "\\_")
+
+
+def test_an_invalid_query_stops_hybrid_search_before_fusion(embedded: list[Paper]) -> None:
+    from core.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        semantic.hybrid_page(query="-translation", limit=5, lazy=False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_keeps_its_connection_between_tool_calls(make_paper: Callable[..., Paper]) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL had CONN_MAX_AGE already")
+    from mcp_endpoint.registry import _guard_tool
+
+    seen: list[int] = []
+
+    def tool() -> dict[str, int]:
+        Paper.objects.count()
+        seen.append(id(connections["default"].connection))
+        return {}
+
+    guarded = _guard_tool(tool, "probe")
+
+    def two_calls() -> None:
+        guarded()
+        guarded()
+        connections.close_all()
+
+    worker = threading.Thread(target=two_calls)
+    worker.start()
+    worker.join()
+    assert len(seen) == 2
+    assert seen[0] == seen[1]

@@ -1,0 +1,229 @@
+"""import_jsonl: the ACL format, re-runs, and every error path."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from papers.exports import render_export
+from papers.models import Paper, PaperIdentifier
+from papers.selectors import with_relations
+from projects.models import Project
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "acl" / "acl_sample300.jsonl"
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_jsonl", *args, "--no-progress", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_acl_sample_imports_with_identifiers_and_authors() -> None:
+    out, _ = run(str(SAMPLE))
+    assert "300 records" in out
+    assert "0 failed" in out
+    paper = Paper.objects.get(identifiers__scheme="acl", identifiers__value="D18-1057")
+    assert paper.title == "Quantifying Context Overlap for Training Word Embeddings"
+    assert paper.doi == "10.18653/v1/d18-1057"
+    assert paper.ordered_author_names == ["Yimeng Zhuang", "Jinghui Xie", "Yinhe Zheng", "Xuan Zhu"]
+    assert paper.human_id == "[Zhuang, Y., Xie, J., Zheng, Y., & Zhu, X. 2018]"
+    assert paper.venue is not None and paper.venue.short_name == "emnlp"
+    assert paper.entry_type == "inproceedings"
+    assert paper.pages == "587--593"
+    # The corpus has no PDF addresses; the Anthology id gives them (issue 20).
+    assert paper.pdf_url == "https://aclanthology.org/D18-1057.pdf"
+    assert not Paper.objects.filter(source="acl", pdf_url="").exists()
+    # the Anthology's bibkey resolves as an alias
+    assert PaperIdentifier.objects.filter(scheme="citekey", value="zhuang-etal-2018-quantifying")
+
+
+def test_second_run_creates_nothing() -> None:
+    run(str(SAMPLE))
+    count = Paper.objects.count()
+    out, _ = run(str(SAMPLE))
+    assert Paper.objects.count() == count
+    assert "0 created, 0 updated, 300 skipped" in out
+
+
+def test_gzipped_file_imports(tmp_path: Path) -> None:
+    target = tmp_path / "sample.jsonl.gz"
+    with gzip.open(target, "wt", encoding="utf-8") as handle:
+        handle.write(SAMPLE.read_text(encoding="utf-8"))
+    out, _ = run(str(target))
+    assert "0 failed" in out
+    assert Paper.objects.count() > 250
+
+
+def test_bad_lines_are_reported_and_the_rest_imports(tmp_path: Path) -> None:
+    good = json.dumps({"title": "A good paper", "authors": ["Ada Lovelace"], "year": 1843})
+    lines = [
+        good,
+        "{not json",
+        "[1, 2, 3]",
+        json.dumps({"title": "", "authors": ["Nobody"]}),
+        json.dumps({"title": "Bad year", "year": "soon"}),
+        "",
+        json.dumps({"title": "Another good one", "year": 2020}),
+    ]
+    target = tmp_path / "mixed.jsonl"
+    target.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 1
+    assert set(Paper.objects.values_list("title", flat=True)) == {
+        "A good paper",
+        "Another good one",
+    }
+
+
+def test_failures_name_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "mixed.jsonl"
+    target.write_text('{"title": "ok"}\n{broken\n', encoding="utf-8")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_jsonl", str(target), "--no-progress", stdout=io.StringIO(), stderr=err)
+    assert "skipped line 2: not valid JSON" in err.getvalue()
+
+
+def test_missing_file_is_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as raised:
+        run(str(tmp_path / "nope.jsonl"))
+    assert raised.value.returncode == 2
+
+
+def test_empty_file_is_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "empty.jsonl"
+    target.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 2
+
+
+def test_binary_file_is_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "binary.jsonl"
+    target.write_bytes(b"\xff\xfe\x00\x01garbage")
+    with pytest.raises(CommandError) as raised:
+        run(str(target))
+    assert raised.value.returncode == 2
+    assert Paper.objects.count() == 0
+
+
+def test_project_option_adds_papers_to_a_new_project() -> None:
+    run(str(SAMPLE), "--project", "ACL sample")
+    project = Project.objects.get(name="ACL sample")
+    assert project.paper_links.count() == Paper.objects.count()
+
+
+def test_a_bulk_import_refreshes_postgresql_statistics(tmp_path: Path) -> None:
+    """Without it the planner takes the fresh tables for empty ones and scans every author
+    for one paper's details until autovacuum comes by (benchmarks/README.md, "Load")."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("statistics are PostgreSQL's planner's")
+    target = tmp_path / "bulk.jsonl"
+    target.write_text(
+        "\n".join(
+            json.dumps({"title": f"Bulk paper {n}", "authors": [f"Author {n}"], "year": 2020})
+            for n in range(1000)
+        ),
+        encoding="utf-8",
+    )
+
+    def estimated_rows() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'papers_paper'")
+            return float(cursor.fetchone()[0])
+
+    assert estimated_rows() < 1000  # never analysed yet (-1), or before this import
+    run(str(target))
+    assert estimated_rows() >= 1000
+
+
+def test_malformed_anthology_urls_are_repaired_and_reported(tmp_path: Path) -> None:
+    """Issue 20: the corpus glues LREC, doi.org and Springer addresses onto the Anthology's
+    (records taken from the 2024-08 dump)."""
+    lrec = "http://www.lrec-conf.org/proceedings/lrec2000/pdf/1.pdf"
+    doi = "https://doi.org/10.26615/978-954-452-049-6_001"
+    records = [
+        {"id": lrec, "title": "The Cost258 Signal Generation Test Array", "authors": ["G. Bailly"],
+         "year": 2000, "venue": "Proceedings of LREC", "venue_ids": ["lrec"],
+         "bibkey": "bailly-etal-2000-cost258", "url": f"https://aclanthology.org/{lrec}"},
+        {"id": doi, "title": "Parameter Transfer across Domains for Word Sense Disambiguation",
+         "authors": ["Sallam Abualhaija"], "year": 2017, "venue": "Proceedings of RANLP",
+         "venue_ids": ["ranlp"], "bibkey": "abualhaija-etal-2017-parameter",
+         "url": f"https://aclanthology.org/{doi}"},
+    ]  # fmt: skip
+    path = tmp_path / "glued.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records) + "\n")
+
+    out, _ = run(str(path))
+
+    assert "2 malformed Anthology URLs repaired" in out
+    cost = Paper.objects.get(title__startswith="The Cost258")
+    assert cost.source_url == lrec and cost.pdf_url == lrec
+    assert cost.metadata["alternates"]["url"] == f"https://aclanthology.org/{lrec}"
+    transfer = Paper.objects.get(title__startswith="Parameter Transfer")
+    assert transfer.source_url == doi and transfer.pdf_url == ""  # no PDF address known
+
+
+CRANFIELD = Path(__file__).parents[1] / "fixtures" / "cranfield" / "cranfield_slice.jsonl"
+
+
+def test_cranfield_papers_sharing_a_title_stay_apart_and_keep_their_ids() -> None:
+    out, _ = run(str(CRANFIELD))
+    assert "41 records" in out and "0 failed" in out
+    # 17 different papers filed as "note on creep buckling of columns", most without
+    # author or year, and two same-title, same-author, same-year papers (259 / 1259)
+    # whose abstracts differ: all kept. Two pairs are one paper each (same title and
+    # first author, abstracts agreeing): 1274 / 1319 and 843 / 889.
+    assert Paper.objects.filter(title_key="note on creep buckling of columns").count() == 17
+    assert Paper.objects.count() == 39
+    ids = set(Paper.objects.values_list("source_id", flat=True))
+    assert {"cran-1018", "cran-1035", "cran-259", "cran-1259"} <= ids
+    merged = Paper.objects.get(source_id="cran-1274")
+    assert merged.metadata["alternates"]["source_id"] == [
+        {"value": "cran-1319", "source": "cranfield"}
+    ]
+
+
+def test_records_of_other_collections_keep_their_id_as_source_id(tmp_path: Path) -> None:
+    target = tmp_path / "scifact.jsonl"
+    target.write_text(json.dumps({"id": 4983, "title": "Microstructural development"}) + "\n")
+    run(str(target), "--source", "scifact")
+    paper = Paper.objects.get()
+    assert (paper.source, paper.source_id) == ("scifact", "4983")
+
+
+ACL_RECORDS = Path(__file__).parents[1] / "fixtures" / "acl_records" / "acl_records.jsonl"
+
+
+def test_acl_journal_volume_issue_pages_and_names_are_mapped() -> None:
+    run(str(ACL_RECORDS))
+    cl = Paper.objects.get(source_id="2024.cl-1.2")
+    assert cl.venue is not None and cl.venue.name == "Computational Linguistics"
+    assert (cl.volume, cl.number, cl.pages) == ("50", "1", "25--47")
+    assert cl.publication_date == "2024-03" and cl.entry_type == "article"
+    assert cl.metadata["acl_venue"] == "Computational Linguistics, Volume 50, Issue 1 - March 2024"
+    assert cl.ordered_author_names[:3] == ["Jianhui Pang", "Baosong Yang", "Derek Fai Wong"]
+    assert cl.human_id == "[Pang, J., Yang, B., Wong, D. F., Wan, Y., Liu, D., et al. 2024]"
+    tacl = Paper.objects.get(source_id="2020.tacl-1.1")
+    assert tacl.venue is not None
+    assert tacl.venue.name == "Transactions of the Association for Computational Linguistics"
+    assert (tacl.volume, tacl.number, tacl.pages) == ("8", "", "1--18")
+    iwslt = Paper.objects.get(source_id="2018.iwslt-1.3")
+    assert iwslt.pages == "14--22" and "Yuki Arase" in iwslt.ordered_author_names
+    assert Paper.objects.get(source_id="2023.acl-long.report").pages == "xl--lxxv"
+    bibtex = render_export(with_relations(Paper.objects.filter(pk=cl.pk)), "bibtex")
+    for line in ("journal = {Computational Linguistics}", "volume = {50}", "number = {1}",
+                 "pages = {25--47}", "Yang, Baosong and Wong, Derek Fai"):  # fmt: skip
+        assert line in bibtex
