@@ -358,6 +358,10 @@ class RelevanceChangeList(ChangeList):
         ranked = SEARCH_RANK in queryset.query.annotations
         if self.query and ranked and ORDER_VAR not in self.params:
             queryset = queryset.order_by(SEARCH_RANK, "-paper_id")
+        elif self.query and ranked:
+            # The search orders by its rank (the autocomplete keeps that order); a clicked
+            # column wins in the list, so its ordering is applied again over the search's.
+            queryset = queryset.order_by(*self.get_ordering(request, queryset))
         return queryset
 
 
