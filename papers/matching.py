@@ -9,8 +9,10 @@ Evidence against (any one refuses the match):
 - different DOIs, or different arXiv ids (both present);
 - different first authors (both present);
 - different years, except one year apart with the same first author (a preprint and its
-  publication); a missing year matches only a missing year;
-- abstracts that disagree (both present; `abstracts_agree`);
+  publication); a year missing on one side only matches with the same first author;
+- abstracts that disagree (both present; `abstracts_agree`), unless the first author and
+  the year (as above) agree: engines send snippets, often of another part of the abstract,
+  so two true descriptions of one paper may share no word there;
 - neither names an author and their venues differ (both present).
 
 Evidence for (at least one is needed): the same first author, the same year, the same
@@ -72,11 +74,14 @@ def same_paper_by_title(incoming: Description, known: Description) -> bool:
     same_author = authors and incoming.first_author == known.first_author
     if authors and not same_author:
         return False
+    years = incoming.year is not None and known.year is not None
     if incoming.year != known.year:
-        if incoming.year is None or known.year is None:
+        if not same_author:
             return False
-        if abs(incoming.year - known.year) > YEAR_TOLERANCE or not same_author:
+        if years and abs(incoming.year - known.year) > YEAR_TOLERANCE:  # type: ignore[operator]
             return False
+    if same_author and years:
+        return True  # title, first author and year (or a year apart): the strongest case
     abstracts = abstracts_agree(incoming.abstract, known.abstract)
     if abstracts is False:
         return False

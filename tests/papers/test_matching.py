@@ -24,7 +24,21 @@ RINGS = "a general variational theory of elastic stability is applied to the buc
         (D(first_author="cho", year=2015), D(first_author="cho", year=2014), True),
         (D(year=2015, venue="v"), D(year=2014, venue="v"), False),
         (D(first_author="cho", year=2016), D(first_author="cho", year=2014), False),
-        (D(first_author="cho", year=2014), D(first_author="cho"), False),
+        # a year missing on one side: the same first author is needed, and abstracts decide
+        (D(first_author="cho", year=2014), D(first_author="cho"), True),
+        (D(year=2014), D(), False),
+        (
+            D(first_author="cho", year=2014, abstract=CREEP),
+            D(first_author="cho", abstract=RINGS),
+            False,
+        ),
+        # title, first author and year agree: engines' snippets of other parts of the
+        # abstract do not split one paper in two
+        (
+            D(first_author="cho", year=2014, abstract=CREEP),
+            D(first_author="cho", year=2014, abstract=RINGS),
+            True,
+        ),
         # the title alone is not enough
         (D(), D(), False),
         (D(source="x", source_id="1"), D(source="x", source_id="2"), False),
