@@ -131,7 +131,7 @@ def test_openapi_schema_lists_every_endpoint_with_bearer_auth(anonymous: Api) ->
                 assert "400" in op["responses"] and "401" in op["responses"], path
     query = schema["paths"]["/api/search"]["get"]["parameters"]
     limits = {p["name"]: p["schema"] for p in query}
-    assert limits["query"]["maxLength"] == 500
+    assert limits["query"]["maxLength"] == 4000  # a pasted abstract (docs/SEARCH.md)
     assert limits["max_results"]["maximum"] == 100
     assert limits["offset"]["maximum"] == 10_000
 

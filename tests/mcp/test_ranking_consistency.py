@@ -224,9 +224,12 @@ async def test_short_venues_count_every_edition_of_a_series_year_by_year(
         expected.setdefault(record["venue_ids"][0], Counter())[str(record["year"])] += 1
     assert len({r["venue"] for r in records}) > len(expected)  # several editions per series
     page = await _facets(ranking_server, category="venue_short", by_year=True)
-    # (The import merges 3 same-titled 1950s records: the library counts, not the file.)
-    assert [value["name"] for value in page["values"]] == ["emnlp", "earlymt"]
-    assert page["values"][0]["by_year"] == {"2018": 150}
+    # The library counts, not the file (an import may merge records of one paper).
+    by_name = {value["name"]: value for value in page["values"]}
+    assert set(by_name) == {"emnlp", "earlymt"}
+    assert by_name["emnlp"]["by_year"] == {"2018": 150}
+    counts = [value["paper_count"] for value in page["values"]]
+    assert counts == sorted(counts, reverse=True)
     for value in page["values"]:
         assert sum(value["by_year"].values()) == value["paper_count"]
         assert set(value["by_year"]) == set(expected[value["name"]])
