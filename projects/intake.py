@@ -29,8 +29,10 @@ from papers.duplicates import records_duplicates
 from papers.models import Paper
 from papers.related import RelatedResult, papers_related
 from papers.schemas import PaperRecord
+from papers.search import analysis
 from papers.search.filters import filters_as_dict, paper_search_by_author
 from papers.search.local import local_search, search_filters_build, year_of
+from papers.search.query import PLAIN_TEXT_FROM_CHARS
 from papers.search.types import SearchPage
 from papers.services import papers_upsert_retrying
 from projects.retractions import retractions_check_soon
@@ -38,6 +40,28 @@ from projects.selectors import project_get
 from projects.services import projects_adder
 
 EngineArg = str | Sequence[str] | None
+
+
+# External engines are sent at most this many words of a long text (a pasted abstract):
+# their query languages choke on pages of text, and a question's first content words carry
+# its subject. The library ranks the whole text (docs/SEARCH.md, "Long queries").
+ENGINE_QUERY_WORDS = 12
+
+
+def engine_query_text(query: str) -> tuple[str, tuple[str, ...]]:
+    """The query sent to external engines, and a note when it was shortened: a text longer
+    than PLAIN_TEXT_FROM_CHARS is cut to its first ENGINE_QUERY_WORDS distinct content
+    words (stop words left out)."""
+    if len(query) <= PLAIN_TEXT_FROM_CHARS:
+        return query, ()
+    kept: list[str] = []
+    for word in analysis.words(query):
+        if not analysis.is_stop_word(word) and word not in kept:
+            kept.append(word)
+        if len(kept) == ENGINE_QUERY_WORDS:
+            break
+    text = " ".join(kept)
+    return text, (f"External engines were asked for the text's first content words: {text!r}.",)
 
 
 def projects_to_file(
@@ -77,8 +101,9 @@ def search_everywhere(
     applied = search_filters_build(
         payload=filters, date_from=date_from, date_to=date_to, scope=scope
     )
+    engine_query, engine_notes = engine_query_text(query)
     request = SearchRequest(
-        query=query, max_results=limit, date_from=date_from, date_to=date_to,
+        query=engine_query, max_results=limit, date_from=date_from, date_to=date_to,
         categories=tuple(categories),
     )  # fmt: skip
 
@@ -88,7 +113,7 @@ def search_everywhere(
         )
 
     calls = [EngineCall.search(engine_id, request) for engine_id in choice.external]
-    search = _Search(query, limit, offset, filters_as_dict(applied))
+    search = _Search(query, limit, offset, filters_as_dict(applied), engine_notes if calls else ())
     return _answer(search, choice, calls, local, project_id=project_id, scope=scope, save=save)
 
 
@@ -127,6 +152,7 @@ class _Search:
     limit: int
     offset: int
     filters: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 def _answer(
@@ -177,7 +203,13 @@ def _answer(
         saved=result.saved,
         project_id=project_ids[0] if project_ids else None,
         filters=search.filters,
-        notes=[*(page.notes if page else []), *notes, *choice.notes(), *result.notes],
+        notes=[
+            *(page.notes if page else []),
+            *notes,
+            *search.notes,
+            *choice.notes(),
+            *result.notes,
+        ],
     )
 
 

@@ -326,3 +326,27 @@ async def test_trends_count_a_projects_papers_per_year(
     counts = {item["year"]: item["paper_count"] for item in items}
     assert counts[2017] >= 1 and counts[2018] == 0 and counts[2019] == 1
     assert invalid.value.error.code == -32602 and "timeline" in invalid.value.error.message
+
+
+async def test_a_pasted_abstract_reaches_the_engines_as_its_first_content_words(
+    engines_server: LiveServer, source: ReplayServer
+) -> None:
+    # A 4,000-character text ranks the library by all of it, but engines get a query
+    # their search can take: its first 12 distinct content words, with a note saying so.
+    abstract = (
+        "The dominant sequence transduction models are based on complex recurrent or "
+        "convolutional neural networks that include an encoder and a decoder. "
+    ) * 25
+    assert 500 < len(abstract) <= 4000
+    before = len(source.requests)
+    result = await call(
+        engines_server.mcp_url, "search_papers", {"query": abstract, "engines": ["fake_arxiv"]}
+    )
+    page = tool_data(result)
+    sent = [r.query["q"][0] for r in source.requests[before:] if r.path == "/fake_arxiv/search"]
+    expected = (
+        "dominant sequence transduction models based complex recurrent convolutional "
+        "neural networks include encoder"
+    )
+    assert sent == [expected]
+    assert any(expected in note for note in page["notes"])
