@@ -37,7 +37,18 @@ def read_or_create_secret(directory: Path, name: str) -> str:
         return path.read_text(encoding="utf-8").strip()
     directory.mkdir(parents=True, exist_ok=True)
     value = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+    # Several processes may start at once on a new folder (a server's workers, Celery's):
+    # the secret is written whole to a file of this process's own, then linked into place,
+    # so the first link wins and every other process reads that complete file.
+    staged = directory / f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(value + "\n")
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            return path.read_text(encoding="utf-8").strip()
+    finally:
+        staged.unlink(missing_ok=True)
     return value
