@@ -9,7 +9,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 # --- text folding -------------------------------------------------------------------
@@ -130,6 +130,63 @@ def normalize_arxiv_id(raw: object) -> str | None:
         if match:
             return match.group(1).lower() if pattern is _ARXIV_OLD else match.group(1)
     return None
+
+
+# --- PubMed, PubMed Central, OpenReview -------------------------------------------------
+
+_PMID_PREFIX = re.compile(
+    r"^(?:pmid:?\s*|https?://(?:www\.)?(?:pubmed\.ncbi\.nlm\.nih\.gov|ncbi\.nlm\.nih\.gov/pubmed)/)",
+    re.IGNORECASE,
+)
+_PMID_SHAPE = re.compile(r"^[1-9]\d{0,8}$")
+_PMCID = re.compile(
+    r"^(?:pmcid:?\s*)?(?:https?://(?:www\.)?(?:ncbi\.nlm\.nih\.gov/pmc/articles|pmc\.ncbi\.nlm\.nih\.gov/articles|europepmc\.org/(?:abstract/pmc|article/pmc))/)?(PMC\d{1,9})/?$",
+    re.IGNORECASE,
+)
+_OPENREVIEW = re.compile(
+    r"^(?:openreview:\s*|https?://(?:www\.)?openreview\.net/(?:forum|pdf)\?id=)?([A-Za-z0-9_\-]{6,24})$",
+    re.IGNORECASE,
+)
+# The schemes of PaperIdentifier whose values have one normal form, and that form.
+IDENTIFIER_NORMALIZERS: dict[str, Callable[[object], str | None]] = {}
+
+
+def normalize_pmid(raw: object) -> str | None:
+    """'PMID: 31452104' / 'https://pubmed.ncbi.nlm.nih.gov/31452104/' -> '31452104'."""
+    text = _PMID_PREFIX.sub("", clean_text(raw)).strip().rstrip("/")
+    return text if _PMID_SHAPE.match(text) else None
+
+
+def normalize_pmcid(raw: object) -> str | None:
+    """'pmc6739224' / 'https://pmc.ncbi.nlm.nih.gov/articles/PMC6739224/' -> 'PMC6739224'."""
+    match = _PMCID.match(clean_text(raw))
+    return match.group(1).upper() if match else None
+
+
+def normalize_openreview_id(raw: object, *, bare: bool = True) -> str | None:
+    """'https://openreview.net/forum?id=YicbFdNTTy' / 'openreview:YicbFdNTTy' -> 'YicbFdNTTy'.
+
+    A bare token is accepted only when `bare` (an identifier field that is known to be an
+    OpenReview id); free text must carry the prefix or the URL, since a bare 10-character
+    token could be anything."""
+    text = clean_text(raw)
+    match = _OPENREVIEW.match(text)
+    if not match:
+        return None
+    prefixed = match.group(1) != text
+    return match.group(1) if (prefixed or bare) else None
+
+
+IDENTIFIER_NORMALIZERS.update(
+    {"pmid": normalize_pmid, "pmcid": normalize_pmcid, "openreview": normalize_openreview_id}
+)
+
+
+def normalize_identifier(scheme: str, raw: object) -> str | None:
+    """`raw` in its normal form for `scheme` (None when it is not one); schemes without a
+    normaliser keep the cleaned text."""
+    normalizer = IDENTIFIER_NORMALIZERS.get(scheme)
+    return normalizer(raw) if normalizer else (clean_text(raw) or None)
 
 
 # --- author names -------------------------------------------------------------------

@@ -17,6 +17,7 @@ from papers.identifiers import (
     fold_key,
     normalize_arxiv_id,
     normalize_doi,
+    normalize_identifier,
     parse_person_name,
     title_key,
 )
@@ -128,11 +129,14 @@ class PaperRecord:
             metadata["unparsed_arxiv_id"] = clean_text(raw_arxiv)
         keywords = keywords_clean(values.pop("keywords", None) or [])
         categories = [c for c in (clean_text(c) for c in values.pop("categories", None) or []) if c]
-        identifiers = {
-            clean_text(k).lower(): clean_text(v)
-            for k, v in (values.pop("identifiers", None) or {}).items()
-            if clean_text(k) and clean_text(v)
-        }
+        identifiers: dict[str, str] = {}
+        for raw_scheme, raw_value in (values.pop("identifiers", None) or {}).items():
+            scheme = clean_text(raw_scheme).lower()
+            value = normalize_identifier(scheme, raw_value) if scheme else None
+            if value:
+                identifiers[scheme] = value
+            elif scheme and clean_text(raw_value):  # kept, never dropped, but not matched on
+                metadata.setdefault("unparsed_identifiers", {})[scheme] = clean_text(raw_value)
         scholar = {k: clean_text(values.pop(k, "")) for k in SCHOLAR_FIELDS}
         text_fields = {
             name: clean_text(values.pop(name, ""))

@@ -19,6 +19,10 @@ from papers.identifiers import (
     is_valid_citekey,
     normalize_arxiv_id,
     normalize_doi,
+    normalize_identifier,
+    normalize_openreview_id,
+    normalize_pmcid,
+    normalize_pmid,
     parse_person_name,
     title_key,
 )
@@ -230,3 +234,53 @@ def test_citekey_suffixes_follow_better_bibtex() -> None:
 )
 def test_citekey_shape(key: str, valid: bool) -> None:
     assert is_valid_citekey(key) is valid
+
+
+@pytest.mark.parametrize(
+    ("raw", "pmid"),
+    [
+        ("31452104", "31452104"),
+        ("PMID: 31452104", "31452104"),
+        ("pmid:31452104", "31452104"),
+        ("https://pubmed.ncbi.nlm.nih.gov/31452104/", "31452104"),
+        ("https://www.ncbi.nlm.nih.gov/pubmed/31452104", "31452104"),
+        ("0123", None),
+        ("1234567890", None),
+        ("PMC6739224", None),
+        ("", None),
+    ],
+)
+def test_pmid(raw: str, pmid: str | None) -> None:
+    assert normalize_pmid(raw) == pmid
+
+
+@pytest.mark.parametrize(
+    ("raw", "pmcid"),
+    [
+        ("PMC6739224", "PMC6739224"),
+        ("pmc6739224", "PMC6739224"),
+        ("PMCID: PMC6739224", "PMC6739224"),
+        ("https://pmc.ncbi.nlm.nih.gov/articles/PMC6739224/", "PMC6739224"),
+        ("https://www.ncbi.nlm.nih.gov/pmc/articles/PMC6739224", "PMC6739224"),
+        ("https://europepmc.org/article/PMC/PMC6739224", "PMC6739224"),
+        ("6739224", None),
+        ("PMC", None),
+    ],
+)
+def test_pmcid(raw: str, pmcid: str | None) -> None:
+    assert normalize_pmcid(raw) == pmcid
+
+
+def test_openreview_id_bare_only_where_the_field_says_so() -> None:
+    url = "https://openreview.net/forum?id=YicbFdNTTy"
+    assert normalize_openreview_id(url, bare=False) == "YicbFdNTTy"
+    assert normalize_openreview_id("openreview:YicbFdNTTy", bare=False) == "YicbFdNTTy"
+    assert normalize_openreview_id("YicbFdNTTy") == "YicbFdNTTy"
+    assert normalize_openreview_id("YicbFdNTTy", bare=False) is None
+    assert normalize_openreview_id("not an id at all") is None
+
+
+def test_normalize_identifier_by_scheme() -> None:
+    assert normalize_identifier("pmid", "PMID: 42") == "42"
+    assert normalize_identifier("pmcid", "nonsense") is None
+    assert normalize_identifier("acl", "  2020.acl-main.1 ") == "2020.acl-main.1"
