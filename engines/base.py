@@ -243,6 +243,9 @@ class BaseSearchEngine:
     description: ClassVar[str] = ""
     type: ClassVar[str] = "external"
     operations: ClassVar[frozenset[str]] = frozenset({SEARCH})
+    # Asked by a search that names no engines. Sources of one field (PubMed, OpenReview, ...)
+    # say False: they are asked when named, or when ENGINES_DEFAULT lists them.
+    in_default_search: ClassVar[bool] = True
     # Default rate limit in the `limits` notation ("1/3 seconds", "10/second"); the
     # setting ENGINE_RATE_LIMITS overrides it per engine.
     rate_limit: ClassVar[str] = "1/second"

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines.base import EngineError, PaperRef
+from engines.base import BaseSearchEngine, EngineError, PaperRef
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
@@ -45,14 +46,29 @@ class EngineSearchResult:
     local_page: SearchPage | None = None
 
 
+def in_default(engine: BaseSearchEngine) -> bool:
+    """Whether a search that names no engines asks this one: ENGINES_DEFAULT when set,
+    else the engine's own `in_default_search`."""
+    chosen = settings.ENGINES_DEFAULT
+    return engine.id in chosen if chosen else engine.in_default_search
+
+
+def engines_available(*, operation: str) -> list[str]:
+    """Local plus every available engine that supports `operation`, in or out of the
+    default set: what a process may search when asked (a review's engines_allowed)."""
+    found = registry.engines().values()
+    return [LOCAL_ENGINE, *(e.id for e in found if operation in e.operations and e.is_available())]
+
+
 def engine_ids_resolve(engines: str | Sequence[str] | None, *, operation: str) -> list[str]:
-    """The engines to ask, in order: `None` means local plus every available engine that
-    supports `operation`. Unknown ids stay in the list: they are reported per engine."""
+    """The engines to ask, in order: `None` means local plus every available engine of the
+    default set (`in_default`) that supports `operation`. Unknown ids stay in the list: they
+    are reported per engine."""
     if engines is None:
         available = [
             engine.id
             for engine in registry.engines().values()
-            if operation in engine.operations and engine.is_available()
+            if operation in engine.operations and engine.is_available() and in_default(engine)
         ]
         return [LOCAL_ENGINE, *available]
     requested = [engines] if isinstance(engines, str) else list(engines)

@@ -241,6 +241,9 @@ RESOURCE_DEFAULT_MAX_CHARS = env_int("RESOURCE_DEFAULT_MAX_CHARS", 20_000, minim
 # --- external search engines (docs/ENGINES.md) -----------------------------------
 # Engines to offer (ids); empty: every built-in and plugin engine.
 ENGINES_ENABLED = env_list("ENGINES_ENABLED", [])
+# Engines a search that names none asks (ids); empty: every enabled engine except the
+# sources of one field (PubMed, Europe PMC, bioRxiv, medRxiv, OpenReview, DBLP).
+ENGINES_DEFAULT = env_list("ENGINES_DEFAULT", [])
 # A multi-engine search waits this long, then answers with what has arrived.
 ENGINE_DEADLINE_SECONDS = env_int("ENGINE_DEADLINE_SECONDS", 25, minimum=1)
 # Retries of one call on 429 / 5xx / timeouts, with exponential backoff and jitter.

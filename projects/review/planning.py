@@ -20,7 +20,9 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import InvalidInput
+from engines.base import SEARCH
 from engines.registry import LOCAL_ENGINE
+from engines.services import engine_ids_resolve
 from papers.search.query import parse_query
 
 MAX_QUERIES = 5
@@ -54,7 +56,8 @@ DOMAINS: dict[str, Domain] = {
             None, ("Scholarly publication: journal or conference paper, preprint or book chapter",),
         ),
         Domain(
-            "cs", "Computer science", ("arxiv", "semantic_scholar", "openalex", "google_scholar"),
+            "cs", "Computer science",
+            ("arxiv", "semantic_scholar", "openalex", "openreview", "google_scholar"),
             10,
             ("Reports a method, system, dataset or empirical evaluation",
              "Peer-reviewed paper or preprint"),
@@ -67,7 +70,8 @@ DOMAINS: dict[str, Domain] = {
         ),
         Domain(
             "biomed", "Biology and medicine",
-            ("openalex", "semantic_scholar", "crossref", "google_scholar"), 10,
+            ("pubmed", "europepmc", "openalex", "semantic_scholar", "crossref", "google_scholar"),
+            10,
             ("Peer-reviewed primary study, clinical trial or systematic review",
              "Human or clinically relevant population"),
             {"heart attack": "myocardial infarction", "myocardial infarction": "heart attack",
@@ -327,9 +331,12 @@ def _parses(query: str) -> bool:
 
 
 def _engines_for(spec: Domain, allowed: Sequence[str]) -> list[str]:
+    """The domain's engines first, then the default set's (a field's own sources, such as
+    PubMed, only where the domain names them)."""
     external = [engine for engine in allowed if engine != LOCAL_ENGINE]
     preferred = [engine for engine in spec.engines if engine in external]
-    others = [engine for engine in external if engine not in preferred]
+    defaults = set(engine_ids_resolve(None, operation=SEARCH))
+    others = [engine for engine in external if engine not in preferred and engine in defaults]
     return [LOCAL_ENGINE, *(preferred + others)[:MAX_EXTERNAL_ENGINES]]
 
 
