@@ -43,8 +43,8 @@ Engines = Annotated[
     str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
     Field(
         description=(
-            "Engine ids, a list or 'a,b': local (the library), arxiv, google_scholar, "
-            "openalex, crossref, semantic_scholar. Default: all not known to be down."
+            "Engine ids, a list or 'a,b': local (the library), arxiv, pubmed, ... "
+            "(list_search_engines). Default: the library and the general engines up."
         ),
         max_length=MAX_ENGINES,
     ),

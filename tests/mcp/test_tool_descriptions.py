@@ -126,7 +126,10 @@ def test_the_engines_argument_names_every_engine_there_is() -> None:
         checked += 1
         text = schema.get("description", "")
         named = {engine for engine in engines if re.search(rf"\b{engine}\b", text)}
-        assert named == engines, f"{name}: engines names {sorted(named)}, there are {engines}"
+        # Either every engine by name, or examples and where the whole list is.
+        assert named == engines or "list_search_engines" in text, (
+            f"{name}: engines names {sorted(named)}, there are {engines}"
+        )
         assert "for now" not in text, f"{name}: a stale 'for now' in the engines argument"
     assert checked >= 3  # search_papers, search_by_author, get_citing_papers
 
