@@ -39,7 +39,7 @@ EngineIds = Annotated[
     list[Annotated[str, Field(max_length=64)]] | None,
     Field(
         max_length=20,
-        description="local, arxiv, google_scholar, openalex, crossref, semantic_scholar; "
+        description="local, arxiv, google_scholar, openalex, crossref, semantic_scholar, pubmed; "
         "default all.",
     ),
 ]
