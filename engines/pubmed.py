@@ -434,26 +434,39 @@ def book_record(entry: ET.Element) -> PaperRecord | None:
         return None
     pmid = normalize_pmid(document.findtext("PMID")) or ""
     year, date = _pub_date(book.find("PubDate") if book is not None else None)
-    authors = document.findall("AuthorList/Author")
-    if not authors and book is not None:
-        authors = book.findall("AuthorList/Author")
-    publication_types = _texts(document.findall("PublicationType"))
+    # Author lists of the chapter, then of the book; editors are named apart, not as authors.
+    lists = [
+        *document.findall("AuthorList"),
+        *(book.findall("AuthorList") if book is not None else []),
+    ]
+    written = [a for a in lists if a.get("Type") != "editors"]
+    edited = [a for a in lists if a.get("Type") == "editors"]
+    ids = {
+        (e.get("IdType") or "").lower(): clean_text(e.text)
+        for e in document.findall("ArticleIdList/ArticleId")
+    }
+    metadata = {
+        "language": _texts(document.findall("Language")),
+        "editors": [a["name"] for a in _authors(edited[0] if edited else [])],
+        "bookaccession": ids.get("bookaccession", ""),
+    }
     return PaperRecord.build(
         title=title,
-        authors=_authors(authors),
+        authors=_authors(written[0] if written else []),
         year=year,
         publication_date=date,
         abstract=_abstract(document.find("Abstract")),
         venue=book_title if chapter else "",
         publisher=clean_text(book.findtext("Publisher/PublisherName")) if book is not None else "",
         entry_type="incollection" if chapter else "book",
+        doi=ids.get("doi") or None,
         identifiers={"pmid": pmid} if pmid else {},
         keywords=_keywords([], [e.text for e in document.findall("KeywordList/Keyword")]),
-        categories=publication_types,
+        categories=_texts(document.findall("PublicationType")),
         source="pubmed",
         source_id=pmid,
         source_url=PUBMED_URL.format(pmid) if pmid else "",
-        metadata={"language": _texts(document.findall("Language"))},
+        metadata={k: v for k, v in metadata.items() if v},
     )
 
 

@@ -205,6 +205,22 @@ def test_a_retracted_publication_is_flagged(ncbi: ReplayServer, engine: PubMedEn
     assert record.identifiers == {"pmid": "993", "pmcid": "PMC1165577"}
 
 
+def test_a_bookshelf_entry_is_a_book_with_its_editors_apart(
+    ncbi: ReplayServer, engine: PubMedEngine
+) -> None:
+    ncbi.add(EFETCH, recorded("book-20301295.xml"))
+
+    book = engine.get_paper_details("20301295")
+
+    assert (book.title, book.entry_type) == ("GeneReviews™", "book")
+    assert (book.year, book.publisher) == (1993, "University of Washington, Seattle")
+    assert book.authors == []
+    assert book.metadata["editors"][:2] == ["Roberta A Pagon", "Thomas D Bird"]
+    assert book.metadata["bookaccession"] == "NBK1116"
+    assert book.abstract.startswith("GeneReviews are expert-authored, peer-reviewed")
+    assert book.source_url == "https://pubmed.ncbi.nlm.nih.gov/20301295/"
+
+
 def test_large_pages_are_fetched_in_batches(
     ncbi: ReplayServer, engine: PubMedEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
