@@ -97,7 +97,7 @@ class PubMedEngine(BaseSearchEngine):
     id = "pubmed"
     name = "PubMed"
     description = (
-        "PubMed/MEDLINE (NCBI): 37M+ biomedical citations in PubMed's relevance order, with "
+        "PubMed/MEDLINE (NCBI): biomedical and life-science citations in relevance order, with "
         "MeSH headings, publication types, labelled abstracts, PMIDs, PMCIDs and DOIs. "
         "Takes PubMed's own syntax ([tiab], [mh], [au], AND/OR/NOT, truncation*). No key "
         "needed; NCBI_API_KEY raises its limit."
