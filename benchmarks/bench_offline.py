@@ -49,6 +49,7 @@ URL_SETTINGS = {
     "openalex": "OPENALEX_API_URL",
     "crossref": "CROSSREF_API_URL",
     "semantic_scholar": "SEMANTIC_SCHOLAR_API_URL",
+    "pubmed": "NCBI_EUTILS_URL",
 }
 
 

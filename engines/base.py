@@ -256,6 +256,11 @@ class BaseSearchEngine:
     connect_timeout: ClassVar[float] = 3.0
     timeout: ClassVar[float] = 20.0
 
+    def current_rate_limit(self) -> str:
+        """The rate limit the engine asks for now: `rate_limit`, unless it depends on the
+        configuration (PubMed's is higher with an API key). No network."""
+        return self.rate_limit
+
     def unavailable_reason(self) -> str:
         """Why the engine cannot be used (missing key, ...); empty when it can. No network."""
         return ""

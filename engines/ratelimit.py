@@ -91,8 +91,8 @@ _parse_lock = threading.Lock()
 
 
 def rate_for(engine: BaseSearchEngine) -> RateLimitItem:
-    """The engine's limit: ENGINE_RATE_LIMITS[id] or the engine's own default."""
-    text = settings.ENGINE_RATE_LIMITS.get(engine.id) or engine.rate_limit
+    """The engine's limit: ENGINE_RATE_LIMITS[id] or the engine's own (current_rate_limit)."""
+    text = settings.ENGINE_RATE_LIMITS.get(engine.id) or engine.current_rate_limit()
     with _parse_lock:  # parse() memoises in a plain dict
         return parse(text)
 

@@ -34,6 +34,7 @@ BUILTIN_ENGINES: dict[str, str] = {
     "openalex": "engines.openalex:OpenAlexEngine",
     "crossref": "engines.crossref:CrossrefEngine",
     "semantic_scholar": "engines.semantic_scholar:SemanticScholarEngine",
+    "pubmed": "engines.pubmed:PubMedEngine",
 }
 PLUGIN_MODULE_PREFIX = "research_mcp_engine_plugins."
 

@@ -293,12 +293,17 @@ SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")
 OPENALEX_API_KEY = env_str("OPENALEX_API_KEY")
 # Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s).
 CONTACT_EMAIL = env_str("CONTACT_EMAIL")
+# NCBI E-utilities (PubMed): an API key raises the limit from 3 to 10 requests a second;
+# the e-mail (CONTACT_EMAIL unless set) goes with every request, as NCBI asks.
+NCBI_API_KEY = env_str("NCBI_API_KEY")
+NCBI_EMAIL = env_str("NCBI_EMAIL")
 # Base URLs, for mirrors and for tests that replay recorded answers locally.
 ARXIV_API_URL = env_str("ARXIV_API_URL", "https://export.arxiv.org/api/query")
 SERPAPI_URL = env_str("SERPAPI_URL", "https://serpapi.com")
 OPENALEX_API_URL = env_str("OPENALEX_API_URL", "https://api.openalex.org")
 CROSSREF_API_URL = env_str("CROSSREF_API_URL", "https://api.crossref.org")
 SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.semanticscholar.org")
+NCBI_EUTILS_URL = env_str("NCBI_EUTILS_URL", "https://eutils.ncbi.nlm.nih.gov/entrez/eutils")
 
 # Redis answers in a millisecond: a stopped or hung Redis must cost a request at most this
 # long (seconds) before the caller goes on without it (the throttle, engine cache and rate
