@@ -34,6 +34,8 @@ BUILTIN_ENGINES: dict[str, str] = {
     "openalex": "engines.openalex:OpenAlexEngine",
     "crossref": "engines.crossref:CrossrefEngine",
     "semantic_scholar": "engines.semantic_scholar:SemanticScholarEngine",
+    "openreview": "engines.openreview:OpenReviewEngine",
+    "dblp": "engines.dblp:DblpEngine",
 }
 PLUGIN_MODULE_PREFIX = "research_mcp_engine_plugins."
 
