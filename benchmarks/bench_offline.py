@@ -49,6 +49,8 @@ URL_SETTINGS = {
     "openalex": "OPENALEX_API_URL",
     "crossref": "CROSSREF_API_URL",
     "semantic_scholar": "SEMANTIC_SCHOLAR_API_URL",
+    "openreview": "OPENREVIEW_API_URL",
+    "dblp": "DBLP_API_URL",
 }
 
 
