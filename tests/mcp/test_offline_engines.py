@@ -27,7 +27,13 @@ pytestmark = [pytest.mark.server]
 
 BENCH = ROOT / "benchmarks" / "bench_offline.py"
 DEFAULT_ENGINES = (
-    "arxiv", "google_scholar", "openalex", "crossref", "semantic_scholar", "openreview", "dblp",
+    "arxiv",
+    "google_scholar",
+    "openalex",
+    "crossref",
+    "semantic_scholar",
+    "openreview",
+    "dblp",
 )
 
 
