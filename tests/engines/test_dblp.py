@@ -4,10 +4,12 @@ repositories (tests/fixtures/dblp, see SOURCE.md)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from engines import ratelimit
 from engines.base import (
     AUTHOR,
     DETAILS,
@@ -21,6 +23,9 @@ from engines.base import (
 )
 from engines.dblp import DblpEngine
 from engines.registry import BUILTIN_ENGINES, registry
+from engines.runner import EngineCall, call_engine
+from papers.schemas import PaperRecord
+from papers.services import paper_upsert
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dblp"
@@ -287,3 +292,45 @@ def test_dblp_is_a_built_in_engine(settings):
     engine = registry.engines()["dblp"]
     assert engine.operations == frozenset({SEARCH, AUTHOR, DETAILS})
     assert engine.rate_limit == "1/second"
+
+
+@pytest.fixture
+def dblp_through_the_runner(dblp: ReplayServer, settings) -> Iterator[ReplayServer]:
+    """dblp enabled, no cache and no retries, so one answer is one outcome."""
+    settings.ENGINES_ENABLED = ["dblp"]
+    settings.ENGINE_CACHE_TTLS = {"dblp": 0}
+    settings.ENGINE_MAX_RETRIES = 0
+    registry.refresh()
+    ratelimit.reset(registry.engines()["dblp"])
+    yield dblp
+    ratelimit.reset(registry.engines()["dblp"])
+    registry.refresh()
+
+
+def test_a_429_reaches_the_caller_as_rate_limited_with_its_retry_after(dblp_through_the_runner):
+    dblp_through_the_runner.add("/search/publ/api", Reply(429, b"", {"Retry-After": "60"}))
+
+    call = EngineCall.search("dblp", SearchRequest("x"))
+    outcome = call_engine(call.engine, call.operation, call.arguments, timeout_seconds=5)
+
+    assert (outcome.status, outcome.outcome, outcome.reason) == (
+        "rate_limited",
+        "rate_limited",
+        "quota",
+    )
+    assert outcome.retry_after == 60
+
+
+@pytest.mark.django_db
+def test_a_corr_record_merges_with_the_arxiv_paper(dblp, engine):
+    dblp.add("/search/publ/api", recorded_json("publ_search.json"))
+    corr = by_key(engine.search(SearchRequest("x", max_results=7)))["journals/corr/abs-1905-10841"]
+    arxiv = PaperRecord.build(
+        title=corr.title, authors=["Han Le"], year=2019, arxiv_id="1905.10841", source="arxiv"
+    )
+
+    first, _ = paper_upsert(record=arxiv)
+    second, created = paper_upsert(record=corr)
+
+    assert (second.pk, created) == (first.pk, False)
+    assert second.identifiers.filter(scheme="dblp", value="journals/corr/abs-1905-10841").exists()
