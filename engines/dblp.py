@@ -245,6 +245,8 @@ def _display_name(name: str) -> str:
 
 def _title(value: object) -> str:
     """DBLP's title without the '.' it closes every title with."""
+    if isinstance(value, dict):  # the API's older form: {"@ee": ..., "text": ...}
+        value = value.get("text")
     text = " ".join(html.unescape(str(value or "")).split())
     return text[:-1] if text.endswith(".") and not text.endswith("..") else text
 

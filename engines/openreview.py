@@ -86,6 +86,8 @@ class OpenReviewEngine(BaseSearchEngine):
         unavailable, and the errors of engines.http.
         """
         venues, text = _venues_and_text(request)
+        if not venues and not text:
+            return []  # nothing to search for; OpenReview refuses an empty term
         limit = max(1, min(request.max_results, MAX_LIMIT))
         offset = max(0, request.offset)
         records: list[PaperRecord] = []

@@ -132,6 +132,11 @@ def test_categories_are_venue_ids(openreview, engine):
     assert sent(openreview)["content.venueid"] == "ICLR.cc/2024/Conference"
 
 
+def test_an_empty_query_asks_nothing(openreview, engine):
+    assert engine.search(SearchRequest("  ")) == []
+    assert openreview.requests == []
+
+
 def test_a_category_that_is_no_venue_id_is_refused_without_a_request(openreview, engine):
     with pytest.raises(UnsupportedOperation, match="venue id"):
         engine.search(SearchRequest("x", categories=("cs.CL",)))
