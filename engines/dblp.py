@@ -105,7 +105,7 @@ class DblpEngine(BaseSearchEngine):
             },
         )
         records = _records(_hits(data), _hit_record)
-        return [r for r in records if _in_dates(r, request)][: request.max_results]
+        return [r for r in records if request.admits_year(r.year)][: request.max_results]
 
     def search_by_author(self, author: str, request: SearchRequest) -> list[PaperRecord]:
         """The publications of the person DBLP ranks first for `author`, newest first,
@@ -129,7 +129,7 @@ class DblpEngine(BaseSearchEngine):
             "url": f"{SITE}/pid/{pid}",
         }
         entries = [child for r in root.findall("r") for child in r]
-        records = [r for r in _records(entries, _xml_record) if _in_dates(r, request)]
+        records = [r for r in _records(entries, _xml_record) if request.admits_year(r.year)]
         start = max(0, request.offset)
         records = records[start : start + request.max_results]
         for record in records:
@@ -211,14 +211,6 @@ def _hits(data: dict[str, Any]) -> list[dict[str, Any]]:
     found = hits.get("hit") or []  # absent when nothing matched
     found = found if isinstance(found, list) else [found]
     return [hit for hit in found if isinstance(hit, dict)]
-
-
-def _in_dates(record: PaperRecord, request: SearchRequest) -> bool:
-    if record.year is None or not (request.date_from or request.date_to):
-        return True
-    if request.date_from and record.year < int(request.date_from[:4]):
-        return False
-    return not (request.date_to and record.year > int(request.date_to[:4]))
 
 
 # --- parsing -------------------------------------------------------------------------------

@@ -101,7 +101,8 @@ class OpenReviewEngine(BaseSearchEngine):
                     params["venueid"] = venue
                 data = self._get("/notes/search", {**params, "limit": limit, "offset": offset})
             records.extend(_records(_notes(data)))
-        records = [r for r in records if _in_dates(r, request)]
+        # No date filter at the source: the answer is filtered by year.
+        records = [r for r in records if request.admits_year(r.year)]
         return list({r.source_id: r for r in records}.values())[: request.max_results]
 
     def get_paper_details(self, paper_id: str) -> PaperRecord:
@@ -180,15 +181,6 @@ def _notes(data: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(notes, list):
         raise EngineError("OpenReview answered without a list of notes.")
     return [note for note in notes if isinstance(note, dict)]
-
-
-def _in_dates(record: PaperRecord, request: SearchRequest) -> bool:
-    """OpenReview has no date filter: records outside the request's years are dropped."""
-    if record.year is None or not (request.date_from or request.date_to):
-        return True
-    if request.date_from and record.year < int(request.date_from[:4]):
-        return False
-    return not (request.date_to and record.year > int(request.date_to[:4]))
 
 
 # --- parsing -------------------------------------------------------------------------------
