@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engines import ratelimit
+from engines import probe, ratelimit
 from engines.base import (
     AUTHOR,
     DETAILS,
@@ -24,6 +24,7 @@ from engines.base import (
 from engines.dblp import DblpEngine
 from engines.registry import BUILTIN_ENGINES, registry
 from engines.runner import EngineCall, call_engine
+from engines.selectors import engines_list
 from papers.schemas import PaperRecord
 from papers.services import paper_upsert
 from tests.engines.replay import ReplayServer, Reply
@@ -334,3 +335,20 @@ def test_a_corr_record_merges_with_the_arxiv_paper(dblp, engine):
 
     assert (second.pk, created) == (first.pk, False)
     assert second.identifiers.filter(scheme="dblp", value="journals/corr/abs-1905-10841").exists()
+
+
+def test_list_search_engines_shows_dblp_and_whether_it_answers(dblp, settings):
+    settings.ENGINES_ENABLED = ["dblp"]
+    probe.forget()
+
+    reachable = engines_list(refresh=True)["engines"][1]
+
+    assert (reachable["id"], reachable["is_available"]) == ("dblp", True)
+    assert reachable["operations"] == ["get_paper_details", "search", "search_by_author"]
+
+    settings.DBLP_API_URL = "https://dblp.research-mcp-test.invalid"
+    probe.forget()
+    offline = engines_list()["engines"][1]
+    assert offline["is_available"] is False
+    assert "dblp.research-mcp-test.invalid" in offline["unavailable_reason"]
+    probe.forget()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engines import probe
 from engines.base import (
     DETAILS,
     SEARCH,
@@ -21,6 +22,7 @@ from engines.base import (
 )
 from engines.openreview import OpenReviewEngine, decision_of
 from engines.registry import BUILTIN_ENGINES, registry
+from engines.selectors import engines_list
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openreview"
@@ -250,3 +252,22 @@ def test_openreview_is_a_built_in_engine(settings):
     engine = registry.engines()["openreview"]
     assert engine.operations == frozenset({SEARCH, DETAILS})
     assert engine.query_dialect == "plain"
+
+
+def test_list_search_engines_shows_openreview_and_whether_it_answers(openreview, settings):
+    settings.ENGINES_ENABLED = ["openreview"]
+    probe.forget()
+
+    reachable = engines_list(refresh=True)["engines"][1]
+
+    assert (reachable["id"], reachable["is_available"]) == ("openreview", True)
+    assert reachable["operations"] == ["get_paper_details", "search"]
+    assert reachable["rate_limit"]["limit"] == "1 per 1 second"
+
+    settings.OPENREVIEW_API_URL = "https://api2.research-mcp-test.invalid"
+    probe.forget()
+    offline = engines_list()["engines"][1]
+    assert offline["is_available"] is False
+    assert "research-mcp-test.invalid" in offline["unavailable_reason"]
+    assert openreview.requests == []  # the probe opens a connection, it sends nothing
+    probe.forget()
