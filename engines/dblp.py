@@ -29,6 +29,7 @@ from engines.base import (
     AUTHOR,
     DETAILS,
     SEARCH,
+    BadKey,
     BaseSearchEngine,
     EngineError,
     SearchRequest,
@@ -151,26 +152,32 @@ class DblpEngine(BaseSearchEngine):
     # --- calls ---------------------------------------------------------------------------
 
     def _json(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
-        data = http.get_json(
-            _base() + path,
-            params=params,
-            engine_name=self.name,
-            timeout=self.timeout,
-            connect_timeout=self.connect_timeout,
-        )
+        try:
+            data = http.get_json(
+                _base() + path,
+                params=params,
+                engine_name=self.name,
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+            )
+        except BadKey as exc:
+            raise _refused(exc) from None
         if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
             raise EngineError("DBLP answered without a result.")
         return data
 
     def _xml(self, path: str, *, not_found: str) -> ElementTree.Element:
-        text = http.get_text(
-            _base() + path,
-            accept="application/xml",
-            engine_name=self.name,
-            timeout=self.timeout,
-            connect_timeout=self.connect_timeout,
-            not_found=not_found,
-        )
+        try:
+            text = http.get_text(
+                _base() + path,
+                accept="application/xml",
+                engine_name=self.name,
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+                not_found=not_found,
+            )
+        except BadKey as exc:
+            raise _refused(exc) from None
         # DBLP's pages declare no DTD: one that does is not DBLP's (and could define
         # entities that expand without bound).
         if "<!DOCTYPE" in text or "<!ENTITY" in text:
@@ -184,6 +191,12 @@ class DblpEngine(BaseSearchEngine):
 
 def _base() -> str:
     return settings.DBLP_API_URL.rstrip("/")
+
+
+def _refused(error: BadKey) -> EngineError:
+    """DBLP takes no credentials: a 401/403 refuses the request (a blocked client), and
+    must not report the engine as holding a bad key (skipped from then on)."""
+    return EngineError(error.message, http_status=error.http_status)
 
 
 def _path(value: str) -> str:

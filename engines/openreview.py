@@ -132,23 +132,29 @@ class OpenReviewEngine(BaseSearchEngine):
         missing = f"OpenReview has no public note {note_id}."
         try:
             data = self._get("/notes", {"id": note_id}, not_found=missing)
-        except BadKey as exc:
-            # We send no credentials: a 403 is a note guests may not read, not a bad key.
-            raise PaperNotFoundAtSource(missing, http_status=exc.http_status) from None
+        except EngineError as exc:
+            if exc.http_status == 403:  # a note guests may not read
+                raise PaperNotFoundAtSource(missing, http_status=403) from None
+            raise
         notes = _notes(data)
         if not notes:
             raise PaperNotFoundAtSource(missing)
         return notes[0]
 
     def _get(self, path: str, params: dict[str, Any], *, not_found: str = "") -> dict[str, Any]:
-        data = http.get_json(
-            settings.OPENREVIEW_API_URL.rstrip("/") + path,
-            params=params,
-            engine_name=self.name,
-            timeout=self.timeout,
-            connect_timeout=self.connect_timeout,
-            not_found=not_found,
-        )
+        try:
+            data = http.get_json(
+                settings.OPENREVIEW_API_URL.rstrip("/") + path,
+                params=params,
+                engine_name=self.name,
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+                not_found=not_found,
+            )
+        except BadKey as exc:
+            # We send no credentials, so a 401/403 refuses this request, not a key: the
+            # engine must not be reported as holding a bad key (and skipped from then on).
+            raise EngineError(exc.message, http_status=exc.http_status) from None
         if not isinstance(data, dict):
             raise EngineError("OpenReview answered with JSON that is not an object.")
         if data.get("searchUnavailable"):

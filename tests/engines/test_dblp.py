@@ -280,6 +280,15 @@ def test_429_with_retry_after_is_rate_limited(dblp, engine):
         engine.search(SearchRequest("x"))
 
 
+def test_a_blocked_client_is_an_error_not_a_bad_key(dblp, engine):
+    dblp.add("/search/publ/api", Reply(403, "<html>Forbidden</html>"))
+
+    with pytest.raises(EngineError) as caught:
+        engine.search(SearchRequest("x"))
+
+    assert caught.value.outcome == "error" and caught.value.http_status == 403
+
+
 def test_an_answer_without_a_result_is_an_error(dblp, engine):
     dblp.add("/search/publ/api", Reply(200, {"hits": []}))
     with pytest.raises(EngineError, match="without a result"):

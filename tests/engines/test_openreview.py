@@ -198,6 +198,16 @@ def test_details_of_an_unknown_or_private_note_are_not_found(openreview, engine)
         engine.get_paper_details("ZZZZZZZZZZ")
 
 
+def test_a_refused_search_is_an_error_not_a_bad_key(openreview, engine):
+    forbidden = {"name": "ForbiddenError", "message": "Forbidden", "status": 403}
+    openreview.add("/notes/search", Reply(403, forbidden))
+
+    with pytest.raises(EngineError) as caught:
+        engine.search(SearchRequest("x"))
+
+    assert caught.value.outcome == "error" and caught.value.http_status == 403
+
+
 def test_details_need_a_forum_id(openreview, engine):
     with pytest.raises(EngineError, match="forum id"):
         engine.get_paper_details("10.1234/not-an-openreview-id")
