@@ -50,6 +50,8 @@ URL_SETTINGS = {
     "crossref": "CROSSREF_API_URL",
     "semantic_scholar": "SEMANTIC_SCHOLAR_API_URL",
     "pubmed": "NCBI_EUTILS_URL",
+    "openreview": "OPENREVIEW_API_URL",
+    "dblp": "DBLP_API_URL",
 }
 
 

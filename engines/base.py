@@ -190,6 +190,16 @@ class SearchRequest:
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "categories": list(self.categories)}
 
+    def admits_year(self, year: int | None) -> bool:
+        """Whether a paper of `year` falls within the request's dates, compared by year
+        (for sources without a date filter, whose answers are filtered instead); a paper
+        without a year is kept."""
+        if year is None:
+            return True
+        if self.date_from and year < int(self.date_from[:4]):
+            return False
+        return not (self.date_to and year > int(self.date_to[:4]))
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SearchRequest:
         return cls(**{**values, "categories": tuple(values.get("categories") or ())})

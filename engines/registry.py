@@ -35,6 +35,8 @@ BUILTIN_ENGINES: dict[str, str] = {
     "crossref": "engines.crossref:CrossrefEngine",
     "semantic_scholar": "engines.semantic_scholar:SemanticScholarEngine",
     "pubmed": "engines.pubmed:PubMedEngine",
+    "openreview": "engines.openreview:OpenReviewEngine",
+    "dblp": "engines.dblp:DblpEngine",
 }
 PLUGIN_MODULE_PREFIX = "research_mcp_engine_plugins."
 

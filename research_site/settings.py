@@ -304,6 +304,8 @@ OPENALEX_API_URL = env_str("OPENALEX_API_URL", "https://api.openalex.org")
 CROSSREF_API_URL = env_str("CROSSREF_API_URL", "https://api.crossref.org")
 SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.semanticscholar.org")
 NCBI_EUTILS_URL = env_str("NCBI_EUTILS_URL", "https://eutils.ncbi.nlm.nih.gov/entrez/eutils")
+OPENREVIEW_API_URL = env_str("OPENREVIEW_API_URL", "https://api2.openreview.net")
+DBLP_API_URL = env_str("DBLP_API_URL", "https://dblp.org")
 
 # Redis answers in a millisecond: a stopped or hung Redis must cost a request at most this
 # long (seconds) before the caller goes on without it (the throttle, engine cache and rate

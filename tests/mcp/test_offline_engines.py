@@ -26,7 +26,15 @@ from tests.mcp.conftest import (
 pytestmark = [pytest.mark.server]
 
 BENCH = ROOT / "benchmarks" / "bench_offline.py"
-DEFAULT_ENGINES = ("arxiv", "google_scholar", "openalex", "crossref", "semantic_scholar")
+DEFAULT_ENGINES = (
+    "arxiv",
+    "google_scholar",
+    "openalex",
+    "crossref",
+    "semantic_scholar",
+    "openreview",
+    "dblp",
+)
 
 
 def bench_module() -> Any:
