@@ -34,6 +34,9 @@ BUILTIN_ENGINES: dict[str, str] = {
     "openalex": "engines.openalex:OpenAlexEngine",
     "crossref": "engines.crossref:CrossrefEngine",
     "semantic_scholar": "engines.semantic_scholar:SemanticScholarEngine",
+    "europepmc": "engines.europepmc:EuropePmcEngine",
+    "biorxiv": "engines.biorxiv:BiorxivEngine",
+    "medrxiv": "engines.biorxiv:MedrxivEngine",
 }
 PLUGIN_MODULE_PREFIX = "research_mcp_engine_plugins."
 

@@ -288,7 +288,8 @@ SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")
 # Optional: OpenAlex keys lift its daily limits for heavy use.
 OPENALEX_API_KEY = env_str("OPENALEX_API_KEY")
-# Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s).
+# Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s),
+# and to Europe PMC as `email`.
 CONTACT_EMAIL = env_str("CONTACT_EMAIL")
 # Base URLs, for mirrors and for tests that replay recorded answers locally.
 ARXIV_API_URL = env_str("ARXIV_API_URL", "https://export.arxiv.org/api/query")
@@ -296,6 +297,9 @@ SERPAPI_URL = env_str("SERPAPI_URL", "https://serpapi.com")
 OPENALEX_API_URL = env_str("OPENALEX_API_URL", "https://api.openalex.org")
 CROSSREF_API_URL = env_str("CROSSREF_API_URL", "https://api.crossref.org")
 SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.semanticscholar.org")
+EUROPEPMC_API_URL = env_str("EUROPEPMC_API_URL", "https://www.ebi.ac.uk/europepmc/webservices/rest")
+# bioRxiv and medRxiv share one API (their details by DOI); their search is Europe PMC's.
+BIORXIV_API_URL = env_str("BIORXIV_API_URL", "https://api.biorxiv.org")
 
 # Redis answers in a millisecond: a stopped or hung Redis must cost a request at most this
 # long (seconds) before the caller goes on without it (the throttle, engine cache and rate
