@@ -49,6 +49,9 @@ URL_SETTINGS = {
     "openalex": "OPENALEX_API_URL",
     "crossref": "CROSSREF_API_URL",
     "semantic_scholar": "SEMANTIC_SCHOLAR_API_URL",
+    "europepmc": "EUROPEPMC_API_URL",
+    # medRxiv shares bioRxiv's API and searches through Europe PMC.
+    "biorxiv": "BIORXIV_API_URL",
 }
 
 

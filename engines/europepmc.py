@@ -19,6 +19,7 @@ engines/open_access.py use its search and record mapping.
 
 from __future__ import annotations
 
+import calendar
 import html
 import logging
 import re
@@ -223,7 +224,9 @@ def _full_date(value: str, *, end: bool) -> str:
     if _YEAR_ONLY.fullmatch(value):
         return f"{value}-12-31" if end else f"{value}-01-01"
     if _YEAR_MONTH.fullmatch(value):
-        return f"{value}-31" if end else f"{value}-01"
+        year, month = (int(part) for part in value.split("-"))
+        last = calendar.monthrange(year, month)[1] if 1 <= month <= 12 else 31
+        return f"{value}-{last:02d}" if end else f"{value}-01"
     return value
 
 
@@ -356,7 +359,7 @@ def record_of(item: dict[str, Any], *, source: str = "europepmc") -> PaperRecord
         identifiers["published_doi"] = published["doi"]
     if published.get("pmid"):
         identifiers["published_pmid"] = published["pmid"]
-    full_text = _full_text_urls(item)
+    full_text = full_text_urls(item)
     metadata: dict[str, Any] = {
         "europepmc_source": epmc_source,
         "europepmc_id": epmc_id,
@@ -507,13 +510,13 @@ def published_version(item: dict[str, Any]) -> dict[str, str]:
 
 def free_pdf_url(item: dict[str, Any]) -> str:
     """The first PDF in fullTextUrlList anyone may read (availability OA or F)."""
-    for entry in _full_text_urls(item):
+    for entry in full_text_urls(item):
         if entry["style"] == "pdf" and entry["availability_code"] in FREE_AVAILABILITY:
             return entry["url"]
     return ""
 
 
-def _full_text_urls(item: dict[str, Any]) -> list[dict[str, str]]:
+def full_text_urls(item: dict[str, Any]) -> list[dict[str, str]]:
     urls = []
     for entry in _list(item.get("fullTextUrlList"), "fullTextUrl"):
         if isinstance(entry, dict) and entry.get("url"):

@@ -44,7 +44,8 @@ Engines = Annotated[
     Field(
         description=(
             "Engine ids, a list or 'a,b': local (the library), arxiv, google_scholar, "
-            "openalex, crossref, semantic_scholar. Default: all not known to be down."
+            "openalex, crossref, semantic_scholar, europepmc, biorxiv, medrxiv. "
+            "Default: all not known to be down."
         ),
         max_length=MAX_ENGINES,
     ),

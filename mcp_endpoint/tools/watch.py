@@ -39,8 +39,8 @@ EngineIds = Annotated[
     list[Annotated[str, Field(max_length=64)]] | None,
     Field(
         max_length=20,
-        description="local, arxiv, google_scholar, openalex, crossref, semantic_scholar; "
-        "default all.",
+        description="local, arxiv, google_scholar, openalex, crossref, semantic_scholar, "
+        "europepmc, biorxiv, medrxiv; default all.",
     ),
 ]
 SavedFilters = Annotated[dict[str, Any] | None, Field(description="search_papers' filters.")]

@@ -118,7 +118,7 @@ def test_a_date_range_is_anded_on_as_first_pdate_and_the_contact_goes_along(epmc
 
     query = sent(epmc)
     assert query["query"] == (
-        '(TITLE:cancer AND AUTH:"Xu X") AND FIRST_PDATE:[2020-01-01 TO 2025-06-31]'
+        '(TITLE:cancer AND AUTH:"Xu X") AND FIRST_PDATE:[2020-01-01 TO 2025-06-30]'
     )
     assert query["email"] == "librarian@example.org" and query["pageSize"] == "3"
 
