@@ -37,9 +37,11 @@ from papers.schemas import PaperRecord
 
 logger = logging.getLogger(__name__)
 
-# A bioRxiv/medRxiv DOI: 10.1101/<suffix> (and 10.64898/<suffix> since late 2025); the
-# suffix has no '/', so the DOI is two path segments of the details URL.
-_PREPRINT_DOI = re.compile(r"^(10\.\d{4,9})/([^/\s]+)$")
+# A bioRxiv/medRxiv DOI: 10.1101/<suffix>, or 10.64898/<suffix> (openRxiv's prefix for
+# preprints posted since late 2025); the suffix has no '/', so the DOI is two path
+# segments of the details URL.
+_PREPRINT_DOI = re.compile(r"^(10\.1101|10\.64898)/([^/\s]+)$")
+_DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
 # `published` when the preprint has no journal version yet.
 NOT_PUBLISHED = "NA"
 
@@ -75,12 +77,16 @@ class BiorxivEngine(BaseSearchEngine):
     def get_paper_details(self, paper_id: str) -> PaperRecord:
         """The latest version of the preprint with this DOI, from the server's details API.
 
-        Raises PaperNotFoundAtSource when the server has no such preprint, EngineError when
-        `paper_id` is not a DOI of the shape bioRxiv and medRxiv give."""
+        Raises PaperNotFoundAtSource when the server has no such preprint (a DOI of another
+        registrant without asking), EngineError when `paper_id` is not a DOI."""
         doi = normalize_doi(paper_id)
-        match = _PREPRINT_DOI.match(doi or "")
-        if not doi or not match:
+        if not doi or not _DOI_SHAPE.match(doi):
             raise EngineError(f"{self.name} looks preprints up by DOI; {paper_id!r} is not one.")
+        match = _PREPRINT_DOI.match(doi)
+        if not match:  # another registrant's DOI: not a bioRxiv/medRxiv preprint, no request
+            raise PaperNotFoundAtSource(
+                f"{doi} is not a {self.name} DOI (10.1101/..., 10.64898/...)."
+            )
         prefix, suffix = match.groups()
         path = "/".join(
             (

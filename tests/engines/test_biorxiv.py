@@ -92,11 +92,13 @@ def test_a_doi_the_server_does_not_hold_is_not_found(sources):
         MedrxivEngine().get_paper_details("10.1101/456574")
 
 
-def test_details_need_a_preprint_doi(sources):
+def test_details_need_a_preprint_doi_and_other_dois_are_not_asked_for(sources):
     with pytest.raises(EngineError, match="not one"):
         BiorxivEngine().get_paper_details("PMC12120539")
-    with pytest.raises(EngineError, match="not one"):
-        BiorxivEngine().get_paper_details("10.1101/a/b")
+    with pytest.raises(PaperNotFoundAtSource, match="not a bioRxiv DOI"):
+        BiorxivEngine().get_paper_details("10.1002/hpja.70059")
+    with pytest.raises(PaperNotFoundAtSource):
+        BiorxivEngine().get_paper_details("10.1101/a/b")  # no bioRxiv DOI has a second '/'
     assert sources.requests == []
 
 

@@ -21,6 +21,8 @@ from engines.base import (
 )
 from engines.europepmc import EuropePmcEngine, abstract_text, author_query
 from engines.registry import registry
+from engines.runner import EngineCall, run_calls
+from engines.selectors import engines_list
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "europepmc"
@@ -284,3 +286,37 @@ def test_europe_pmc_biorxiv_and_medrxiv_are_built_in(settings):
     assert sorted(engines["medrxiv"].describe()["operations"]) == [
         "get_paper_details", "search", "search_by_author"
     ]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_runner_searches_europe_pmc_and_biorxiv_together_and_lists_them(
+    replay_server, settings
+):
+    settings.ENGINES_ENABLED = ["europepmc", "biorxiv", "medrxiv"]
+    settings.EUROPEPMC_API_URL = replay_server.url
+    settings.BIORXIV_API_URL = replay_server.url
+    settings.ENGINE_CACHE_TTLS = {"europepmc": 0, "biorxiv": 0, "medrxiv": 0}
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # a worker would not see these URLs
+    settings.CONTACT_EMAIL = ""
+    registry.refresh()
+    preprints = Reply(200, recorded("search_cancer_lite_biorxiv_only.json"))
+    everything = Reply(200, recorded("search_cancer_core.json"))
+    replay_server.add(
+        "/search",
+        lambda request: preprints if "SRC:PPR" in request.query["query"][0] else everything,
+    )
+
+    request = SearchRequest("cancer", max_results=3)
+    outcomes = {
+        o.engine: o
+        for o in run_calls(
+            [EngineCall.search("europepmc", request), EngineCall.search("biorxiv", request)]
+        )
+    }
+
+    assert {name: o.status for name, o in outcomes.items()} == {"europepmc": "ok", "biorxiv": "ok"}
+    assert [r["source"] for r in outcomes["biorxiv"].result] == ["biorxiv"] * 3  # as dicts
+    assert len(outcomes["europepmc"].result) == 3
+    listed = {e["id"]: e for e in engines_list(probe=True)["engines"]}
+    assert all(listed[name]["is_available"] for name in ("europepmc", "biorxiv", "medrxiv"))
+    assert listed["europepmc"]["rate_limit"]["limit"] == "10 per 1 second"
