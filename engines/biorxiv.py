@@ -8,8 +8,8 @@ Searches therefore go through Europe PMC's preprint index restricted to the serv
 (`(<query>) AND SRC:PPR AND PUBLISHER:"bioRxiv"`), in Europe PMC's relevance order and
 under Europe PMC's rate limit (engines/europepmc.py), so the query is Europe PMC syntax.
 
-The API publishes no request limit; we ask at most 2 a second
-(ENGINE_RATE_LIMITS=biorxiv=... overrides).
+We found no published request limit for the API (https://api.biorxiv.org states none);
+we ask at most 2 a second (ENGINE_RATE_LIMITS=biorxiv=... / medrxiv=... override).
 """
 
 from __future__ import annotations

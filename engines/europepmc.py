@@ -9,8 +9,9 @@ typed; a date range is ANDed on as `FIRST_PDATE:[from TO to]`. Results page by c
 (`cursorMark`), at most 1,000 a page; an offset past the first page is reached by walking
 the cursor with id-only pages.
 
-Europe PMC publishes no fixed request limit; it asks for reasonable use. We stay at 10
-requests a second (ENGINE_RATE_LIMITS=europepmc=... overrides). bioRxiv and medRxiv
+Europe PMC throttles at 10 requests a second and 500 a minute (its developer forum,
+https://groups.google.com/a/ebi.ac.uk/g/epmc-webservices/c/FHexaNdSXJg, 2026-02): 8 a
+second keeps under both (ENGINE_RATE_LIMITS=europepmc=... overrides). bioRxiv and medRxiv
 searches (engines/biorxiv.py) go through the same index and take the same limit.
 
 One module because it is one provider's client; engines/biorxiv.py and
@@ -89,8 +90,9 @@ class EuropePmcEngine(BaseSearchEngine):
     operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING})
     # Europe PMC's own query syntax (TITLE:, AUTH:, PUB_YEAR:[a TO b] ...), sent as typed.
     query_dialect = "europepmc"
-    # No published figure; Europe PMC asks for reasonable use (RestfulWebService page).
-    rate_limit = "10/second"
+    # Europe PMC throttles at 10 a second and 500 a minute (module docstring): 8 a second
+    # (480 a minute) keeps under both.
+    rate_limit = "8/second"
 
     def probe_url(self) -> str:
         return str(settings.EUROPEPMC_API_URL)

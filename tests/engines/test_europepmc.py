@@ -282,7 +282,7 @@ def test_europe_pmc_biorxiv_and_medrxiv_are_built_in(settings):
     engines = registry.engines()
     assert {"europepmc", "biorxiv", "medrxiv"} <= set(engines)
     assert engines["europepmc"].query_dialect == "europepmc"
-    assert engines["europepmc"].rate_limit == "10/second"
+    assert engines["europepmc"].rate_limit == "8/second"
     assert sorted(engines["medrxiv"].describe()["operations"]) == [
         "get_paper_details", "search", "search_by_author"
     ]  # fmt: skip
@@ -319,4 +319,4 @@ def test_the_runner_searches_europe_pmc_and_biorxiv_together_and_lists_them(
     assert len(outcomes["europepmc"].result) == 3
     listed = {e["id"]: e for e in engines_list(probe=True)["engines"]}
     assert all(listed[name]["is_available"] for name in ("europepmc", "biorxiv", "medrxiv"))
-    assert listed["europepmc"]["rate_limit"]["limit"] == "10 per 1 second"
+    assert listed["europepmc"]["rate_limit"]["limit"] == "8 per 1 second"
