@@ -8,8 +8,8 @@ Searches therefore go through Europe PMC's preprint index restricted to the serv
 (`(<query>) AND SRC:PPR AND PUBLISHER:"bioRxiv"`), in Europe PMC's relevance order and
 under Europe PMC's rate limit (engines/europepmc.py), so the query is Europe PMC syntax.
 
-We found no published request limit for the API (https://api.biorxiv.org states none);
-we ask at most 2 a second (ENGINE_RATE_LIMITS=biorxiv=... / medrxiv=... override).
+We found no published request limit for the API; we ask at most 2 a second
+(ENGINE_RATE_LIMITS=biorxiv=... / medrxiv=... override).
 """
 
 from __future__ import annotations
@@ -129,7 +129,12 @@ class BiorxivEngine(BaseSearchEngine):
             raise EngineError(f"{self.name} needs a query.")
         restricted = f'({query.strip()}) AND SRC:PPR AND PUBLISHER:"{self.publisher}"'
         europepmc.take_shared_turn()
-        records = europepmc.search_records(self, europepmc.query_for(request, restricted), request)
+        records = europepmc.search_records(
+            self,
+            europepmc.query_for(request, restricted),
+            request,
+            name=f"Europe PMC (searching {self.name})",
+        )
         return [dataclasses.replace(record, source=self.id) for record in records]
 
     # --- parsing -----------------------------------------------------------------------------

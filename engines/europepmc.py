@@ -236,12 +236,13 @@ def _full_date(value: str, *, end: bool) -> str:
 
 
 def search_records(
-    engine: BaseSearchEngine, query: str, request: SearchRequest
+    engine: BaseSearchEngine, query: str, request: SearchRequest, *, name: str = ""
 ) -> list[PaperRecord]:
     """Records `offset`..`offset + max_results - 1` of `query`, in Europe PMC's order.
 
     The window is read from one page when it fits in the first MAX_PAGE_SIZE results;
-    further out, id-only pages walk the cursor to the page that holds it.
+    further out, id-only pages walk the cursor to the page that holds it. `engine` gives
+    the timeouts; `name` (default the engine's) is who failed in error messages.
     """
     offset, count = max(0, request.offset), max(1, min(request.max_results, MAX_PAGE_SIZE))
     cursor = "*"
@@ -252,14 +253,14 @@ def search_records(
                 f"Europe PMC pages through at most {MAX_SKIP_PAGES * MAX_PAGE_SIZE:,} results here."
             )
         for _ in range(pages):
-            data = _search(engine, query, MAX_PAGE_SIZE, cursor, "idlist")
+            data = _search(engine, query, MAX_PAGE_SIZE, cursor, "idlist", name)
             following = str(data.get("nextCursorMark") or "")
             if not following or following == cursor:
                 return []  # fewer results than the offset
             cursor = following
         offset -= pages * MAX_PAGE_SIZE
-    data = _search(engine, query, min(MAX_PAGE_SIZE, offset + count), cursor, "core")
-    return _records(_results(data)[offset:])[:count]
+    data = _search(engine, query, min(MAX_PAGE_SIZE, offset + count), cursor, "core", name)
+    return _records(_results(data, name or engine.name)[offset:])[:count]
 
 
 def search_page(
@@ -268,11 +269,16 @@ def search_page(
     """(hitCount, records) of the first page of `query`."""
     data = _search(engine, query, page_size, "*", result_type)
     hits = data.get("hitCount")
-    return (hits if isinstance(hits, int) else 0), _records(_results(data))
+    return (hits if isinstance(hits, int) else 0), _records(_results(data, engine.name))
 
 
 def _search(
-    engine: BaseSearchEngine, query: str, page_size: int, cursor: str, result_type: str
+    engine: BaseSearchEngine,
+    query: str,
+    page_size: int,
+    cursor: str,
+    result_type: str,
+    name: str = "",
 ) -> dict[str, Any]:
     return get(
         engine,
@@ -284,32 +290,37 @@ def _search(
             "pageSize": page_size,
             "cursorMark": cursor,
         },
+        name=name,
     )
 
 
-def _results(data: dict[str, Any]) -> list[Any]:
+def _results(data: dict[str, Any], name: str) -> list[Any]:
     results = (data.get("resultList") or {}).get("result")
     if results is None and data.get("hitCount") == 0:
         return []
     if not isinstance(results, list):
-        raise EngineError("Europe PMC answered without a result list.")
+        raise EngineError(f"{name} answered without a result list.")
     return results
 
 
-def get(engine: BaseSearchEngine, path: str, params: dict[str, Any]) -> dict[str, Any]:
-    """GET `path` of the Europe PMC REST API as JSON (an object, else EngineError)."""
+def get(
+    engine: BaseSearchEngine, path: str, params: dict[str, Any], *, name: str = ""
+) -> dict[str, Any]:
+    """GET `path` of the Europe PMC REST API as JSON (an object, else EngineError);
+    `name` (default the engine's) is who failed in error messages."""
+    name = name or engine.name
     query = dict(params)
     if settings.CONTACT_EMAIL:
         query["email"] = settings.CONTACT_EMAIL  # Europe PMC's way to say who is asking
     data = http.get_json(
         settings.EUROPEPMC_API_URL.rstrip("/") + path,
         params=query,
-        engine_name=engine.name,
+        engine_name=name,
         timeout=engine.timeout,
         connect_timeout=engine.connect_timeout,
     )
     if not isinstance(data, dict):
-        raise EngineError(f"{engine.name} answered with JSON that is not an object.")
+        raise EngineError(f"{name} answered with JSON that is not an object.")
     return data
 
 

@@ -166,3 +166,10 @@ def test_searches_share_europe_pmcs_rate_limit(sources, settings):
     finally:
         ratelimit.reset(europepmc.SHARED)
     assert len(sources.requests) == 1
+
+
+def test_a_failing_europe_pmc_search_says_it_was_europe_pmc(sources):
+    sources.add("/europepmc/search", Reply(400, {"error": "bad query"}))
+
+    with pytest.raises(EngineError, match=r"^Europe PMC \(searching bioRxiv\) refused"):
+        BiorxivEngine().search(SearchRequest("cancer AND"))
