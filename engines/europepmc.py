@@ -502,8 +502,8 @@ def _author_from_string(part: str) -> dict[str, str]:
 
 def published_version(item: dict[str, Any]) -> dict[str, str]:
     """The journal version a preprint record links ("Preprint of" in its
-    commentCorrectionList): {"source", "pmid" (a MED id), "doi" (when the reference
-    string names one), "reference"}; empty when there is none."""
+    commentCorrectionList): {"source", "id", "pmid" (a MED id), "doi" (when the reference
+    string names one), "reference", "note"}; empty when there is none."""
     for link in _list(item.get("commentCorrectionList"), "commentCorrection"):
         if not isinstance(link, dict) or str(link.get("type") or "").lower() != "preprint of":
             continue
@@ -516,6 +516,9 @@ def published_version(item: dict[str, Any]) -> dict[str, str]:
             "pmid": (normalize_pmid(link.get("id")) or "") if source == "MED" else "",
             "doi": (normalize_doi(found.group(1)) or "") if found else "",
             "reference": reference,
+            # Europe PMC says how it made the link ("Link created based on a title-first
+            # author match"): kept, so a merge made on it can be judged.
+            "note": str(link.get("note") or ""),
         }
         return {key: value for key, value in version.items() if value}
     return {}

@@ -159,6 +159,7 @@ def test_a_preprint_linked_to_its_journal_version_carries_it(epmc, engine):
         "published_pmid": "99999903",
     }
     assert record.metadata["published_version"]["source"] == "MED"
+    assert record.metadata["published_version"]["note"].startswith("Link created based on")
     assert record.metadata["preprint"] is True
 
 
