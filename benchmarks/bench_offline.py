@@ -52,6 +52,9 @@ URL_SETTINGS = {
     "pubmed": "NCBI_EUTILS_URL",
     "openreview": "OPENREVIEW_API_URL",
     "dblp": "DBLP_API_URL",
+    "europepmc": "EUROPEPMC_API_URL",
+    # medRxiv shares bioRxiv's API and searches through Europe PMC.
+    "biorxiv": "BIORXIV_API_URL",
 }
 
 

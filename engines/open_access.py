@@ -6,15 +6,19 @@ The places are tried best first, each address once, and each source says what it
 2. `arxiv`: https://arxiv.org/pdf/<id> for a paper with an arXiv id;
 3. `acl`: https://aclanthology.org/<id>.pdf for an ACL Anthology id (the importer's `acl`
    identifier, or a 10.18653/v1/<id> DOI);
-4. `openalex`: the work's `best_oa_location.pdf_url`, then `locations[].pdf_url` (by DOI);
-5. `unpaywall`: `best_oa_location.url_for_pdf`, then `oa_locations[].url_for_pdf` (by DOI,
+4. `pmc`: https://europepmc.org/articles/<PMCID>?pdf=render for a paper with a PMCID (the
+   PubMed Central copy, as Europe PMC renders it);
+5. `openalex`: the work's `best_oa_location.pdf_url`, then `locations[].pdf_url` (by DOI);
+6. `unpaywall`: `best_oa_location.url_for_pdf`, then `oa_locations[].url_for_pdf` (by DOI,
    only when UNPAYWALL_EMAIL is set: Unpaywall asks every caller for an address);
-6. `semantic_scholar`: the paper's `openAccessPdf.url` (by DOI, else arXiv id).
+7. `semantic_scholar`: the paper's `openAccessPdf.url` (by DOI, else arXiv id);
+8. `europepmc`: the record's `fullTextUrlList` PDFs anyone may read (availability "Open
+   access" or "Free"), then its PMC copy when it has a PMCID and a PDF (by DOI, else PMID).
 
-The first three need no lookup. The others are asked only when nothing before them gave a
+The first four need no lookup. The others are asked only when nothing before them gave a
 PDF, each under its engine's rate limit (engines/ratelimit.py, shared through Redis) and
-within LOOKUP_SECONDS; OpenAlex and Semantic Scholar only when ENGINES_ENABLED lets them
-be used. A source that fails (down, slow, refusing) is noted and the next one asked.
+within LOOKUP_SECONDS; OpenAlex, Semantic Scholar and Europe PMC only when ENGINES_ENABLED
+lets them be used. A source that fails (down, slow, refusing) is noted and the next one asked.
 
 Every download is `papers.pdf.services.pdf_download`: the SSRF guard (no loopback, private
 or link-local address at any hop unless PDF_ALLOW_PRIVATE_URLS), PDF_MAX_BYTES, the
@@ -36,12 +40,12 @@ from django.conf import settings
 from django.db import connections
 
 from core.errors import EngineUnavailable, NotFound
-from engines import http
+from engines import europepmc, http
 from engines.base import BaseSearchEngine, EngineError, PaperNotFoundAtSource
 from engines.ratelimit import acquire
 from engines.registry import registry
 from papers.acl import anthology_id
-from papers.identifiers import normalize_doi
+from papers.identifiers import normalize_doi, normalize_pmcid, normalize_pmid
 from papers.models import Paper, PaperIdentifier, PaperPdf
 from papers.pdf import fetch
 from papers.pdf.errors import DownloadFailed, NotAPdf
@@ -84,6 +88,12 @@ class AclPdfHost(_PdfHost):
     rate_limit = "2/second"
 
 
+class EuropePmcPdfHost(_PdfHost):
+    id = "europepmc_pdf"
+    name = "Europe PMC PDFs"
+    rate_limit = "2/second"
+
+
 class OtherPdfHost(_PdfHost):
     id = "oa_pdf"
     name = "Open-access PDFs"
@@ -91,7 +101,13 @@ class OtherPdfHost(_PdfHost):
 
 
 UNPAYWALL = UnpaywallSource()
-DOWNLOAD_LIMITS: dict[str, BaseSearchEngine] = {"arxiv": ArxivPdfHost(), "acl": AclPdfHost()}
+EUROPEPMC_PDFS = EuropePmcPdfHost()
+DOWNLOAD_LIMITS: dict[str, BaseSearchEngine] = {
+    "arxiv": ArxivPdfHost(),
+    "acl": AclPdfHost(),
+    "pmc": EUROPEPMC_PDFS,
+    "europepmc": EUROPEPMC_PDFS,
+}
 OTHER_DOWNLOADS = OtherPdfHost()
 
 
@@ -128,12 +144,16 @@ def _arxiv_urls(paper: Paper) -> list[str]:
     return [fetch.ARXIV_PDF.format(paper.arxiv_id)] if paper.arxiv_id else []
 
 
-def _acl_urls(paper: Paper) -> list[str]:
-    found = (
-        PaperIdentifier.objects.filter(paper=paper, scheme="acl")
+def _identifier(paper: Paper, scheme: str) -> str | None:
+    return (
+        PaperIdentifier.objects.filter(paper=paper, scheme=scheme)
         .values_list("value", flat=True)
         .first()
     )
+
+
+def _acl_urls(paper: Paper) -> list[str]:
+    found = _identifier(paper, "acl")
     doi = normalize_doi(paper.doi) if paper.doi else None
     if not found and doi and doi.startswith(ACL_DOI_PREFIX):
         # 10.18653/v1/2020.acl-main.1, 10.18653/v1/p18-1001 (DOIs are kept lower case;
@@ -141,6 +161,12 @@ def _acl_urls(paper: Paper) -> list[str]:
         last = doi.rsplit("/", 1)[-1]
         found = anthology_id(last.upper() if last[:1].isalpha() else last)
     return [fetch.ACL_ANTHOLOGY_PDF.format(found)] if found else []
+
+
+def _pmc_urls(paper: Paper) -> list[str]:
+    # europepmc's constant, read at call time (the tests point it at a local server).
+    pmcid = normalize_pmcid(_identifier(paper, "pmcid"))
+    return [europepmc.PMC_PDF.format(pmcid=pmcid)] if pmcid else []
 
 
 def _lookup(engine: BaseSearchEngine, url: str, params: dict[str, Any], **kwargs: Any) -> Any:
@@ -221,6 +247,36 @@ def _semantic_scholar_urls(paper: Paper) -> list[str]:
     return [str((answer.get("openAccessPdf") or {}).get("url") or "")]
 
 
+def _europepmc_urls(paper: Paper) -> list[str]:
+    engine = registry.get("europepmc")
+    doi = normalize_doi(paper.doi) if paper.doi else None
+    pmid = normalize_pmid(_identifier(paper, "pmid"))
+    query = f'DOI:"{doi}"' if doi else f"EXT_ID:{pmid} AND SRC:MED" if pmid else ""
+    if not query:
+        raise _Skip("no DOI or PMID")
+    base = settings.EUROPEPMC_API_URL.rstrip("/")
+    params: dict[str, Any] = {"query": query, "format": "json", "resultType": "core", "pageSize": 1}
+    if settings.CONTACT_EMAIL:
+        params["email"] = settings.CONTACT_EMAIL
+    answer = _lookup(engine, f"{base}/search", params)
+    results = (answer.get("resultList") or {}).get("result") if isinstance(answer, dict) else None
+    if not isinstance(results, list):
+        raise EngineError("Europe PMC answered without a result list.")
+    urls: list[str] = []
+    for item in results[:1]:
+        if not isinstance(item, dict):
+            continue
+        urls += [
+            entry["url"]
+            for entry in europepmc.full_text_urls(item)
+            if entry["style"] == "pdf" and entry["availability_code"] in europepmc.FREE_AVAILABILITY
+        ]
+        pmcid = normalize_pmcid(item.get("pmcid"))
+        if pmcid and str(item.get("hasPDF") or "").upper() == "Y":
+            urls.append(europepmc.PMC_PDF.format(pmcid=pmcid))
+    return urls
+
+
 class _Skip(Exception):
     """A source that does not apply to this paper (no DOI, no e-mail set)."""
 
@@ -229,9 +285,11 @@ SOURCES: tuple[tuple[str, Callable[[Paper], list[str]]], ...] = (
     ("record", _record_urls),
     ("arxiv", _arxiv_urls),
     ("acl", _acl_urls),
+    ("pmc", _pmc_urls),
     ("openalex", _openalex_urls),
     ("unpaywall", _unpaywall_urls),
     ("semantic_scholar", _semantic_scholar_urls),
+    ("europepmc", _europepmc_urls),
 )
 
 

@@ -37,6 +37,9 @@ BUILTIN_ENGINES: dict[str, str] = {
     "pubmed": "engines.pubmed:PubMedEngine",
     "openreview": "engines.openreview:OpenReviewEngine",
     "dblp": "engines.dblp:DblpEngine",
+    "europepmc": "engines.europepmc:EuropePmcEngine",
+    "biorxiv": "engines.biorxiv:BiorxivEngine",
+    "medrxiv": "engines.biorxiv:MedrxivEngine",
 }
 PLUGIN_MODULE_PREFIX = "research_mcp_engine_plugins."
 

@@ -291,7 +291,8 @@ SERP_API_KEY = env_str("SERP_API_KEY")
 SEMANTIC_SCHOLAR_API_KEY = env_str("SEMANTIC_SCHOLAR_API_KEY")
 # Optional: OpenAlex keys lift its daily limits for heavy use.
 OPENALEX_API_KEY = env_str("OPENALEX_API_KEY")
-# Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s).
+# Sent to OpenAlex and Crossref as `mailto` (their "polite pool": faster, fewer 429s),
+# and to Europe PMC as `email`.
 CONTACT_EMAIL = env_str("CONTACT_EMAIL")
 # NCBI E-utilities (PubMed): an API key raises the limit from 3 to 10 requests a second;
 # the e-mail (CONTACT_EMAIL unless set) goes with every request, as NCBI asks.
@@ -306,6 +307,9 @@ SEMANTIC_SCHOLAR_API_URL = env_str("SEMANTIC_SCHOLAR_API_URL", "https://api.sema
 NCBI_EUTILS_URL = env_str("NCBI_EUTILS_URL", "https://eutils.ncbi.nlm.nih.gov/entrez/eutils")
 OPENREVIEW_API_URL = env_str("OPENREVIEW_API_URL", "https://api2.openreview.net")
 DBLP_API_URL = env_str("DBLP_API_URL", "https://dblp.org")
+EUROPEPMC_API_URL = env_str("EUROPEPMC_API_URL", "https://www.ebi.ac.uk/europepmc/webservices/rest")
+# bioRxiv and medRxiv share one API (their details by DOI); their search is Europe PMC's.
+BIORXIV_API_URL = env_str("BIORXIV_API_URL", "https://api.biorxiv.org")
 
 # Redis answers in a millisecond: a stopped or hung Redis must cost a request at most this
 # long (seconds) before the caller goes on without it (the throttle, engine cache and rate

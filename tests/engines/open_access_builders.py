@@ -25,5 +25,15 @@ def served(name: str, server: ReplayServer) -> dict[str, Any]:
     return json.loads(text.replace("https://", f"{server.url}/"))
 
 
+def served_europepmc_answer(pmid: str, server: ReplayServer) -> dict[str, Any]:
+    """Europe PMC's recorded core search answer (tests/fixtures/europepmc) cut to the one
+    result with this PMID, as a DOI lookup answers, its https:// addresses pointing at the
+    local server."""
+    text = (FIXTURES.parent / "europepmc" / "search_cancer_core.json").read_text(encoding="utf-8")
+    answer = json.loads(text.replace("https://", f"{server.url}/"))
+    results = [r for r in answer["resultList"]["result"] if r.get("pmid") == pmid]
+    return {**answer, "hitCount": len(results), "resultList": {"result": results}}
+
+
 def serve_pdf(server: ReplayServer, path: str) -> None:
     server.add(path, Reply(200, PDF_BYTES, headers={"Content-Type": "application/pdf"}))

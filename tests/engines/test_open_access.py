@@ -17,12 +17,17 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
 
-from engines import open_access
+from engines import europepmc, open_access
 from engines.open_access import find_and_attach, papers_find_and_attach
 from papers.models import Paper, PaperIdentifier, PaperPdf, Passage
 from papers.passages.selectors import passage_search
 from papers.pdf import fetch
-from tests.engines.open_access_builders import PAGES, serve_pdf, served
+from tests.engines.open_access_builders import (
+    PAGES,
+    serve_pdf,
+    served,
+    served_europepmc_answer,
+)
 from tests.engines.replay import ReplayServer, Reply
 
 DOI = "10.48550/arxiv.2304.02623"
@@ -46,6 +51,7 @@ def oa(replay_server: ReplayServer, settings: Any) -> ReplayServer:
     settings.OPENALEX_API_URL = replay_server.url
     settings.SEMANTIC_SCHOLAR_API_URL = replay_server.url
     settings.UNPAYWALL_API_URL = replay_server.url
+    settings.EUROPEPMC_API_URL = replay_server.url
     settings.UNPAYWALL_EMAIL = ""
     settings.CONTACT_EMAIL = ""
     settings.OPENALEX_API_KEY = ""
@@ -86,7 +92,7 @@ def test_an_openalex_pdf_is_downloaded_attached_and_searchable_by_passage(
     assert result["url"] == f"{oa.url}/arxiv.org/pdf/2304.02623"
     assert result["pages"] == PAGES and result["tried"] == []
     assert result["notes"]["openalex"] == "2 location(s)"  # the not-OA location left out
-    assert list(result["notes"]) == ["record", "arxiv", "acl", "openalex"]  # then it stopped
+    assert list(result["notes"]) == ["record", "arxiv", "acl", "pmc", "openalex"]  # then stopped
     assert asked(oa, OPENALEX_WORK) == [{"select": "best_oa_location,locations"}]
     record = PaperPdf.objects.get(paper=preprint)
     assert record.origin == "downloaded" and record.source_url == result["url"]
@@ -160,10 +166,11 @@ def test_unpaywall_is_asked_only_with_unpaywall_email(
     without = find_and_attach(preprint)
     assert without["status"] == "none"
     assert without["notes"] == {
-        "record": "no PDF", "arxiv": "no PDF", "acl": "no PDF",
+        "record": "no PDF", "arxiv": "no PDF", "acl": "no PDF", "pmc": "no PDF",
         "openalex": "skipped: engine not enabled",
         "unpaywall": "skipped: UNPAYWALL_EMAIL not set",
         "semantic_scholar": "skipped: engine not enabled",
+        "europepmc": "skipped: engine not enabled",
     }  # fmt: skip
     assert oa.requests == []
 
@@ -286,3 +293,79 @@ def test_import_with_open_access_attaches_what_it_finds_and_counts_the_rest(
     assert attached.origin == "downloaded" and attached.page_count == PAGES
     # Imported again: the paper with its PDF is not looked for again.
     assert run("--open-access")[-1] == "Open-access PDFs: 3 papers: 0 attached, 2 none, 1 failed"
+
+
+# --- PubMed Central / Europe PMC ---------------------------------------------------------
+# The paper of Europe PMC's recorded answer (tests/fixtures/europepmc): in PMC, open access.
+PMC_DOI, PMC_PMID, PMCID = "10.1002/hpja.70059", "40437959", "PMC12120539"
+
+
+@pytest.fixture
+def pmc_paper(make_paper: Callable[..., Paper]) -> Paper:
+    return make_paper(
+        "Co-Designed Culturally Tailored Cancer Screening Promotion Program With "
+        "Chinese-Australian: Using a Community Partnership Approach",
+        authors=["Cannas Kwok", "Xinyi Xu"],
+        year=2025,
+        doi=PMC_DOI,
+    )
+
+
+@pytest.fixture
+def local_pmc(oa: ReplayServer, monkeypatch: pytest.MonkeyPatch) -> ReplayServer:
+    """PMC's PDF address pointed at the local server, which serves the fixture PDF there."""
+    monkeypatch.setattr(
+        europepmc, "PMC_PDF", f"{oa.url}/europepmc.org/articles/{{pmcid}}?pdf=render"
+    )
+    serve_pdf(oa, f"/europepmc.org/articles/{PMCID}")
+    return oa
+
+
+@pytest.mark.django_db
+def test_a_paper_with_a_pmcid_gets_its_pmc_pdf_without_a_lookup(
+    local_pmc: ReplayServer, pmc_paper: Paper
+) -> None:
+    PaperIdentifier.objects.create(paper=pmc_paper, scheme="pmcid", value=PMCID)
+
+    result = find_and_attach(pmc_paper)
+
+    assert result["status"] == "attached" and result["source"] == "pmc"
+    assert result["url"] == f"{local_pmc.url}/europepmc.org/articles/{PMCID}?pdf=render"
+    assert list(result["notes"]) == ["record", "arxiv", "acl", "pmc"]
+    assert [r.path for r in local_pmc.requests] == [f"/europepmc.org/articles/{PMCID}"]
+    assert PaperPdf.objects.get(paper=pmc_paper).page_count == PAGES
+
+
+@pytest.mark.django_db
+def test_europe_pmc_names_the_open_access_pdf_of_a_doi(
+    local_pmc: ReplayServer, pmc_paper: Paper, settings: Any
+) -> None:
+    settings.ENGINES_ENABLED = ["local", "europepmc"]
+    local_pmc.add("/search", Reply(200, served_europepmc_answer(PMC_PMID, local_pmc)))
+
+    result = find_and_attach(pmc_paper)
+
+    assert result["status"] == "attached" and result["source"] == "europepmc"
+    # The record's fullTextUrlList PDF ("Open access", site Europe_PMC).
+    assert result["url"] == f"{local_pmc.url}/europepmc.org/articles/{PMCID}?pdf=render"
+    assert result["notes"]["pmc"] == "no PDF"  # no PMCID known before the lookup
+    assert result["notes"]["europepmc"] == "1 location(s)"
+    assert asked(local_pmc, "/search") == [
+        {"query": f'DOI:"{PMC_DOI}"', "format": "json", "resultType": "core", "pageSize": "1"}
+    ]
+
+
+@pytest.mark.django_db
+def test_a_subscription_only_europe_pmc_record_gives_no_pdf(
+    oa: ReplayServer, make_paper: Callable[..., Paper], settings: Any
+) -> None:
+    settings.ENGINES_ENABLED = ["local", "europepmc"]
+    paper = make_paper("Abscopal response in a patient", year=2025)
+    PaperIdentifier.objects.create(paper=paper, scheme="pmid", value="39709209")
+    oa.add("/search", Reply(200, served_europepmc_answer("39709209", oa)))
+
+    result = find_and_attach(paper)
+
+    assert result["status"] == "none" and result["notes"]["europepmc"] == "no PDF"
+    assert asked(oa, "/search")[0]["query"] == "EXT_ID:39709209 AND SRC:MED"
+    assert [r.path for r in oa.requests] == ["/search"]  # nothing downloaded

@@ -32,9 +32,7 @@ DEFAULT_ENGINES = (
     "openalex",
     "crossref",
     "semantic_scholar",
-    "openreview",
-    "dblp",
-)
+)  # asked by a search naming none; the field sources (pubmed, openreview...) only when named
 
 
 def bench_module() -> Any:
