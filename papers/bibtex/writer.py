@@ -30,6 +30,8 @@ from papers.models import Paper
 from papers.retractions import retraction_note
 
 _SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
+# Identifier schemes exports write (BibTeX, RIS, CSV), beside the DOI and the arXiv id.
+EXPORTED_SCHEMES = ("pmid", "pmcid", "openreview")
 
 
 def bibtex_name(family: str, given: str) -> str:
@@ -83,6 +85,16 @@ def bibtex_type(entry_type: str) -> str:
     return name if re.fullmatch(r"[a-z]+", name) else "misc"
 
 
+def paper_identifiers(paper: Paper) -> dict[str, str]:
+    """The paper's PubMed, PMC and OpenReview ids (the first stored of a scheme, when a
+    preprint merged with its publication brought two), from its prefetched rows."""
+    found: dict[str, str] = {}
+    for row in sorted(paper.identifiers.all(), key=lambda row: row.pk):
+        if row.scheme in EXPORTED_SCHEMES:
+            found.setdefault(row.scheme, row.value)
+    return found
+
+
 def bibtex_entry(paper: Paper) -> Entry:
     """One paper as a bibtexparser Entry (values escaped, not yet enclosed in braces)."""
     fields: dict[str, str] = {}
@@ -118,11 +130,17 @@ def bibtex_entry(paper: Paper) -> Entry:
         fields[name] = latex_escape(paper.publisher)
     if paper.doi:
         fields["doi"] = _verbatim_value(paper.doi)
+    ids = paper_identifiers(paper)
     if paper.source_url:
         fields["url"] = _verbatim_value(paper.source_url)
+    elif "openreview" in ids:
+        fields["url"] = f"https://openreview.net/forum?id={ids['openreview']}"
     if paper.arxiv_id:
         fields["eprint"] = paper.arxiv_id
         fields["archiveprefix"] = "arXiv"
+    for name in ("pmid", "pmcid"):  # JabRef's and PubMed's fields; read back by the reader
+        if name in ids:
+            fields[name] = ids[name]
     if paper.abstract:
         fields["abstract"] = latex_escape(paper.abstract)
     keywords = sorted(k.name for k in paper.keywords.all())

@@ -37,6 +37,7 @@ from citeproc.source.json import CiteProcJSON
 
 from core.errors import InvalidInput
 from papers.bibtex.fields import ISO_DATE
+from papers.bibtex.writer import paper_identifiers
 from papers.citations import styles
 from papers.models import Author, Paper
 from papers.retractions import retraction_note
@@ -167,6 +168,10 @@ def paper_to_csl(paper: Paper) -> dict[str, Any]:
         item["publisher"] = paper.publisher
     if paper.doi:
         item["DOI"] = paper.doi
+    ids = paper_identifiers(paper)
+    for scheme, variable in (("pmid", "PMID"), ("pmcid", "PMCID")):  # CSL's own variables
+        if scheme in ids:
+            item[variable] = ids[scheme]
     url = _web_url(paper.source_url)
     if kind == "article" and paper.arxiv_id:
         item.setdefault("publisher", "arXiv")
