@@ -250,11 +250,11 @@ def _ris_identifiers(data: dict[str, list[str]], urls: list[str], database: str)
         if note := _PMID_NOTE.match(clean_text(value)):
             found.setdefault("pmid", note.group(1))
     for url in urls:
-        for scheme, value in (
+        for scheme, named in (
             ("pmid", None if url.isdigit() else normalize_pmid(url)),
             ("pmcid", normalize_pmcid(url)),
             ("openreview", normalize_openreview_id(url, bare=False)),
         ):
-            if value:
-                found.setdefault(scheme, value)
+            if named:
+                found.setdefault(scheme, named)
     return found
