@@ -31,11 +31,10 @@ from django.conf import settings
 from core.atomic import write_atomic
 from core.errors import InvalidInput
 from papers.bibtex import render_bibtex
-from papers.bibtex.writer import EXPORTED_SCHEMES, paper_identifiers
 from papers.citations.csl import render_bibliography, render_csl_json
 from papers.models import Paper
 from papers.ris import render_ris
-from papers.selectors import paper_record, papers_filter
+from papers.selectors import EXPORTED_SCHEMES, paper_identifiers, paper_record, papers_filter
 
 EXTENSIONS = {
     "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",

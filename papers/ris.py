@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from papers.bibtex.writer import paper_identifiers
 from papers.identifiers import (
     clean_text,
     is_valid_citekey,
@@ -39,6 +38,7 @@ from papers.imports import RawItem
 from papers.models import Paper
 from papers.retractions import retraction_note
 from papers.schemas import PaperRecord
+from papers.selectors import paper_identifiers
 
 # BibTeX entry types (as stored on Paper.entry_type) -> RIS reference types.
 RIS_TYPES = {

@@ -238,6 +238,20 @@ def with_relations(queryset: QuerySet[Paper]) -> QuerySet[Paper]:
     )
 
 
+# Identifier schemes exports write (BibTeX, RIS, CSV), beside the DOI and the arXiv id.
+EXPORTED_SCHEMES = ("pmid", "pmcid", "openreview")
+
+
+def paper_identifiers(paper: Paper) -> dict[str, str]:
+    """The paper's PubMed, PMC and OpenReview ids (the first stored of a scheme, when a
+    preprint merged with its publication brought two), from its prefetched rows."""
+    found: dict[str, str] = {}
+    for row in sorted(paper.identifiers.all(), key=lambda row: row.pk):
+        if row.scheme in EXPORTED_SCHEMES:
+            found.setdefault(row.scheme, row.value)
+    return found
+
+
 def _authors(paper: Paper) -> list[str]:
     return [link.author.name for link in paper.author_links.all()]
 

@@ -28,10 +28,9 @@ from papers.bibtex.latex import (
 from papers.identifiers import clean_text, page_range
 from papers.models import Paper
 from papers.retractions import retraction_note
+from papers.selectors import paper_identifiers
 
 _SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
-# Identifier schemes exports write (BibTeX, RIS, CSV), beside the DOI and the arXiv id.
-EXPORTED_SCHEMES = ("pmid", "pmcid", "openreview")
 
 
 def bibtex_name(family: str, given: str) -> str:
@@ -83,16 +82,6 @@ def bibtex_type(entry_type: str) -> str:
     name = (entry_type or "").lower()
     name = WORK_TYPES.get(name, name)
     return name if re.fullmatch(r"[a-z]+", name) else "misc"
-
-
-def paper_identifiers(paper: Paper) -> dict[str, str]:
-    """The paper's PubMed, PMC and OpenReview ids (the first stored of a scheme, when a
-    preprint merged with its publication brought two), from its prefetched rows."""
-    found: dict[str, str] = {}
-    for row in sorted(paper.identifiers.all(), key=lambda row: row.pk):
-        if row.scheme in EXPORTED_SCHEMES:
-            found.setdefault(row.scheme, row.value)
-    return found
 
 
 def bibtex_entry(paper: Paper) -> Entry:

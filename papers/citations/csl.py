@@ -37,11 +37,10 @@ from citeproc.source.json import CiteProcJSON
 
 from core.errors import InvalidInput
 from papers.bibtex.fields import ISO_DATE
-from papers.bibtex.writer import paper_identifiers
 from papers.citations import styles
 from papers.models import Author, Paper
 from papers.retractions import retraction_note
-from papers.selectors import papers_resolve, with_relations
+from papers.selectors import paper_identifiers, papers_resolve, with_relations
 
 Output = Literal["text", "html"]
 OUTPUTS = ("text", "html")
