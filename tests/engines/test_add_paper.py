@@ -16,7 +16,7 @@ from engines.registry import registry
 from engines.services import identifier_parse
 from papers.models import Paper
 from papers.selectors import paper_get
-from projects.intake import paper_add_by_identifier
+from projects.intake import paper_add_by_identifier, paper_add_from_metadata
 from tests.engines.builders import FIXTURES, PLOS_DOI, crossref_work, sources  # noqa: F401
 from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
@@ -249,3 +249,17 @@ def test_an_id_no_engine_here_knows_is_a_clear_error(
         paper_add_by_identifier(identifier="pmid:1")
     assert Paper.objects.count() == 0
     assert sources.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_metadata_with_a_pmid_is_kept_under_it_and_matched_by_it() -> None:
+    added = paper_add_from_metadata(
+        values={"title": "A trial", "authors": ["Jane Doe"], "year": 2020},
+        identifier="PMID: 31452104",
+    )
+    assert added.created and not added.engines  # no engine asked
+    assert dict(added.paper.identifiers.values_list("scheme", "value"))["pmid"] == "31452104"
+    again = paper_add_from_metadata(values={"title": "A trial (2)"}, identifier="pmid:31452104")
+    assert again.created is False and again.paper.pk == added.paper.pk
+    with pytest.raises(InvalidInput):
+        paper_add_from_metadata(values={"title": "T"}, identifier="31452104")
