@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines.base import BaseSearchEngine, EngineError, PaperRef
@@ -25,11 +24,11 @@ from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
 from engines.selectors import engines_known_down
 from papers.acl import anthology_id, anthology_page_url, anthology_pdf_url
-from papers.identifiers import normalize_arxiv_id, normalize_doi
+from papers.identifiers import normalize_arxiv_id, normalize_doi, reference_identifier
 from papers.models import Paper
 from papers.schemas import SCHOLAR_FIELDS, PaperRecord
 from papers.search.types import SearchHit, SearchPage
-from papers.selectors import paper_brief, papers_in_scope, with_relations
+from papers.selectors import identifier_lookups, paper_brief, papers_in_scope, with_relations
 from papers.services import OnSaved, citations_add, papers_upsert_retrying
 
 MAX_ENGINES = 20
@@ -305,15 +304,31 @@ _OPENALEX_ID = re.compile(r"(?:openalex\.org/)?\b(W\d{4,})\b", re.IGNORECASE)
 _S2_ID = re.compile(r"semanticscholar\.org/paper/(?:[^/]+/)?([0-9a-f]{40})\b", re.IGNORECASE)
 
 
+# The engines that describe a paper by a PubMed, PubMed Central or OpenReview id, and the id
+# each is given (its own form: the PMID's digits, the PMCID 'PMC...', the OpenReview note id).
+# Europe PMC indexes PubMed too, so it also answers for a PMID (asked together with PubMed).
+ENGINES_BY_SCHEME = {
+    "pmid": ("pubmed", "europepmc"),
+    "pmcid": ("europepmc",),
+    "openreview": ("openreview",),
+}
+SCHEME_NAMES = {"pmid": "PMID", "pmcid": "PMCID", "openreview": "OpenReview id"}
+
+
 @dataclass(frozen=True)
 class ParsedIdentifier:
-    """What `add_paper` was given: kind is doi | arxiv | acl | openalex | s2."""
+    """What `add_paper` was given: kind is doi | arxiv | pmid | pmcid | openreview | acl |
+    openalex | s2."""
 
     kind: str
     value: str
 
     def lookups(self) -> list[EngineCall]:
         """Which engines can describe the paper, asked together and merged."""
+        if self.kind in ENGINES_BY_SCHEME:
+            return [
+                EngineCall.details(engine, self.value) for engine in ENGINES_BY_SCHEME[self.kind]
+            ]
         if self.kind == "arxiv":
             return [
                 EngineCall.details("arxiv", self.value),
@@ -349,6 +364,11 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
     arxiv_id = normalize_arxiv_id(text)
     if arxiv_id:
         return ParsedIdentifier("arxiv", arxiv_id)
+    # The rule of paper references: 'pmid:' / 'PMID ' or a PubMed URL (bare digits are not
+    # read as a PMID), 'PMC...' or a PMC URL, 'openreview:' or an OpenReview URL.
+    named = reference_identifier(text)
+    if named is not None and named[0] in ENGINES_BY_SCHEME:
+        return ParsedIdentifier(*named)
     acl_id = anthology_id(text)
     if acl_id:
         return ParsedIdentifier("acl", acl_id)
@@ -358,23 +378,22 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         return ParsedIdentifier("s2", match.group(1).lower())
     raise InvalidInput(
         f"Cannot tell which paper {identifier!r} is: give a DOI (10.xxxx/...), an arXiv id "
-        "(2106.01234 or hep-th/9901001), an ACL Anthology id (2020.acl-main.1 or P18-1001), "
-        "an OpenAlex work id (W...), or a doi.org, arxiv.org, aclanthology.org, openalex.org "
-        "or semanticscholar.org URL.",
+        "(2106.01234 or hep-th/9901001), a PMID (pmid:31452104), a PMCID (PMC6739224), an "
+        "OpenReview id (openreview:<id>), an ACL Anthology id (2020.acl-main.1 or P18-1001), "
+        "an OpenAlex work id (W...), or a doi.org, arxiv.org, pubmed, PMC, openreview.net, "
+        "aclanthology.org, openalex.org or semanticscholar.org URL.",
         field="identifier",
     )
 
 
 def _library_match(parsed: ParsedIdentifier) -> Paper | None:
-    if parsed.kind == "doi":
-        query = Q(doi=parsed.value) | Q(identifiers__scheme="doi", identifiers__value=parsed.value)
-    elif parsed.kind == "arxiv":
-        query = Q(arxiv_id=parsed.value) | Q(
-            identifiers__scheme="arxiv", identifiers__value=parsed.value
-        )
-    else:
-        query = Q(identifiers__scheme=parsed.kind, identifiers__value=parsed.value)
-    return Paper.objects.filter(query).order_by("pk").first()
+    """The library paper with this identifier: in its column (DOI, arXiv id), among its
+    identifier rows, or (a DOI) as a preprint's published version's DOI; best first."""
+    for query, _ in identifier_lookups(parsed.kind, [parsed.value]):
+        paper = Paper.objects.filter(query).order_by("pk").first()
+        if paper is not None:
+            return paper
+    return None
 
 
 @dataclass
@@ -413,6 +432,14 @@ def paper_add_by_identifier(*, identifier: str, on_saved: OnSaved | None = None)
             record.pdf_url = record.pdf_url or anthology_pdf_url(parsed.value)
             record.source_url = record.source_url or anthology_page_url(parsed.value)
     if not records:
+        if all(outcome.status in ("unavailable", "unsupported") for outcome in outcomes):
+            reasons = "; ".join(f"{o.engine}: {o.message}" for o in outcomes)
+            raise EngineUnavailable(
+                f"No engine here can look up {identifier!r}"
+                f" ({SCHEME_NAMES.get(parsed.kind, parsed.kind)}): {reasons}",
+                identifier=identifier,
+                engines=statuses,
+            )
         if all(outcome.status in ("not_found", "ok") for outcome in outcomes):
             raise NotFound(
                 f"No engine knows {identifier!r}.", identifier=identifier, engines=statuses

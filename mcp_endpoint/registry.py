@@ -104,7 +104,9 @@ OPT_IN_TOOLSETS = frozenset({"zotero"})
 INSTRUCTIONS = (
     "A researcher's paper library. Papers are referred to by their integer paper_id, their "
     "human id such as '[Vaswani, A., Shazeer, N. 2017]', or their citekey; any of the three "
-    "works wherever a tool takes a paper. Projects (collections) are referred to by id or name."
+    "works wherever a tool takes a paper, as do its DOI, arXiv id, PMID ('pmid:31452104'; bare "
+    "digits are a paper_id), PMCID ('PMC6739224') or OpenReview id ('openreview:<id>'). "
+    "Projects (collections) are referred to by id or name."
 )
 
 # Appended to the description of tools that keep what they find, on a read-only server.

@@ -3,7 +3,8 @@
 
 The matching itself is the upsert's own (`papers.services`), so a preview can never
 disagree with what the import then does: DOI, arXiv id, another identifier of the same
-scheme, then the same title with enough evidence and none against
+scheme (PMID, PMCID, OpenReview id...), a preprint's published version's DOI, then the
+same title with enough evidence and none against
 (`papers.matching.same_paper_by_title`). Read-only: nothing is written.
 """
 

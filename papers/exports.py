@@ -34,7 +34,7 @@ from papers.bibtex import render_bibtex
 from papers.citations.csl import render_bibliography, render_csl_json
 from papers.models import Paper
 from papers.ris import render_ris
-from papers.selectors import paper_record, papers_filter
+from papers.selectors import EXPORTED_SCHEMES, paper_identifiers, paper_record, papers_filter
 
 EXTENSIONS = {
     "bibtex": "bib", "csv": "csv", "json": "json", "jsonl": "jsonl", "markdown": "md", "ris": "ris",
@@ -52,7 +52,8 @@ RESERVED_NAMES = {
 }  # fmt: skip
 CSV_COLUMNS = (
     "paper_id", "id", "citekey", "title", "authors", "year", "venue", "entry_type", "volume",
-    "number", "pages", "publisher", "doi", "arxiv_id", "url", "pdf_url", "keywords",
+    "number", "pages", "publisher", "doi", "arxiv_id", "pmid", "pmcid", "openreview", "url",
+    "pdf_url", "keywords",
     "citation_count", "abstract",
 )  # fmt: skip
 
@@ -328,6 +329,7 @@ def _render_csv(papers: list[Paper]) -> str:
     writer = csv.writer(buffer)
     writer.writerow(CSV_COLUMNS)
     for paper in papers:
+        ids = paper_identifiers(paper)
         row = {
             "paper_id": paper.pk,
             "id": paper.human_id,
@@ -343,6 +345,7 @@ def _render_csv(papers: list[Paper]) -> str:
             "publisher": paper.publisher,
             "doi": paper.doi or "",
             "arxiv_id": paper.arxiv_id or "",
+            **{scheme: ids.get(scheme, "") for scheme in EXPORTED_SCHEMES},
             "url": paper.source_url,
             "pdf_url": paper.pdf_url,
             "keywords": "; ".join(_keywords(paper)),
@@ -392,7 +395,12 @@ def _render_markdown(papers: list[Paper]) -> str:
             links.append(f"[doi:{_md(paper.doi)}](https://doi.org/{quote(paper.doi, safe='/:;.')})")
         if paper.arxiv_id:
             links.append(f"[arXiv:{paper.arxiv_id}](https://arxiv.org/abs/{paper.arxiv_id})")
-        elif url := _web_url(paper.source_url):
+        ids = paper_identifiers(paper)
+        if "pmid" in ids:
+            links.append(f"[PMID:{ids['pmid']}](https://pubmed.ncbi.nlm.nih.gov/{ids['pmid']}/)")
+        if "pmcid" in ids:
+            links.append(f"[{ids['pmcid']}](https://pmc.ncbi.nlm.nih.gov/articles/{ids['pmcid']}/)")
+        if not paper.arxiv_id and (url := _web_url(paper.source_url)):
             links.append(f"<{url}>")
         keywords = _keywords(paper)
         if keywords:

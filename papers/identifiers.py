@@ -178,8 +178,48 @@ def normalize_openreview_id(raw: object, *, bare: bool = True) -> str | None:
 
 
 IDENTIFIER_NORMALIZERS.update(
-    {"pmid": normalize_pmid, "pmcid": normalize_pmcid, "openreview": normalize_openreview_id}
+    {
+        "pmid": normalize_pmid,
+        "pmcid": normalize_pmcid,
+        "openreview": normalize_openreview_id,
+        # A DOI kept as an identifier: an alias, or a preprint's published version's DOI.
+        "doi": normalize_doi,
+        "published_doi": normalize_doi,
+    }
 )
+
+
+def reference_identifier(text: str) -> tuple[str, str] | None:
+    """The (scheme, value) a paper reference names when it is an external identifier,
+    None when it is not one (then it is a paper_id, human id or citekey).
+
+    The rule (a reference is read in this order by papers.selectors): digits alone are a
+    paper_id, never a PMID (write 'pmid:31452104' or 'PMID 31452104', or the PubMed URL);
+    '[...]' is a human id; otherwise a citekey or citekey alias when one matches, else one
+    of: a PMID with its prefix or PubMed URL ('pmid'), a PMCID ('PMC6739224', with or
+    without 'pmcid:', or a PMC / Europe PMC URL: 'pmcid'), an OpenReview id with its
+    prefix or URL ('openreview:YicbFdNTTy', openreview.net/forum?id=...: 'openreview'), a
+    DOI ('10.xxxx/...', 'doi:', a doi.org URL: 'doi') or an arXiv id ('2106.01234',
+    'arXiv:...', an arxiv.org URL: 'arxiv')."""
+    text = clean_text(text)
+    if not text or (text.isascii() and text.isdigit()) or text.startswith("["):
+        return None
+    pmid = normalize_pmid(text)
+    if pmid:
+        return ("pmid", pmid)
+    pmcid = normalize_pmcid(text)
+    if pmcid:
+        return ("pmcid", pmcid)
+    openreview = normalize_openreview_id(text, bare=False)
+    if openreview:
+        return ("openreview", openreview)
+    doi = normalize_doi(text)
+    if doi:
+        return ("doi", doi)
+    arxiv_id = normalize_arxiv_id(text)
+    if arxiv_id:
+        return ("arxiv", arxiv_id)
+    return None
 
 
 def normalize_identifier(scheme: str, raw: object) -> str | None:

@@ -20,6 +20,22 @@ venue, agreeing abstracts, or the same source id from the same source.
 
 Identifiers of other schemes (an ACL id against another ACL id) are checked by the caller,
 against the identifier table.
+
+Identifiers before titles (papers/services.py, in this order): the same DOI (or a DOI alias
+row), the same arXiv id, or the same id of another scheme (PMID, PMCID, OpenReview id, ACL
+id, an engine's id) is the same paper, whatever the titles say. Two different ids of one
+scheme on both sides (two PMIDs, two PMCIDs, two OpenReview ids, two ACL ids) refuse a
+title match, as two different DOIs or arXiv ids do here.
+
+Preprint <-> published version: a preprint's record may name the DOI of its published
+version (`identifiers["published_doi"]`: bioRxiv, medRxiv and Europe PMC give it). A record
+whose published_doi is a library paper's DOI (its column or a DOI alias row) is that paper,
+and a record whose DOI is a library preprint's published_doi is that preprint: one work, as
+an arXiv preprint and its venue version are one when the venue's record carries the arXiv
+id. This link is explicit, so it holds even when the two sides carry different PMIDs (PubMed
+indexes some preprints under a PMID of their own). The merged paper keeps the DOI it had
+first; the other is kept as an alternate (`metadata.alternates.doi`), and the review's
+grouping reads both (projects/review/dedup.py).
 """
 
 from __future__ import annotations

@@ -5,17 +5,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import (
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.functions import Coalesce
 from pydantic import Field
 
 from core.errors import InvalidInput, NotFound
+from papers.identifiers import reference_identifier
 from papers.models import Annotation, Paper, PaperAsset, PaperAuthor, PaperIdentifier, PaperPdf
 from papers.scoping import papers_in_project, project_find, visible_project_ids
 from papers.scoping import papers_in_scope as papers_in_scope
 
 MAX_REF_LENGTH = 600
-# A paper as a client names it (paper_id, human id or citekey; `paper_get` reads all three):
+# A paper as a client names it (paper_id, human id, citekey or an external identifier such as
+# 'pmid:31452104'; `paper_get` reads them all):
 # the one input type of the MCP tools and the REST endpoints that take papers.
 PaperRefValue = (
     Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1, max_length=MAX_REF_LENGTH)]
@@ -27,9 +38,34 @@ MAX_PAPER_ID = 2**63 - 1
 MAX_REFS = 1_000
 
 
+def identifier_lookups(scheme: str, values: Sequence[str]) -> list[tuple[Q, str]]:
+    """Where papers with these (normalised) external identifiers are found, best first, each
+    with the field holding the value: a DOI or arXiv id in its column, then among the
+    identifier rows (an alias, another scheme's id), then a DOI as a preprint's published
+    version's DOI (`published_doi`)."""
+    lookups = []
+    if scheme in ("doi", "arxiv"):
+        column = "doi" if scheme == "doi" else "arxiv_id"
+        lookups.append((Q(**{f"{column}__in": values}), column))
+    lookups.append(
+        (Q(identifiers__scheme=scheme, identifiers__value__in=values), "identifiers__value")
+    )
+    if scheme == "doi":
+        lookups.append(
+            (
+                Q(identifiers__scheme="published_doi", identifiers__value__in=values),
+                "identifiers__value",
+            )
+        )
+    return lookups
+
+
 def paper_get(*, ref: str | int, scope: Sequence[str] | None = None) -> Paper:
     """The paper named by its paper_id (integer or digits), human id ('[Smith, J. 2024]'),
-    citekey, or a citekey alias (e.g. the key it had in an imported BibTeX file).
+    citekey, a citekey alias (e.g. the key it had in an imported BibTeX file), or an
+    external identifier: 'pmid:31452104' / 'PMID 31452104' / a PubMed URL, 'PMC6739224' /
+    a PMC URL, 'openreview:<id>' / an OpenReview URL, a DOI or an arXiv id (the rule, and
+    why bare digits stay a paper_id: papers.identifiers.reference_identifier).
 
     Raises NotFound (with the reference) or InvalidInput for an empty or oversized ref.
     """
@@ -54,6 +90,9 @@ def paper_get(*, ref: str | int, scope: Sequence[str] | None = None) -> Paper:
                 queryset.filter(citekey=text).first()
                 or queryset.filter(identifiers__scheme="citekey", identifiers__value=text).first()
             )
+            named = reference_identifier(text) if paper is None else None
+            for query, _ in identifier_lookups(named[0], [named[1]]) if named else []:
+                paper = paper or queryset.filter(query).order_by("pk").first()
     if paper is None:
         raise NotFound(f"No paper {ref!r} in the library.", paper_id=str(ref))
     return paper
@@ -97,6 +136,7 @@ def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = N
         ).values_list("value", "paper_id")
         for value, pk in alias_rows:
             found.setdefault(value, pk)
+    _resolve_identifiers(keys - found.keys(), visible, found)
     unknown = [ref for ref, text in zip(refs, texts, strict=True) if _lookup(found, text) is None]
     if unknown:
         listed = ", ".join(repr(ref) for ref in unknown[:20])
@@ -105,6 +145,22 @@ def papers_resolve(*, refs: Sequence[str | int], scope: Sequence[str] | None = N
             f"No paper {listed}{more} in the library.", paper_ids=[str(ref) for ref in unknown]
         )
     return list(dict.fromkeys(_lookup(found, text) or 0 for text in texts))
+
+
+def _resolve_identifiers(texts: set[str], visible: QuerySet[Paper], found: dict[str, int]) -> None:
+    """Add to `found` the references among `texts` that are external identifiers
+    (`reference_identifier`) of visible papers: one query per scheme named."""
+    by_scheme: dict[str, dict[str, list[str]]] = {}
+    for text in texts:
+        named = reference_identifier(text)
+        if named is not None:
+            by_scheme.setdefault(named[0], {}).setdefault(named[1], []).append(text)
+    for scheme, wanted in by_scheme.items():
+        for query, field_name in identifier_lookups(scheme, list(wanted)):
+            rows = visible.filter(query).order_by("pk").values_list(field_name, "pk")
+            for value, pk in rows:
+                for text in wanted.get(value, []):
+                    found.setdefault(text, pk)
 
 
 def _ref_text(ref: object) -> str:
@@ -180,6 +236,20 @@ def with_relations(queryset: QuerySet[Paper]) -> QuerySet[Paper]:
             ),
         )
     )
+
+
+# Identifier schemes exports write (BibTeX, RIS, CSV), beside the DOI and the arXiv id.
+EXPORTED_SCHEMES = ("pmid", "pmcid", "openreview")
+
+
+def paper_identifiers(paper: Paper) -> dict[str, str]:
+    """The paper's PubMed, PMC and OpenReview ids (the first stored of a scheme, when a
+    preprint merged with its publication brought two), from its prefetched rows."""
+    found: dict[str, str] = {}
+    for row in sorted(paper.identifiers.all(), key=lambda row: row.pk):
+        if row.scheme in EXPORTED_SCHEMES:
+            found.setdefault(row.scheme, row.value)
+    return found
 
 
 def _authors(paper: Paper) -> list[str]:

@@ -1,9 +1,11 @@
 """Writes to the paper library: upsert with de-duplication, keywords, citations.
 
-De-duplication order (first hit wins): DOI, arXiv id, another identifier of the same
-scheme (ACL id, engine ids; never a citekey), then the same normalised title with enough
-evidence and none against (`papers.matching.same_paper_by_title`, which also names the
-year rule) and no identifier of the same scheme contradicting.
+De-duplication order (first hit wins): DOI (the column or a DOI alias row), arXiv id,
+another identifier of the same scheme (PMID, PMCID, OpenReview, ACL id, engine ids; never a
+citekey), a preprint's published version's DOI (the rule in papers.matching's docstring),
+then the same normalised title with enough evidence and none against
+(`papers.matching.same_paper_by_title`, which also names the year rule) and no identifier
+of the same scheme contradicting.
 Merging never loses information: empty fields are filled, and a value that differs from
 the one kept is recorded under `metadata["alternates"][field]` with its source (and the
 record's source id, so that `manage.py split_wrong_merges` can rebuild a record merged by
@@ -157,6 +159,10 @@ def _match_keys(record: PaperRecord) -> list[tuple[str, str]]:
         keys.append(("title-author", f"{record.title_key}|{record.first_author_family}"))
     if record.doi:
         keys.append(("doi", record.doi))
+    if published_doi := _published_doi(record):
+        # A preprint and its published version in one batch: the later one waits a pass
+        # and then matches the saved one (_find_existing).
+        keys.append(("doi", published_doi))
     if record.arxiv_id:
         keys.append(("arxiv", record.arxiv_id))
     keys.extend(
@@ -185,11 +191,29 @@ def _split_batch_duplicates(
 # --- finding what already exists ------------------------------------------------------
 
 
+def _published_doi(record: PaperRecord) -> str | None:
+    """The DOI of the published version a preprint's record names (bioRxiv, medRxiv,
+    Europe PMC preprints), when it is not the record's own DOI."""
+    value = record.identifiers.get("published_doi")
+    return value if value and value != record.doi else None
+
+
 def _find_existing(records: list[PaperRecord]) -> list[int | None]:
     """For each record, the paper_id it duplicates, or None."""
-    by_doi = dict(
-        Paper.objects.filter(doi__in={r.doi for r in records if r.doi}).values_list("doi", "pk")
-    )
+    dois = {r.doi for r in records if r.doi}
+    published = {value for r in records if (value := _published_doi(r))}
+    by_doi = dict(Paper.objects.filter(doi__in=dois | published).values_list("doi", "pk"))
+    # DOIs kept as identifier rows: an alias ('doi') or a preprint's published version's
+    # DOI ('published_doi'); the lowest paper_id first, as the columns' own matches.
+    by_doi_row: dict[tuple[str, str], int] = {}
+    for scheme, value, paper_id in (
+        PaperIdentifier.objects.filter(
+            scheme__in=("doi", "published_doi"), value__in=dois | published
+        )
+        .order_by("paper_id")
+        .values_list("scheme", "value", "paper_id")
+    ):
+        by_doi_row.setdefault((scheme, value), paper_id)
     by_arxiv = dict(
         Paper.objects.filter(arxiv_id__in={r.arxiv_id for r in records if r.arxiv_id}).values_list(
             "arxiv_id", "pk"
@@ -226,8 +250,9 @@ def _find_existing(records: list[PaperRecord]) -> list[int | None]:
 
     matches: list[int | None] = []
     for record in records:
+        published_doi = _published_doi(record)
         match = (
-            (by_doi.get(record.doi) if record.doi else None)
+            (by_doi.get(record.doi) or by_doi_row.get(("doi", record.doi)) if record.doi else None)
             or (by_arxiv.get(record.arxiv_id) if record.arxiv_id else None)
             or next(
                 (
@@ -237,6 +262,15 @@ def _find_existing(records: list[PaperRecord]) -> list[int | None]:
                 ),
                 None,
             )
+            # A preprint and its published version (papers.matching's docstring): the
+            # record names the library paper's DOI as its published version's, or the
+            # library preprint names the record's DOI so.
+            or (
+                by_doi.get(published_doi) or by_doi_row.get(("doi", published_doi))
+                if published_doi
+                else None
+            )
+            or (by_doi_row.get(("published_doi", record.doi)) if record.doi else None)
             or _title_match(record, by_title.get(record.title_key, []))
         )
         matches.append(match)

@@ -89,10 +89,10 @@ class TrendsResult(BaseModel):
     name="add_paper",
     title="Add a paper by DOI, arXiv id or URL, or from its metadata",
     description=(
-        "Add a paper by DOI, arXiv id, OpenAlex id, ACL Anthology id or its URL, with "
-        "metadata merged from the engines; or, given a title, from the metadata given "
-        "(no engine asked). An existing paper is returned (created=false), never "
-        "duplicated."
+        "Add a paper by DOI, arXiv id, PMID, PMCID, OpenReview, OpenAlex or ACL Anthology "
+        "id or its URL, with metadata merged from the engines; or, given a title, from the "
+        "metadata given (no engine asked). An existing paper is returned (created=false), "
+        "never duplicated."
     ),
     annotations=EXTERNAL_SEARCH,
 )

@@ -18,7 +18,7 @@ TYPE_KEY, KEY_KEY, DUPLICATE_KEY = "ENTRYTYPE", "ID", "_duplicate_key"
 VERBATIM_FIELDS = {
     "doi", "url", "eprint", "file", "pdf", "biburl", "urldate", "timestamp", "isbn", "issn",
     "year", "date", "month", "eprinttype", "archiveprefix",
-    "primaryclass", "eprintclass",
+    "primaryclass", "eprintclass", "pmid", "pmcid", "openreview",
 }  # fmt: skip
 # The field that holds the venue, by entry type; other types take journal, then booktitle.
 BOOKTITLE_TYPES = {

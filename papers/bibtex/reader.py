@@ -45,6 +45,9 @@ from papers.identifiers import (
     clean_text,
     normalize_arxiv_id,
     normalize_doi,
+    normalize_openreview_id,
+    normalize_pmcid,
+    normalize_pmid,
     page_range,
     title_key,
 )
@@ -279,6 +282,7 @@ def record_from_bibtex(entry: Mapping[str, Any]) -> PaperRecord:
     url = take("url", "")
     doi = _verbatim(take("doi", "")).replace("\\_", "_") or (url if normalize_doi(url) else "")
     arxiv_id = _arxiv_id(fields, venue, url)
+    identifiers = _external_ids(fields, url)
     keywords, rejected = _keywords(take("keywords", ""))
     if rejected:
         fields["keywords"] = rejected
@@ -300,6 +304,7 @@ def record_from_bibtex(entry: Mapping[str, Any]) -> PaperRecord:
         "source_url": _verbatim(url),
         "abstract": latex_to_text(take("abstract", "")),
         "keywords": keywords,
+        "identifiers": identifiers,
         "source": "bibtex",
     }
     extras = {
@@ -317,7 +322,7 @@ def record_from_bibtex(entry: Mapping[str, Any]) -> PaperRecord:
         # keys follow one scheme); the file's own key stays a citekey alias, so every
         # tool and a second import of the same file still find the paper by it. A key
         # that already is this paper's Better-BibTeX key is kept as its citekey.
-        values["identifiers"] = {"citekey": key}
+        values["identifiers"] = {**identifiers, "citekey": key}
         record = PaperRecord.build(**values, metadata=metadata)
         people = [author.person for author in record.authors]
         if key == citekey_base(people, record.year, record.title):
@@ -417,6 +422,39 @@ def _arxiv_id(fields: dict[str, str], venue: str, url: str) -> str | None:
         if match and normalize_arxiv_id(match.group(1)):
             return normalize_arxiv_id(match.group(1))
     return None
+
+
+def _external_ids(fields: dict[str, str], url: str) -> dict[str, str]:
+    """PubMed, PubMed Central and OpenReview ids: the `pmid` and `pmcid` fields (JabRef,
+    PubMed's own exports), biblatex's `eprint` with `eprinttype = {pubmed}`, and a PubMed,
+    PMC or OpenReview URL in `url`. A field read is taken out of the extras; one that is
+    not an id stays there as written."""
+    found: dict[str, str] = {}
+    for scheme, name, normalize in (
+        ("pmid", "pmid", normalize_pmid),
+        ("pmcid", "pmcid", normalize_pmcid),
+        ("openreview", "openreview", normalize_openreview_id),
+    ):
+        value = normalize(_verbatim(fields.get(name, "")))
+        if value:
+            found[scheme] = value
+            fields.pop(name)
+    eprint_type = (fields.get("eprinttype") or fields.get("archiveprefix") or "").lower()
+    if eprint_type == "pubmed" and "pmid" not in found:
+        value = normalize_pmid(_verbatim(fields.get("eprint", "")))
+        if value:
+            found["pmid"] = value
+            for name in ("eprint", "eprinttype", "archiveprefix"):
+                fields.pop(name, None)
+    link = _verbatim(url)
+    for scheme, value in (
+        ("pmid", normalize_pmid(link) if link and not link.isdigit() else None),
+        ("pmcid", normalize_pmcid(link)),
+        ("openreview", normalize_openreview_id(link, bare=False)),
+    ):
+        if value:
+            found.setdefault(scheme, value)
+    return found
 
 
 def _keywords(raw: str) -> tuple[list[str], str]:

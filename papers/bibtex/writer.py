@@ -28,6 +28,7 @@ from papers.bibtex.latex import (
 from papers.identifiers import clean_text, page_range
 from papers.models import Paper
 from papers.retractions import retraction_note
+from papers.selectors import paper_identifiers
 
 _SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 
@@ -118,11 +119,17 @@ def bibtex_entry(paper: Paper) -> Entry:
         fields[name] = latex_escape(paper.publisher)
     if paper.doi:
         fields["doi"] = _verbatim_value(paper.doi)
+    ids = paper_identifiers(paper)
     if paper.source_url:
         fields["url"] = _verbatim_value(paper.source_url)
+    elif "openreview" in ids:
+        fields["url"] = f"https://openreview.net/forum?id={ids['openreview']}"
     if paper.arxiv_id:
         fields["eprint"] = paper.arxiv_id
         fields["archiveprefix"] = "arXiv"
+    for name in ("pmid", "pmcid"):  # JabRef's and PubMed's fields; read back by the reader
+        if name in ids:
+            fields[name] = ids[name]
     if paper.abstract:
         fields["abstract"] = latex_escape(paper.abstract)
     keywords = sorted(k.name for k in paper.keywords.all())

@@ -40,7 +40,7 @@ from papers.bibtex.fields import ISO_DATE
 from papers.citations import styles
 from papers.models import Author, Paper
 from papers.retractions import retraction_note
-from papers.selectors import papers_resolve, with_relations
+from papers.selectors import paper_identifiers, papers_resolve, with_relations
 
 Output = Literal["text", "html"]
 OUTPUTS = ("text", "html")
@@ -167,6 +167,10 @@ def paper_to_csl(paper: Paper) -> dict[str, Any]:
         item["publisher"] = paper.publisher
     if paper.doi:
         item["DOI"] = paper.doi
+    ids = paper_identifiers(paper)
+    for scheme, variable in (("pmid", "PMID"), ("pmcid", "PMCID")):  # CSL's own variables
+        if scheme in ids:
+            item[variable] = ids[scheme]
     url = _web_url(paper.source_url)
     if kind == "article" and paper.arxiv_id:
         item.setdefault("publisher", "arXiv")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DomainError
-from papers.identifiers import clean_text, normalize_arxiv_id
+from papers.identifiers import clean_text, normalize_arxiv_id, normalize_identifier
 from papers.imports import DEFAULT_BATCH_SIZE, ImportReport, RawItem, import_records
 from papers.models import PaperIdentifier, PaperPdf
 from papers.pdf.services import pdf_attach_file
@@ -47,12 +47,14 @@ CSL_ENTRY_TYPES = {
 _MAPPED = {
     "id", "type", "title", "author", "issued", "container-title", "container-title-short",
     "journalAbbreviation", "volume", "issue", "page", "publisher", "DOI", "URL", "abstract",
-    "keyword", "number", "citekey", "citation-key", "library", "note",
+    "keyword", "number", "citekey", "citation-key", "library", "note", "PMID", "PMCID",
 }  # fmt: skip
 ZOTERO_SCHEME = "zotero"
 _ITEM_KEY = re.compile(r"/items/([A-Z0-9]{8})$")
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 _ARXIV_NOTE = re.compile(r"^\s*arxiv:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+# Zotero's "Extra" field (CSL `note`) holds 'PMID: 31452104' / 'PMCID: PMC6739224' lines.
+_EXTRA_LINE = re.compile(r"^\s*(PMID|PMCID|OpenReview):\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def item_key(item: dict[str, Any]) -> str:
@@ -76,6 +78,7 @@ def record_from_csl(item: dict[str, Any]) -> PaperRecord:
         identifiers["citekey"] = citekey
     if key:
         identifiers[ZOTERO_SCHEME] = key
+    identifiers.update(_external_ids(item))
     metadata: dict[str, Any] = {
         "zotero": {
             "key": key,
@@ -152,6 +155,22 @@ def _arxiv_id(item: dict[str, Any]) -> str | None:
         note_match.group(1) if note_match else None,
     ]
     return next((found for c in candidates if c and (found := normalize_arxiv_id(c))), None)
+
+
+def _external_ids(item: dict[str, Any]) -> dict[str, str]:
+    """PMID, PMCID and OpenReview id: CSL's `PMID` / `PMCID` variables (Zotero turns Extra
+    lines into them), else the 'PMID: ...' lines of the Extra field (CSL `note`)."""
+    found = {}
+    for scheme, variable in (("pmid", "PMID"), ("pmcid", "PMCID")):
+        value = normalize_identifier(scheme, item.get(variable))
+        if value:
+            found[scheme] = value
+    for name, raw in _EXTRA_LINE.findall(str(item.get("note") or "")):
+        scheme = name.lower()
+        value = normalize_identifier(scheme, raw)
+        if value:
+            found.setdefault(scheme, value)
+    return found
 
 
 def _keywords(raw: Any) -> list[str]:

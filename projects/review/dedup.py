@@ -11,9 +11,10 @@ with a subtitle, "v2" or other punctuation. Grouping here is a review's reading,
 
 Two papers are one work when
 - they share an identifier: DOI, arXiv id (also read from an arXiv DOI), another scheme's
-  id (OpenAlex, S2, ACL, PubMed, ...), or a related one their records named (a DOI or
-  arXiv id the library kept as an alternate when records merged, an arXiv entry's other
-  DOIs): `same <scheme> <value>`;
+  id (OpenAlex, S2, ACL, PMID, PMCID, OpenReview, ...), or a related one their records
+  named (a DOI or arXiv id the library kept as an alternate when records merged, an arXiv
+  entry's other DOIs, a bioRxiv/medRxiv/Europe PMC preprint's published version's DOI,
+  `published_doi`, read as a DOI): `same <scheme> <value>`;
 - or, conservatively, their titles are the same once folded (case, accents, punctuation,
   spaces, a trailing "v2" / "preprint" / "extended version"), or one is the other plus a
   subtitle, or they differ only in the spelling of a word or two; with the same numbers
@@ -285,6 +286,8 @@ def _identity_keys(work: Work) -> set[tuple[str, str]]:
         keys.add(("arxiv", work.arxiv_id))
     normalised = set()
     for scheme, value in keys:
+        if scheme == "published_doi":  # a preprint's published version: the same work
+            scheme = "doi"
         if scheme == "doi":
             value = normalize_doi(value) or value
         elif scheme == "arxiv":

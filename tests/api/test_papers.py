@@ -39,6 +39,26 @@ def test_paper_detail_by_paper_id_human_id_and_citekey(api: Api, library: Librar
         assert record["authors_detail"][0]["family_name"] == "Vaswani"
 
 
+def test_a_paper_is_named_by_its_pmid_pmcid_or_openreview_id(api: Api, library: Library) -> None:
+    paper = library.attention
+    for scheme, value in (
+        ("pmid", "31452104"),
+        ("pmcid", "PMC6739224"),
+        ("openreview", "YicbFdNTTy"),
+    ):
+        paper.identifiers.create(scheme=scheme, value=value)
+    for ref in (
+        "pmid:31452104",
+        quote("PMID 31452104", safe=""),
+        "PMC6739224",
+        "openreview:YicbFdNTTy",
+    ):
+        response = api.get(f"/api/papers/{ref}")
+        assert response.status_code == 200, (ref, response.content)
+        assert response.json()["paper_id"] == paper.pk
+    assert api.get("/api/papers/31452104").status_code == 404  # digits are a paper_id
+
+
 def test_unknown_paper_is_404_naming_it(api: Api, library: Library) -> None:
     for path in ("/api/papers/999999", "/api/papers/nobody2020nothing", "/api/papers/99/bibtex"):
         body = error(api.get(path), 404)

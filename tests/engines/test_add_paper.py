@@ -5,15 +5,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
+from engines import services as engine_services
+from engines.registry import registry
 from engines.services import identifier_parse
 from papers.models import Paper
-from projects.intake import paper_add_by_identifier
+from papers.selectors import paper_get
+from projects.intake import paper_add_by_identifier, paper_add_from_metadata
 from tests.engines.builders import FIXTURES, PLOS_DOI, crossref_work, sources  # noqa: F401
+from tests.engines.plugins import write_plugin
 from tests.engines.replay import ReplayServer, Reply
 
 
@@ -140,3 +145,121 @@ def test_an_anthology_url_is_added_with_its_pdf_address(sources: ReplayServer) -
     ]
     again = paper_add_by_identifier(identifier="2020.acl-main.1")
     assert not again.created and again.paper.pk == added.paper.pk
+
+
+# --- PubMed, PubMed Central and OpenReview ids (engines given by ENGINES_BY_SCHEME) -------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("pmid:31452104", "pmid", "31452104"),
+        ("PMID 31452104", "pmid", "31452104"),
+        ("https://pubmed.ncbi.nlm.nih.gov/31452104/", "pmid", "31452104"),
+        ("PMC6739224", "pmcid", "PMC6739224"),
+        ("https://www.ncbi.nlm.nih.gov/pmc/articles/PMC6739224/", "pmcid", "PMC6739224"),
+        ("openreview:YicbFdNTTy", "openreview", "YicbFdNTTy"),
+        ("https://openreview.net/forum?id=YicbFdNTTy", "openreview", "YicbFdNTTy"),
+    ],
+)
+def test_pubmed_pmc_and_openreview_ids_are_recognised(text: str, kind: str, value: str) -> None:
+    parsed = identifier_parse(text)
+    assert (parsed.kind, parsed.value) == (kind, value)
+
+
+def test_bare_digits_are_not_read_as_a_pmid() -> None:
+    with pytest.raises(InvalidInput, match=r"pmid:31452104"):
+        identifier_parse("31452104")
+
+
+PUBMED_RECORD = {
+    "title": "A PubMed paper",
+    "authors": ["Jane Doe"],
+    "year": 2019,
+    "doi": "10.1000/pubmed.1",
+    "identifiers": {"pmid": "31452104", "pmcid": "PMC6739224"},
+}
+
+
+@pytest.fixture
+def id_engines(
+    settings: Any, tmp_path: Path, replay_server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> ReplayServer:
+    """Plugin engines standing in for PubMed, Europe PMC and OpenReview (the real engines
+    are not needed to test how add_paper uses them)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.ENGINES_DIR = tmp_path / "engines"
+    settings.ENGINES_ENABLED = []
+    settings.ENGINE_MAX_RETRIES = 0
+    for engine_id in ("t_pubmed", "t_epmc", "t_openreview"):
+        write_plugin(settings.ENGINES_DIR, engine_id, f"{replay_server.url}/{engine_id}")
+    registry.refresh()
+    monkeypatch.setattr(
+        engine_services,
+        "ENGINES_BY_SCHEME",
+        {"pmid": ("t_pubmed", "t_epmc"), "pmcid": ("t_epmc",), "openreview": ("t_openreview",)},
+    )
+    return replay_server
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pmid_is_added_from_pubmed_and_europe_pmc_and_named_by_its_ids(
+    id_engines: ReplayServer,
+) -> None:
+    id_engines.add("/t_pubmed/paper", Reply(200, PUBMED_RECORD), query={"id": "31452104"})
+    id_engines.add("/t_epmc/paper", Reply(200, PUBMED_RECORD), query={"id": "31452104"})
+    added = paper_add_by_identifier(identifier="PMID: 31452104")
+    assert added.created is True
+    assert {name: s["status"] for name, s in added.engines.items()} == {
+        "t_pubmed": "ok",
+        "t_epmc": "ok",
+    }
+    assert Paper.objects.count() == 1
+    identifiers = dict(added.paper.identifiers.values_list("scheme", "value"))
+    assert identifiers == {"pmid": "31452104", "pmcid": "PMC6739224"}
+    asked = len(id_engines.requests)
+    again = paper_add_by_identifier(identifier="https://pmc.ncbi.nlm.nih.gov/articles/PMC6739224/")
+    assert again.created is False and again.paper.pk == added.paper.pk
+    assert len(id_engines.requests) == asked  # the library knew it: no engine asked
+    assert paper_get(ref="pmid:31452104") == added.paper
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pmcid_asks_europe_pmc_and_an_openreview_id_openreview(id_engines: ReplayServer) -> None:
+    id_engines.add("/t_epmc/paper", Reply(200, PUBMED_RECORD), query={"id": "PMC6739224"})
+    added = paper_add_by_identifier(identifier="pmc6739224")
+    assert set(added.engines) == {"t_epmc"} and added.created
+    note = {"title": "An OpenReview paper", "authors": ["A. Author"], "year": 2024,
+            "identifiers": {"openreview": "YicbFdNTTy"}}  # fmt: skip
+    id_engines.add("/t_openreview/paper", Reply(200, note), query={"id": "YicbFdNTTy"})
+    reviewed = paper_add_by_identifier(identifier="https://openreview.net/forum?id=YicbFdNTTy")
+    assert reviewed.created and reviewed.paper.title == "An OpenReview paper"
+    with pytest.raises(NotFound):
+        paper_add_by_identifier(identifier="openreview:NoSuchNote")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_id_no_engine_here_knows_is_a_clear_error(
+    sources: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        engine_services, "ENGINES_BY_SCHEME", {"pmid": ("no_pubmed",), "pmcid": ("no_epmc",)}
+    )
+    with pytest.raises(EngineUnavailable, match=r"No engine here can look up 'pmid:1' \(PMID\)"):
+        paper_add_by_identifier(identifier="pmid:1")
+    assert Paper.objects.count() == 0
+    assert sources.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_metadata_with_a_pmid_is_kept_under_it_and_matched_by_it() -> None:
+    added = paper_add_from_metadata(
+        values={"title": "A trial", "authors": ["Jane Doe"], "year": 2020},
+        identifier="PMID: 31452104",
+    )
+    assert added.created and not added.engines  # no engine asked
+    assert dict(added.paper.identifiers.values_list("scheme", "value"))["pmid"] == "31452104"
+    again = paper_add_from_metadata(values={"title": "A trial (2)"}, identifier="pmid:31452104")
+    assert again.created is False and again.paper.pk == added.paper.pk
+    with pytest.raises(InvalidInput):
+        paper_add_from_metadata(values={"title": "T"}, identifier="31452104")

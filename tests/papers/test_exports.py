@@ -20,7 +20,7 @@ from core.errors import InvalidInput, StorageFull
 from papers.exports import FORMATS, export_papers, export_search_results, render_export
 from papers.management.commands.export_library import Command as ExportLibrary
 from papers.models import Paper
-from papers.selectors import papers_filter
+from papers.selectors import papers_filter, with_relations
 from papers.services import paper_keywords_update
 from projects.models import Project
 from projects.services import project_add_papers
@@ -96,6 +96,32 @@ def test_csv_export_has_one_row_per_paper_with_authors_joined(library: list[Pape
     # A title Excel would run as a formula is neutralised with a leading quote.
     assert formula["title"].startswith("'=HYPERLINK(")
     assert bert["title"] == "BERT: Pre-training of Deep Bidirectional Transformers"
+    assert (attention["pmid"], attention["pmcid"], attention["openreview"]) == ("", "", "")
+
+
+def test_exports_show_pubmed_pmc_and_openreview_ids(make_paper: Callable[..., Paper]) -> None:
+    make_paper(
+        "A PubMed paper",
+        identifiers={"pmid": "31452104", "pmcid": "PMC6739224", "openreview": "YicbFdNTTy"},
+    )
+    papers = list(with_relations(Paper.objects.all()))
+    (row,) = csv.DictReader(io.StringIO(render_export(papers, "csv")))
+    assert (row["pmid"], row["pmcid"], row["openreview"]) == (
+        "31452104",
+        "PMC6739224",
+        "YicbFdNTTy",
+    )
+    (record,) = json.loads(render_export(papers, "json"))
+    assert record["identifiers"] == {
+        "pmid": "31452104",
+        "pmcid": "PMC6739224",
+        "openreview": "YicbFdNTTy",
+    }
+    markdown = render_export(papers, "markdown")
+    assert "[PMID:31452104](https://pubmed.ncbi.nlm.nih.gov/31452104/)" in markdown
+    assert "[PMC6739224](https://pmc.ncbi.nlm.nih.gov/articles/PMC6739224/)" in markdown
+    (item,) = json.loads(render_export(papers, "csl-json"))
+    assert (item["PMID"], item["PMCID"]) == ("31452104", "PMC6739224")
 
 
 def test_json_export_is_the_full_record_of_each_paper(library: list[Paper]) -> None:

@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.errors import NotFound
 from papers import assets
 from papers.models import Annotation, Paper
 from papers.pdf import services as pdf_services
@@ -20,7 +21,14 @@ from papers.search.filters import paper_search_by_payload
 from papers.search.fulltext import paper_briefs, paper_search
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchFilters
-from papers.selectors import paper_brief, paper_detail, papers_filter, with_relations
+from papers.selectors import (
+    paper_brief,
+    paper_detail,
+    paper_get,
+    papers_filter,
+    papers_resolve,
+    with_relations,
+)
 from projects.models import Project
 from projects.selectors import project_papers
 from projects.services import project_add_papers
@@ -228,3 +236,75 @@ def test_a_search_filing_results_into_a_project_tags_each_result(
     assert result.results[0]["project_id"] == target.id
     assert result.results[0]["publication"] == "Computational Linguistics, 49(2), 301-340"
     assert target.id in paper_brief(Paper.objects.get(pk=curated.pk))["projects"]
+
+
+# --- papers named by external identifiers (PMID, PMCID, OpenReview, DOI, arXiv) ----------
+
+
+@pytest.fixture
+def pubmed_paper(make_paper: Callable[..., Paper]) -> Paper:
+    return make_paper(
+        "A PubMed paper",
+        doi="10.1038/s41586-019-1506-7",
+        identifiers={"pmid": "31452104", "pmcid": "PMC6739224", "openreview": "YicbFdNTTy"},
+    )
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "pmid:31452104",
+        "PMID 31452104",
+        "PMID: 31452104",
+        "https://pubmed.ncbi.nlm.nih.gov/31452104/",
+        "PMC6739224",
+        "pmc6739224",
+        "https://pmc.ncbi.nlm.nih.gov/articles/PMC6739224/",
+        "https://www.ncbi.nlm.nih.gov/pmc/articles/PMC6739224",
+        "openreview:YicbFdNTTy",
+        "https://openreview.net/forum?id=YicbFdNTTy",
+        "10.1038/S41586-019-1506-7",
+        "https://doi.org/10.1038/s41586-019-1506-7",
+    ],
+)
+def test_a_paper_is_named_by_its_external_identifiers(pubmed_paper: Paper, ref: str) -> None:
+    assert paper_get(ref=ref) == pubmed_paper
+    assert papers_resolve(refs=[ref, pubmed_paper.citekey]) == [pubmed_paper.pk]
+
+
+def test_bare_digits_stay_a_paper_id_never_a_pmid(pubmed_paper: Paper) -> None:
+    with pytest.raises(NotFound):
+        paper_get(ref="31452104")
+    with pytest.raises(NotFound):
+        papers_resolve(refs=["31452104"])
+    assert paper_get(ref=str(pubmed_paper.pk)) == pubmed_paper
+    # A bare OpenReview-shaped token is a citekey, not an OpenReview id.
+    with pytest.raises(NotFound):
+        paper_get(ref="YicbFdNTTy")
+
+
+def test_a_citekey_shaped_like_an_identifier_wins_and_unknown_ids_are_not_found(
+    make_paper: Callable[..., Paper], pubmed_paper: Paper
+) -> None:
+    other = make_paper("Other", preferred_citekey="PMC6739224")
+    assert other.citekey == "PMC6739224"
+    assert paper_get(ref="PMC6739224") == other  # the exact citekey first
+    assert paper_get(ref="pmcid:PMC6739224") == pubmed_paper  # the prefix makes it a PMCID
+    assert papers_resolve(refs=["PMC6739224", "pmcid:PMC6739224"]) == [other.pk, pubmed_paper.pk]
+    with pytest.raises(NotFound):
+        paper_get(ref="pmid:1")
+    with pytest.raises(NotFound) as unknown:
+        papers_resolve(refs=["pmid:31452104", "PMC1", "openreview:NoSuchNote"])
+    assert unknown.value.details["paper_ids"] == ["PMC1", "openreview:NoSuchNote"]
+
+
+def test_a_preprint_is_named_by_its_published_versions_doi_after_the_published_paper(
+    make_paper: Callable[..., Paper],
+) -> None:
+    preprint = make_paper(
+        "A preprint",
+        doi="10.1101/2020.01.01.123456",
+        identifiers={"published_doi": "10.1000/journal.1"},
+    )
+    assert paper_get(ref="10.1000/journal.1") == preprint
+    assert papers_resolve(refs=["doi:10.1000/JOURNAL.1"]) == [preprint.pk]

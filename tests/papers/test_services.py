@@ -279,3 +279,89 @@ def test_a_batch_of_ten_thousand_keys_checks_its_aliases_within_the_databases_li
     PaperIdentifier.objects.create(paper_id=paper.paper_ids[0], scheme="citekey", value="base9999c")
     bases = {f"base{number}" for number in range(10_000)}
     assert _citekey_aliases(bases) == {"base9999c"}
+
+
+# --- PubMed, PMC and OpenReview ids; preprint <-> published version (papers/matching.py) ---
+
+TRIAL = {"authors": ["Jane Doe", "John Roe"]}
+PREPRINT_DOI = "10.1101/2020.03.01.20029801"
+JOURNAL_DOI = "10.1056/nejmoa2001282"
+
+
+@pytest.mark.parametrize(
+    "identifiers",
+    [{"pmid": "PMID: 32187464"}, {"pmcid": "pmc7121626"}, {"openreview": "YicbFdNTTy"}],
+)
+def test_the_same_pubmed_pmc_or_openreview_id_is_the_same_paper(
+    make_paper: Callable[..., Paper], identifiers: dict[str, str]
+) -> None:
+    first = make_paper("A trial of a drug", year=2020, **TRIAL, identifiers=identifiers)
+    second = make_paper("Another title entirely", year=2021, identifiers=identifiers)
+    assert first.pk == second.pk
+
+
+@pytest.mark.parametrize("scheme", ["pmid", "pmcid", "openreview"])
+def test_different_ids_of_one_scheme_are_different_papers(
+    make_paper: Callable[..., Paper], scheme: str
+) -> None:
+    values = {
+        "pmid": ("111", "222"),
+        "pmcid": ("PMC1", "PMC2"),
+        "openreview": ("aaaaaaaa", "bbbbbbbb"),
+    }
+    one, two = (
+        make_paper("Editorial", year=2020, **TRIAL, identifiers={scheme: value})
+        for value in values[scheme]
+    )
+    assert one.pk != two.pk
+
+
+def preprint(**values: object) -> PaperRecord:
+    return PaperRecord.build(
+        title="A trial of a drug in patients (preprint)", year=2020, **TRIAL, source="medrxiv",
+        doi=PREPRINT_DOI, identifiers={"published_doi": JOURNAL_DOI, **values},
+    )  # fmt: skip
+
+
+def published(**values: object) -> PaperRecord:
+    return PaperRecord.build(
+        title="A Trial of a Drug in Hospitalized Patients", year=2021, **TRIAL, source="pubmed",
+        doi=JOURNAL_DOI, identifiers={"pmid": "32187464", **values},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "order", ["preprint first", "published first", "one batch", "reversed batch"]
+)
+def test_a_preprint_naming_its_published_doi_and_the_published_record_are_one_paper(
+    order: str,
+) -> None:
+    # The preprint has a PMID of its own (PubMed indexes some preprints): the explicit link wins.
+    records = [preprint(pmid="32511500"), published()]
+    if order == "published first" or order == "reversed batch":
+        records.reverse()
+    if order.endswith("batch"):
+        outcome = papers_upsert(records=records)
+    else:
+        outcome = papers_upsert(records=records[:1])
+        outcome.paper_ids += papers_upsert(records=records[1:]).paper_ids
+    assert len(set(outcome.paper_ids)) == 1 and Paper.objects.count() == 1
+    paper = Paper.objects.get()
+    assert {paper.doi, *(a["value"] for a in paper.metadata["alternates"]["doi"])} == {
+        PREPRINT_DOI,
+        JOURNAL_DOI,
+    }
+    assert paper_get(ref=JOURNAL_DOI) == paper == paper_get(ref="pmid:32187464")
+
+
+def test_a_published_doi_matches_a_doi_alias_and_never_a_stranger(
+    make_paper: Callable[..., Paper],
+) -> None:
+    journal = make_paper("Journal version", doi="10.1000/other", identifiers={"doi": JOURNAL_DOI})
+    assert papers_upsert(records=[preprint()]).paper_ids == [journal.pk]
+    stranger = papers_upsert(
+        records=[
+            PaperRecord.build(title="Unrelated", identifiers={"published_doi": "10.1000/none"})
+        ]
+    )
+    assert stranger.created == 1

@@ -573,3 +573,67 @@ def test_a_broken_entry_in_parentheses_is_named_in_the_report() -> None:
     assert re.search(r"skipped entry paren2020 \(line 1\): not valid BibTeX: \S+", err)
     assert "None" not in err
     assert paper_get(ref="fine2020").title == "Fine"
+
+
+# --- PubMed, PMC and OpenReview ids ----------------------------------------------------
+
+# As Zotero and JabRef write a PubMed item: `pmid` and `pmcid` fields.
+PUBMED_ENTRY = r"""
+@article{bahkir_impact_2020,
+	title = {Impact of the {COVID}-19 lockdown on digital device-related ocular health},
+	volume = {68},
+	doi = {10.4103/ijo.IJO_2306_20},
+	number = {11},
+	journal = {Indian Journal of Ophthalmology},
+	author = {Bahkir, Fayiqa Ahamed and Grandee, Srinivasan Subramanian},
+	month = nov,
+	year = {2020},
+	pmid = {33120622},
+	pmcid = {PMC7774196},
+	pages = {2378--2383},
+}
+@article{eprint_pubmed,
+	title = {A paper cited by its biblatex PubMed eprint},
+	author = {Doe, Jane},
+	year = {2019},
+	eprint = {31452104},
+	eprinttype = {pubmed},
+}
+@inproceedings{openreview_only,
+	title = {A paper on OpenReview},
+	author = {Roe, John},
+	year = {2024},
+	url = {https://openreview.net/forum?id=YicbFdNTTy},
+	pmid = {not a number},
+}
+"""
+
+
+def test_pmid_pmcid_eprint_and_openreview_url_become_identifiers() -> None:
+    records = [record_from_bibtex(item.data or {}) for item in read_bibtex(PUBMED_ENTRY)]
+    ids = [{k: v for k, v in r.identifiers.items() if k != "citekey"} for r in records]
+    assert ids == [
+        {"pmid": "33120622", "pmcid": "PMC7774196"},
+        {"pmid": "31452104"},
+        {"openreview": "YicbFdNTTy"},
+    ]
+    assert "pmid" not in records[0].metadata.get("bibtex", {})
+    assert "eprint" not in records[1].metadata.get("bibtex", {})
+    # A field that is not an id is kept as written, not matched on.
+    assert records[2].metadata["bibtex"]["pmid"] == "not a number"
+
+
+def test_pmid_and_pmcid_are_written_and_read_back() -> None:
+    records = [record_from_bibtex(item.data or {}) for item in read_bibtex(PUBMED_ENTRY)]
+    outcome = papers_upsert(records=records)
+    papers = list(with_relations(Paper.objects.filter(pk__in=outcome.paper_ids).order_by("pk")))
+    text = render_export(papers, "bibtex")
+    assert "pmid = {33120622}" in text and "pmcid = {PMC7774196}" in text
+    assert "url = {https://openreview.net/forum?id=YicbFdNTTy}" in text
+    again = [record_from_bibtex(item.data or {}) for item in read_bibtex(text)]
+    assert [r.identifiers.get("pmid") for r in again] == ["33120622", "31452104", None]
+    assert again[0].identifiers["pmcid"] == "PMC7774196"
+    assert again[2].identifiers["openreview"] == "YicbFdNTTy"
+    Paper.objects.all().delete()
+    assert papers_upsert(records=again).created == 3
+    assert paper_get(ref="PMC7774196").title.startswith("Impact of the COVID-19 lockdown")

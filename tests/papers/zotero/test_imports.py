@@ -319,3 +319,15 @@ def test_csl_names_dates_and_particles() -> None:
     assert (record.entry_type, record.pages) == ("incollection", "12--34")
     assert record.keywords == ["art"]
     assert (record.preferred_citekey, record.source_id) == ("gogh1888letters", "VANGOGH1")
+
+
+def test_pmid_and_pmcid_come_from_csl_variables_or_the_extra_field() -> None:
+    base = {"id": "http://zotero.org/users/1/items/ABCD1234", "type": "article-journal",
+            "title": "A PubMed paper"}  # fmt: skip
+    variables = record_from_csl({**base, "PMID": "31452104", "PMCID": "PMC6739224"})
+    extra = record_from_csl({**base, "note": "Publisher: X\nPMID: 31452104\nPMCID: pmc6739224"})
+    for record in (variables, extra):
+        assert record.identifiers["pmid"] == "31452104"
+        assert record.identifiers["pmcid"] == "PMC6739224"
+    assert "PMID" not in variables.metadata.get("csl", {})
+    assert "pmid" not in record_from_csl({**base, "note": "PMID: none"}).identifiers

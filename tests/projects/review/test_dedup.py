@@ -234,6 +234,33 @@ def test_records_naming_one_openalex_or_s2_id_are_one_work_whatever_their_dois(
     assert grouping.why[first] == "same doi 10.5555/shoestring"
 
 
+def test_a_medrxiv_preprint_naming_its_published_doi_is_one_work_with_the_publication(
+    transactional_db: None,
+) -> None:
+    """A medRxiv preprint and its journal version (another title, a year on, their own
+    PMIDs) saved before any record linked them are two library papers; a later record of
+    the preprint naming the published version's DOI (`published_doi`, as bioRxiv/medRxiv
+    and Europe PMC give it) joins the preprint's paper by its own DOI, and the review then
+    counts the two as one work, the publication screened."""
+    authors = ["Jane Doe", "John Roe"]
+    preprint = dict(
+        title="Remdesivir in mild COVID-19: a preprint", authors=authors, year=2020,
+        doi="10.1101/2020.05.01.20087593", identifiers={"pmid": "32511500"},
+    )  # fmt: skip
+    journal = dict(
+        title="Remdesivir for the Treatment of Covid-19", authors=authors, year=2021,
+        doi="10.1056/NEJMoa2007764", identifiers={"pmid": "32445440"},
+    )  # fmt: skip
+    first = papers_upsert(records=[PaperRecord.build(**preprint)]).paper_ids[0]
+    second = papers_upsert(records=[PaperRecord.build(**journal)]).paper_ids[0]
+    assert first != second
+    linked = dict(preprint, identifiers={"published_doi": "10.1056/NEJMoa2007764"})
+    assert papers_upsert(records=[PaperRecord.build(**linked)]).paper_ids == [first]
+    grouping = work_groups([first, second], works_load([first, second]))
+    assert grouping.groups == [[second, first]]
+    assert grouping.why[first] == "same doi 10.1056/nejmoa2007764"
+
+
 def test_a_version_of_a_paper_the_review_has_is_attached_to_its_candidate(
     library: dict[str, int],
 ) -> None:
