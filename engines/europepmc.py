@@ -115,11 +115,10 @@ class EuropePmcEngine(BaseSearchEngine):
         when `paper_id` is none of those."""
         query = lookup_query(paper_id)
         records = search_page(self, query, page_size=5)[1]
-        doi = normalize_doi(paper_id)
-        exact = [r for r in records if doi and r.doi == doi]
-        if not (exact or records):
+        exact = [r for r in records if _carries(r, paper_id)]
+        if not exact:  # a record that does not carry the id asked for is not its paper
             raise PaperNotFoundAtSource(f"Europe PMC has no record of {paper_id!r}.")
-        return (exact or records)[0]
+        return exact[0]
 
     def get_citing_papers(self, paper: PaperRef, max_results: int) -> list[PaperRecord]:
         """Records citing `paper` (Europe PMC's `/{source}/{id}/citations`), by its PMID,
@@ -197,6 +196,19 @@ def author_query(author: str) -> str:
     person = parse_person_name(name)
     initials = "".join(word[0].upper() for word in re.split(r"[\s.\-]+", person.given) if word)
     return f'AUTH:"{person.family} {initials}"' if initials else f'AUTH:"{person.family}"'
+
+
+def _carries(record: PaperRecord, paper_id: str) -> bool:
+    """Whether `record` holds the DOI, PMCID or PMID `paper_id` names (any other id, which
+    Europe PMC's own EXT_ID search matches exactly, is taken as found)."""
+    text = paper_id.strip()
+    if doi := normalize_doi(text):
+        return record.doi == doi
+    if pmcid := normalize_pmcid(text):
+        return record.identifiers.get("pmcid") == pmcid
+    if pmid := normalize_pmid(text):
+        return record.identifiers.get("pmid") == pmid
+    return True
 
 
 def lookup_query(paper_id: str) -> str:

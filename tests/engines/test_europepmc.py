@@ -205,6 +205,14 @@ def test_details_of_an_unknown_paper_is_not_found_and_of_a_non_id_an_error(epmc,
         engine.get_paper_details("attention is all you need")
 
 
+def test_details_never_answer_with_a_record_that_lacks_the_id_asked_for(epmc, engine):
+    epmc.add("/search", Reply(200, recorded("search_cancer_core.json")))  # other papers
+
+    for paper_id in ("PMID: 31452104", "PMC6739224", "10.1234/not-in-the-answer"):
+        with pytest.raises(PaperNotFoundAtSource):
+            engine.get_paper_details(paper_id)
+
+
 def test_search_by_author_uses_europe_pmcs_author_form(epmc, engine):
     epmc.add("/search", Reply(200, recorded("search_no_results.json")))
 
