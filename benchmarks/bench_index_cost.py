@@ -95,7 +95,7 @@ def quality_child(args: argparse.Namespace) -> dict[str, Any]:
         "BM25 over our postings (`local_search`, rerank off)": ours,
         "engine's own ranking of the product index (`native.rank`)": engine_ranker(mapping),
     }
-    result = {"queries": len(qrels), "runs": {}}
+    result: dict[str, Any] = {"queries": len(qrels), "runs": {}}
     for label, rank in runs.items():
         figures = quality.score(rank, queries, qrels)
         figures.pop("rankings")
