@@ -1,11 +1,12 @@
 """BM25 postings of our own, the same on SQLite and PostgreSQL: how papers
 are indexed for lexical.py's ranking.
 
-Why our own: PostgreSQL's `ts_rank` ignores how rare a word is (SciFact nDCG@10 0.455
-against FTS5 bm25's 0.690), and both engines score every hit, so an any-word question
-over a large library costs O(hits). Here one analyzer (analysis.py) and one formula serve
-both databases, and postings are stored best first so the top k can be found without
-scoring every hit.
+Why our own: PostgreSQL's `ts_rank` ignores how rare a word is (it ranks SciFact far
+below BM25), and both engines score every hit, so an any-word question over a large
+library costs O(hits). Here one analyzer (analysis.py) and one formula serve both
+databases, and postings are stored best first so the top k can be found without scoring
+every hit. Why the engine's own index (native.py) stays beside them, for matching:
+docs/DECISIONS.md, "Two full-text indexes", measured by benchmarks/bench_index_cost.py.
 
 Storage (migration 0006):
 - `papers_lex_posting (term_id, impact, paper_id)`, primary key in that order: a term's
