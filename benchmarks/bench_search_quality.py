@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared") / "corpus"
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 MODES = ("default", "bm25", "semantic", "hybrid")
 DEPTH = 100

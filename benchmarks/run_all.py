@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 LOGS = ROOT / "benchmarks" / ".work" / "logs"
 PY = sys.executable
-ACL = str(ROOT.parent / "shared" / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz")
+SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")
+ACL = str(SHARED / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz")
 SCALE_DIR = os.environ.get("SCALE_DIR", str(ROOT.parent / "scale-data"))
 
 
@@ -195,6 +196,27 @@ BENCHMARKS = (
         (PY, "benchmarks/bench_import.py", "--corpus", ACL),
         (PY, "benchmarks/bench_import.py", "--corpus", ACL, "--runs", "1", "--backends", "sqlite"),
         "benchmarks/README.md",
+    ),
+    Benchmark(
+        "index-cost",
+        "Full-text indexes: the engine's index beside the BM25 postings",
+        "`local_search` (rerank off) beside the engine's own ranking (`native.rank`) on "
+        "SciFact and Cranfield; `import_jsonl` of the ACL corpus, each index's size and "
+        "rebuild time, natural queries ranked each way",
+        (PY, "benchmarks/bench_index_cost.py", "--corpus", ACL),
+        (
+            PY,
+            "benchmarks/bench_index_cost.py",
+            "--corpus",
+            ACL,
+            "--limit",
+            "20000",
+            "--limit-queries",
+            "40",
+            "--backends",
+            "sqlite",
+        ),
+        "docs/SEARCH.md, docs/DECISIONS.md",
     ),
     Benchmark(
         "admin",

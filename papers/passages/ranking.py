@@ -1,6 +1,7 @@
 """Ranking passages the way paper search ranks papers: BM25 with the same analyzer and
-formula (papers/search/analysis.py, postings.py; the postings are PassageTerm rows) and
-cosine similarity to the first-tier model's vectors (papers/search/embedding.py).
+formula (papers/search/analysis.py; postings.py's query_term_ids, weigh_terms, score_sql,
+and impact, with which the PassageTerm rows were written) and cosine similarity to the
+first-tier model's vectors (papers/search/embedding.py).
 
 The BM25 sum is one aggregate over the query terms' postings (no threshold algorithm:
 a passage index is two orders smaller than the papers' postings at the same library
@@ -13,16 +14,14 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from django.db import connection
 from django.db.models import Count, Max
 
 from papers.models import Passage, PassageTerm
-from papers.search import analysis, embedding
-from papers.search.lexical import MAX_QUERY_TERMS
-from papers.search.postings import IMPACT_SCALE, idf
+from papers.search import embedding
+from papers.search.postings import query_term_ids, score_sql, weigh_terms
 
 Ranking = tuple[list[int], list[float]]
 
@@ -30,7 +29,7 @@ Ranking = tuple[list[int], list[float]]
 def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: int) -> Ranking:
     """Passage ids and BM25 scores for these query words (papers/search/postings.py's
     formula over PassageTerm), best first, among `paper_ids`' passages when given."""
-    terms = list(dict.fromkeys(analysis.term_id(s) for s in analysis.stems(" ".join(words))))
+    terms = query_term_ids(words)
     if not terms or paper_ids == []:
         return [], []
     table, passages = PassageTerm._meta.db_table, Passage._meta.db_table
@@ -42,16 +41,11 @@ def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: in
             f"SELECT term_id, count(*) FROM {table} WHERE term_id IN ({marks}) GROUP BY term_id",  # noqa: S608
             terms,
         )
-        df = dict(cursor.fetchall())
-        kept = [t for t in terms if df.get(t)]
+        weighted = weigh_terms(terms, dict(cursor.fetchall()), documents)
+        kept = list(weighted.ids)
         if not kept:
             return [], []
-        if len(kept) > MAX_QUERY_TERMS:  # a pasted paragraph: its rarest terms, as papers'
-            chosen = set(sorted(kept, key=lambda t: df[t])[:MAX_QUERY_TERMS])
-            kept = [t for t in kept if t in chosen]
-        weights = [idf(max(documents, df[t]), df[t]) / IMPACT_SCALE for t in kept]
-        case = " ".join("WHEN %s THEN %s" for _ in kept)
-        params: list[Any] = [v for pair in zip(kept, weights, strict=True) for v in pair]
+        summed, params = score_sql(kept, weighted.weights, alias="t")
         where = f"t.term_id IN ({', '.join(['%s'] * len(kept))})"
         params += kept
         join = ""
@@ -60,7 +54,7 @@ def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: in
             where += f" AND p.paper_id IN ({', '.join(['%s'] * len(paper_ids))})"
             params += paper_ids
         cursor.execute(
-            f"SELECT t.passage_id, sum(t.impact * CASE t.term_id {case} END) AS s "  # noqa: S608
+            f"SELECT t.passage_id, {summed} AS s "  # noqa: S608
             f"FROM {table} t{join} WHERE {where} "
             "GROUP BY t.passage_id ORDER BY s DESC, t.passage_id LIMIT %s",
             [*params, limit],

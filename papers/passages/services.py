@@ -25,7 +25,7 @@ from papers.models import Paper, PaperPdf, Passage, PassageTerm
 from papers.passages.extract import PagePassage, document_passages
 from papers.pdf.selectors import pdf_open
 from papers.search import analysis, embedding
-from papers.search.postings import IMPACT_SCALE, K1, B
+from papers.search.postings import impact
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
             PassageTerm(
                 passage_id=row.pk,
                 term_id=analysis.term_id(term),
-                impact=_impact(count, length, average or 1.0),
+                impact=impact(count, length, average or 1.0),
             )
             for row, counts, length in zip(rows, counted, lengths, strict=True)
             for term, count in counts.items()
@@ -133,12 +133,6 @@ def _average_length(documents: int, total: int) -> float:
         _stats["documents"] += documents
         _stats["total"] += total
         return _stats["total"] / _stats["documents"] if _stats["documents"] else 1.0
-
-
-def _impact(count: int, length: int, average: float) -> int:
-    """papers/search/postings.py's BM25 term-frequency part, for one field."""
-    norm = K1 * (1 - B + B * length / average)
-    return min(32_767, max(1, round(IMPACT_SCALE * count * (K1 + 1) / (count + norm))))
 
 
 def _vectors(texts: list[str]) -> tuple[str, np.ndarray | None]:

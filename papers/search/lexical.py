@@ -26,7 +26,7 @@ On SQLite the postings of recently searched terms stay in memory as numpy arrays
 posting cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation so any
 change is seen at the next search): a query whose lists are all there is summed in
 memory, and small restricted sets are scored from the same lists. A query keeps at most
-MAX_QUERY_TERMS distinct terms, its rarest.
+postings.MAX_QUERY_TERMS distinct terms, its rarest.
 
 One module because every strategy must return the exact top k of the same formula: they
 share the term statistics, the posting reads and the posting cache, and a test holds them
@@ -46,20 +46,17 @@ import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from papers.search import analysis
 from papers.search.postings import (
     GENERATION_TABLE,
-    IMPACT_SCALE,
     POSTING_TABLE,
     document_frequencies,
-    idf,
+    query_term_ids,
     read_stats,
+    score_sql,
+    weigh_terms,
 )
 from papers.search.postings import in_list as _in
 
-# A query keeps at most this many distinct terms, the rarest (a pasted abstract has ~100):
-# the common ones add little to BM25 and each costs a posting list.
-MAX_QUERY_TERMS = 32
 # Sorted access: first block per term, grown x4 per round.
 FIRST_BLOCK = 256
 # Up to this many postings in all the query's lists, one aggregate is cheaper.
@@ -111,25 +108,14 @@ class QueryTerms:
 
 def query_terms(words: Sequence[str], *, using: str = DEFAULT_DB_ALIAS) -> QueryTerms:
     """Analyze query words into weighted terms (stop words dropped, stems deduplicated;
-    terms no paper has are left out; of more than MAX_QUERY_TERMS, the rarest: highest
-    idf, the earlier term on a tie)."""
-    stems = list(dict.fromkeys(analysis.stems(" ".join(words))))
-    ids = list(dict.fromkeys(analysis.term_id(s) for s in stems))
+    terms no paper has are left out; of more than postings.MAX_QUERY_TERMS, the rarest:
+    highest idf, the earlier term on a tie)."""
+    ids = query_term_ids(words)
     with connections[using].cursor() as cursor:
         stats = read_stats(cursor)
         df = document_frequencies(cursor, stats, ids)
-    kept = [i for i in ids if df[i] > 0]
-    if len(kept) > MAX_QUERY_TERMS:
-        # Lowest document frequency is highest idf; sorted() is stable for ties.
-        chosen = set(sorted(kept, key=lambda i: df[i])[:MAX_QUERY_TERMS])
-        kept = [i for i in kept if i in chosen]
-    documents = max(stats.documents, max((df[i] for i in kept), default=0))
-    return QueryTerms(
-        ids=tuple(kept),
-        weights=tuple(idf(documents, df[i]) / IMPACT_SCALE for i in kept),
-        df=tuple(df[i] for i in kept),
-        documents=documents,
-    )
+    weighted = weigh_terms(ids, df, stats.documents)
+    return QueryTerms(weighted.ids, weighted.weights, weighted.df, weighted.documents)
 
 
 Restriction = tuple[str, list[Any]]  # SQL selecting paper ids (`paper_id` column), params
@@ -272,10 +258,7 @@ def _exhaustive(
     """One aggregate over every posting of the query's terms."""
     if not restrictions and cursor.db.vendor == "sqlite":
         return _exhaustive_in_process(cursor, terms, limit, offset)
-    whens = " ".join("WHEN %s THEN %s" for _ in terms.ids)
-    case_params: list[Any] = []
-    for term, weight in zip(terms.ids, terms.weights, strict=True):
-        case_params += [term, weight]
+    summed, case_params = score_sql(terms.ids, terms.weights)
     where, where_params = "", list[Any]()
     if restrictions:
         sql, where_params = intersection(restrictions)
@@ -283,7 +266,7 @@ def _exhaustive(
     score = "s"
     cursor.execute(
         f"SELECT paper_id, {score} AS score, count(*) OVER () FROM ("  # noqa: S608
-        f"SELECT paper_id, sum(impact * CASE term_id {whens} END) AS s, count(*) AS c "
+        f"SELECT paper_id, {summed} AS s, count(*) AS c "
         f"FROM {POSTING_TABLE} WHERE term_id IN {_in(terms.ids)}{where} GROUP BY paper_id"
         ") grouped ORDER BY score DESC, paper_id LIMIT %s OFFSET %s",
         [*case_params, *terms.ids, *where_params, limit, offset],
@@ -697,14 +680,11 @@ def _maxscore(
         # Theta prunes too little here: the aggregate over every posting is cheaper.
         everything = _exhaustive(cursor, terms, restrictions, depth, 0)
         return list(zip(everything.ids, everything.scores, strict=True)), everything.total
-    whens = " ".join("WHEN %s THEN %s" for _ in essential)
-    params: list[Any] = []
-    for i in essential:
-        params += [lists[i].term, lists[i].weight]
     ids = [lists[i].term for i in essential]
+    summed, params = score_sql(ids, [lists[i].weight for i in essential])
     cursor.execute(
         f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id IN {_in(ids)} "  # noqa: S608
-        f"GROUP BY paper_id HAVING sum(impact * CASE term_id {whens} END) + %s >= %s",
+        f"GROUP BY paper_id HAVING {summed} + %s >= %s",
         [*ids, *params, bound, theta],
     )
     candidates = [row[0] for row in cursor.fetchall() if row[0] not in exact]

@@ -3,7 +3,9 @@ language (phrases, AND/OR/NOT, `prefix*`), ranking when no query word is a BM25 
 query of stop words, or a bare `prefix*`), and typo-tolerant matching.
 
 SQLite: the FTS5 table (`bm25()` with column weights); PostgreSQL: the weighted tsvector
-table (`ts_rank`). Both are kept by fulltext.index_papers.
+table (`ts_rank`). Both are kept by fulltext.index_papers. Every query with a BM25 term is
+ranked by the postings (lexical.py); why this index stays for the rest: docs/DECISIONS.md,
+"Two full-text indexes".
 """
 
 from __future__ import annotations

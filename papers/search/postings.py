@@ -1,11 +1,12 @@
 """BM25 postings of our own, the same on SQLite and PostgreSQL: how papers
 are indexed for lexical.py's ranking.
 
-Why our own: PostgreSQL's `ts_rank` ignores how rare a word is (SciFact nDCG@10 0.455
-against FTS5 bm25's 0.690), and both engines score every hit, so an any-word question
-over a large library costs O(hits). Here one analyzer (analysis.py) and one formula serve
-both databases, and postings are stored best first so the top k can be found without
-scoring every hit.
+Why our own: PostgreSQL's `ts_rank` ignores how rare a word is (it ranks SciFact far
+below BM25), and both engines score every hit, so an any-word question over a large
+library costs O(hits). Here one analyzer (analysis.py) and one formula serve both
+databases, and postings are stored best first so the top k can be found without scoring
+every hit. Why the engine's own index (native.py) stays beside them, for matching:
+docs/DECISIONS.md, "Two full-text indexes", measured by benchmarks/bench_index_cost.py.
 
 Storage (migration 0006):
 - `papers_lex_posting (term_id, impact, paper_id)`, primary key in that order: a term's
@@ -16,13 +17,19 @@ Storage (migration 0006):
 - SQLite: `papers_lex_generation`, a number made new by every change of the postings
   (writes here, deletes by trigger: migration 0010), for lexical.py's in-memory postings.
 
-A posting's impact is a paper's BM25 term-frequency part for the term, x IMPACT_SCALE:
+A posting's impact is a paper's BM25 term-frequency part for the term, x IMPACT_SCALE
+(`impact`):
     impact = tfw (K1 + 1) / (tfw + K1 (1 - B + B dl / avgdl))
 where tfw counts the term's occurrences weighted by field (FIELD_WEIGHTS) and dl is the
 paper's length in terms. It is computed when the paper is indexed (inside the writer's
 transaction, papers.search.index.papers_changed) with the library's average length at that
 time; `reindex_fulltext` recomputes them all. The weights and K1, B were chosen on the
 dev queries of SciFact (train) and Cranfield (odd questions) together: docs/SEARCH.md.
+
+One BM25 for papers and passages: the passages' postings (papers/passages/services.py,
+one field, weight 1) are written with `impact`, and both rankings (lexical.py,
+papers/passages/ranking.py) take a query's terms and weights from `query_term_ids` and
+`weigh_terms` and sum weight x impact (`score_sql` in SQL).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +61,9 @@ INDEX_BATCH = 500
 # Statistics (N, average length, document frequencies) are read again this often, and
 # at once after a write by this process.
 STATS_SECONDS = 30.0
+# A query keeps at most this many distinct terms, the rarest (a pasted abstract has ~100):
+# the common ones add little to BM25 and each costs a posting list.
+MAX_QUERY_TERMS = 32
 
 
 def in_list(values: Sequence[Any]) -> str:
@@ -116,6 +126,64 @@ def idf(documents: int, df: int) -> float:
     return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
+# --- the formula, shared by papers and passages --------------------------------------
+
+
+def impact(weighted: float, length: int, average_length: float) -> int:
+    """A document's BM25 term-frequency part for one term, x IMPACT_SCALE: the stored
+    impact of its posting. `weighted`: the term's occurrences (weighted by field for
+    papers), `length`: the document's length in terms. At most IMPACT_SCALE x (K1 + 1)."""
+    norm = K1 * (1 - B + B * length / average_length)
+    return max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
+
+
+def query_term_ids(words: Sequence[str]) -> list[int]:
+    """The distinct term ids of a query's words (stop words dropped, stems deduplicated),
+    in the query's order."""
+    stems = dict.fromkeys(analysis.stems(" ".join(words)))
+    return list(dict.fromkeys(analysis.term_id(s) for s in stems))
+
+
+@dataclass(frozen=True)
+class Weighted:
+    """A query's terms as ranked: ids, weights (idf / IMPACT_SCALE, so that a document's
+    score is sum weight x impact), document frequencies, and the N the idf used."""
+
+    ids: tuple[int, ...]
+    weights: tuple[float, ...]
+    df: tuple[int, ...]
+    documents: int
+
+
+def weigh_terms(ids: Sequence[int], df: Mapping[int, int], documents: int) -> Weighted:
+    """Keep the terms some document has (of more than MAX_QUERY_TERMS, the rarest: highest
+    idf, the earlier term on a tie) and weigh them. N is at least every kept term's df
+    (statistics read a moment apart may disagree)."""
+    kept = [i for i in ids if df.get(i, 0) > 0]
+    if len(kept) > MAX_QUERY_TERMS:
+        # Lowest document frequency is highest idf; sorted() is stable for ties.
+        chosen = set(sorted(kept, key=lambda i: df[i])[:MAX_QUERY_TERMS])
+        kept = [i for i in kept if i in chosen]
+    documents = max(documents, max((df[i] for i in kept), default=0))
+    return Weighted(
+        ids=tuple(kept),
+        weights=tuple(idf(documents, df[i]) / IMPACT_SCALE for i in kept),
+        df=tuple(df[i] for i in kept),
+        documents=documents,
+    )
+
+
+def score_sql(
+    ids: Sequence[int], weights: Sequence[float], alias: str = ""
+) -> tuple[str, list[Any]]:
+    """SQL summing weight x impact over a GROUP BY of postings (columns `impact`, `term_id`,
+    prefixed `alias.` when given), with its parameters."""
+    prefix = f"{alias}." if alias else ""
+    whens = " ".join("WHEN %s THEN %s" for _ in ids)
+    params: list[Any] = [value for pair in zip(ids, weights, strict=True) for value in pair]
+    return f"sum({prefix}impact * CASE {prefix}term_id {whens} END)", params
+
+
 # --- indexing ------------------------------------------------------------------------
 
 
@@ -142,11 +210,6 @@ def _texts(cursor: Any, paper_ids: list[int]) -> list[tuple[Any, ...]]:
     return list(cursor.fetchall())
 
 
-def _impact(weighted: float, length: int, average_length: float) -> int:
-    norm = K1 * (1 - B + B * length / average_length)
-    return max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
-
-
 def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> None:
     """Rewrite the postings of these papers from the library's text, inside the caller's
     transaction (papers.search.index.papers_changed). Ids of deleted papers just lose
@@ -166,7 +229,7 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
                 average = sum(length for _, length, _ in counted) / max(len(counted), 1)
             docs = [(paper, length) for paper, length, _ in counted]
             postings = [
-                (term, _impact(weighted, length, average or 1.0), paper)
+                (term, impact(weighted, length, average or 1.0), paper)
                 for paper, length, terms in counted
                 for term, weighted in terms.items()
             ]

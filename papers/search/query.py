@@ -505,7 +505,7 @@ def plain_text(text: str) -> Understood:
     """A long text (a pasted abstract or a paragraph) as a natural query of its words:
     its quotes, parentheses, hyphens and capitalised AND/OR/NOT are prose, not the query
     language, so nothing is required or excluded. Ranking keeps the text's most
-    informative terms (lexical.MAX_QUERY_TERMS) and the semantic part embeds it whole."""
+    informative terms (postings.MAX_QUERY_TERMS) and the semantic part embeds it whole."""
     words = tuple(WORD_RE.findall(text))
     if not words:
         raise _invalid("The query has no words to search for.", "type at least one word")

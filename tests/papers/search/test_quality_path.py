@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 BENCH = ROOT / "benchmarks" / "bench_search_quality.py"
-CRANFIELD = ROOT.parent / "shared" / "corpus" / "cranfield" / "cranfield_queries.jsonl"
+SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")  # as the benchmark
+CRANFIELD = SHARED / "corpus" / "cranfield" / "cranfield_queries.jsonl"
 
 
 @pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
