@@ -28,19 +28,19 @@ test: setup-dev
 test-pg: setup-dev
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) scripts/with-celery-worker.sh $(PY) -m pytest --ignore=tests/faults/test_service_faults.py
 
-## Faults (issue 10): a worker killed, Redis and PostgreSQL restarted, a full disk, engines
+## Faults (docs/RELIABILITY.md): a worker killed, Redis and PostgreSQL restarted, a full disk, engines
 ## failing for minutes (FAULT_SECONDS, default 45), corrupt PDFs, Zotero going away; root.
 test-faults: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/faults -p no:cacheprovider -v -s
 
-## Mutation testing (issue 25): mutmut on the review rules, API auth, Origin/Host checks,
+## Mutation testing: mutmut on the review rules, API auth, Origin/Host checks,
 ## BibTeX, rate limits and identifiers, each against its own tests; report: docs/MUTATION.md.
 ## Uses every core for ~1 h; GROUPS="bibtex review" runs some.
 .PHONY: mutation screenshots
 mutation: setup-dev
 	nice -n 10 $(PY) scripts/mutation.py $(GROUPS)
 
-## Hostile input (issue 10): fuzzed /mcp and tools, traversal, SSRF, spoofing, tokens.
+## Hostile input (docs/SECURITY.md): fuzzed /mcp and tools, traversal, SSRF, spoofing, tokens.
 test-security: setup-dev
 	RESEARCH_DIRECTORY=$$(mktemp -d -t research-mcp-tests.XXXXXX) $(PY) -m pytest tests/security -p no:cacheprovider
 
@@ -60,7 +60,7 @@ format: setup-dev
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-## Every published figure (issue 25): run the kept benchmarks and write benchmarks/RESULTS.md,
+## Every published figure (benchmarks/README.md): run the kept benchmarks and write benchmarks/RESULTS.md,
 ## which README.md and docs/ quote. Full size takes hours (bench-scale alone 1.5-2 h);
 ## bench-quick (or BENCH_QUICK=1) runs them on small inputs (22 min with load average 10; less idle). BENCH_ONLY=a,b
 ## runs a few (benchmarks/run_all.py --list names them).
@@ -77,33 +77,33 @@ bench-import: setup-dev
 bench-mcp: setup-dev
 	$(PY) benchmarks/bench_mcp.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
-## /mcp beside a minimal SDK-only MCP server over the same FTS5 index (issue 19, part C).
+## /mcp beside a minimal SDK-only MCP server over the same FTS5 index (docs/MCP.md).
 bench-endpoint: setup-dev
 	$(PY) benchmarks/bench_endpoint.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz --limit 20000
 
 bench-pdf: setup-dev
 	$(PY) benchmarks/bench_pdf.py
 
-## Engines (issue 5): fan-out overhead, cache hits, arXiv + Scholar de-duplication. Through
+## Engines (docs/ENGINES.md): fan-out overhead, cache hits, arXiv + Scholar de-duplication. Through
 ## Celery workers instead: see benchmarks/README.md.
 bench-engines: setup-dev
 	$(PY) benchmarks/bench_engines.py
 
-## Admin (issue 9): the Paper list and a project's page with the ACL corpus (95k papers).
+## Admin (docs/ADMIN.md): the Paper list and a project's page with the ACL corpus (95k papers).
 bench-admin: setup-dev
 	$(PY) benchmarks/bench_admin.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
-## Search quality (issue 16): nDCG@10 / Recall@100 on SciFact and Cranfield test queries
+## Search quality (docs/SEARCH.md): nDCG@10 / Recall@100 on SciFact and Cranfield test queries
 ## through local_search / semantic_search and search_papers over /mcp, SQLite and PostgreSQL.
 bench-search-quality: setup-dev
 	$(PY) benchmarks/bench_search_quality.py --mcp
 
-## Load (issue 10): /mcp under 1, 10, 50, 200 clients on serve --workers 4 + Celery,
+## Load (docs/RELIABILITY.md): /mcp under 1, 10, 50, 200 clients on serve --workers 4 + Celery,
 ## PostgreSQL (a private database) + Redis db 14; ~7 min with the corpus import.
 bench-load: setup-dev
 	$(PY) benchmarks/bench_load.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
-## Search at scale (issue 16): full-text top-20 on SQLite and PostgreSQL with year, venue and
+## Search at scale (docs/SEARCH.md): full-text top-20 on SQLite and PostgreSQL with year, venue and
 ## project filters, at 95k (the ACL corpus) and at 1M (a scaled corpus, made once into
 ## SCALE_DIR); PostgreSQL in a database of its own (bench_scale). 1.5-2 h in all. The 1M
 ## PostgreSQL import goes in 25k slices (one import_jsonl, so one ANALYZE, each): in one go,

@@ -1,6 +1,6 @@
 """The legacy HTTP+SSE transport (`serve --transport sse`): GET /sse + POST /messages/.
 
-Seed 004 asks for an SSE mode; the 2024-11-05 transport is what SSE clients speak. It is
+For older clients (docs/MCP.md): the 2024-11-05 transport is what SSE clients speak. It is
 stateful (one server loop per open /sse stream), so it runs beside the stateless /mcp,
 over the same registry and behind the same Host/Origin/token rules
 (`mcp_endpoint.http.check_access`). The collection scope comes from `?collections=` /

@@ -232,7 +232,9 @@ def normalize_identifier(scheme: str, raw: object) -> str | None:
 # --- author names -------------------------------------------------------------------
 
 _PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "la", "le", "dos"}
-_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
+# Generational suffixes that stay with the family name ("Smith Jr."); also read by
+# papers.bibtex.writer, which writes them as BibTeX's "von Last, Jr, First" middle part.
+NAME_SUFFIXES = frozenset({"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"})
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,7 @@ def parse_person_name(raw: str) -> PersonName:
     parts = name.split()
     if len(parts) == 1:
         return PersonName("", parts[0])
-    if parts[-1].lower() in _SUFFIXES and len(parts) > 2:
+    if parts[-1].lower() in NAME_SUFFIXES and len(parts) > 2:
         parts = [*parts[:-2], f"{parts[-2]} {parts[-1]}"]
     family_start = len(parts) - 1
     while family_start > 1 and parts[family_start - 1].lower() in _PARTICLES:

@@ -1,6 +1,6 @@
 """The paper library: papers, their authors, venues, keywords, categories and citations.
 
-Every paper has three identifiers (ARCHITECTURE.md, "Identifiers"): `paper_id` (an
+Every paper has three identifiers (README.md, "Identifiers"): `paper_id` (an
 auto-increment integer), `human_id` (stored in the `id` column, e.g.
 `[Vaswani, A., Shazeer, N. 2017]`, `-2`/`-3` for clashes) and `citekey`
 (Better-BibTeX style, e.g. `vaswani2017attention`). DOI and arXiv id are normalised and
@@ -441,7 +441,7 @@ class Annotation(TimeStamped):
 
     `rects` are `[x1, y1, x2, y2]` boxes in PDF points with the origin at the bottom-left of
     the page's MediaBox, one per text line for highlights: Zotero's `position.rects`
-    (docs/ZOTERO.md), so annotations move between the two unchanged.
+    (docs/ZOTERO-TOOLS.md), so annotations move between the two unchanged.
     """
 
     class Kind(models.TextChoices):

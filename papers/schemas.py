@@ -26,7 +26,7 @@ KEYWORD_MAX_LENGTH = 100
 _YEAR = re.compile(r"^\s*(\d{4})(?:[-/.]\d{1,2}(?:[-/.]\d{1,2})?)?\s*$")
 MIN_YEAR, MAX_YEAR = 1000, 2999
 
-# Seed 004's Google Scholar handles, copied onto the paper as they are.
+# Google Scholar's handles (docs/ENGINES.md), copied onto the paper as they are.
 SCHOLAR_FIELDS = (
     "cites_id",
     "result_id",

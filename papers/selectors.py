@@ -259,7 +259,7 @@ def _authors(paper: Paper) -> list[str]:
 def publication_text(
     *, publication_info: str, venue: str | None, volume: str, number: str, pages: str
 ) -> str | None:
-    """Seed 004's `publication`: where the paper appeared, as one line, 'Journal Name,
+    """A paper's `publication`: where the paper appeared, as one line, 'Journal Name,
     Volume(Issue), Pages'. The source's own line (Scholar's publication summary, arXiv's
     journal reference) when there is one, else made from the venue, volume, issue and
     pages; None when nothing is known."""

@@ -30,7 +30,8 @@ from papers.models import Paper
 from papers.related import RelatedResult, papers_related
 from papers.schemas import PaperRecord
 from papers.search import analysis
-from papers.search.filters import filters_as_dict, paper_search_by_author
+from papers.search.filters import filters_as_dict
+from papers.search.listings import paper_search_by_author
 from papers.search.local import local_search, search_filters_build, year_of
 from papers.search.query import PLAIN_TEXT_FROM_CHARS
 from papers.search.types import SearchPage

@@ -23,7 +23,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def paper_search_main(argv: Sequence[str] | None = None) -> None:
-    """Seed 002's `paper-search-mcp`: the server on stdio."""
+    """`paper-search-mcp`, the name earlier clients were configured with (docs/MCP.md): the
+    server on stdio."""
     _serve("paper-search-mcp", list(sys.argv[1:] if argv is None else argv), stdio_only=True)
 
 

@@ -1,4 +1,4 @@
-"""A stand-in for a running Zotero desktop app, answering on loopback as docs/ZOTERO.md says:
+"""A stand-in for a running Zotero desktop app (docs/ZOTERO-TOOLS.md, "Setup"), on loopback:
 
 - the mcp-zotero-api plugin's routes under /mcp (ping, citekey, readpdf, pdfoutline,
   highlight, annotations) with the documented bodies and status codes, reading real text,
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
+
+from tests.builders import LoopbackServer, QuietHandler
 
 PDFS = Path(__file__).resolve().parent / "fixtures" / "pdfs"
 TEXT_CAP = 300_000  # the plugin stops reading near this many characters per call
@@ -165,63 +167,12 @@ def default_items(missing_dir: Path) -> list[FakeItem]:
     ]
 
 
-class FakeZotero:
-    """The fake Zotero on 127.0.0.1 at a free port; use as a context manager."""
-
-    def __init__(self, items: list[FakeItem]) -> None:
-        self.items = items
-        self.delays: dict[str, float] = {}
-        self.text_cap = TEXT_CAP
-        self.requests: list[tuple[str, str, Any]] = []
-        self.annotations: list[dict[str, Any]] = []
-        self.release = threading.Event()
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                fake._record("GET", self.path, None)
-                fake._wait(self.path)
-                if self.path == "/mcp/ping":
-                    self._send(200, b"", "text/plain")
-                else:
-                    self._send(404, b"No endpoint found", "text/plain")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"null")
-                except ValueError:
-                    body = None
-                fake._record("POST", self.path, body)
-                fake._wait(self.path)
-                status, answer = fake.answer(self.path, body)
-                if status is None:
-                    self._send(404, b"No endpoint found", "text/plain")
-                else:
-                    self._send(status, json.dumps(answer).encode(), "application/json")
-
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
-                with contextlib.suppress(OSError):
-                    self.send_response(status)
-                    self.send_header("Content-Type", content_type)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    # --- addresses, lifecycle ----------------------------------------------------------
+class ZoteroUrls:
+    """ZOTERO_URL and ZOTERO_BBT_URL of a fake Zotero at `origin`."""
 
     @property
     def origin(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        raise NotImplementedError
 
     @property
     def url(self) -> str:
@@ -233,14 +184,45 @@ class FakeZotero:
         """ZOTERO_BBT_URL for this fake."""
         return f"{self.origin}/better-bibtex/json-rpc"
 
-    def __enter__(self) -> FakeZotero:
-        self.thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def json_body(handler: http.server.BaseHTTPRequestHandler) -> Any:
+    """The request's body read as JSON (None when it is empty or not JSON)."""
+    length = int(handler.headers.get("Content-Length") or 0)
+    raw = handler.rfile.read(length)
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        return None
+
+
+class FakeZotero(LoopbackServer, ZoteroUrls):
+    """The fake Zotero on 127.0.0.1 at a free port; use as a context manager."""
+
+    def __init__(self, items: list[FakeItem]) -> None:
+        self.items = items
+        self.delays: dict[str, float] = {}
+        self.text_cap = TEXT_CAP
+        self.requests: list[tuple[str, str, Any]] = []
+        self.annotations: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(QuietHandler):
+            def _answer(self) -> None:
+                body = json_body(self) if self.command == "POST" else None
+                fake._record(self.command, self.path, body)
+                fake._wait(self.path)
+                status, content_type, content = fake.respond(self.command, self.path, body)
+                with contextlib.suppress(OSError):
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+
+            do_GET = do_POST = _answer
+
+        super().__init__(Handler)
 
     def posted(self, route: str) -> list[Any]:
         """The JSON bodies POSTed to /mcp/<route> so far."""
@@ -257,6 +239,17 @@ class FakeZotero:
             self.release.wait(delay)
 
     # --- routes --------------------------------------------------------------------------
+
+    def respond(self, method: str, path: str, body: Any) -> tuple[int, str, bytes]:
+        """The status, Content-Type and body Zotero answers `method` on `path` with."""
+        if method == "GET":
+            if path == "/mcp/ping":
+                return 200, "text/plain", b""
+            return 404, "text/plain", b"No endpoint found"
+        status, answer = self.answer(path, body)
+        if status is None:
+            return 404, "text/plain", b"No endpoint found"
+        return status, "application/json", json.dumps(answer).encode()
 
     def answer(self, path: str, body: Any) -> tuple[int | None, Any]:
         if path == "/better-bibtex/json-rpc":

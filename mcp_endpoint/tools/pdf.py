@@ -11,6 +11,7 @@ create_highlight and create_area_annotation write, so read-only mode hides them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
-from mcp_endpoint.tools.library import PaperRef
+from mcp_endpoint.tools.library import PaperRef, PaperRefValue
 from papers.assets import truncate
 from papers.models import Annotation
 from papers.pdf import jobs, local, selectors, services
@@ -123,6 +124,20 @@ class AnnotationList(BaseModel):
     paper_id: int
     total: int = Field(description="How many annotations match (before limit/offset).")
     annotations: list[AnnotationRecord]
+
+
+def _annotate(
+    create: Callable[..., Annotation],
+    paper_id: PaperRefValue,
+    page: int,
+    color: str | None,
+    comment: str,
+    **where: Any,
+) -> AnnotationRecord:
+    """The annotation `create` (a `papers.pdf.services` annotation maker) adds on `page` of
+    the paper `paper_id` names in the caller's scope; `where` is its text or rect."""
+    paper = paper_get(ref=paper_id, scope=current_scope())
+    return _record(create(paper=paper, page=page, color=color, comment=comment, **where))
 
 
 def _record(annotation: Annotation) -> AnnotationRecord:
@@ -241,11 +256,8 @@ def create_highlight(
     color: Color = None,
     comment: Comment = "",
 ) -> AnnotationRecord:
-    paper = paper_get(ref=paper_id, scope=current_scope())
-    return _record(
-        services.annotation_highlight_create(
-            paper=paper, page=page, text=text, color=color, comment=comment
-        )
+    return _annotate(
+        services.annotation_highlight_create, paper_id, page, color, comment, text=text
     )
 
 
@@ -265,12 +277,7 @@ def create_area_annotation(
     color: Color = None,
     comment: Comment = "",
 ) -> AnnotationRecord:
-    paper = paper_get(ref=paper_id, scope=current_scope())
-    return _record(
-        services.annotation_area_create(
-            paper=paper, page=page, rect=rect, color=color, comment=comment
-        )
-    )
+    return _annotate(services.annotation_area_create, paper_id, page, color, comment, rect=rect)
 
 
 @mcp_tool(

@@ -22,7 +22,7 @@ from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
 from mcp_endpoint.scope import current_scope
 from papers.search import facets as search_facets
 from papers.search import filters as search_filters
-from papers.search import semantic
+from papers.search import listings, semantic
 from papers.search.local import search_filters_build
 from papers.search.types import SearchFilters, SearchPage
 
@@ -209,7 +209,7 @@ def search_papers_by_keyword(
     limit: PageSize = 10,
     offset: Offset = 0,
 ) -> ResultsPage:
-    page = search_filters.paper_search_by_keyword(
+    page = listings.paper_search_by_keyword(
         keyword=keyword, match=match, limit=limit, offset=offset, scope=current_scope()
     )
     return ResultsPage(**_results_page(page))
@@ -229,7 +229,7 @@ def search_papers_by_payload(
     limit: PageSize = 10,
     offset: Offset = 0,
 ) -> ResultsPage:
-    page = search_filters.paper_search_by_payload(
+    page = listings.paper_search_by_payload(
         filters=filters_build(payload), limit=limit, offset=offset, scope=current_scope()
     )
     return ResultsPage(**_results_page(page))

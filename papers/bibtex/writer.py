@@ -25,12 +25,10 @@ from papers.bibtex.latex import (
     latex_escape,
     protect_title,
 )
-from papers.identifiers import clean_text, page_range
+from papers.identifiers import NAME_SUFFIXES, clean_text, page_range
 from papers.models import Paper
 from papers.retractions import retraction_note
 from papers.selectors import paper_identifiers
-
-_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 
 
 def bibtex_name(family: str, given: str) -> str:
@@ -47,7 +45,7 @@ def bibtex_name(family: str, given: str) -> str:
         # One word is a family name as it is; several with no given name (a corporate
         # author) must stay together.
         return part(family) if len(words) == 1 else f"{{{latex_escape(family)}}}"
-    if len(words) > 1 and words[-1].lower() in _SUFFIXES:
+    if len(words) > 1 and words[-1].lower() in NAME_SUFFIXES:
         return f"{part(' '.join(words[:-1]))}, {words[-1]}, {part(given)}"
     return f"{part(family)}, {part(given)}"
 

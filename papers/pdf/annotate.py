@@ -1,7 +1,7 @@
 """Drawing the library's annotations into a copy of a PDF as real PDF annotations.
 
 Stored rects are in PDF user space, origin at the bottom-left of the MediaBox (Zotero's
-convention, docs/ZOTERO.md); PyMuPDF works top-left, relative to the MediaBox, so every
+convention, docs/PDF.md); PyMuPDF works top-left, relative to the MediaBox, so every
 rect goes through the page's transformation matrix on the way in and out.
 
 The annotated copy is written next to the original: the original is copied to a staging

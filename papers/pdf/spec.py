@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.errors import InvalidInput, NotFound
 
-# Seed 003's semantic colour names, with Zotero's hex codes (ZOTERO.md).
+# The tools' semantic colour names, with Zotero's hex codes (docs/PDF.md, "Annotations").
 SEMANTIC_COLORS: dict[str, str] = {
     "section1": "#2ea8e5",  # blue
     "section2": "#a28ae5",  # purple

@@ -19,6 +19,7 @@ similarity) for natural-language questions once the library has vectors, else fu
 - `semantic`: semantic search and hybrid fusion;
 - `warmup`: loading the models when a server starts;
 - `filters`, `types`: metadata filters, and the request and result shapes;
+- `listings`: the lists that rank by no text (by metadata, keyword, author);
 - `facets`: top values with paper counts;
 - `admin_search`: the admin lists' search box;
 - `api`: the REST endpoints (/api/search);

@@ -21,7 +21,7 @@ from pydantic import ConfigDict
 from core.schemas import with_errors
 from papers.search import facets as search_facets
 from papers.search import filters as search_filters
-from papers.search import semantic
+from papers.search import listings, semantic
 from papers.search.local import LOCAL_ENGINE, local_search, search_filters_build, year_of
 from papers.search.types import SearchPage
 
@@ -247,7 +247,7 @@ def search_papers(
     response=with_errors({200: ResultsPage}),
 )
 def search_by_keyword(request: HttpRequest, params: Query[KeywordParams]) -> dict[str, Any]:
-    page = search_filters.paper_search_by_keyword(
+    page = listings.paper_search_by_keyword(
         keyword=params.keyword, match=params.match, limit=params.limit, offset=params.offset
     )
     return _results(page)
@@ -262,7 +262,7 @@ def search_by_keyword(request: HttpRequest, params: Query[KeywordParams]) -> dic
 def search_by_payload(
     request: HttpRequest, filters: Query[FilterParams], page: Query[PageParams]
 ) -> dict[str, Any]:
-    found = search_filters.paper_search_by_payload(
+    found = listings.paper_search_by_payload(
         filters=search_filters_build(payload=filters.payload()),
         limit=page.limit,
         offset=page.offset,
@@ -325,7 +325,7 @@ def top_facets(
 )
 def search_by_author(request: HttpRequest, params: Query[AuthorParams]) -> dict[str, Any]:
     """author_name: a full name, family name, 'A. Vaswani' or a pattern with *."""
-    page = search_filters.paper_search_by_author(
+    page = listings.paper_search_by_author(
         name=params.author_name,
         year_from=year_of(params.date_from),
         year_to=year_of(params.date_to),

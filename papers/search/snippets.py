@@ -69,8 +69,8 @@ class Highlighter:
         self.stems = set(analysis.stems(" ".join(words)))
         self.prefixes = tuple(analysis.fold(p) for p in prefixes if p)
         # The English stemmer only rewrites endings, so a stem keeps its word's initial
-        # (tests/test_search_cpu_path.py holds it): a word with another initial cannot
-        # be a query term, and is not stemmed.
+        # (tests/papers/search/test_cpu_path.py holds it): a word with another initial
+        # cannot be a query term, and is not stemmed.
         self._initials = frozenset(stem[:1] for stem in self.stems)
         self._seen: dict[str, str | None] = {}
         self._found: dict[str, str] = {}  # the words of _seen that are query words
@@ -267,7 +267,7 @@ def _stem_head(stem: str) -> str:
     in 'le' or 'ie' may have changed in its last two letters, one ending in another of those
     letters in its last one, any other not at all. Every ASCII word of the ACL anthology
     (80k), every string of up to 4 letters and 18M built from the stemmer's suffixes hold it;
-    tests/test_snippets_equivalence.py checks it on the installed stemmer."""
+    tests/papers/search/test_snippets_equivalence.py checks it on the installed stemmer."""
     if stem.endswith(("le", "ie")):
         head = stem[:-2]
     elif stem.endswith(("e", "i", "l", "y")):

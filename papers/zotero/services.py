@@ -4,7 +4,7 @@ library's database.
 
 Colours are the tools' semantic names or #rrggbb, resolved by papers.pdf.spec like the
 library's own annotations. Coordinates are Zotero's: PDF points, origin at the bottom-left
-of the page (ZOTERO.md), pages 1-based for callers and 0-based `pageIndex` on the wire.
+of the page (docs/ZOTERO-TOOLS.md), pages 1-based for callers and 0-based `pageIndex` on the wire.
 """
 
 from __future__ import annotations

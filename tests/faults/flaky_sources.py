@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import json
 import os
 import socket
 import threading
@@ -31,7 +30,8 @@ from typing import Any
 
 import pymupdf
 
-from tests.zotero_fake import FakeZotero
+from tests.builders import LoopbackServer
+from tests.zotero_fake import FakeZotero, ZoteroUrls, json_body
 
 MODES = ("normal", "cut", "stall", "stall_body", "trickle")
 STALL_LIMIT = 60.0  # a stalled answer gives up after this long even if nobody releases it
@@ -101,7 +101,7 @@ class _Server(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-class FlakyZotero:
+class FlakyZotero(ZoteroUrls):
     """The fake Zotero's answers on a fixed port, in the mode a test chooses.
 
     `routes` limits the misbehaviour to some routes (the last part of the path, e.g.
@@ -129,14 +129,6 @@ class FlakyZotero:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def url(self) -> str:
-        return f"{self.origin}/mcp"
-
-    @property
-    def bbt_url(self) -> str:
-        return f"{self.origin}/better-bibtex/json-rpc"
-
-    @property
     def running(self) -> bool:
         return self._server is not None
 
@@ -153,13 +145,7 @@ class FlakyZotero:
                 flaky._handle(self, "GET", None)
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"null")
-                except ValueError:
-                    body = None
-                flaky._handle(self, "POST", body)
+                flaky._handle(self, "POST", json_body(self))
 
         deadline = time.monotonic() + 5
         while True:
@@ -215,20 +201,10 @@ class FlakyZotero:
         mode = self.mode if self.routes is None or route in self.routes else "normal"
         self.requests.append((path, mode))
         handler.release = self.release
-        if method == "GET":
-            if path == "/mcp/ping":
-                handler.answer(200, "text/plain", b"", mode)
-            else:
-                handler.answer(404, "text/plain", b"No endpoint found", mode)
-            return
-        status, answer = self.fake.answer(path, body)
-        if status is None:
-            handler.answer(404, "text/plain", b"No endpoint found", mode)
-        else:
-            handler.answer(status, "application/json", json.dumps(answer).encode(), mode)
+        handler.answer(*self.fake.respond(method, path, body), mode)
 
 
-class PdfHost:
+class PdfHost(LoopbackServer):
     """A web server for `pdf_url` downloads. Paths:
 
     /good.pdf           the PDF, whole
@@ -246,33 +222,19 @@ class PdfHost:
 
     def __init__(self, pdf: bytes) -> None:
         self.pdf = pdf
-        self.release = threading.Event()
         self.requests: list[str] = []
         host = self
 
         class Handler(_Handler):
-            release = host.release
-
             def do_GET(self) -> None:
+                self.release = host.release
                 host.requests.append(self.path)
                 host._get(self)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
+        super().__init__(Handler)
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
-
-    def __enter__(self) -> PdfHost:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.origin}{path}"
 
     def _get(self, handler: _Handler) -> None:
         path, pdf = handler.path, self.pdf

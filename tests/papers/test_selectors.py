@@ -17,8 +17,8 @@ from core.errors import NotFound
 from papers import assets
 from papers.models import Annotation, Paper
 from papers.pdf import services as pdf_services
-from papers.search.filters import paper_search_by_payload
 from papers.search.fulltext import paper_briefs, paper_search
+from papers.search.listings import paper_search_by_payload
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchFilters
 from papers.selectors import (

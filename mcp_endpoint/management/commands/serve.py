@@ -68,7 +68,7 @@ def add_serve_arguments(parser: Any) -> None:
         default=None,
         help="stdio, http (default: MCP_TRANSPORT, else http) or sse.",
     )
-    # Seed 004's default. Safe: without MCP_AUTH_TOKEN /mcp answers loopback clients only.
+    # docs/MCP.md's default. Safe: without MCP_AUTH_TOKEN /mcp answers loopback clients only.
     parser.add_argument(
         "--host",
         default="0.0.0.0",  # noqa: S104
@@ -134,7 +134,7 @@ class Command(BaseCommand):
             os.environ["MCP_DEFAULT_COLLECTIONS"] = ",".join(scope)
 
         if transport == "stdio" and options["transport"] is None:
-            # Seed 001: MCP_TRANSPORT=stdio starts the application, HTTP site included, with
+            # docs/MCP.md: MCP_TRANSPORT=stdio starts the application, HTTP site included, with
             # MCP on stdio beside it. `--transport stdio` (what desktop clients run) is
             # stdio alone: several clients each starting one must not fight over a port.
             self._serve_stdio_beside_http(options)

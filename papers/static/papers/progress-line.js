@@ -1,5 +1,5 @@
 "use strict";
-// A progress line for the admin's long requests (issue 21): exports of selected papers
+// A progress line for the admin's long requests (docs/ADMIN.md): exports of selected papers
 // and BibTeX imports run in the request, so while it runs the page says what it is doing
 // and for how long. An export is a download that leaves the page in place: the response
 // sets the cookie named by the form's download_token (papers.curation), and the line then

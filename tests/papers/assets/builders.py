@@ -4,10 +4,10 @@ server that serves it and, on demand, fails, hangs or redirects."""
 from __future__ import annotations
 
 import contextlib
-import http.server
-import threading
 from pathlib import Path
 from typing import Any
+
+from tests.builders import LoopbackServer, QuietHandler
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "assets" / "library"
 
@@ -27,7 +27,7 @@ SOURCE = (ATTENTION / "source.md").read_text()
 ZH = (ATTENTION / "translation" / "zh.md").read_text()
 
 
-class AssetServer:
+class AssetServer(LoopbackServer):
     """A stand-in for the internal asset host: files of `root` under /assets/, and per
     relative path a behaviour: ('hang',), ('redirect', location), ('status', code)."""
 
@@ -35,10 +35,9 @@ class AssetServer:
         self.root = root
         self.behaviours: dict[str, tuple[Any, ...]] = {}
         self.requests: list[str] = []
-        self.release = threading.Event()
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 server.requests.append(self.path)
                 relative = self.path.removeprefix("/assets/")
@@ -66,16 +65,7 @@ class AssetServer:
                 with contextlib.suppress(OSError):
                     self.wfile.write(body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(Handler)
 
     @property
     def base_url(self) -> str:
@@ -85,12 +75,3 @@ class AssetServer:
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode() if isinstance(content, str) else content)
-
-    def __enter__(self) -> AssetServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()

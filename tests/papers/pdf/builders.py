@@ -4,15 +4,15 @@ local HTTP server for the download paths, with its fixtures."""
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.builders import LoopbackServer, QuietHandler
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "pdfs"
 
@@ -40,7 +40,7 @@ WRAPPED = (
 PDF = EXPOSITORY.read_bytes()
 
 
-class PdfServer:
+class PdfServer(LoopbackServer):
     """Answers by path: /paper.pdf, /big (declared too large), /endless (no length, too
     large), /page.html, /octet (HTML sent as octet-stream), /loop, /chain/N (N redirects
     to /paper.pdf), /to/<url> (redirect there), /missing (404), /busy (503), /slow."""
@@ -49,7 +49,7 @@ class PdfServer:
         self.requests: list[str] = []
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 server.requests.append(self.path)
                 path = self.path
@@ -102,24 +102,14 @@ class PdfServer:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        super().__init__(Handler)
         self.thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.__exit__()
 
 
 @pytest.fixture(scope="module")

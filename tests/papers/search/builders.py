@@ -1,17 +1,19 @@
-"""Search-test builders: a reference snippet window, a small corpus, and a fake strong tier
-(embedding model) with fresh in-process indexes."""
+"""Search-test builders: a reference snippet window, a small corpus, a fake strong tier
+(embedding model) with fresh in-process indexes, and `library`, six papers in two projects
+for the filter and listing tests."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 from core.markdown import escape_markdown
+from papers.models import Paper
 from papers.search import (
     embedding,
     semantic,
@@ -20,6 +22,7 @@ from papers.search import (
     tiers,
 )
 from papers.search.vector_index import strong_vector_index
+from projects.services import project_add_papers
 
 
 def render_window(
@@ -92,3 +95,55 @@ def fake_strong(monkeypatch: pytest.MonkeyPatch, settings: Any) -> str:
     monkeypatch.setattr(tiers, "CALIBRATION_MIN", 2)
     settings.EMBEDDING_MODEL_STRONG = FAKE
     return FAKE
+
+
+@pytest.fixture
+def library(make_paper: Callable[..., Paper], make_project: Callable[..., Any]) -> dict[str, Any]:
+    papers = {
+        "findings": make_paper(
+            "Prompting in the Wild",
+            authors=[
+                {"name": "Ana García", "affiliation": "University of Edinburgh"},
+                {"name": "Bo Li", "affiliation": "Tsinghua University"},
+            ],
+            year=2023,
+            venue="Findings of the Association for Computational Linguistics: ACL 2023",
+            source="acl",
+            source_url="https://aclanthology.org/2023.findings-acl.1",
+            pdf_url="https://aclanthology.org/2023.findings-acl.1.pdf",
+            doi="10.18653/v1/2023.findings-acl.1",
+            keywords=["Prompting", "LLM evaluation"],
+        ),
+        "main": make_paper(
+            "Parsing With 50% Less Data_v2",
+            authors=["Bo Li", "Carla Rossi"],
+            year=2023,
+            venue="Proceedings of ACL 2023",
+            source="acl",
+            source_url="https://aclanthology.org/2023.acl-long.7",
+            keywords=["parsing"],
+            categories=["cs.CL"],
+        ),
+        "arxiv": make_paper(
+            "Vision Transformers at Scale",
+            authors=["Dana Smith"],
+            year=2021,
+            venue="arXiv",
+            source="arxiv",
+            source_url="https://arxiv.org/abs/2101.00001",
+            pdf_url="https://arxiv.org/pdf/2101.00001",
+            categories=["cs.CV", "cs.LG"],
+            keywords=["transformer"],
+        ),
+        "old": make_paper(
+            "Statistical Machine Translation",
+            authors=["Eve Stone"],
+            year=2003,
+            keywords=["Transformers history"],
+        ),
+    }
+    nlp = make_project("NLP Reading")
+    vision = make_project("Vision")
+    project_add_papers(project=nlp, paper_ids=[papers["findings"].pk, papers["main"].pk])
+    project_add_papers(project=vision, paper_ids=[papers["arxiv"].pk])
+    return {"papers": papers, "nlp": nlp, "vision": vision}

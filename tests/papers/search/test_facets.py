@@ -77,7 +77,8 @@ def test_limit_cuts_after_ordering(library: dict[str, Any]) -> None:
 
 
 def test_values_carry_a_filter_that_selects_their_papers(library: dict[str, Any]) -> None:
-    from papers.search.filters import filters_from_payload, paper_search_by_payload
+    from papers.search.filters import filters_from_payload
+    from papers.search.listings import paper_search_by_payload
 
     for category in ("author", "venue", "keyword", "institution", "tag", "category", "year"):
         for value in top_facets(category=category):
