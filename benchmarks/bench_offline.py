@@ -6,7 +6,7 @@ Embedded default (SQLite, no broker), a temporary knowledge base with a few pape
 default engine is enabled (SERP_API_KEY set to a dummy so Google Scholar is tried too) and
 points at a host under `.invalid`, which never resolves (RFC 6761): what a laptop without
 network sees. The calls go through the MCP tools' own functions (the adapters `/mcp` runs,
-called in-process; tests/test_offline_bench.py checks they answer what `/mcp` answers).
+called in-process; tests/mcp/test_offline_engines.py checks they answer what `/mcp` answers).
 
 1. `search_papers` with the default engines: the first call (breakers closed; each engine
    fails name resolution once), then `--open-calls` calls while the breakers are open.

@@ -20,7 +20,7 @@ function behind the interface a user calls:
 With `--mcp` the default mode is also run through `search_papers` over `/mcp` with the
 MCP SDK client against `manage.py serve` on the same knowledge base, and the rankings of
 the tool and of the service function are compared query by query (tests/
-test_search_quality_path.py holds them equal on a small sample in CI).
+tests/papers/search/test_quality_path.py holds them equal on a small sample in CI).
 
 Beside them, in the same run: a plain SQLite FTS5 BM25 over the OR of the query's words
 (title weight 2, abstract 1, unicode61 tokenizer; the reference Cranfield's SOURCE.txt

@@ -90,7 +90,7 @@ class GoogleScholarEngine(BaseSearchEngine):
         return str(settings.SERPAPI_URL)
 
     def key_check(self) -> str:
-        """Seed 004: "availability checked via API key validation". SerpApi's Account API
+        """Availability checked by validating the key (docs/ENGINES.md). SerpApi's Account API
         (`/account.json`, free: it spends no search) says whether the key is valid, the
         account active and searches left; the verdict is kept ACCOUNT_CHECK_SECONDS in the
         engines cache (shared through Redis when configured). Empty when the key is

@@ -3,7 +3,7 @@
 Resolves the host of the engine's `probe_url()` and opens a TCP connection to it, nothing
 more (no request, no key sent, no rate-limit slot), within PROBE_TIMEOUT_SECONDS. The answer
 is kept PROBE_TTL_SECONDS per host and port in this process, so listing the engines often
-costs one probe a minute per source. Seed 004 asks for arXiv's availability "checked via
+costs one probe a minute per source. An engine's availability is "checked via
 network connectivity"; this is that check, for every engine.
 """
 

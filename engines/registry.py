@@ -1,6 +1,6 @@
 """Which engines exist: the built-ins and the plugins in `<directory>/engines/*.py`.
 
-Seed 004 "Search Engine Discovery and Loading": engines are discovered at start and again
+Engines are discovered at start and again
 on `refresh()` (also done by `list_search_engines(refresh=true)` and whenever an unknown
 engine id is asked for, so a worker picks up a plugin dropped in after it started). A
 plugin that fails to import, or defines an engine without an id, is reported in

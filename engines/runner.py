@@ -350,7 +350,7 @@ def call_engine(
 
     def outcome(status: str, message: str = "", **values: Any) -> EngineOutcome:
         elapsed = (time.monotonic() - started) * 1000
-        # Seed 004's --verbose: each engine call with its timing (arguments stay out: they
+        # serve --verbose: each engine call with its timing (arguments stay out: they
         # may hold a user's query; API keys never reach this line).
         logger.debug(
             "engine %s %s: %s%s in %.0f ms (attempts %s)", engine_id, operation, status,

@@ -295,7 +295,7 @@ def _exhaustive_in_process(cursor: Any, terms: QueryTerms, limit: int, offset: i
     costs the same statements whatever its length), are summed with numpy
     (`_sum_by_paper`). The same order (score descending, then paper id), total and scores
     as the SQL aggregate (up to the last bits: SQL may add a paper's terms in another
-    order; tests/test_search_speed_path.py compares them)."""
+    order; tests/papers/search/test_speed_path.py compares them)."""
     weights: dict[int, float] = {}
     for term, weight in zip(terms.ids, terms.weights, strict=True):
         weights[term] = weights.get(term, 0.0) + weight  # a repeated term counts twice

@@ -57,7 +57,7 @@ class Decision:
 
 
 class CheckpointHandler(Protocol):
-    """Seed 002's seam between the workflow and the transport that reaches a person.
+    """The seam between the workflow and the transport that reaches a person.
 
     The workflow calls `handle` when it reaches a checkpoint. A handler returns the
     decision, or None when the decision will come later: then the workflow stops there, and
