@@ -23,9 +23,10 @@ papers_changed` inside every write transaction):
   `manage.py reindex_embeddings`, or lazily: each semantic search first embeds missing
   papers for up to LAZY_EMBED_SECONDS and notes how many are still missing.
 
-Two capabilities share this module (reported for a later split): keeping the embeddings and
-the vector index fresh (storage, scheduling, lazy embedding), and ranking with them
-(semantic and hybrid fusion); they meet only at the vector index.
+Why one module of over 500 lines: it holds two sides of the same vectors, keeping them fresh
+(storage, scheduling, lazy embedding) and ranking with them (semantic and hybrid fusion),
+and a search crosses between them on every call (`_prepare` embeds what is missing, within
+LAZY_EMBED_SECONDS, before it ranks); apart, each would import the other.
 """
 
 from __future__ import annotations
