@@ -51,7 +51,7 @@ class Anchor:
         return self.status in FLAGGED
 
     def as_dict(self) -> dict[str, object]:
-        shown: dict[str, object] = {"status": self.status, "source": self.source}
+        shown: dict[str, object] = {"status": str(self.status), "source": self.source}
         if self.page is not None:
             shown["page"] = self.page
         if self.text:
