@@ -98,16 +98,17 @@ def extraction_agreement(
     form = form_get(owner)
     cells = cells_current(owner, form)
     counts = Counter(name for row in cells.values() for c in row.values() for name in c.values)
-    if extractors is not None:
+    busiest = sorted(counts.items(), key=lambda item: (-item[1], item[0]))  # ties: by name
+    if extractors is None:
+        pair = [name for name, _ in busiest[:2]]
+    else:
         pair = list(dict.fromkeys(extractors))
         if len(pair) != 2:
             raise InvalidInput("Name two different extractors to compare.", field="extractors")
-    else:
-        pair = [name for name, _ in counts.most_common(2)]
     answer: dict[str, Any] = {
         **owner.as_dict(),
         "form_version": form.version,
-        "extractors": dict(counts.most_common()),
+        "extractors": dict(busiest),
         "compared": pair,
     }
     if len(pair) < 2:

@@ -174,8 +174,8 @@ def cells_current(
         return row.setdefault(key, Cell(current[key], specs[key]))
 
     # Oldest version first, so a later version's value replaces an earlier one.
-    for value in sorted(values, key=lambda v: versions[v.field_id]):
+    for value in sorted(values, key=lambda v: (versions[v.field_id], v.pk)):
         cell(value.paper_id, value.field_id).values[value.extractor] = value
-    for adjudication in sorted(adjudications, key=lambda a: versions[a.field_id]):
+    for adjudication in sorted(adjudications, key=lambda a: (versions[a.field_id], a.pk)):
         cell(adjudication.paper_id, adjudication.field_id).adjudication = adjudication
     return cells
