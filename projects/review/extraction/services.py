@@ -328,10 +328,10 @@ def extract_record(
                     **_anchor_fields(anchor),
                 },
             )
-    answered = set(
-        ExtractionValue.objects.filter(form=form, paper=study, extractor=extractor.label)
-        .values_list("field__key", flat=True)
-    )  # fmt: skip
+    # Empty for this extractor: no value under this version, nor under an earlier one that
+    # still counts (selectors.cells_current).
+    cells = cells_current(owner, form, paper_ids=[study.pk]).get(study.pk, {})
+    answered = {key for key, cell in cells.items() if extractor.label in cell.values}
     recorded = []
     for entry, anchor in anchored:
         shown: dict[str, Any] = {

@@ -94,6 +94,8 @@ def test_values_keep_the_version_they_answered_when_the_form_changes(
     # Recorded again under version 2: a new value; the old one stays with version 1.
     answer = record(project, studies["acl"], {"pages": {"value": "eight"}})
     assert answer["form_version"] == 2
+    # task, papers and graph_kind answered under version 1 still count: not empty.
+    assert answer["empty"] == ["open_source", "years"]
     assert sorted(ExtractionValue.objects.filter(field__key="pages").values_list(
         "form__version", "value")) == [(1, 8), (2, "eight")]  # fmt: skip
 
