@@ -108,6 +108,15 @@ BENCHMARKS = (
         "docs/EVIDENCE.md",
     ),
     Benchmark(
+        "extraction",
+        "Extraction: quotes anchored to their page",
+        "`extract_record`, the service the extraction tools call, on the real fixture PDFs "
+        "attached through the attach service",
+        (PY, "benchmarks/bench_extraction_anchoring.py"),
+        (PY, "benchmarks/bench_extraction_anchoring.py", "--quick"),
+        "docs/EXTRACTION.md",
+    ),
+    Benchmark(
         "engines",
         "Engines: fan-out, cache, de-duplication",
         "`search_papers` over /mcp with plugin engines pinned (fan-out goal); `call_engine` "

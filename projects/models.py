@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
 
@@ -443,3 +444,192 @@ class SavedSearchSeen(models.Model):
 
     def __str__(self) -> str:
         return f"{self.search_id}: {self.key}"
+
+
+# --- data extraction (projects/review/extraction/, docs/EXTRACTION.md) ----------------------
+
+
+class ExtractionForm(TimeStamped):
+    """One version of the extraction form of a review or of a project: the fields every
+    included study is extracted by. A review (or project) has one form; changing it makes
+    a new row with the next `version`, so the values answered under an earlier version keep
+    the fields they answered (ExtractionValue.field)."""
+
+    session = models.ForeignKey(
+        ReviewSession,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="extraction_forms",
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="extraction_forms"
+    )
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField(help_text="1, 2, 3, ... one per change.")
+    created_by = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(session__isnull=False) & models.Q(project__isnull=True))
+                | (models.Q(session__isnull=True) & models.Q(project__isnull=False)),
+                name="extractionform_one_owner",
+            ),
+            # The current form of a review or project: its highest version (these unique
+            # indexes also serve that lookup).
+            models.UniqueConstraint(
+                fields=["session", "version"],
+                condition=models.Q(session__isnull=False),
+                name="extractionform_session_version_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "version"],
+                condition=models.Q(project__isnull=False),
+                name="extractionform_project_version_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class ExtractionField(models.Model):
+    """A field of one form version: what to extract (`description` is the instruction), of
+    which type, and whether a supporting quote is required."""
+
+    class Type(models.TextChoices):
+        TEXT = "text"
+        NUMBER = "number", "number (with unit)"
+        INTEGER = "integer"
+        CHOICE = "choice", "choice (one of a list)"
+        YES_NO_UNCLEAR = "yes_no_unclear", "yes / no / unclear"
+        RANGE = "range", "range (low-high)"
+
+    form = models.ForeignKey(ExtractionForm, on_delete=models.CASCADE, related_name="fields")
+    key = models.CharField(max_length=50, help_text="e.g. sample_size")
+    label = models.CharField(max_length=200)
+    type = models.CharField(max_length=16, choices=Type.choices)
+    unit = models.CharField(max_length=30, blank=True, help_text="number and range fields.")
+    choices = models.JSONField(default=list, blank=True, help_text="choice fields.")
+    # Numbers (and range ends) of two extractors within this (in the field's unit) agree.
+    tolerance = models.FloatField(null=True, blank=True)
+    description = models.TextField(blank=True, help_text="The instruction to extractors.")
+    quote_required = models.BooleanField(default=True)
+    order = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["form", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["form", "key"], name="extractionfield_key_unique"),
+            models.UniqueConstraint(fields=["form", "order"], name="extractionfield_order_unique"),
+            models.CheckConstraint(
+                condition=models.Q(
+                    type__in=["text", "number", "integer", "choice", "yes_no_unclear", "range"]
+                ),
+                name="extractionfield_type_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.type})"
+
+
+class AnchorStatus(models.TextChoices):
+    """Where a value's quote was found (projects/review/extraction/anchoring.py)."""
+
+    VERIFIED = "verified", "verified (on the page, with boxes)"
+    APPROXIMATE = "approximate", "approximate (closest text; to review)"
+    NOT_FOUND = "not_found", "not found (to review)"
+    ABSTRACT_ONLY = "abstract_only", "abstract only (no PDF text)"
+    NO_QUOTE = "no_quote", "no quote given"
+
+
+ANCHOR_STATUSES = ["verified", "approximate", "not_found", "abstract_only", "no_quote"]
+
+
+# AnchorStatus's values, for the check constraints.
+ANCHOR_STATUSES = ["verified", "approximate", "not_found", "abstract_only", "no_quote"]
+
+
+class AnchoredValue(TimeStamped):
+    """A value with its supporting quote and where the quote was found: the page and line
+    boxes (PDF points, origin bottom-left) of the passage index, the text as printed (or
+    the closest text) and its similarity 0..1."""
+
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="+")
+    value = models.JSONField(null=True, blank=True)
+    quote = models.TextField(blank=True)
+    page = models.PositiveIntegerField(null=True, blank=True, help_text="The page given.")
+    anchor_status = models.CharField(max_length=16, choices=AnchorStatus.choices)
+    anchor_page = models.PositiveIntegerField(null=True, blank=True)
+    anchor_rects = models.JSONField(default=list, blank=True)
+    anchor_text = models.TextField(blank=True)
+    anchor_score = models.FloatField(default=0.0)
+
+    class Meta:
+        abstract = True
+
+
+class ExtractionValue(AnchoredValue):
+    """One extractor's value of one field for one paper, under the form version the field
+    belongs to. An extractor is a person (`user`), an agent client (`agent`) or a person
+    working through an agent; `extractor` is the label agreement compares by."""
+
+    form = models.ForeignKey(ExtractionForm, on_delete=models.CASCADE, related_name="values")
+    field = models.ForeignKey(ExtractionField, on_delete=models.CASCADE, related_name="values")
+    extractor = models.CharField(max_length=300)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agent = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        constraints = [
+            # Recording a field again replaces the extractor's value (same form version).
+            models.UniqueConstraint(
+                fields=["field", "paper", "extractor"], name="extractionvalue_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(anchor_status__in=ANCHOR_STATUSES),
+                name="extractionvalue_anchor_status_valid",
+            ),
+        ]
+        indexes = [
+            # Evidence rows, agreement, what is still empty: a form version's values by paper.
+            models.Index(fields=["form", "paper"], name="extractionvalue_form_paper_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} {self.field_id} by {self.extractor}"
+
+
+class ExtractionAdjudication(AnchoredValue):
+    """The third decision on a field of a paper whose extractors disagree: the value that
+    stands, who decided and why (a disagreement is settled once)."""
+
+    form = models.ForeignKey(ExtractionForm, on_delete=models.CASCADE, related_name="adjudications")
+    field = models.ForeignKey(
+        ExtractionField, on_delete=models.CASCADE, related_name="adjudications"
+    )
+    decided_by = models.CharField(max_length=300)
+    reason = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["field", "paper"], name="extractionadjudication_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(anchor_status__in=ANCHOR_STATUSES),
+                name="extractionadj_anchor_status_valid",
+            ),
+        ]
+        indexes = [
+            # Evidence rows and agreement: a form version's adjudications by paper.
+            models.Index(fields=["form", "paper"], name="extractionadj_form_paper_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.paper_id} {self.field_id} settled by {self.decided_by}"

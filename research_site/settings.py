@@ -265,6 +265,9 @@ ENGINE_POOL_SIZE = env_int("ENGINE_POOL_SIZE", 16, minimum=1)
 ENGINE_CONCURRENCY = env_int("ENGINE_CONCURRENCY", 4, minimum=1)
 # Threads running review steps in this process on the embedded default (no broker).
 REVIEW_STEP_THREADS = env_int("REVIEW_STEP_THREADS", 4, minimum=1)
+# Data extraction (docs/EXTRACTION.md): refuse a value whose field requires a quote when the
+# quote is not found in the paper (false: keep it, flagged not_found).
+EXTRACTION_STRICT = env_bool("EXTRACTION_STRICT", False)
 # Retraction watch (projects/retractions.py): days before a checked paper is due again,
 # papers checked per run (scheduled or on demand), and whether adding papers queues a check.
 RETRACTION_RECHECK_DAYS = env_int("RETRACTION_RECHECK_DAYS", 30, minimum=1)

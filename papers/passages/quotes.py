@@ -216,6 +216,14 @@ def _best_window(quote_keys: list[str], text: str) -> tuple[float, str]:
     return ratio, " ".join(words)
 
 
+def closest_window(quote: str, text: str) -> tuple[float, str]:
+    """The words of `text` closest to `quote` (aligned as for an approximate answer) and
+    their similarity 0..1: for texts that are not in the passage index (an abstract)."""
+    joined = _LINE_HYPHEN_RE.sub(r"\1", " ".join(quote.split()))
+    quote_keys = [text_key(token) for token in _TOKEN_RE.findall(joined)]
+    return _best_window(quote_keys, text)
+
+
 def _closest(
     quote: str, candidates: list[Passage], pages: dict[tuple[int, int], list[Passage]]
 ) -> QuoteMatch:
@@ -242,4 +250,11 @@ def _closest(
     return QuoteMatch("approximate", paper_id, number, rects, None, best.text, similarity)
 
 
-__all__ = ["PdfNotAvailable", "QuoteMatch", "check_paper_ids", "lead", "quote_find"]
+__all__ = [
+    "PdfNotAvailable",
+    "QuoteMatch",
+    "check_paper_ids",
+    "closest_window",
+    "lead",
+    "quote_find",
+]
