@@ -82,6 +82,8 @@ class GoogleScholarEngine(BaseSearchEngine):
         "BibTeX (through SerpApi; needs SERP_API_KEY)."
     )
     operations = frozenset({SEARCH, AUTHOR, CITING, BIBTEX})
+    # intitle:, author:, OR, -exclusion, quoted phrases; no parentheses or truncation.
+    query_dialect = "google_scholar"
 
     def unavailable_reason(self) -> str:
         return "" if settings.SERP_API_KEY else MISSING_KEY
