@@ -211,6 +211,14 @@ def _tokens(text: str) -> list[_Token]:
     return tokens
 
 
+@dataclass(frozen=True)
+class _Operand:
+    op: str | None  # the operator before it (None for the first)
+    op_at: int
+    at: int
+    operand: Node | DateRange
+
+
 class _Parser:
     def __init__(self, tokens: list[_Token]) -> None:
         self.tokens = tokens
@@ -228,7 +236,7 @@ class _Parser:
     def group(self, depth: int) -> Node | None:
         """Operands and operators up to the end or the closing parenthesis; None when the
         group held only a date range."""
-        operands: list[tuple[str | None, int, Node | DateRange]] = []
+        operands: list[_Operand] = []
         op: tuple[str, int] | None = None
         while True:
             token = self.peek()
@@ -248,7 +256,7 @@ class _Parser:
             operand = self.operand(depth)
             if operands and op is None:
                 op = ("AND", start)  # terms side by side: AND, as PubMed reads them
-            operands.append((op[0] if op else None, op[1] if op else start, operand))
+            operands.append(_Operand(op[0] if op else None, op[1] if op else start, start, operand))
             op = None
         if not operands:
             return None
@@ -304,10 +312,10 @@ class _Parser:
             _check_truncation(word, name, at)
         return Clause(words, name, quoted)
 
-    def combine(self, operands: list[tuple[str | None, int, Node | DateRange]], depth: int) -> Node:
-        kinds = {op for op, _, _ in operands[1:]}
+    def combine(self, operands: list[_Operand], depth: int) -> Node:
+        kinds = {operand.op for operand in operands[1:]}
         if "OR" in kinds and kinds - {"OR"}:
-            at = next(at for op, at, _ in operands[1:] if op != operands[1][0])
+            at = next(o.op_at for o in operands[1:] if o.op != operands[1].op)
             raise _invalid(
                 "OR is mixed with AND or NOT without parentheses: PubMed reads them left to "
                 "right, other sources by precedence",
@@ -315,18 +323,19 @@ class _Parser:
                 "group with parentheses: (a OR b) AND c",
             )
         kept: list[tuple[str | None, int, Node]] = []
-        for op, at, operand in operands:
+        for item in operands:
+            operand = item.operand
             if not isinstance(operand, DateRange):
-                kept.append((op, at, operand))
+                kept.append((item.op, item.op_at, operand))
                 continue
-            if depth > 0 or op not in (None, "AND") or "OR" in kinds:
+            if depth > 0 or item.op not in (None, "AND") or "OR" in kinds:
                 raise _invalid(
                     "A date range [dp] filters the whole search: AND it with the rest, "
                     "outside parentheses, OR and NOT",
-                    at,
+                    item.at,
                     "write (a OR b) AND 2015:2020[dp]",
                 )
-            self.dates.append((operand, at))
+            self.dates.append((operand, item.at))
         if not kept:
             raise _invalid(
                 "The search has only a date range", 1, "say what to search for: cancer AND 2020[dp]"
@@ -689,7 +698,7 @@ def _scholar(search: SearchString, losses: _Losses) -> tuple[str, bool]:
     def clause(node: Clause, *, single: bool) -> str:
         if node.field == "au":
             words = list(node.words)
-            if len(words) > 1 and words[-1].isupper() and len(words[-1]) <= 3:
+            if len(words) > 1 and words[-1].isalpha() and len(words[-1]) <= 3:
                 words = [words[-1], *words[:-1]]  # PubMed's "Smith J" is Scholar's "J Smith"
             return f"author:{_quoted(' '.join(words))}"
         if node.field in VOCABULARY_FIELDS:
