@@ -265,7 +265,7 @@ class BaseSearchEngine:
     type: ClassVar[str] = "external"
     operations: ClassVar[frozenset[str]] = frozenset({SEARCH})
     # The query syntax `search` understands, for search strings written in the reviewers'
-    # language (engines/search_strings.py DIALECTS; docs/SEARCH-STRINGS.md): "plain" is
+    # language (engines/query_dialects.py DIALECTS; docs/SEARCH-STRINGS.md): "plain" is
     # keywords only, so a plugin that sets nothing gets words, never syntax it misreads.
     query_dialect: ClassVar[str] = "plain"
     # Default rate limit in the `limits` notation ("1/3 seconds", "10/second"); the

@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Q
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines import search_strings
+from engines import query_dialects, search_strings
 from engines.base import SEARCH, EngineError, PaperRef, SearchRequest
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
@@ -160,8 +160,8 @@ def engine_searches(
     notes: list[str] = []
     for engine_id in external:
         try:
-            translation = search_strings.translate(written, _dialect(engine_id), strict=strict)
-        except search_strings.Untranslatable as exc:
+            translation = query_dialects.translate(written, _dialect(engine_id), strict=strict)
+        except query_dialects.Untranslatable as exc:
             refused.append(
                 EngineOutcome(
                     engine_id,
@@ -177,7 +177,7 @@ def engine_searches(
         sent = replace(request, query=translation.query, date_from=date_from, date_to=date_to)
         calls.append(EngineCall.search(engine_id, sent, fresh=fresh))
         notes += [f"{engine_id}: {note}." for note in translation.notes]
-    library = search_strings.translate(written, LOCAL_ENGINE)
+    library = query_dialects.translate(written, LOCAL_ENGINE)
     notes += [f"{LOCAL_ENGINE}: {note}." for note in library.notes]
     local_dates = search_strings.dates_within(library.dates, request.date_from, request.date_to)
     return EngineSearches(calls, refused, notes, library.query, local_dates)
