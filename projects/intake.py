@@ -124,7 +124,10 @@ def search_everywhere(
         )  # fmt: skip
 
     asks_engines = bool(searches.calls or searches.refused)
-    notes = (*(engine_notes if searches.calls else ()), *searches.notes)
+    translation_notes = [
+        note for note in searches.notes if choice.local or not note.startswith(f"{LOCAL_ENGINE}: ")
+    ]
+    notes = (*(engine_notes if searches.calls else ()), *translation_notes)
     search = _Search(query, limit, offset, filters_as_dict(applied), notes)
     return _answer(
         search, choice, searches.calls, local, project_id=project_id, scope=scope, save=save,

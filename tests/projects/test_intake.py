@@ -68,6 +68,7 @@ def test_each_engine_is_sent_the_search_string_in_its_own_dialect(
     assert page.engines[PLAIN].query_sent == "bert elmo attention"
     assert page.engines["local"].query_sent == "((bert OR elmo) AND attention) NOT vision"
     assert f"{PLAIN}: keywords only: NOT parts left out." in page.notes
+    assert any(note.startswith("local: the library searches") for note in page.notes)
     assert {result.title for result in page.results} == {BERT["title"], ELMO["title"]}
 
 
@@ -75,6 +76,8 @@ def test_the_search_log_says_when_how_many_and_the_source_total(engines: ReplayS
     before = datetime.now(UTC) - timedelta(seconds=1)
     page = search_everywhere(query=WRITTEN, engines=[PUBMED_LIKE, PLAIN], limit=5)
     pubmed, plain = page.engines[PUBMED_LIKE], page.engines[PLAIN]
+    assert "local" not in page.engines
+    assert not any(note.startswith("local:") for note in page.notes)  # it was not searched
     assert (pubmed.count, pubmed.total) == (1, 1234)
     assert (plain.count, plain.total) == (1, None)  # the source did not say
     for status in (pubmed, plain):
