@@ -5,6 +5,7 @@ Plugin engines calling a local server record what they received."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,8 +23,9 @@ from tests.engines.replay import ReplayServer, Reply
 
 pytestmark = pytest.mark.django_db
 
-PUBMED_LIKE = "sl_pubmed"
-PLAIN = "sl_plain"
+# Ids of their own per run: with REDIS_URL the engines cache outlives a test run.
+PUBMED_LIKE = f"sl_pubmed_{uuid.uuid4().hex[:8]}"
+PLAIN = f"sl_plain_{uuid.uuid4().hex[:8]}"
 WRITTEN = "(bert[tiab] OR elmo[tiab]) AND attention NOT vision AND 2018:2020[dp]"
 BERT = {"title": "BERT for attention studies", "authors": ["J Devlin"], "year": 2019,
         "doi": "10.9999/sl.bert"}  # fmt: skip
