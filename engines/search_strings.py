@@ -279,6 +279,8 @@ class _Parser:
         if token.kind == "word":
             run = [token.value]
             while (nxt := self.peek()) is not None and nxt.kind == "word":
+                if self._dated(self.pos + 1):
+                    break  # 'cancer 2020[dp]': the tag dates only the word before it
                 run.append(self.take().value)
             return self.tagged(tuple(run), quoted=False, at=token.at)
         if token.kind == "tag":
@@ -286,6 +288,13 @@ class _Parser:
                 f"The field tag [{token.value}] follows no term", token.at, "write cancer[tiab]"
             )
         raise _invalid("A ')' closes no parenthesis", token.at, "remove it or add '('")
+
+    def _dated(self, index: int) -> bool:
+        """Whether the token at `index` is a [dp] tag."""
+        if index >= len(self.tokens) or self.tokens[index].kind != "tag":
+            return False
+        name = " ".join(self.tokens[index].value.lower().split())
+        return TAG_ALIASES.get(name, name) == "dp"
 
     def tagged(self, words: tuple[str, ...], *, quoted: bool, at: int) -> Node | DateRange:
         tag_token = self.peek()

@@ -97,6 +97,7 @@ def test_terms_tags_and_operators_parse(text: str, node: object) -> None:
         ("x AND 2015:3000[dp]", DateRange("2015", None)),
         ("x AND 2019/06:2020/02/29[dp]", DateRange("2019-06", "2020-02-29")),
         ("2018[dp] AND x", DateRange("2018", "2018")),
+        ("x 2018[dp]", DateRange("2018", "2018")),  # the tag dates only the word before it
         ('x AND "2018/03/01"[Date - Publication]', DateRange("2018-03-01", "2018-03-01")),
     ],
 )
