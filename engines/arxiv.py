@@ -85,6 +85,8 @@ class ArxivEngine(BaseSearchEngine):
         "related fields; filter by arXiv category and submission date."
     )
     operations = frozenset({SEARCH, AUTHOR, DETAILS, CATEGORIES})
+    # ti:, abs:, au:, all:, AND / OR / ANDNOT, quoted phrases.
+    query_dialect = "arxiv"
     # arXiv's terms of use: no more than one request every three seconds.
     rate_limit = "1/3 seconds"
 

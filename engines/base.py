@@ -14,6 +14,7 @@ docs/ENGINES.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -205,6 +206,26 @@ class SearchRequest:
         return cls(**{**values, "categories": tuple(values.get("categories") or ())})
 
 
+class SearchResults(list[PaperRecord]):
+    """What `search` may return instead of a plain list: the records and the number of
+    matches the source reported in all (`total`, None when it does not say), which the
+    search log shows beside the count returned."""
+
+    def __init__(self, records: Iterable[PaperRecord] = (), *, total: int | None = None) -> None:
+        super().__init__(records)
+        self.total = total
+
+
+def reported_total(value: Any) -> int | None:
+    """A source's total as an int, or None when it is missing or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class PaperRef:
     """A paper handed to an engine: whatever handles the library knows for it.
@@ -256,6 +277,10 @@ class BaseSearchEngine:
     # Asked by a search that names no engines. Sources of one field (PubMed, OpenReview, ...)
     # say False: they are asked when named, or when ENGINES_DEFAULT lists them.
     in_default_search: ClassVar[bool] = True
+    # The query syntax `search` understands, for search strings written in the reviewers'
+    # language (engines/query_dialects.py DIALECTS; docs/SEARCH-STRINGS.md): "plain" is
+    # keywords only, so a plugin that sets nothing gets words, never syntax it misreads.
+    query_dialect: ClassVar[str] = "plain"
     # Default rate limit in the `limits` notation ("1/3 seconds", "10/second"); the
     # setting ENGINE_RATE_LIMITS overrides it per engine.
     rate_limit: ClassVar[str] = "1/second"

@@ -28,7 +28,9 @@ from engines.base import (
     PaperNotFoundAtSource,
     PaperRef,
     SearchRequest,
+    SearchResults,
     UnsupportedOperation,
+    reported_total,
 )
 from papers.identifiers import normalize_doi
 from papers.schemas import PaperRecord
@@ -79,6 +81,8 @@ class CrossrefEngine(BaseSearchEngine):
         "books), with citation counts and BibTeX. No key needed."
     )
     operations = frozenset({SEARCH, AUTHOR, DETAILS, BIBTEX, UPDATES, REFERENCES})
+    # `query` is relevance-ranked keywords: no booleans, fields or phrases.
+    query_dialect = "plain"
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
@@ -248,7 +252,8 @@ class CrossrefEngine(BaseSearchEngine):
         items = (data.get("message") or {}).get("items")
         if data.get("message-type") != "work-list" or not isinstance(items, list):
             raise EngineError("Crossref answered without a list of works.")
-        return _records(items)[: request.max_results]
+        total = reported_total((data.get("message") or {}).get("total-results"))
+        return SearchResults(_records(items)[: request.max_results], total=total)
 
     def _get(self, path: str, params: dict[str, Any], *, not_found: str = "") -> dict[str, Any]:
         data = http.get_json(

@@ -45,7 +45,9 @@ from engines.base import (
     PaperRef,
     RateLimited,
     SearchRequest,
+    SearchResults,
     TransientEngineError,
+    reported_total,
 )
 from engines.failures import transport_error
 from papers.schemas import PaperRecord
@@ -82,6 +84,8 @@ class GoogleScholarEngine(BaseSearchEngine):
         "BibTeX (through SerpApi; needs SERP_API_KEY)."
     )
     operations = frozenset({SEARCH, AUTHOR, CITING, BIBTEX})
+    # intitle:, author:, OR, -exclusion, quoted phrases; no parentheses or truncation.
+    query_dialect = "google_scholar"
 
     def unavailable_reason(self) -> str:
         return "" if settings.SERP_API_KEY else MISSING_KEY
@@ -175,7 +179,10 @@ class GoogleScholarEngine(BaseSearchEngine):
         page = {"num": num, "start": offset} if offset > 0 else {"num": num}
         answer = self._call({"engine": "google_scholar", **params, **page})
         results = answer.get("organic_results") or []
-        return [record for record in map(_record, results[:num]) if record is not None]
+        records = [record for record in map(_record, results[:num]) if record is not None]
+        # Scholar's own estimate ("About 7,340,000 results"), shown in the search log.
+        total = reported_total((answer.get("search_information") or {}).get("total_results"))
+        return SearchResults(records, total=total)
 
     def _call(self, params: dict[str, Any]) -> dict[str, Any]:
         """One SerpApi search; the answer's JSON, {} when Scholar found nothing."""

@@ -32,6 +32,8 @@ from engines.base import (
     PaperNotFoundAtSource,
     PaperRef,
     SearchRequest,
+    SearchResults,
+    reported_total,
 )
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
@@ -108,6 +110,9 @@ class OpenAlexEngine(BaseSearchEngine):
         "abstracts, affiliations, open-access PDF links and citations. No key needed."
     )
     operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, UPDATES, REFERENCES})
+    # `search`: AND / OR / NOT with parentheses and phrases over title, abstract and full
+    # text; no fields, no truncation (whole words, stemmed).
+    query_dialect = "openalex"
     # The polite pool (requests with `mailto`) allows about 10 requests a second.
     rate_limit = "10/second"
 
@@ -291,7 +296,8 @@ class OpenAlexEngine(BaseSearchEngine):
         results = data.get("results")
         if not isinstance(results, list):
             raise EngineError("OpenAlex answered without a list of results.")
-        return _records(results[skip:])[: request.max_results]
+        total = reported_total((data.get("meta") or {}).get("count"))
+        return SearchResults(_records(results[skip:])[: request.max_results], total=total)
 
     def _get(self, path: str, params: dict[str, Any], *, not_found: str = "") -> dict[str, Any]:
         base = settings.OPENALEX_API_URL.rstrip("/")

@@ -41,6 +41,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from functools import cache as memoize
 from typing import Any
 
@@ -188,6 +189,10 @@ class EngineOutcome:
     outcome: str = ""
     reason: str = ""
     retry_after: float | None = None
+    # When the source gave this answer (UTC ISO; for a cached answer, when it was fetched)
+    # and, for a search, the matches it reported in all (None: it did not say).
+    answered_at: str = ""
+    total: int | None = None
 
     def __post_init__(self) -> None:
         if self.outcome:
@@ -280,10 +285,16 @@ class EngineCall:
 
 
 def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any]) -> Any:
-    """Run the operation and make its answer JSON-safe."""
+    """Run the operation and make its answer JSON-safe: a search's as {"records", "total"}
+    (the matches the source reported, when it says: a SearchResults), the others as is."""
     if operation == SEARCH:
-        records = engine.search(SearchRequest.from_dict(arguments["request"]))
-    elif operation == AUTHOR:
+        found = engine.search(SearchRequest.from_dict(arguments["request"]))
+        total = getattr(found, "total", None)
+        return {
+            "records": [record_as_dict(record) for record in found],
+            "total": int(total) if total is not None else None,
+        }
+    if operation == AUTHOR:
         request = SearchRequest.from_dict(arguments["request"])
         records = engine.search_by_author(arguments["author"], request)
     elif operation == DETAILS:
@@ -306,6 +317,25 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
 
 
 UNCACHED_OPERATIONS = frozenset({UPDATES})
+# Marks a cache entry holding an answer with its time (older entries hold the answer alone).
+_CACHED = "engine_answer"
+
+
+def _answered(operation: str, answer: Any) -> dict[str, Any]:
+    """An operation's answer as EngineOutcome fields: the result, the time it came and, for a
+    search, the source's total."""
+    values: dict[str, Any] = {"answered_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    if operation == SEARCH:
+        values.update(result=answer["records"], total=answer["total"])
+    else:
+        values["result"] = answer
+    return values
+
+
+def _from_cache(entry: Any) -> dict[str, Any]:
+    if isinstance(entry, dict) and entry.get(_CACHED) is True:
+        return {key: value for key, value in entry.items() if key != _CACHED}
+    return {"result": entry}  # stored before answers kept their time
 
 
 def _backoff(attempt: int, error: TransientEngineError) -> float:
@@ -385,7 +415,7 @@ def call_engine(
         cache.lookup(engine, operation, arguments) if cacheable and not fresh else cache.MISSING
     )
     if cached is not cache.MISSING:
-        return outcome("ok", result=cached, cached=True)
+        return outcome("ok", cached=True, **_from_cache(cached))
 
     def attempts() -> EngineOutcome:
         attempt = 0
@@ -401,7 +431,7 @@ def call_engine(
                         "engine %s %s: waited %.2f s for its rate limit", engine_id, operation,
                         waited,
                     )  # fmt: skip
-                result = breaker.call(engine.id, lambda: _invoke(engine, operation, arguments))
+                answer = breaker.call(engine.id, lambda: _invoke(engine, operation, arguments))
             except TransientEngineError as exc:
                 if exc.retry_after and not isinstance(exc, breaker.BreakerOpen):
                     ratelimit.pause(engine.id, exc.retry_after)
@@ -422,9 +452,10 @@ def call_engine(
                 logger.exception("Engine %s failed on %s", engine_id, operation)
                 message = f"{type(exc).__name__} in {engine.name}: {exc}"
                 return outcome("error", message, attempts=attempt, reason="engine_bug")
+            answered = _answered(operation, answer)
             if cacheable:
-                cache.store(engine, operation, arguments, result)
-            return outcome("ok", result=result, attempts=attempt)
+                cache.store(engine, operation, arguments, {_CACHED: True, **answered})
+            return outcome("ok", attempts=attempt, **answered)
 
     with http.call_deadline(deadline):
         try:

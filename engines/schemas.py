@@ -27,6 +27,10 @@ class EngineStatus(BaseModel):
         default=None, description="How the local engine searched: fulltext, fuzzy, hybrid, ..."
     )
     message: str | None = None
+    query_sent: str | None = Field(
+        default=None, description="The exact query this engine was sent."
+    )
+    searched_at: str | None = Field(default=None, description="When it answered (UTC).")
 
 
 class EngineResult(BaseModel):

@@ -29,6 +29,8 @@ from engines.base import (
     PaperNotFoundAtSource,
     PaperRef,
     SearchRequest,
+    SearchResults,
+    reported_total,
 )
 from papers.acl import anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi
@@ -91,6 +93,8 @@ class SemanticScholarEngine(BaseSearchEngine):
         "the shared pool's frequent rate limiting."
     )
     operations = frozenset({SEARCH, AUTHOR, DETAILS, CITING, CATEGORIES, REFERENCES})
+    # /paper/search takes no query syntax at all (its docs): keywords.
+    query_dialect = "plain"
     # 1 request a second is the keyed limit; keyless callers share a pool and see 429s.
     rate_limit = "1/second"
 
@@ -120,7 +124,8 @@ class SemanticScholarEngine(BaseSearchEngine):
             params["fieldsOfStudy"] = ",".join(_field_of_study(c) for c in request.categories)
         data = self._get("/paper/search", params)
         # No hits: S2 answers {"total": 0, "offset": 0}, without "data".
-        return _records(data.get("data", []), request.max_results)
+        records = _records(data.get("data", []), request.max_results)
+        return SearchResults(records, total=reported_total(data.get("total")))
 
     def search_by_author(self, author: str, request: SearchRequest) -> list[PaperRecord]:
         """Papers of the author S2 ranks first for `author`.

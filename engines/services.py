@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
-from engines.base import BaseSearchEngine, EngineError, PaperRef
+from engines import query_dialects, search_strings
+from engines.base import SEARCH, BaseSearchEngine, EngineError, PaperRef, SearchRequest
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
@@ -126,20 +128,105 @@ def engines_choose(engines: str | Sequence[str] | None, *, operation: str) -> En
     )
 
 
+# --- search strings -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineSearches:
+    """One search's calls to the external engines, each with the query in the engine's own
+    dialect when the query is a search string (engines/search_strings.py), the engines that
+    refused it (strict mode), the translations' notes (one line per engine), and the query
+    and date range the library gets."""
+
+    calls: list[EngineCall]
+    refused: list[EngineOutcome] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    local_query: str = ""
+    local_dates: tuple[str | None, str | None] = (None, None)
+
+
+def engine_searches(
+    *,
+    engine_ids: Sequence[str],
+    request: SearchRequest,
+    strict: bool = False,
+    fresh: bool = False,
+    local_query: str | None = None,
+) -> EngineSearches:
+    """The search calls for `request` on `engine_ids` (external ones; `local` is skipped).
+
+    A query written as a search string is parsed (InvalidInput, with the position, for a
+    malformed one) and translated for each engine by its `query_dialect`, its date range
+    narrowing the request's; in `strict` mode an engine that would have to leave out a
+    constraint is refused (`unsupported`, reason `query_untranslatable`) instead of asked.
+    Any other query goes to every engine as it is (`local_query`, when given, is what the
+    library searches: the long-text cut does not apply to it)."""
+    external = [engine_id for engine_id in engine_ids if engine_id != LOCAL_ENGINE]
+    plain_local = local_query if local_query is not None else request.query
+    if not search_strings.is_search_string(request.query):
+        return EngineSearches(
+            [EngineCall.search(e, request, fresh=fresh) for e in external],
+            local_query=plain_local,
+            local_dates=(request.date_from, request.date_to),
+        )
+    written = search_strings.parse(request.query)
+    calls: list[EngineCall] = []
+    refused: list[EngineOutcome] = []
+    notes: list[str] = []
+    for engine_id in external:
+        try:
+            translation = query_dialects.translate(written, _dialect(engine_id), strict=strict)
+        except query_dialects.Untranslatable as exc:
+            refused.append(
+                EngineOutcome(
+                    engine_id,
+                    "unsupported",
+                    f"{engine_id} cannot run this search string as written: {exc.message}.",
+                    reason="query_untranslatable",
+                )
+            )
+            continue
+        date_from, date_to = search_strings.dates_within(
+            translation.dates, request.date_from, request.date_to
+        )
+        sent = replace(request, query=translation.query, date_from=date_from, date_to=date_to)
+        calls.append(EngineCall.search(engine_id, sent, fresh=fresh))
+        notes += [f"{engine_id}: {note}." for note in translation.notes]
+    library = query_dialects.translate(written, LOCAL_ENGINE)
+    notes += [f"{LOCAL_ENGINE}: {note}." for note in library.notes]
+    local_dates = search_strings.dates_within(library.dates, request.date_from, request.date_to)
+    return EngineSearches(calls, refused, notes, library.query, local_dates)
+
+
+def _dialect(engine_id: str) -> str:
+    """The engine's query dialect; "plain" for one that cannot be used here (its call is
+    answered `unavailable` before anything is sent)."""
+    try:
+        return registry.get(engine_id).query_dialect
+    except EngineUnavailable:
+        return "plain"
+
+
 def engines_search(
     *,
     calls: list[EngineCall],
     local: Callable[[], SearchPage] | None,
     save: bool = True,
     on_saved: OnSaved | None = None,
+    refused: Sequence[EngineOutcome] = (),
+    local_query: str | None = None,
 ) -> EngineSearchResult:
     """Run `calls` (external engines) in parallel and `local` meanwhile; merge.
 
     With `save`, every external record is upserted into the library, and `on_saved` gets
     the saved papers' ids (in the upsert's transaction), then the local hits' ids (to file
     them into a project: projects.intake); without it (read-only mode) external results
-    are returned as they came, with no paper_id.
+    are returned as they came, with no paper_id. `refused`: engines answered before any
+    call (engine_searches), reported with the others. Each search's status carries the
+    search log (docs/SEARCH-STRINGS.md): `query_sent` (`local_query` for the library),
+    `searched_at` and the source's `total` when it reports one.
     """
+    started_at = _utc_now()
     pending = start_calls(calls) if calls else None
     local_page = local() if local is not None else None
     outcomes = pending.wait() if pending is not None else []
@@ -153,7 +240,13 @@ def engines_search(
             "total": local_page.total,
             "mode": local_page.mode,
         }
-    for outcome in outcomes:
+        if local_query is not None:
+            statuses[LOCAL_ENGINE] |= {"query_sent": local_query, "searched_at": started_at}
+    for call, outcome in zip(calls, outcomes, strict=True):
+        statuses[outcome.engine] = _status(outcome)
+        if call.operation == SEARCH:
+            statuses[outcome.engine] |= _search_log(call, outcome, started_at)
+    for outcome in refused:
         statuses[outcome.engine] = _status(outcome)
 
     ranked: list[tuple[int, int, str, PaperRecord]] = []
@@ -176,6 +269,23 @@ def engines_search(
             notes.append("Read-only mode: results were not added to the project.")
     # A failed engine is said once, in its own status (message): not again in the notes.
     return EngineSearchResult(entries, statuses, notes, saved, local_page)
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _search_log(call: EngineCall, outcome: EngineOutcome, started_at: str) -> dict[str, Any]:
+    """A search's entry in the search log: the query the engine was sent, when (the time
+    the source answered: for a cached answer, when it was fetched; else when the search
+    started) and the total it reported."""
+    entry: dict[str, Any] = {
+        "query_sent": call.arguments["request"]["query"],
+        "searched_at": outcome.answered_at or started_at,
+    }
+    if outcome.ok and outcome.total is not None:
+        entry["total"] = outcome.total
+    return entry
 
 
 def _status(outcome: EngineOutcome) -> dict[str, Any]:

@@ -21,9 +21,16 @@ from core.errors import Conflict, EnginesUnavailable, InvalidInput
 from engines import services as engine_services
 from engines.base import AUTHOR, CITING, SEARCH, SearchRequest
 from engines.registry import LOCAL_ENGINE
-from engines.runner import EngineCall
+from engines.runner import EngineCall, EngineOutcome
 from engines.schemas import EngineResult, MultiEnginePage, engine_statuses
-from engines.services import AddedPaper, EngineChoice, EngineSearchResult, engines_choose
+from engines.search_strings import is_search_string
+from engines.services import (
+    AddedPaper,
+    EngineChoice,
+    EngineSearchResult,
+    engine_searches,
+    engines_choose,
+)
 from papers import scoping
 from papers.duplicates import records_duplicates
 from papers.models import Paper
@@ -99,23 +106,34 @@ def search_everywhere(
     engine, bad filter), NotFound (project), EnginesUnavailable (no result and no engine
     that answered: see `_answer`)."""
     choice = engines_choose(engines, operation=SEARCH)
-    applied = search_filters_build(
-        payload=filters, date_from=date_from, date_to=date_to, scope=scope
-    )
-    engine_query, engine_notes = engine_query_text(query)
+    written = is_search_string(query)
+    engine_query, engine_notes = (query, ()) if written else engine_query_text(query)
     request = SearchRequest(
         query=engine_query, max_results=limit, date_from=date_from, date_to=date_to,
         categories=tuple(categories),
     )  # fmt: skip
+    searches = engine_searches(engine_ids=choice.external, request=request, local_query=query)
+    local_from, local_to = searches.local_dates
+    applied = search_filters_build(
+        payload=filters, date_from=local_from, date_to=local_to, scope=scope
+    )
 
     def local() -> SearchPage:
         return local_search(
-            query=query, filters=applied, limit=limit, offset=offset, scope=scope, rerank=rerank
-        )
+            query=searches.local_query, filters=applied, limit=limit, offset=offset,
+            scope=scope, rerank=rerank,
+        )  # fmt: skip
 
-    calls = [EngineCall.search(engine_id, request) for engine_id in choice.external]
-    search = _Search(query, limit, offset, filters_as_dict(applied), engine_notes if calls else ())
-    return _answer(search, choice, calls, local, project_id=project_id, scope=scope, save=save)
+    asks_engines = bool(searches.calls or searches.refused)
+    translation_notes = [
+        note for note in searches.notes if choice.local or not note.startswith(f"{LOCAL_ENGINE}: ")
+    ]
+    notes = (*(engine_notes if searches.calls else ()), *translation_notes)
+    search = _Search(query, limit, offset, filters_as_dict(applied), notes)
+    return _answer(
+        search, choice, searches.calls, local, project_id=project_id, scope=scope, save=save,
+        refused=searches.refused, local_query=searches.local_query if asks_engines else None,
+    )  # fmt: skip
 
 
 def search_by_author_everywhere(
@@ -165,6 +183,8 @@ def _answer(
     project_id: str | None,
     scope: Sequence[str] | None,
     save: bool,
+    refused: Sequence[EngineOutcome] = (),
+    local_query: str | None = None,
 ) -> MultiEnginePage:
     """Run the search and shape its page. No result while no external engine answered
     (each failed, or was skipped as down) is not an empty answer but EnginesUnavailable,
@@ -172,9 +192,10 @@ def _answer(
     Some engines failing is still a success, each failure said once in its status."""
     project_ids, notes = projects_to_file(project_id, scope, bool(calls))
     result = engines_search(
-        calls=calls, local=local if choice.local else None, project_ids=project_ids, save=save
-    )
-    wanted_external = bool(calls or choice.skipped)
+        calls=calls, local=local if choice.local else None, project_ids=project_ids, save=save,
+        refused=refused, local_query=local_query,
+    )  # fmt: skip
+    wanted_external = bool(calls or refused or choice.skipped)
     answered = [
         name for name, status in result.engines.items()
         if name != LOCAL_ENGINE and status["status"] == "ok"
@@ -241,13 +262,16 @@ def engines_search(
     local: Callable[[], SearchPage] | None,
     project_ids: Sequence[str] = (),
     save: bool = True,
+    refused: Sequence[EngineOutcome] = (),
+    local_query: str | None = None,
 ) -> EngineSearchResult:
     """engines.services.engines_search, adding every paper it returns to `project_ids`
     (when it saves: not in read-only mode, where a note says so). Each result that was
     added then carries the (first) project's `project_id`."""
     result = engine_services.engines_search(
-        calls=calls, local=local, save=save, on_saved=projects_adder(project_ids)
-    )
+        calls=calls, local=local, save=save, on_saved=projects_adder(project_ids),
+        refused=refused, local_query=local_query,
+    )  # fmt: skip
     if project_ids and save:
         for entry in result.results:
             if entry.get("paper_id") is not None:

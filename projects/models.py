@@ -101,6 +101,10 @@ class ReviewSession(TimeStamped):
     engines_allowed = models.JSONField(default=list, blank=True)
     # PRISMA identification counts of the searches: {"search": {...}, "citations": {...}}.
     identification = models.JSONField(default=dict, blank=True)
+    # The search log (PRISMA-S): every search the review ran, one entry per query and
+    # source, every round kept: {round, source, query, query_sent, searched_at, count,
+    # total, status, ...} (projects/review/searching.py search_log_entries).
+    search_log = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="reviews"

@@ -14,6 +14,7 @@ error). Write tools are hidden in read-only mode.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
@@ -263,3 +264,18 @@ def register(registry: Registry) -> None:
         start_review, decide, get_session, export_results, cleanup_review, split_duplicate
     )
     registry.add_resources(review_prisma_resource)
+
+
+@mcp_resource(
+    "review://{session_id}/search-log",
+    name="review_search_log",
+    title="Search log of a review",
+    description=(
+        "Every search a review ran (PRISMA-S): per query and source, the query as written "
+        "and as sent, when, records returned and the source's total, status."
+    ),
+    mime_type="application/json",
+)
+def review_search_log_resource(session_id: str) -> str:
+    session = selectors.review_get(session_id=session_id)
+    return json.dumps(selectors.review_search_log(session=session), ensure_ascii=False)

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('papers', '0010_lexical_generation'),
-        ('projects', '0008_savedsearch_name_unique_per_project'),
+        ('projects', '0009_reviewsession_search_log'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -20,6 +20,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import InvalidInput
+from engines import search_strings
 from engines.base import SEARCH
 from engines.registry import LOCAL_ENGINE
 from engines.services import engine_ids_resolve
@@ -374,7 +375,11 @@ def _queries(value: Any) -> list[str]:
         raise ValueError("queries needs at least one query.")
     for query in queries:
         try:
-            parse_query(query)
+            # A search string (docs/SEARCH-STRINGS.md) is checked in its own language.
+            if search_strings.is_search_string(query):
+                search_strings.parse(query)
+            else:
+                parse_query(query)
         except InvalidInput as exc:
             raise ValueError(f"Query {query!r}: {exc.message}") from exc
     return queries

@@ -32,12 +32,18 @@ from django.db import IntegrityError
 from core.errors import EngineUnavailable, InvalidInput
 from engines.base import CITING, SearchRequest
 from engines.registry import LOCAL_ENGINE, registry
-from engines.runner import EngineCall
+from engines.runner import EngineOutcome
 from engines.selectors import engines_known_down
-from engines.services import EngineSearchResult, citing_papers, engines_search
+from engines.services import (
+    EngineSearches,
+    EngineSearchResult,
+    citing_papers,
+    engine_searches,
+    engines_search,
+)
 from engines.snowball import citations_walk
 from papers.models import Paper
-from papers.search.local import local_search
+from papers.search.local import local_search, year_of
 from papers.search.types import SearchFilters, SearchPage
 from projects.review.dedup import work_groups, works_load
 from projects.review.planning import Plan
@@ -80,6 +86,8 @@ class Gathered:
     statuses: dict[str, dict[str, Any]]
     notes: list[str]
     attached: list[tuple[int, Found, str]] = field(default_factory=list)
+    # The search log (docs/SEARCH-STRINGS.md): one entry per query and source.
+    searches: list[dict[str, Any]] = field(default_factory=list)
 
 
 def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool]) -> Gathered:
@@ -94,14 +102,44 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
     sources: dict[str, dict[str, Any]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
-    year_from, year_to = plan.year_range()
+    searches: list[dict[str, Any]] = []
     for query in plan.queries:
         if not keep_going():
             raise Stopped
-        result = _search_one(query, plan, max_results, year_from, year_to)
+        result, translation_notes = _search_one(query, plan, max_results)
         _collect(result, query, found, identified, sources, statuses, notes, label=query)
+        searches += search_log_entries(query, result, translation_notes)
     gathered = _ranked(found, identified, sources, statuses, notes, plan, max_results, known={})
+    gathered.searches = searches
     return _with_down(gathered, down)
+
+
+# What a search-log entry keeps of an engine's status.
+LOG_FIELDS = ("query_sent", "searched_at", "count", "total", "status", "reason", "message")
+
+
+def search_log_entries(
+    query: str, result: EngineSearchResult, notes: list[str]
+) -> list[dict[str, Any]]:
+    """One search-log entry per source asked for `query`: the query as written, the query
+    the source was sent, when, the records it returned (`count`) and the matches it
+    reported (`total`), its status (with why, when it failed or refused) and what the
+    translation could not keep (`notes`)."""
+    entries = []
+    for engine, status in result.engines.items():
+        entry: dict[str, Any] = {"source": engine, "query": query}
+        for key in LOG_FIELDS:
+            value = status.get(key)
+            if value is not None and (
+                key not in ("reason", "message") or status.get("status") != "ok"
+            ):
+                entry[key] = value
+        prefix = f"{engine}: "
+        kept = [note.removeprefix(prefix) for note in notes if note.startswith(prefix)]
+        if kept:
+            entry["notes"] = kept
+        entries.append(entry)
+    return entries
 
 
 def citations_gather(
@@ -211,39 +249,63 @@ def _with_down(gathered: Gathered, down: dict[str, str]) -> Gathered:
     return gathered
 
 
-def _search_one(
-    query: str, plan: Plan, max_results: int, year_from: int | None, year_to: int | None
-) -> EngineSearchResult:
+def _search_one(query: str, plan: Plan, max_results: int) -> tuple[EngineSearchResult, list[str]]:
+    """One query of the plan on its engines, and the notes of its translation. A search
+    string is translated per engine in strict mode (engines.services.engine_searches): a
+    review's log must be the search as written, so a source that would leave out a
+    constraint is refused (its status says why) rather than searched more broadly."""
     request = SearchRequest(
         query=query, max_results=max_results, date_from=plan.date_from, date_to=plan.date_to
     )
-    calls = [
-        EngineCall.search(engine, request) for engine in plan.engines if engine != LOCAL_ENGINE
-    ]
+    try:
+        searches = engine_searches(engine_ids=plan.engines, request=request, strict=True)
+    except InvalidInput as exc:  # a malformed search string: said per source, as a refusal
+        searches = _malformed(plan, query, exc.message)
     local_error: list[str] = []
+    local_from, local_to = searches.local_dates
 
     def local() -> SearchPage:
         try:
-            filters = SearchFilters(year_from=year_from, year_to=year_to)
-            return local_search(query=query, filters=filters, limit=max_results)
+            filters = SearchFilters(year_from=year_of(local_from), year_to=year_of(local_to))
+            return local_search(query=searches.local_query, filters=filters, limit=max_results)
         except InvalidInput as exc:  # the library's query language refused it
             local_error.append(exc.message)
             return SearchPage([], 0, max_results, 0)
 
     result = _saved(
         lambda: engines_search(
-            calls=calls, local=local if LOCAL_ENGINE in plan.engines else None, save=True
+            calls=searches.calls,
+            local=local if LOCAL_ENGINE in plan.engines else None,
+            save=True,
+            refused=searches.refused,
+            local_query=searches.local_query,
         )
     )
     if local_error:
         result.engines[LOCAL_ENGINE] = {
+            **result.engines[LOCAL_ENGINE],
             "status": "error",
             "outcome": "error",
             "reason": "bad_query",
             "message": local_error[0],
             "count": 0,
         }
-    return result
+        for key in ("total", "mode"):
+            result.engines[LOCAL_ENGINE].pop(key, None)
+    return result, searches.notes
+
+
+def _malformed(plan: Plan, query: str, message: str) -> EngineSearches:
+    """A plan query that is a malformed search string: every source refuses it with the
+    parser's message, so the review goes on with its other queries and says why."""
+    refused = [
+        EngineOutcome(
+            engine, "error", f"The search string is malformed: {message}", reason="bad_query"
+        )
+        for engine in plan.engines
+        if engine != LOCAL_ENGINE
+    ]
+    return EngineSearches([], refused, local_query=query)
 
 
 def _saved(search: Callable[[], EngineSearchResult]) -> EngineSearchResult:

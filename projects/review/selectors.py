@@ -172,8 +172,22 @@ def review_state(
     if pending is not None and pending.kind == ReviewCheckpoint.Kind.SCREEN:
         # Record-by-record screening: tallies, estimated recall, safe to stop.
         state["screening"] = screening_status(session=session)
+    if session.search_log:
+        # The log itself is in export_results and the review's search-log resource.
+        state["searches_logged"] = len(session.search_log)
     state["next"] = _next_hint(session, pending)
     return state
+
+
+def review_search_log(*, session: ReviewSession) -> dict[str, Any]:
+    """The review's search log (PRISMA-S): every search it ran, per query and source, with
+    the query as written and as sent, the time, the records returned and the source's
+    total, in the order they ran (rounds a rejection discarded included, by `round`)."""
+    return {
+        "session_id": str(session.pk),
+        "round": session.round,
+        "searches": list(session.search_log or []),
+    }
 
 
 def review_running(session: ReviewSession) -> dict[str, Any]:
@@ -467,6 +481,7 @@ def _summary(session: ReviewSession) -> dict[str, Any]:
         "plan": session.plan,
         "counts": review_counts(session=session),
         "decisions": review_decisions(session=session),
+        "search_log": list(session.search_log or []),
         "project_id": session.project_id,
         "completed_at": session.completed_at.isoformat() if session.completed_at else None,
     }
@@ -488,6 +503,7 @@ def _markdown(session: ReviewSession, papers: list[Paper]) -> str:
     if "citation_search" in counts:
         lines += _count_rows(counts["citation_search"], "citation search: ")
     lines.append(f"| included in total | {counts['included_total']} |")
+    lines += _search_log_lines(session.search_log or [])
     lines += ["", f"## Included papers ({len(papers)})", ""]
     if papers:
         rendered = render_export(papers, "markdown")
@@ -495,6 +511,40 @@ def _markdown(session: ReviewSession, papers: list[Paper]) -> str:
     else:
         lines.append("No papers were included.")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _search_log_lines(log: list[dict[str, Any]]) -> list[str]:
+    """The search log as a table: what each source was sent, when, and what it gave."""
+    if not log:
+        return []
+    lines = [
+        "",
+        "## Search log",
+        "",
+        "| round | source | query as written | query sent | searched (UTC) | records | "
+        "source total | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in log:
+        status = entry.get("status", "")
+        if status != "ok" and entry.get("message"):
+            status = f"{status}: {entry['message']}"
+        cells = [
+            entry.get("round", ""),
+            entry.get("source", ""),
+            f"`{entry.get('query', '')}`",
+            f"`{entry['query_sent']}`" if entry.get("query_sent") else "not sent",
+            entry.get("searched_at") or "",
+            entry.get("count", 0),
+            entry["total"] if entry.get("total") is not None else "not reported",
+            status,
+        ]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    notes = [f"{entry.get('source')}: {note}" for entry in log for note in entry.get("notes", [])]
+    if notes:
+        lines += ["", "Translation notes:", ""]
+        lines += [f"- {note}" for note in dict.fromkeys(notes)]
+    return lines
 
 
 def _cell(text: Any) -> str:

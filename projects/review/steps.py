@@ -188,6 +188,9 @@ def _commit(session_id: uuid.UUID, run_id: str, attempt: int, stage: str, outcom
         _store_candidates(session, source, outcome)
         key = "search" if stage == Stage.SEARCH else "citations"
         session.identification = {**session.identification, key: outcome.identification}
+        if outcome.searches:
+            logged = [{"round": session.round, **entry} for entry in outcome.searches]
+            session.search_log = [*(session.search_log or []), *logged]
         if stage == Stage.EXPAND and not outcome.candidates:
             review_complete(session)
             session.save()

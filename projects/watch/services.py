@@ -33,11 +33,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core.errors import InvalidInput, NotFound
+from engines import search_strings
 from engines.base import SEARCH, SearchRequest
 from engines.open_access import papers_find_and_attach
 from engines.registry import LOCAL_ENGINE
-from engines.runner import EngineCall
-from engines.services import engine_ids_known, engine_ids_resolve
+from engines.services import engine_ids_known, engine_ids_resolve, engine_searches
 from papers.models import Paper, PaperIdentifier
 from papers.scoping import client_project_ids, effective_scope, project_ids_for
 from papers.search.local import local_search, search_filters_build
@@ -113,6 +113,8 @@ def saved_search_save(
         raise InvalidInput("name cannot contain '/'.", field="name")
     if not query or len(query) > settings.MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be 1-{settings.MAX_QUERY_CHARS} characters.", field="query")
+    if search_strings.is_search_string(query):
+        search_strings.parse(query)  # a malformed one is refused now, not at every run
     if schedule not in SavedSearch.Schedule.values:
         choices = ", ".join(SavedSearch.Schedule.values)
         raise InvalidInput(f"schedule must be one of {choices}.", field="schedule")
@@ -227,15 +229,20 @@ def saved_search_run(
 def _run(search: SavedSearch, run: SavedSearchRun) -> None:
     engine_list = list(search.engines) or engine_ids_resolve(None, operation=SEARCH)
     request = SearchRequest(query=search.query, max_results=search.max_results)
-    # Fresh: a cached answer (24 h) would hide what appeared since the last run.
-    calls = [EngineCall.search(e, request, fresh=True) for e in engine_list if e != LOCAL_ENGINE]
-    applied = search_filters_build(payload=search.filters)
+    # Fresh: a cached answer (24 h) would hide what appeared since the last run. A search
+    # string reaches each engine in its own dialect (engines/search_strings.py).
+    searches = engine_searches(engine_ids=engine_list, request=request, fresh=True)
+    local_from, local_to = searches.local_dates
+    applied = search_filters_build(payload=search.filters, date_from=local_from, date_to=local_to)
 
     def local() -> SearchPage:
-        return local_search(query=search.query, filters=applied, limit=search.max_results)
+        return local_search(query=searches.local_query, filters=applied, limit=search.max_results)
 
     result = engines_search(
-        calls=calls, local=local if LOCAL_ENGINE in engine_list else None, save=True
+        calls=searches.calls,
+        local=local if LOCAL_ENGINE in engine_list else None,
+        save=True,
+        refused=searches.refused,
     )
     found_ids = list(
         dict.fromkeys(entry["paper_id"] for entry in result.results if entry.get("paper_id"))

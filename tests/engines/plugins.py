@@ -21,7 +21,7 @@ import httpx
 
 from engines.base import (
     AUTHOR, CITING, DETAILS, SEARCH, BaseSearchEngine, EngineError, EngineTimeout,
-    PaperNotFoundAtSource, RateLimited, TransientEngineError,
+    PaperNotFoundAtSource, RateLimited, SearchResults, TransientEngineError,
 )
 from papers.schemas import PaperRecord
 
@@ -38,6 +38,7 @@ class TestEngine(BaseSearchEngine):
     rate_limit = {rate_limit!r}
     cache_ttl = {cache_ttl!r}
     timeout = {timeout!r}
+    query_dialect = {query_dialect!r}
 
     def _get(self, path, **params):
         try:
@@ -71,7 +72,13 @@ class TestEngine(BaseSearchEngine):
         return [PaperRecord.build(source=self.id, **item) for item in items]
 
     def search(self, request):
-        return self._records(self._get("/search", q=request.query, n=request.max_results))
+        found = self._get(
+            "/search", q=request.query, n=request.max_results,
+            date_from=request.date_from or "", date_to=request.date_to or "",
+        )
+        if isinstance(found, dict):  # {{"results": [...], "total": n}}: the source's total
+            return SearchResults(self._records(found["results"]), total=found["total"])
+        return self._records(found)
 
     def search_by_author(self, author, request):
         return self._records(self._get("/author", name=author))
@@ -93,6 +100,7 @@ def write_plugin(
     rate_limit: str = "1000/second",
     cache_ttl: int = 0,
     timeout: float = 5.0,
+    query_dialect: str = "plain",
 ) -> Path:
     """Write `<directory>/<engine_id>.py`; returns its path."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -104,6 +112,7 @@ def write_plugin(
         rate_limit=rate_limit,
         cache_ttl=cache_ttl,
         timeout=timeout,
+        query_dialect=query_dialect,
     )
     path.write_text(textwrap.dedent(source))
     return path

@@ -58,6 +58,7 @@ def test_search_maps_recorded_items_to_records(crossref, engine):
 
     records = engine.search(SearchRequest("ecology", max_results=10))
 
+    assert records.total == 1155  # message.total-results, the search log's total
     assert [r.doi for r in records] == ["10.1111/ele.14024", "10.1111/ele.13085"]
     trap, noise = records
     assert trap.title == "The forecast trap"

@@ -89,6 +89,7 @@ def test_search_parses_recorded_organic_results(serpapi, engine):
     records = engine.search(SearchRequest("math", max_results=20))
 
     assert len(records) == 20
+    assert records.total == 7_340_000  # search_information.total_results: the search log's
     nosek = records[0]
     assert nosek.title == "Math= male, me= female, therefore math≠ me."
     # Scholar's summary names both authors; only Nosek has a profile (structured author).

@@ -48,6 +48,7 @@ def test_search_maps_recorded_works_to_records(openalex, engine):
 
     records = engine.search(SearchRequest("open access", max_results=10))
 
+    assert records.total == 2  # meta.count, the search log's total
     assert [r.title for r in records] == [
         "The state of OA: a large-scale analysis of the prevalence and impact of Open Access "
         "articles",

@@ -51,6 +51,7 @@ def test_search_maps_recorded_papers_to_records(s2, engine):
 
     records = engine.search(SearchRequest("turing", max_results=10))
 
+    assert records.total == 70499  # the answer's total, the search log's
     turing, cell = records
     assert turing.title == "Computing Machinery and Intelligence"
     assert [a.name for a in turing.authors] == ["A. Turing"]
@@ -109,7 +110,8 @@ def test_search_sends_fields_paging_and_filters(s2, engine):
 def test_search_without_hits_is_empty_not_an_error(s2, engine):
     s2.add(f"{API}/paper/search", Reply(200, recorded("search_empty.json")))
 
-    assert engine.search(SearchRequest("n0 r3sult s3arch t3rm")) == []
+    found = engine.search(SearchRequest("n0 r3sult s3arch t3rm"))
+    assert found == [] and found.total == 0
 
 
 def test_answer_with_garbled_data_is_an_error(s2, engine):
