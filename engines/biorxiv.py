@@ -31,6 +31,7 @@ from engines.base import (
     EngineError,
     PaperNotFoundAtSource,
     SearchRequest,
+    SearchResults,
 )
 from papers.identifiers import normalize_doi
 from papers.schemas import PaperRecord
@@ -136,7 +137,10 @@ class BiorxivEngine(BaseSearchEngine):
             request,
             name=f"Europe PMC (searching {self.name})",
         )
-        return [dataclasses.replace(record, source=self.id) for record in records]
+        return SearchResults(
+            [dataclasses.replace(record, source=self.id) for record in records],
+            total=getattr(records, "total", None),
+        )
 
     # --- parsing -----------------------------------------------------------------------------
 

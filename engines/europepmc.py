@@ -41,7 +41,9 @@ from engines.base import (
     PaperNotFoundAtSource,
     PaperRef,
     SearchRequest,
+    SearchResults,
     UnsupportedOperation,
+    reported_total,
 )
 from engines.ratelimit import acquire
 from papers.identifiers import (
@@ -273,7 +275,8 @@ def search_records(
             cursor = following
         offset -= pages * MAX_PAGE_SIZE
     data = _search(engine, query, min(MAX_PAGE_SIZE, offset + count), cursor, "core", name)
-    return _records(_results(data, name or engine.name)[offset:])[:count]
+    records = _records(_results(data, name or engine.name)[offset:])[:count]
+    return SearchResults(records, total=reported_total(data.get("hitCount")))
 
 
 def search_page(

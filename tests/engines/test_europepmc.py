@@ -57,6 +57,7 @@ def test_search_keeps_europe_pmcs_relevance_order_and_maps_core_records(epmc, en
 
     assert [r.identifiers["pmid"] for r in records[:5]] == FIRST_PMIDS
     assert len(records) == 25
+    assert records.total == 5059039  # hitCount, for the search log
     assert sent(epmc) == {
         "query": "cancer",
         "format": "json",
