@@ -16,6 +16,7 @@ from engines.base import (
     PaperRef,
     RateLimited,
     SearchRequest,
+    SearchResults,
     TransientEngineError,
     UnsupportedOperation,
 )
@@ -57,7 +58,9 @@ def test_search_keeps_europe_pmcs_relevance_order_and_maps_core_records(epmc, en
 
     assert [r.identifiers["pmid"] for r in records[:5]] == FIRST_PMIDS
     assert len(records) == 25
-    assert records.total == 5059039  # hitCount, for the search log
+    assert (
+        isinstance(records, SearchResults) and records.total == 5059039
+    )  # hitCount, for the search log
     assert sent(epmc) == {
         "query": "cancer",
         "format": "json",

@@ -17,6 +17,7 @@ from engines.base import (
     PaperNotFoundAtSource,
     RateLimited,
     SearchRequest,
+    SearchResults,
     TransientEngineError,
     UnsupportedOperation,
 )
@@ -90,7 +91,9 @@ def test_a_search_sends_the_query_as_typed_then_fetches_the_page_from_the_histor
     assert (fetch["WebEnv"], fetch["query_key"]) == ("MCID_6927d6e7fee3e90f880ec190", "1")
     assert (fetch["retstart"], fetch["retmax"], fetch["retmode"]) == ("40", "20", "xml")
     assert [r.identifiers["pmid"] for r in records] == ["27797938"]
-    assert records.total == 42249  # ESearch's Count, for the search log
+    assert (
+        isinstance(records, SearchResults) and records.total == 42249
+    )  # ESearch's Count, for the search log
 
 
 def test_a_record_keeps_labelled_sections_mesh_publication_types_and_identifiers(
