@@ -207,13 +207,22 @@ class SearchRequest:
 
 
 class SearchResults(list[PaperRecord]):
-    """What `search` may return instead of a plain list: the records and the number of
+    """What `search` may return instead of a plain list: the records, the number of
     matches the source reported in all (`total`, None when it does not say), which the
-    search log shows beside the count returned."""
+    search log shows beside the count returned, and `sent`, the query exactly as the source
+    received it when the engine added to it (a date clause, a source restriction), so the
+    log records what was searched, not what was asked."""
 
-    def __init__(self, records: Iterable[PaperRecord] = (), *, total: int | None = None) -> None:
+    def __init__(
+        self,
+        records: Iterable[PaperRecord] = (),
+        *,
+        total: int | None = None,
+        sent: str | None = None,
+    ) -> None:
         super().__init__(records)
         self.total = total
+        self.sent = sent
 
 
 def reported_total(value: Any) -> int | None:

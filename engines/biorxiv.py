@@ -140,6 +140,7 @@ class BiorxivEngine(BaseSearchEngine):
         return SearchResults(
             [dataclasses.replace(record, source=self.id) for record in records],
             total=getattr(records, "total", None),
+            sent=getattr(records, "sent", None),
         )
 
     # --- parsing -----------------------------------------------------------------------------

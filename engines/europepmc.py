@@ -276,7 +276,7 @@ def search_records(
         offset -= pages * MAX_PAGE_SIZE
     data = _search(engine, query, min(MAX_PAGE_SIZE, offset + count), cursor, "core", name)
     records = _records(_results(data, name or engine.name)[offset:])[:count]
-    return SearchResults(records, total=reported_total(data.get("hitCount")))
+    return SearchResults(records, total=reported_total(data.get("hitCount")), sent=query)
 
 
 def search_page(

@@ -193,6 +193,8 @@ class EngineOutcome:
     # and, for a search, the matches it reported in all (None: it did not say).
     answered_at: str = ""
     total: int | None = None
+    # For a search, the query as the source received it, when the engine added to it.
+    sent: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome:
@@ -293,6 +295,7 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
         return {
             "records": [record_as_dict(record) for record in found],
             "total": int(total) if total is not None else None,
+            "sent": getattr(found, "sent", None),
         }
     if operation == AUTHOR:
         request = SearchRequest.from_dict(arguments["request"])
@@ -326,7 +329,7 @@ def _answered(operation: str, answer: Any) -> dict[str, Any]:
     search, the source's total."""
     values: dict[str, Any] = {"answered_at": datetime.now(UTC).isoformat(timespec="seconds")}
     if operation == SEARCH:
-        values.update(result=answer["records"], total=answer["total"])
+        values.update(result=answer["records"], total=answer["total"], sent=answer.get("sent"))
     else:
         values["result"] = answer
     return values

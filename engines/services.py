@@ -279,10 +279,15 @@ def _search_log(call: EngineCall, outcome: EngineOutcome, started_at: str) -> di
     """A search's entry in the search log: the query the engine was sent, when (the time
     the source answered: for a cached answer, when it was fetched; else when the search
     started) and the total it reported."""
+    request = call.arguments["request"]
     entry: dict[str, Any] = {
-        "query_sent": call.arguments["request"]["query"],
+        "query_sent": outcome.sent or request["query"],
         "searched_at": outcome.answered_at or started_at,
     }
+    # Dates a source takes apart from the query (parameters, or a clause already in `sent`).
+    for bound in ("date_from", "date_to"):
+        if request.get(bound):
+            entry[bound] = request[bound]
     if outcome.ok and outcome.total is not None:
         entry["total"] = outcome.total
     return entry

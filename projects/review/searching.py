@@ -115,7 +115,10 @@ def search_gather(*, plan: Plan, max_results: int, keep_going: Callable[[], bool
 
 
 # What a search-log entry keeps of an engine's status.
-LOG_FIELDS = ("query_sent", "searched_at", "count", "total", "status", "reason", "message")
+LOG_FIELDS = (
+    "query_sent", "date_from", "date_to", "searched_at", "count", "total", "status", "reason",
+    "message",
+)  # fmt: skip
 
 
 def search_log_entries(
