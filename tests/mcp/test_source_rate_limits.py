@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx as httpx2
+import httpx2
 import mcp
 import pytest
 from mcp.client.streamable_http import streamable_http_client
