@@ -328,13 +328,15 @@ def _save_and_merge(
         found_by.setdefault(paper_id, []).append(LOCAL_ENGINE)
         order.append(paper_id)
     external_rank: dict[int, tuple[int, str, PaperRecord]] = {}
+    source_ranks: dict[int, dict[str, int]] = {}
     for (rank, _, engine, record), paper_id in zip(ranked, saved_ids, strict=True):
         engines = found_by.setdefault(paper_id, [])
         if engine not in engines:
             engines.append(engine)
+        source_ranks.setdefault(paper_id, {}).setdefault(engine, rank + 1)
         if paper_id not in local_entry and paper_id not in external_rank:
             external_rank[paper_id] = (rank, engine, record)
-            order.append(paper_id)
+    order += fused_order(list(external_rank), source_ranks)
 
     # Local hits already carry their record; only papers the engines found are read here.
     # A client scoped to collections sees the engine's record, not the library's, for a
@@ -360,9 +362,28 @@ def _save_and_merge(
         entry["engines"] = found_by[paper_id]
         if paper_id in external_rank:
             entry["rank"] = external_rank[paper_id][0] + 1
+            if len(source_ranks[paper_id]) > 1:  # each source's own rank, kept
+                entry["ranks"] = source_ranks[paper_id]
         entries.append(entry)
     created = outcome.created if outcome else 0
     return entries, created
+
+
+# Reciprocal-rank fusion's constant (Cormack et al. 2009), as the review's ranking uses.
+FUSION_K = 60
+
+
+def fused_order(paper_ids: list[int], source_ranks: dict[int, dict[str, int]]) -> list[int]:
+    """Papers the engines found, by relevance across sources: reciprocal-rank fusion of
+    each source's own relevance rank, so a work several sources rank high comes first and
+    no source's date order decides; ties keep the interleaved order (`paper_ids`)."""
+    position = {paper_id: index for index, paper_id in enumerate(paper_ids)}
+
+    def fused(paper_id: int) -> tuple[float, int]:
+        score = sum(1 / (FUSION_K + rank) for rank in source_ranks[paper_id].values())
+        return -score, position[paper_id]
+
+    return sorted(paper_ids, key=fused)
 
 
 def _brief_with_links(paper: Paper) -> dict[str, Any]:

@@ -46,3 +46,15 @@ def test_a_search_naming_no_engine_asks_the_default_set(settings: Any) -> None:
 def test_engines_default_setting_replaces_the_engines_own_choice(settings: Any) -> None:
     settings.ENGINES_DEFAULT = ["field", "other"]
     assert services.engine_ids_resolve(None, operation=SEARCH) == [LOCAL_ENGINE, "field", "other"]
+
+
+def test_results_of_several_sources_are_ordered_by_fused_relevance() -> None:
+    # paper 1: first on one source; paper 2: second on two sources; 3 and 4: one source each
+    ranks = {1: {"pubmed": 1}, 2: {"pubmed": 2, "europepmc": 2}, 3: {"europepmc": 1},
+             4: {"europepmc": 3}}  # fmt: skip
+    interleaved = [1, 3, 2, 4]  # by rank, then engine order: what the answer showed before
+    # 2 is ranked high by both sources: it comes first; the rest keep their order
+    assert services.fused_order(interleaved, ranks) == [2, 1, 3, 4]
+    # one source alone: its own relevance order, untouched
+    single = {paper: {"pubmed": rank} for rank, paper in enumerate([7, 5, 6], start=1)}
+    assert services.fused_order([7, 5, 6], single) == [7, 5, 6]
