@@ -84,7 +84,8 @@ class CategoryListing(BaseModel):
         "Search the library and external engines in parallel; `engines` gives each "
         "one's status. Found papers are kept in the library, so every result has a "
         "paper_id. engines='local' is fast and offline; external engines cost seconds. "
-        "filters, rerank and offset apply to the library."
+        "filters, rerank and offset apply to the library. PubMed-style search strings "
+        "(asthma[tiab] AND 2020:2024[dp]) are translated for each engine."
     ),
     annotations=SEARCH_AND_KEEP,
     saves_results=True,
