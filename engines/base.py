@@ -14,7 +14,8 @@ docs/ENGINES.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -223,6 +224,24 @@ class SearchResults(list[PaperRecord]):
         super().__init__(records)
         self.total = total
         self.sent = sent
+
+
+def records_of(
+    items: Iterable[Any], parse: Callable[[Any], PaperRecord | None], *, source: str
+) -> list[PaperRecord]:
+    """The records of a source's result list, `parse` turning each item into one (None: not
+    a paper). One unusable item is logged and skipped, not fatal: a page of twenty is not
+    lost to one malformed entry."""
+    records = []
+    for item in items:
+        try:
+            record = parse(item)
+        except EngineError as exc:
+            logging.getLogger(__name__).warning("Skipping a %s result: %s", source, exc.message)
+            continue
+        if record is not None:
+            records.append(record)
+    return records
 
 
 def reported_total(value: Any) -> int | None:

@@ -8,7 +8,6 @@ abstracts, BibTeX for any DOI, but no subject filter and no open list of citing 
 from __future__ import annotations
 
 import html
-import logging
 import re
 from typing import Any
 
@@ -30,12 +29,11 @@ from engines.base import (
     SearchRequest,
     SearchResults,
     UnsupportedOperation,
+    records_of,
     reported_total,
 )
 from papers.identifiers import normalize_doi
 from papers.schemas import PaperRecord
-
-logger = logging.getLogger(__name__)
 
 MAX_ROWS = 1000
 # DOIs per update-notice request: 50 filter values keep the URL near 2 KB.
@@ -284,17 +282,9 @@ def _doi(paper_id: str) -> str:
 
 
 def _records(items: list[Any]) -> list[PaperRecord]:
-    """Records of a result list; one unusable work is logged and skipped, not fatal."""
-    records = []
-    for item in items:
-        try:
-            record = _record(item) if isinstance(item, dict) else None
-        except EngineError as exc:
-            logger.warning("Skipping a Crossref result: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+    return records_of(
+        items, lambda i: _record(i) if isinstance(i, dict) else None, source="Crossref"
+    )
 
 
 def _record(item: dict[str, Any]) -> PaperRecord | None:

@@ -16,7 +16,6 @@ answers 429 with a Retry-After, which the runner honours (RateLimited).
 from __future__ import annotations
 
 import html
-import logging
 import re
 import xml.etree.ElementTree as ElementTree
 from typing import Any
@@ -34,11 +33,10 @@ from engines.base import (
     EngineError,
     SearchRequest,
     UnsupportedOperation,
+    records_of,
 )
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
-
-logger = logging.getLogger(__name__)
 
 # The publication search answers at most 1000 hits a request.
 MAX_HITS = 1000
@@ -231,17 +229,7 @@ def _hits(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _records(items: list[Any], parse: Any) -> list[PaperRecord]:
-    """Records of a result list; one unusable item is logged and skipped, not fatal."""
-    records = []
-    for item in items:
-        try:
-            record = parse(item)
-        except EngineError as exc:
-            logger.warning("Skipping a DBLP result: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+    return records_of(items, parse, source="DBLP")
 
 
 def _display_name(name: str) -> str:

@@ -43,6 +43,7 @@ from engines.base import (
     SearchRequest,
     SearchResults,
     UnsupportedOperation,
+    records_of,
     reported_total,
 )
 from engines.ratelimit import acquire
@@ -352,17 +353,9 @@ def take_shared_turn() -> None:
 
 
 def _records(results: list[Any]) -> list[PaperRecord]:
-    """Records of a result list; one unusable result is logged and skipped, not fatal."""
-    records = []
-    for item in results:
-        try:
-            record = record_of(item) if isinstance(item, dict) else None
-        except EngineError as exc:
-            logger.warning("Skipping a Europe PMC result: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+    return records_of(
+        results, lambda i: record_of(i) if isinstance(i, dict) else None, source="Europe PMC"
+    )
 
 
 def record_of(item: dict[str, Any], *, source: str = "europepmc") -> PaperRecord | None:

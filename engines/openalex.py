@@ -10,7 +10,6 @@ module): its record mapping follows OpenAlex's work format.
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -33,12 +32,11 @@ from engines.base import (
     PaperRef,
     SearchRequest,
     SearchResults,
+    records_of,
     reported_total,
 )
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
-
-logger = logging.getLogger(__name__)
 
 MAX_PER_PAGE = 200
 # DOIs per `doi:a|b|...` filter: OpenAlex takes up to 50 values in one OR filter.
@@ -391,17 +389,9 @@ def _short_id(value: object) -> str:
 
 
 def _records(works: list[Any]) -> list[PaperRecord]:
-    """Records of a result list; one unusable work is logged and skipped, not fatal."""
-    records = []
-    for work in works:
-        try:
-            record = _record(work) if isinstance(work, dict) else None
-        except EngineError as exc:
-            logger.warning("Skipping an OpenAlex result: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+    return records_of(
+        works, lambda w: _record(w) if isinstance(w, dict) else None, source="OpenAlex"
+    )
 
 
 def _record(work: dict[str, Any]) -> PaperRecord | None:

@@ -16,7 +16,6 @@ one request a second is what its own client paces to when it is told to slow dow
 
 from __future__ import annotations
 
-import logging
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -35,11 +34,10 @@ from engines.base import (
     SearchRequest,
     TransientEngineError,
     UnsupportedOperation,
+    records_of,
 )
 from papers.identifiers import normalize_openreview_id
 from papers.schemas import PaperRecord
-
-logger = logging.getLogger(__name__)
 
 SITE = "https://openreview.net"
 # /notes and /notes/search answer at most 1000 notes a request.
@@ -196,18 +194,12 @@ def _notes(data: dict[str, Any]) -> list[dict[str, Any]]:
 def _records(notes: list[dict[str, Any]]) -> list[PaperRecord]:
     """Records of the papers among `notes` (replies are skipped); one unusable note is
     logged and skipped, not fatal."""
-    records = []
-    for note in notes:
-        if note.get("forum") and note.get("id") and note["forum"] != note["id"]:
-            continue  # a review, comment or decision, not a paper
-        try:
-            record = _record(note)
-        except EngineError as exc:
-            logger.warning("Skipping an OpenReview note: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+    papers = [  # a review, comment or decision replies to its forum: not a paper
+        note
+        for note in notes
+        if not (note.get("forum") and note.get("id") and note["forum"] != note["id"])
+    ]
+    return records_of(papers, _record, source="OpenReview")
 
 
 def _value(content: dict[str, Any], name: str) -> Any:

@@ -8,7 +8,6 @@ study.
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -30,13 +29,12 @@ from engines.base import (
     PaperRef,
     SearchRequest,
     SearchResults,
+    records_of,
     reported_total,
 )
 from papers.acl import anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi
 from papers.schemas import PaperRecord
-
-logger = logging.getLogger(__name__)
 
 PAPER_FIELDS = ",".join(
     (
@@ -323,16 +321,9 @@ def _in_dates(record: PaperRecord, request: SearchRequest) -> bool:
 def _records(items: object, limit: int) -> list[PaperRecord]:
     if not isinstance(items, list):
         raise EngineError("Semantic Scholar answered without a list of papers.")
-    records = []
-    for item in items:
-        try:
-            record = _record(item) if isinstance(item, dict) else None
-        except EngineError as exc:  # one unusable paper is skipped, not fatal
-            logger.warning("Skipping a Semantic Scholar result: %s", exc.message)
-            continue
-        if record is not None:
-            records.append(record)
-    return records[:limit]
+    return records_of(
+        items, lambda i: _record(i) if isinstance(i, dict) else None, source="Semantic Scholar"
+    )[:limit]
 
 
 def _record(paper: dict[str, Any]) -> PaperRecord | None:
