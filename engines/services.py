@@ -20,7 +20,7 @@ from django.conf import settings
 
 from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines import query_dialects, search_strings
-from engines.base import SEARCH, BaseSearchEngine, EngineError, PaperRef, SearchRequest
+from engines.base import AUTHOR, SEARCH, BaseSearchEngine, EngineError, PaperRef, SearchRequest
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
@@ -246,6 +246,8 @@ def engines_search(
         statuses[outcome.engine] = _status(outcome)
         if call.operation == SEARCH:
             statuses[outcome.engine] |= _search_log(call, outcome, started_at)
+        elif call.operation == AUTHOR and (match := _author_match(outcome)):
+            statuses[outcome.engine]["author_match"] = match
     for outcome in refused:
         statuses[outcome.engine] = _status(outcome)
 
@@ -291,6 +293,19 @@ def _search_log(call: EngineCall, outcome: EngineOutcome, started_at: str) -> di
     if outcome.ok and outcome.total is not None:
         entry["total"] = outcome.total
     return entry
+
+
+def _author_match(outcome: EngineOutcome) -> dict[str, Any] | None:
+    """The person an engine took the author's name for (DBLP, OpenAlex and Semantic Scholar
+    return the papers of the one person their own author search ranks first: a common or
+    misspelt name may be someone else), or None when it says nothing of it."""
+    records = outcome.result if outcome.ok and isinstance(outcome.result, list) else []
+    for values in records:
+        metadata = values.get("metadata") if isinstance(values, dict) else None
+        match = metadata.get("author_match") if isinstance(metadata, dict) else None
+        if isinstance(match, dict):
+            return {key: value for key, value in match.items() if value not in ("", None, [])}
+    return None
 
 
 def _status(outcome: EngineOutcome) -> dict[str, Any]:
