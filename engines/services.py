@@ -16,15 +16,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
-
 from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines import query_dialects, search_strings
-from engines.base import AUTHOR, SEARCH, BaseSearchEngine, EngineError, PaperRef, SearchRequest
+from engines.base import AUTHOR, SEARCH, EngineError, PaperRef, SearchRequest
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
-from engines.selectors import engines_known_down
+from engines.selectors import engines_known_down, in_default
 from papers.acl import anthology_id, anthology_page_url, anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi, reference_identifier
 from papers.models import Paper
@@ -45,13 +43,6 @@ class EngineSearchResult:
     notes: list[str] = field(default_factory=list)
     saved: int = 0
     local_page: SearchPage | None = None
-
-
-def in_default(engine: BaseSearchEngine) -> bool:
-    """Whether a search that names no engines asks this one: ENGINES_DEFAULT when set,
-    else the engine's own `in_default_search`."""
-    chosen = settings.ENGINES_DEFAULT
-    return engine.id in chosen if chosen else engine.in_default_search
 
 
 def engines_available(*, operation: str) -> list[str]:
