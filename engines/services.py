@@ -444,6 +444,15 @@ def outcomes_by_engine(outcomes: list[EngineOutcome]) -> dict[str, EngineOutcome
 
 _OPENALEX_ID = re.compile(r"(?:openalex\.org/)?\b(W\d{4,})\b", re.IGNORECASE)
 _S2_ID = re.compile(r"semanticscholar\.org/paper/(?:[^/]+/)?([0-9a-f]{40})\b", re.IGNORECASE)
+# A bioRxiv / medRxiv page or PDF: the preprint's DOI, then its version and page kind.
+_PREPRINT_PAGE = re.compile(
+    r"^https?://(?:www\.)?(?:biorxiv|medrxiv)\.org/content/(10\.(?:1101|64898)/[\d.]+?)"
+    r"(?:v\d+)?(?:\.full(?:\.pdf)?|\.full-text|\.abstract|\.article-info|\.supplementary-material)?"
+    r"/?(?:[?#]\S*)?$",
+    re.IGNORECASE,
+)
+# The preprint servers' DOIs (Cold Spring Harbor's prefixes): their own details API knows them.
+PREPRINT_DOI_PREFIXES = ("10.1101/", "10.64898/")
 
 
 # The engines that describe a paper by a PubMed, PubMed Central or OpenReview id, and the id
@@ -477,10 +486,12 @@ class ParsedIdentifier:
                 EngineCall.details("semantic_scholar", f"ARXIV:{self.value}"),
             ]
         if self.kind == "doi":
+            preprint = self.value.startswith(PREPRINT_DOI_PREFIXES)
             return [
                 EngineCall.details("crossref", self.value),
                 EngineCall.details("openalex", f"doi:{self.value}"),
                 EngineCall.details("semantic_scholar", f"DOI:{self.value}"),
+                *(EngineCall.details(e, self.value) for e in ("biorxiv", "medrxiv") if preprint),
             ]
         if self.kind == "openalex":
             return [EngineCall.details("openalex", self.value)]
@@ -491,12 +502,13 @@ class ParsedIdentifier:
 
 def identifier_parse(identifier: str) -> ParsedIdentifier:
     """A DOI, arXiv id, ACL Anthology id, OpenAlex work id or a URL holding one of them
-    (doi.org, arxiv.org, aclanthology.org, openalex.org, semanticscholar.org). InvalidInput
-    says what is accepted."""
+    (doi.org, arxiv.org, aclanthology.org, openalex.org, semanticscholar.org, a bioRxiv or
+    medRxiv page). InvalidInput says what is accepted."""
     text = identifier.strip()
     if not text:
         raise InvalidInput("identifier is empty.", field="identifier")
-    doi = normalize_doi(text)
+    page = _PREPRINT_PAGE.match(text)
+    doi = normalize_doi(page.group(1) if page else text)
     if doi:
         try:  # what no real DOI holds, and would choose an engine's URL path
             path_segment(doi, what="DOI")
@@ -523,7 +535,7 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         "(2106.01234 or hep-th/9901001), a PMID (pmid:31452104), a PMCID (PMC6739224), an "
         "OpenReview id (openreview:<id>), an ACL Anthology id (2020.acl-main.1 or P18-1001), "
         "an OpenAlex work id (W...), or a doi.org, arxiv.org, pubmed, PMC, openreview.net, "
-        "aclanthology.org, openalex.org or semanticscholar.org URL.",
+        "aclanthology.org, openalex.org, semanticscholar.org, biorxiv.org or medrxiv.org URL.",
         field="identifier",
     )
 
