@@ -82,8 +82,8 @@ class DblpEngine(BaseSearchEngine):
     in_default_search = False  # a field's own source: asked when named (docs/ENGINES.md)
     operations = frozenset({SEARCH, AUTHOR, DETAILS})
     rate_limit = "1/second"
-    # Words (prefix-matched), no field syntax passed on.
-    query_dialect = "plain"
+    # Words (prefix-matched, AND-ed) and `a|b` for OR; no fields (engines/query_dialects.py).
+    query_dialect = "dblp"
 
     def probe_url(self) -> str:
         return str(settings.DBLP_API_URL)

@@ -35,7 +35,9 @@ from engines.search_strings import (
 # A word that needs no quotes in any dialect (letters, digits, a truncation star).
 _PLAIN_WORD_RE = re.compile(r"[\w*]+", re.UNICODE)
 # The dialects `translate` knows (engines set theirs as `query_dialect`).
-DIALECTS = ("pubmed", "europepmc", "arxiv", "google_scholar", "openalex", "local", "plain")
+DIALECTS = (
+    "pubmed", "europepmc", "arxiv", "google_scholar", "openalex", "dblp", "local", "plain",
+)  # fmt: skip
 
 
 class Untranslatable(Exception):
@@ -373,6 +375,53 @@ def _local(search: SearchString, losses: _Losses) -> tuple[str, bool]:
     return _bare(walk(search.node)), False
 
 
+# --- DBLP -------------------------------------------------------------------------------------
+
+
+def _dblp(search: SearchString, losses: _Losses) -> tuple[str, bool]:
+    """DBLP requires every word of its query (space-separated), reads `a|b` as an OR of
+    words and matches each word as a prefix, so truncation is kept (`transl*` is `transl`).
+    It has no fields, phrases, parentheses or NOT: a phrase is its words, an OR of phrases
+    or groups is an OR of all their words (broader, noted) and NOT parts are left out.
+    Sending an OR group as plain words would have DBLP require them all."""
+
+    def clause(node: Clause, *, in_or: bool = False) -> list[str]:
+        if node.field in VOCABULARY_FIELDS:
+            losses.lose(_vocabulary_lost("DBLP", node))
+        elif node.field == "au":
+            losses.lose(f"DBLP's search has no author field: {node.text}[au] searched as words")
+        elif node.field is not None:
+            losses.note("DBLP has no fields: field tags dropped (words searched in all fields)")
+        if node.quoted and len(node.words) > 1 and not in_or:
+            losses.note(f"DBLP has no phrases: '{node.text}' searched as words")
+        return [word.rstrip("*") for word in node.words]
+
+    def words_of(node: Node) -> list[str]:  # an OR group's words, its note said once
+        if isinstance(node, Clause):
+            return clause(node, in_or=True)
+        if isinstance(node, Not):
+            losses.lose("DBLP has no NOT: NOT parts left out")
+            return words_of(node.include)
+        return [word for child in node.children for word in words_of(child)]
+
+    def walk(node: Node) -> str:
+        if isinstance(node, Clause):
+            return " ".join(clause(node))
+        if isinstance(node, Or):
+            if not all(isinstance(c, Clause) and len(c.words) == 1 for c in node.children):
+                losses.note(
+                    "DBLP ORs single words only: an OR of phrases or groups searched as an "
+                    "OR of all their words"
+                )
+            return "|".join(dict.fromkeys(words_of(node)))
+        if isinstance(node, Not):
+            losses.lose("DBLP has no NOT: NOT parts left out")
+            return walk(node.include)
+        return " ".join(walk(child) for child in node.children)
+
+    return walk(search.node), False
+
+
 # --- keywords only --------------------------------------------------------------------------
 
 
@@ -413,6 +462,7 @@ _RENDERERS = {
     "arxiv": _arxiv,
     "google_scholar": _scholar,
     "openalex": _openalex,
+    "dblp": _dblp,
     "local": _local,
     "plain": _plain,
 }

@@ -8,7 +8,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
 from engines import breaker, cache, ratelimit
+from engines.base import BaseSearchEngine
 from engines.probe import probe_reasons
 from engines.registry import LOCAL_ENGINE, registry
 from engines.runner import EngineCall, run_calls
@@ -26,6 +29,13 @@ LOCAL_DESCRIPTION = {
 }
 
 
+def in_default(engine: BaseSearchEngine) -> bool:
+    """Whether a search that names no engines asks this one: ENGINES_DEFAULT when set,
+    else the engine's own `in_default_search`."""
+    chosen = settings.ENGINES_DEFAULT
+    return engine.id in chosen if chosen else engine.in_default_search
+
+
 def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]:
     """Every engine with availability (and why not), operations, breaker, rate-limit state
     and cache hit rate; plus plugin load errors.
@@ -35,7 +45,8 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
     comes), its key was rejected or its quota ran out (until when, if the source said),
     or, with `probe`, a connection to its source cannot be opened (engines/probe.py: no
     request is sent; answers are kept a minute) or the source refuses the key or account
-    (`key_check`: SerpApi's free account endpoint, answers kept ten minutes)."""
+    (`key_check`: SerpApi's free account endpoint, answers kept ten minutes). An engine a
+    search asks only when named (`in_default`) says `in_default_search: false`."""
     if refresh:
         registry.refresh()
     found = registry.engines()
@@ -61,6 +72,7 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
                 **engine.describe(),
                 "is_available": not reason,
                 **({"unavailable_reason": reason} if reason else {}),
+                **({} if in_default(engine) else {"in_default_search": False}),
                 "breaker": health[engine.id].as_dict(),
                 "rate_limit": ratelimit.state(engine).as_dict(),
                 "cache": {"ttl_seconds": cache.ttl_for(engine), **cache.stats(engine.id)},

@@ -16,15 +16,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
-
 from core.errors import EngineUnavailable, InvalidInput, NotFound
 from engines import query_dialects, search_strings
-from engines.base import SEARCH, BaseSearchEngine, EngineError, PaperRef, SearchRequest
+from engines.base import AUTHOR, SEARCH, EngineError, PaperRef, SearchRequest
 from engines.http import path_segment
 from engines.registry import BUILTIN_ENGINES, LOCAL_ENGINE, registry
 from engines.runner import EngineCall, EngineOutcome, start_calls
-from engines.selectors import engines_known_down
+from engines.selectors import engines_known_down, in_default
 from papers.acl import anthology_id, anthology_page_url, anthology_pdf_url
 from papers.identifiers import normalize_arxiv_id, normalize_doi, reference_identifier
 from papers.models import Paper
@@ -45,13 +43,6 @@ class EngineSearchResult:
     notes: list[str] = field(default_factory=list)
     saved: int = 0
     local_page: SearchPage | None = None
-
-
-def in_default(engine: BaseSearchEngine) -> bool:
-    """Whether a search that names no engines asks this one: ENGINES_DEFAULT when set,
-    else the engine's own `in_default_search`."""
-    chosen = settings.ENGINES_DEFAULT
-    return engine.id in chosen if chosen else engine.in_default_search
 
 
 def engines_available(*, operation: str) -> list[str]:
@@ -246,6 +237,8 @@ def engines_search(
         statuses[outcome.engine] = _status(outcome)
         if call.operation == SEARCH:
             statuses[outcome.engine] |= _search_log(call, outcome, started_at)
+        elif call.operation == AUTHOR and (match := _author_match(outcome)):
+            statuses[outcome.engine]["author_match"] = match
     for outcome in refused:
         statuses[outcome.engine] = _status(outcome)
 
@@ -291,6 +284,19 @@ def _search_log(call: EngineCall, outcome: EngineOutcome, started_at: str) -> di
     if outcome.ok and outcome.total is not None:
         entry["total"] = outcome.total
     return entry
+
+
+def _author_match(outcome: EngineOutcome) -> dict[str, Any] | None:
+    """The person an engine took the author's name for (DBLP, OpenAlex and Semantic Scholar
+    return the papers of the one person their own author search ranks first: a common or
+    misspelt name may be someone else), or None when it says nothing of it."""
+    records = outcome.result if outcome.ok and isinstance(outcome.result, list) else []
+    for values in records:
+        metadata = values.get("metadata") if isinstance(values, dict) else None
+        match = metadata.get("author_match") if isinstance(metadata, dict) else None
+        if isinstance(match, dict):
+            return {key: value for key, value in match.items() if value not in ("", None, [])}
+    return None
 
 
 def _status(outcome: EngineOutcome) -> dict[str, Any]:
@@ -438,6 +444,15 @@ def outcomes_by_engine(outcomes: list[EngineOutcome]) -> dict[str, EngineOutcome
 
 _OPENALEX_ID = re.compile(r"(?:openalex\.org/)?\b(W\d{4,})\b", re.IGNORECASE)
 _S2_ID = re.compile(r"semanticscholar\.org/paper/(?:[^/]+/)?([0-9a-f]{40})\b", re.IGNORECASE)
+# A bioRxiv / medRxiv page or PDF: the preprint's DOI, then its version and page kind.
+_PREPRINT_PAGE = re.compile(
+    r"^https?://(?:www\.)?(?:biorxiv|medrxiv)\.org/content/(10\.(?:1101|64898)/[\d.]+?)"
+    r"(?:v\d+)?(?:\.full(?:\.pdf)?|\.full-text|\.abstract|\.article-info|\.supplementary-material)?"
+    r"/?(?:[?#]\S*)?$",
+    re.IGNORECASE,
+)
+# The preprint servers' DOIs (Cold Spring Harbor's prefixes): their own details API knows them.
+PREPRINT_DOI_PREFIXES = ("10.1101/", "10.64898/")
 
 
 # The engines that describe a paper by a PubMed, PubMed Central or OpenReview id, and the id
@@ -471,10 +486,12 @@ class ParsedIdentifier:
                 EngineCall.details("semantic_scholar", f"ARXIV:{self.value}"),
             ]
         if self.kind == "doi":
+            preprint = self.value.startswith(PREPRINT_DOI_PREFIXES)
             return [
                 EngineCall.details("crossref", self.value),
                 EngineCall.details("openalex", f"doi:{self.value}"),
                 EngineCall.details("semantic_scholar", f"DOI:{self.value}"),
+                *(EngineCall.details(e, self.value) for e in ("biorxiv", "medrxiv") if preprint),
             ]
         if self.kind == "openalex":
             return [EngineCall.details("openalex", self.value)]
@@ -485,12 +502,13 @@ class ParsedIdentifier:
 
 def identifier_parse(identifier: str) -> ParsedIdentifier:
     """A DOI, arXiv id, ACL Anthology id, OpenAlex work id or a URL holding one of them
-    (doi.org, arxiv.org, aclanthology.org, openalex.org, semanticscholar.org). InvalidInput
-    says what is accepted."""
+    (doi.org, arxiv.org, aclanthology.org, openalex.org, semanticscholar.org, a bioRxiv or
+    medRxiv page). InvalidInput says what is accepted."""
     text = identifier.strip()
     if not text:
         raise InvalidInput("identifier is empty.", field="identifier")
-    doi = normalize_doi(text)
+    page = _PREPRINT_PAGE.match(text)
+    doi = normalize_doi(page.group(1) if page else text)
     if doi:
         try:  # what no real DOI holds, and would choose an engine's URL path
             path_segment(doi, what="DOI")
@@ -517,7 +535,7 @@ def identifier_parse(identifier: str) -> ParsedIdentifier:
         "(2106.01234 or hep-th/9901001), a PMID (pmid:31452104), a PMCID (PMC6739224), an "
         "OpenReview id (openreview:<id>), an ACL Anthology id (2020.acl-main.1 or P18-1001), "
         "an OpenAlex work id (W...), or a doi.org, arxiv.org, pubmed, PMC, openreview.net, "
-        "aclanthology.org, openalex.org or semanticscholar.org URL.",
+        "aclanthology.org, openalex.org, semanticscholar.org, biorxiv.org or medrxiv.org URL.",
         field="identifier",
     )
 

@@ -143,8 +143,12 @@ _PMCID = re.compile(
     r"^(?:pmcid:?\s*)?(?:https?://(?:www\.)?(?:ncbi\.nlm\.nih\.gov/pmc/articles|pmc\.ncbi\.nlm\.nih\.gov/articles|europepmc\.org/(?:abstract/pmc|article/pmc))/)?(PMC\d{1,9})/?$",
     re.IGNORECASE,
 )
+# A forum or PDF link may carry more parameters after the id: the link to a review or
+# comment is forum?id=<paper>&noteId=<note>, one from a console adds &referrer=...
 _OPENREVIEW = re.compile(
-    r"^(?:openreview:\s*|https?://(?:www\.)?openreview\.net/(?:forum|pdf)\?id=)?([A-Za-z0-9_\-]{6,24})$",
+    r"^(?:openreview:\s*([A-Za-z0-9_\-]{6,24})"
+    r"|https?://(?:www\.)?openreview\.net/(?:forum|pdf)\?id=([A-Za-z0-9_\-]{6,24})(?:&\S*)?"
+    r"|([A-Za-z0-9_\-]{6,24}))$",
     re.IGNORECASE,
 )
 # The schemes of PaperIdentifier whose values have one normal form, and that form.
@@ -173,8 +177,8 @@ def normalize_openreview_id(raw: object, *, bare: bool = True) -> str | None:
     match = _OPENREVIEW.match(text)
     if not match:
         return None
-    prefixed = match.group(1) != text
-    return match.group(1) if (prefixed or bare) else None
+    prefixed, linked, plain = match.groups()
+    return prefixed or linked or (plain if bare else None)
 
 
 IDENTIFIER_NORMALIZERS.update(

@@ -39,14 +39,17 @@ __all__ = ["EngineResult", "Engines", "MaxResults", "ProjectTag", "engine_ids", 
 
 DEFAULT_MAX_RESULTS = 5  # a page an agent reads whole
 MaxResults = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE, description="Per engine.")]
+# At most MAX_ENGINES engines is checked by the service, once an 'a,b' string is split: a
+# max_length here would cap the string at MAX_ENGINES characters (and cost schema tokens).
 Engines = Annotated[
-    str | list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
+    Annotated[str, Field(max_length=MAX_ENGINES * 65)]
+    | list[Annotated[str, Field(min_length=1, max_length=64)]]
+    | None,
     Field(
         description=(
             "Engine ids, a list or 'a,b': local (the library), arxiv, pubmed, ... "
             "(list_search_engines). Default: the library and the general engines up."
-        ),
-        max_length=MAX_ENGINES,
+        )
     ),
 ]
 ProjectTag = Annotated[

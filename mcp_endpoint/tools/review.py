@@ -263,7 +263,7 @@ def register(registry: Registry) -> None:
     registry.add_tools(
         start_review, decide, get_session, export_results, cleanup_review, split_duplicate
     )
-    registry.add_resources(review_prisma_resource)
+    registry.add_resources(review_prisma_resource, review_search_log_resource)
 
 
 @mcp_resource(

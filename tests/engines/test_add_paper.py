@@ -39,6 +39,12 @@ def arxiv_recorded(name: str) -> Reply:
         ("arXiv:1605.08386v1", "arxiv", "1605.08386"),
         ("https://arxiv.org/pdf/1605.08386", "arxiv", "1605.08386"),
         ("https://openalex.org/W2741809807", "openalex", "W2741809807"),
+        ("https://www.biorxiv.org/content/10.1101/456574v1", "doi", "10.1101/456574"),
+        (
+            "https://www.medrxiv.org/content/10.1101/2025.06.13.25329599v2.full.pdf",
+            "doi",
+            "10.1101/2025.06.13.25329599",
+        ),
         ("2020.acl-main.1", "acl", "2020.acl-main.1"),
         ("https://aclanthology.org/2020.acl-main.1/", "acl", "2020.acl-main.1"),
         ("https://aclanthology.org/2022.lrec-1.123.pdf", "acl", "2022.lrec-1.123"),
@@ -263,3 +269,27 @@ def test_metadata_with_a_pmid_is_kept_under_it_and_matched_by_it() -> None:
     assert again.created is False and again.paper.pk == added.paper.pk
     with pytest.raises(InvalidInput):
         paper_add_from_metadata(values={"title": "T"}, identifier="31452104")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_biorxiv_page_is_added_from_biorxiv_itself(
+    settings: Any, replay_server: ReplayServer
+) -> None:
+    """A bioRxiv/medRxiv DOI (or the page holding it) is asked of the preprint servers too:
+    with them alone enabled, as in a biomedical deployment, it is still added."""
+    settings.ENGINES_ENABLED = ["biorxiv", "medrxiv"]
+    settings.BIORXIV_API_URL = f"{replay_server.url}/biorxiv-api"
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.ENGINE_MAX_RETRIES = 0
+    registry.refresh()
+    details = json.loads((FIXTURES / "biorxiv" / "details_456574.json").read_text())
+    replay_server.add("/biorxiv-api/details/biorxiv/10.1101/456574/na/json", Reply(200, details))
+    no_posts = json.loads((FIXTURES / "biorxiv" / "constructed_no_posts_found.json").read_text())
+    replay_server.add("/biorxiv-api/details/medrxiv/10.1101/456574/na/json", Reply(200, no_posts))
+
+    added = paper_add_by_identifier(identifier="https://www.biorxiv.org/content/10.1101/456574v1")
+
+    assert added.created and added.paper.doi == "10.1101/456574"
+    assert added.paper.title == "Complementary subnetworks of cortical somatostatin interneurons"
+    assert added.engines["biorxiv"]["status"] == "ok"
+    assert added.engines["medrxiv"]["status"] == "not_found"

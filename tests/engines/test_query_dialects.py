@@ -52,6 +52,12 @@ TRANSLATIONS: list[tuple[str, str, str, list[str]]] = [
     ("local", REVIEW, '(("machine translation" OR nmt) AND neoplasms) NOT review',
      ["field tags widened"]),
     ("local", "transl* AND smith j[au]", "transl* AND smith", ["field tags widened"]),
+    # DBLP requires every word: an OR group is DBLP's a|b, not words it would all require
+    ("dblp", "(bert OR elmo) AND attention[ti]", "bert|elmo attention", ["no fields"]),
+    ("dblp", "(asthma OR wheez*) NOT child*", "asthma|wheez", ["NOT parts left out"]),
+    ("dblp", REVIEW, "machine|translation|nmt neoplasms",
+     ["NOT parts left out", "an OR of all their words", "no MeSH heading field", "no fields"]),
+    ("dblp", '"deep learning" AND transl*', "deep learning transl", ["no phrases"]),
     ("plain", "(bert OR elmo) AND attention[ti]", "bert elmo attention",
      ["OR groups sent as keywords", "field tags dropped"]),
     ("plain", "transl* NOT vision", "transl", ["no truncation", "NOT parts left out"]),
@@ -73,14 +79,16 @@ def test_every_dialect_renders_the_review_string() -> None:
     search = parse(REVIEW)
     for dialect in DIALECTS:
         translation = translate(search, dialect)
-        assert translation.query and "machine translation" in translation.query
+        # DBLP has no phrases: their words (in an OR of words) stand for them
+        phrase = "machine|translation" if dialect == "dblp" else "machine translation"
+        assert translation.query and phrase in translation.query
 
 
 def test_sources_whose_syntax_has_dates_carry_them_the_others_filter_by_the_request() -> None:
     search = parse("x AND 2015:2020[dp]")
     for dialect in ("pubmed", "europepmc"):
         assert translate(search, dialect).dates is None
-    for dialect in ("arxiv", "google_scholar", "openalex", "local", "plain"):
+    for dialect in ("arxiv", "google_scholar", "openalex", "dblp", "local", "plain"):
         assert translate(search, dialect).dates == DateRange("2015", "2020")
 
 
@@ -107,6 +115,9 @@ STRICT: list[tuple[str, str, str | None]] = [
     ("plain", "neoplasms[mh] AND therapy", "no MeSH heading field"),
     ("plain", "smith j[au] AND cancer", "no author field"),
     ("plain", "(bert OR elmo) AND attention[tiab] AND transl*", None),
+    ("dblp", "cancer NOT review", "NOT parts left out"),
+    ("dblp", "smith j[au] AND cancer", "no author field"),
+    ("dblp", '("machine translation" OR nmt) AND attention[tiab] AND transl*', None),
     ("arxiv", "neoplasms[mh]", "no MeSH heading field"),
     ("arxiv", "cancer NOT review", None),
     ("openalex", "randomized controlled trial[pt] AND x", "no publication type field"),

@@ -1,4 +1,4 @@
-"""engines/services.py: which engines a search asks when it names none."""
+"""engines/services.py: which engines a search asks when it names none; what its answer says."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from engines import services
-from engines.base import SEARCH, BaseSearchEngine
+from engines.base import SEARCH, BaseSearchEngine, SearchRequest
 from engines.registry import LOCAL_ENGINE
+from engines.runner import EngineCall, EngineOutcome
+from papers.schemas import PaperRecord, record_as_dict
 
 
 def engine(engine_id: str, *, default: bool = True) -> BaseSearchEngine:
@@ -58,3 +60,38 @@ def test_results_of_several_sources_are_ordered_by_fused_relevance() -> None:
     # one source alone: its own relevance order, untouched
     single = {paper: {"pubmed": rank} for rank, paper in enumerate([7, 5, 6], start=1)}
     assert services.fused_order([7, 5, 6], single) == [7, 5, 6]
+
+
+def test_an_author_search_names_the_person_each_engine_took_the_name_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DBLP (like OpenAlex and Semantic Scholar) returns the papers of the person its own
+    author search ranks first: the answer says who, or another person's papers would pass
+    for the author's."""
+    person = {
+        "dblp_pid": "10/3248",
+        "name": "Geoffrey E. Hinton",
+        "url": "https://dblp.org/pid/10/3248",
+    }
+    paper = PaperRecord.build(
+        title="Targeted Dropout", source="dblp", source_id="conf/x/G18",
+        metadata={"author_match": {**person, "affiliation": ""}},
+    )  # fmt: skip
+    request = SearchRequest(query="G. Hinton", max_results=5)
+    calls = [
+        EngineCall.author("dblp", "G. Hinton", request),
+        EngineCall.author("pubmed", "G. Hinton", request),
+    ]
+    outcomes = [
+        EngineOutcome("dblp", "ok", result=[record_as_dict(paper)]),
+        EngineOutcome("pubmed", "ok", result=[]),
+    ]
+
+    class Answered:
+        def wait(self) -> list[EngineOutcome]:
+            return outcomes
+
+    monkeypatch.setattr(services, "start_calls", lambda calls: Answered())
+    answer = services.engines_search(calls=calls, local=None, save=False)
+    assert answer.engines["dblp"]["author_match"] == person  # empty values left out
+    assert "author_match" not in answer.engines["pubmed"]

@@ -205,6 +205,27 @@ async def test_comma_separated_engines_and_unknown_engines(library_server: LiveS
     assert "fakeeng" in caught.value.error.message and "arxiv" in caught.value.error.message
 
 
+async def test_a_comma_separated_engines_string_may_be_longer_than_twenty_characters(
+    library_server: LiveServer,
+) -> None:
+    """'a,b' names up to 20 engines, not 20 characters: a long string is read, and too many
+    engines are refused by their count."""
+    many = [f"engine{n}" for n in range(21)]
+    async with mcp_client(library_server.mcp_url) as client:
+        long = await client.call_tool(
+            "search_papers", {"query": "x", "engines": "local, local , local,local"}
+        )
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool(
+                "search_papers", {"query": "x", "engines": "local,no_such_engine"}
+            )
+        with pytest.raises(MCPError) as too_many:
+            await client.call_tool("search_papers", {"query": "x", "engines": many})
+    assert list(tool_data(long)["engines"]) == ["local"]
+    assert "Unknown engine(s): no_such_engine" in unknown.value.error.message
+    assert "At most 20 engines" in too_many.value.error.message
+
+
 @pytest.fixture(scope="module")
 def pdf_site() -> Iterator[PdfServer]:
     site = PdfServer()

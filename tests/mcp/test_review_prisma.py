@@ -8,6 +8,7 @@ replay server; on PostgreSQL + Redis the steps run on a worker of the test's own
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import Any
@@ -197,3 +198,23 @@ async def test_a_wrong_group_is_split_back_out_over_mcp(server: LiveServer) -> N
     missing = "9c1b2f0e-0000-4000-8000-000000000000"
     error = await refused(url, "split_duplicate", session_id=missing, paper="1")
     assert error["code"] == "not_found"
+
+
+async def test_a_reviews_search_log_is_a_resource(server: LiveServer) -> None:
+    """review://{id}/search-log is listed and read over /mcp, not only callable in-process."""
+    url = server.mcp_url
+    state = await ok(url, "start_review", query=QUESTION, max_results=20)
+    session_id = state["session_id"]
+    edit = {"engines": [PREPRINTS], "queries": ["long documents"]}
+    await ok(url, "decide", session_id=session_id, action="edit", data=edit, checkpoint=1)
+    async with mcp_client(url) as client:
+        templates = (await client.list_resource_templates()).resource_templates
+        content = (await client.read_resource(f"review://{session_id}/search-log")).contents[0]
+    assert "review://{session_id}/search-log" in {t.uri_template for t in templates}
+    assert content.mime_type == "application/json"
+    log = json.loads(content.text)
+    assert log["session_id"] == session_id
+    [search] = log["searches"]
+    assert (search["source"], search["query"], search["status"]) == (
+        PREPRINTS, "long documents", "ok",
+    )  # fmt: skip

@@ -24,6 +24,7 @@ from papers.identifiers import (
     normalize_pmcid,
     normalize_pmid,
     parse_person_name,
+    reference_identifier,
     title_key,
 )
 
@@ -278,6 +279,16 @@ def test_openreview_id_bare_only_where_the_field_says_so() -> None:
     assert normalize_openreview_id("YicbFdNTTy") == "YicbFdNTTy"
     assert normalize_openreview_id("YicbFdNTTy", bare=False) is None
     assert normalize_openreview_id("not an id at all") is None
+
+
+def test_openreview_links_to_a_review_or_from_a_console_name_their_paper() -> None:
+    forum = "https://openreview.net/forum?id=aB3dE5fG7h"
+    assert normalize_openreview_id(f"{forum}&noteId=Kl8mN0oP2q", bare=False) == "aB3dE5fG7h"
+    assert normalize_openreview_id(f"{forum}&referrer=%5BAuthor%20Console%5D") == "aB3dE5fG7h"
+    assert reference_identifier(f"{forum}&noteId=Kl8mN0oP2q") == ("openreview", "aB3dE5fG7h")
+    # Parameters belong to a link only: a prefixed or bare id takes none.
+    assert normalize_openreview_id("openreview:aB3dE5fG7h&noteId=x") is None
+    assert normalize_openreview_id("aB3dE5fG7h&noteId=x") is None
 
 
 def test_normalize_identifier_by_scheme() -> None:
