@@ -487,10 +487,16 @@ class ParsedIdentifier:
             ]
         if self.kind == "doi":
             preprint = self.value.startswith(PREPRINT_DOI_PREFIXES)
-            return [
+            calls = [
                 EngineCall.details("crossref", self.value),
                 EngineCall.details("openalex", f"doi:{self.value}"),
                 EngineCall.details("semantic_scholar", f"DOI:{self.value}"),
+            ]
+            if not any(call.engine in registry.engines() for call in calls):
+                # A server offering only a field's sources (a biomedical one): they know DOIs.
+                calls = [EngineCall.details(e, self.value) for e in ("europepmc", "pubmed")]
+            return [
+                *calls,
                 *(EngineCall.details(e, self.value) for e in ("biorxiv", "medrxiv") if preprint),
             ]
         if self.kind == "openalex":

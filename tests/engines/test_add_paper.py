@@ -293,3 +293,25 @@ def test_a_biorxiv_page_is_added_from_biorxiv_itself(
     assert added.paper.title == "Complementary subnetworks of cortical somatostatin interneurons"
     assert added.engines["biorxiv"]["status"] == "ok"
     assert added.engines["medrxiv"]["status"] == "not_found"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_doi_is_added_from_europe_pmc_where_only_the_biomedical_sources_are_offered(
+    settings: Any, replay_server: ReplayServer
+) -> None:
+    settings.ENGINES_ENABLED = ["europepmc", "pubmed"]
+    settings.EUROPEPMC_API_URL = f"{replay_server.url}/epmc"
+    settings.NCBI_EUTILS_URL = f"{replay_server.url}/eutils"
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.ENGINE_MAX_RETRIES = 0
+    registry.refresh()
+    answer = json.loads((FIXTURES / "europepmc" / "search_cancer_core.json").read_text())
+    replay_server.add("/epmc/search", Reply(200, answer))
+    empty = (FIXTURES / "pubmed" / "esearch8.xml").read_bytes()  # Count 0
+    replay_server.add("/eutils/esearch.fcgi", Reply(200, empty))
+
+    added = paper_add_by_identifier(identifier="https://doi.org/10.1002/HPJA.70059")
+
+    assert added.created and added.paper.doi == "10.1002/hpja.70059"
+    assert added.engines["europepmc"]["status"] == "ok"
+    assert set(added.engines) == {"europepmc", "pubmed"}  # crossref & co. are not offered here
