@@ -201,7 +201,7 @@ class _Call:
         )  # fmt: skip
         ids = found.ids[:wanted]
         if not ids:
-            return SearchResults([], total=found.count)
+            return SearchResults([], total=found.count, sent=term)
         if found.web_env and found.query_key:
             records = []
             for start in range(0, len(ids), EFETCH_BATCH):
@@ -215,7 +215,7 @@ class _Call:
         # The history server keeps ESearch's order; sorting by the page's PMIDs makes sure.
         order = {pmid: index for index, pmid in enumerate(ids)}
         records.sort(key=lambda r: order.get(r.identifiers.get("pmid", ""), len(order)))
-        return SearchResults(records[: request.max_results], total=found.count)
+        return SearchResults(records[: request.max_results], total=found.count, sent=term)
 
     def esearch(
         self,

@@ -289,18 +289,19 @@ class EngineCall:
 def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any]) -> Any:
     """Run the operation and make its answer JSON-safe: a search's as {"records", "total"}
     (the matches the source reported, when it says: a SearchResults), the others as is."""
-    if operation == SEARCH:
-        found = engine.search(SearchRequest.from_dict(arguments["request"]))
+    if operation in SEARCHES:
+        request = SearchRequest.from_dict(arguments["request"])
+        if operation == SEARCH:
+            found = engine.search(request)
+        else:
+            found = engine.search_by_author(arguments["author"], request)
         total = getattr(found, "total", None)
         return {
             "records": [record_as_dict(record) for record in found],
             "total": int(total) if total is not None else None,
             "sent": getattr(found, "sent", None),
         }
-    if operation == AUTHOR:
-        request = SearchRequest.from_dict(arguments["request"])
-        records = engine.search_by_author(arguments["author"], request)
-    elif operation == DETAILS:
+    if operation == DETAILS:
         records = [engine.get_paper_details(arguments["paper_id"])]
     elif operation == CITING:
         paper = PaperRef.from_dict(arguments["paper"])
@@ -320,6 +321,8 @@ def _invoke(engine: BaseSearchEngine, operation: str, arguments: dict[str, Any])
 
 
 UNCACHED_OPERATIONS = frozenset({UPDATES})
+# Operations answering a query: their answers carry the source's total and what it was sent.
+SEARCHES = frozenset({SEARCH, AUTHOR})
 # Marks a cache entry holding an answer with its time (older entries hold the answer alone).
 _CACHED = "engine_answer"
 
@@ -328,7 +331,7 @@ def _answered(operation: str, answer: Any) -> dict[str, Any]:
     """An operation's answer as EngineOutcome fields: the result, the time it came and, for a
     search, the source's total."""
     values: dict[str, Any] = {"answered_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    if operation == SEARCH:
+    if operation in SEARCHES:
         values.update(result=answer["records"], total=answer["total"], sent=answer.get("sent"))
     else:
         values["result"] = answer

@@ -235,9 +235,9 @@ def engines_search(
             statuses[LOCAL_ENGINE] |= {"query_sent": local_query, "searched_at": started_at}
     for call, outcome in zip(calls, outcomes, strict=True):
         statuses[outcome.engine] = _status(outcome)
-        if call.operation == SEARCH:
+        if call.operation in (SEARCH, AUTHOR):
             statuses[outcome.engine] |= _search_log(call, outcome, started_at)
-        elif call.operation == AUTHOR and (match := _author_match(outcome)):
+        if call.operation == AUTHOR and (match := _author_match(outcome)):
             statuses[outcome.engine]["author_match"] = match
     for outcome in refused:
         statuses[outcome.engine] = _status(outcome)

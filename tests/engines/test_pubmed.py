@@ -26,7 +26,7 @@ from engines.registry import registry
 from engines.runner import EngineCall, call_engine
 from papers.models import Paper
 from papers.retractions import status_of
-from projects.intake import search_everywhere
+from projects.intake import search_by_author_everywhere, search_everywhere
 from tests.engines.replay import ReplayServer, Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pubmed"
@@ -476,3 +476,20 @@ def test_a_medline_date_gives_its_first_year_and_month() -> None:
     }
     for xml, expected in cases.items():
         assert pubmed._pub_date(ET.fromstring(xml)) == expected  # noqa: S314 - our own XML
+
+
+@pytest.mark.django_db(transaction=True)
+def test_search_by_author_logs_the_term_pubmed_was_sent(ncbi: ReplayServer, settings: Any) -> None:
+    settings.ENGINES_ENABLED = ["pubmed"]
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.ENGINE_CACHE_TTLS = {"pubmed": 0}
+    registry.refresh()
+    ncbi.add(ESEARCH, recorded("esearch2.xml"))
+    ncbi.add(EFETCH, recorded("pubmed2.xml"))
+
+    page = search_by_author_everywhere(author_name="Helen K Reddel", engines=["pubmed"], limit=5)
+
+    status = page.engines["pubmed"].model_dump()
+    assert status["query_sent"] == '"Helen K Reddel"[au]' == sent(ncbi, ESEARCH)["term"]
+    assert status["total"] == 42249 and status["searched_at"]
+    registry.refresh()
