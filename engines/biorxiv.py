@@ -57,7 +57,7 @@ class BiorxivEngine(BaseSearchEngine):
     in_default_search = False  # a field's own source: asked when named (docs/ENGINES.md)
     operations = frozenset({SEARCH, AUTHOR, DETAILS})
     # Searches are Europe PMC queries restricted to the server.
-    query_dialect = "europepmc"
+    query_dialect = "europepmc_preprints"
     rate_limit = "2/second"
     # The API's name of the server, and Europe PMC's publisher name for it.
     server: ClassVar[str] = "biorxiv"

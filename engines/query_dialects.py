@@ -36,7 +36,8 @@ from engines.search_strings import (
 _PLAIN_WORD_RE = re.compile(r"[\w*]+", re.UNICODE)
 # The dialects `translate` knows (engines set theirs as `query_dialect`).
 DIALECTS = (
-    "pubmed", "europepmc", "arxiv", "google_scholar", "openalex", "dblp", "local", "plain",
+    "pubmed", "europepmc", "europepmc_preprints", "arxiv", "google_scholar", "openalex", "dblp",
+    "local", "plain",
 )  # fmt: skip
 
 
@@ -170,7 +171,16 @@ _EUROPEPMC_FIELDS = {"ti": "TITLE", "ab": "ABSTRACT", "tiab": "TITLE_ABS"}
 _EUROPEPMC_NAMES = {"au": "AUTH", "mh": "MESH_HEADING", "pt": "PUB_TYPE"}
 
 
-def _europepmc(search: SearchString, losses: _Losses) -> tuple[str, bool]:
+def _europepmc_preprints(search: SearchString, losses: _Losses) -> tuple[str, bool]:
+    """Europe PMC's syntax for its preprint index (bioRxiv, medRxiv): preprints carry no
+    MeSH headings or publication types, so those clauses are searched as words in title and
+    abstract, a lost constraint (refused in strict mode), not a clean empty answer."""
+    return _europepmc(search, losses, controlled=False)
+
+
+def _europepmc(
+    search: SearchString, losses: _Losses, *, controlled: bool = True
+) -> tuple[str, bool]:
     def term(text: str, name: str | None) -> str:
         if name == "tw":
             return f"(TITLE_ABS:{text} OR KW:{text} OR MESH_HEADING:{text})"
@@ -179,6 +189,9 @@ def _europepmc(search: SearchString, losses: _Losses) -> tuple[str, bool]:
 
     def walk(node: Node) -> str:
         if isinstance(node, Clause):
+            if not controlled and node.field in ("mh", "pt"):
+                losses.lose(f"[{node.field}] searched as words: preprints have no MeSH or types")
+                return f"TITLE_ABS:{_quoted(node.text)}"
             if node.field in _EUROPEPMC_NAMES:
                 return f"{_EUROPEPMC_NAMES[node.field]}:{_quoted(node.text)}"
             if node.quoted:
@@ -459,6 +472,7 @@ def _plain(search: SearchString, losses: _Losses) -> tuple[str, bool]:
 _RENDERERS = {
     "pubmed": _pubmed,
     "europepmc": _europepmc,
+    "europepmc_preprints": _europepmc_preprints,
     "arxiv": _arxiv,
     "google_scholar": _scholar,
     "openalex": _openalex,

@@ -142,3 +142,14 @@ def test_strict_mode_refuses_a_source_that_would_drop_a_constraint(
         translate(search, dialect, strict=True)
     assert refusal in raised.value.message
     assert refusal in " ".join(translate(search, dialect).notes)  # lenient: a note instead
+
+
+def test_preprint_servers_search_mesh_and_types_as_words_and_say_so() -> None:
+    written = parse('asthma[tiab] AND "anti-asthmatic agents"[mh]')
+    journals = translate(written, "europepmc")
+    assert 'MESH_HEADING:"anti-asthmatic agents"' in journals.query and not journals.notes
+    preprints = translate(written, "europepmc_preprints")
+    assert preprints.query == 'TITLE_ABS:asthma AND TITLE_ABS:"anti-asthmatic agents"'
+    assert any("preprints have no MeSH" in note for note in preprints.notes)
+    with pytest.raises(Untranslatable, match="preprints have no MeSH"):
+        translate(written, "europepmc_preprints", strict=True)  # a review refuses it
