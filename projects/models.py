@@ -99,6 +99,9 @@ class ReviewSession(TimeStamped):
     # The search engines the process that started the review may use (its ENGINES_ENABLED
     # and keys), so a worker configured differently never searches more than was allowed.
     engines_allowed = models.JSONField(default=list, blank=True)
+    # Of those, the ones a search naming no engines asks there (engines.services.in_default):
+    # the planner adds other engines only from these, a domain's own sources aside.
+    engines_default = models.JSONField(default=list, blank=True)
     # PRISMA identification counts of the searches: {"search": {...}, "citations": {...}}.
     identification = models.JSONField(default=dict, blank=True)
     # The search log (PRISMA-S): every search the review ran, one entry per query and

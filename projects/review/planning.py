@@ -21,9 +21,7 @@ from django.utils import timezone
 
 from core.errors import InvalidInput
 from engines import search_strings
-from engines.base import SEARCH
 from engines.registry import LOCAL_ENGINE
-from engines.services import engine_ids_resolve
 from papers.search.query import parse_query
 
 MAX_QUERIES = 5
@@ -192,6 +190,7 @@ def plan_propose(
     question: str,
     domain: str,
     engines_allowed: Sequence[str],
+    engines_default: Sequence[str] = (),
     feedback: Sequence[str] = (),
     engines_down: Mapping[str, str] | None = None,
 ) -> Plan:
@@ -242,7 +241,7 @@ def plan_propose(
     queries = queries[:MAX_QUERIES]
 
     down = dict(engines_down or {})
-    engines = _engines_for(spec, [e for e in engines_allowed if e not in down])
+    engines = _engines_for(spec, [e for e in engines_allowed if e not in down], engines_default)
     rationale.append(
         "Engines: the library (local), then "
         + (", ".join(engines[1:]) if len(engines) > 1 else "no external engine (none enabled)")
@@ -331,13 +330,14 @@ def _parses(query: str) -> bool:
     return True
 
 
-def _engines_for(spec: Domain, allowed: Sequence[str]) -> list[str]:
+def _engines_for(spec: Domain, allowed: Sequence[str], defaults: Sequence[str]) -> list[str]:
     """The domain's engines first, then the default set's (a field's own sources, such as
-    PubMed, only where the domain names them)."""
+    PubMed, only where the domain names them; `defaults` empty: every allowed engine, as
+    for a review started before the default set was kept)."""
     external = [engine for engine in allowed if engine != LOCAL_ENGINE]
     preferred = [engine for engine in spec.engines if engine in external]
-    defaults = set(engine_ids_resolve(None, operation=SEARCH))
-    others = [engine for engine in external if engine not in preferred and engine in defaults]
+    chosen = set(defaults or external)
+    others = [engine for engine in external if engine not in preferred and engine in chosen]
     return [LOCAL_ENGINE, *(preferred + others)[:MAX_EXTERNAL_ENGINES]]
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH
-from engines.services import engines_available
+from engines.services import engine_ids_resolve, engines_available
 from papers.scoping import client_project_ids
 from projects.dispatch import review_step_revoke
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
@@ -67,6 +67,7 @@ def review_start(
         domain=key,
         max_results=max_results,
         engines_allowed=engines_available(operation=SEARCH),
+        engines_default=engine_ids_resolve(None, operation=SEARCH),
         collections=sorted(client_project_ids() or ()),
     )
     step_dispatch(session, Stage.PLAN)

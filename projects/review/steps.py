@@ -112,6 +112,7 @@ def _step_work(session: ReviewSession, stage: str, *, keep_going: Any) -> Plan |
             question=session.query,
             domain=session.domain,
             engines_allowed=session.engines_allowed,
+            engines_default=session.engines_default,
             feedback=feedback,
             engines_down=engines_known_down(session.engines_allowed),
         )

@@ -35,8 +35,9 @@ pytestmark = [pytest.mark.server, pytest.mark.anyio]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLIENTS = 50
 LIMITS = {"pubmed": 10, "europepmc": 8}  # requests a second
-# Requests arrive some milliseconds after their slot was taken (more on a loaded machine).
-JITTER_SECONDS = 0.3
+# Requests arrive some time after their slot was taken: milliseconds on a quiet machine,
+# up to a second on a loaded one (two test suites and workers on two cores).
+JITTER_SECONDS = 1.0
 
 
 def xml(path: Path) -> Reply:
@@ -119,6 +120,8 @@ async def test_fifty_concurrent_searches_keep_each_sources_limit(
         # Paced over the whole run: after the first second's `limit`, no faster than the
         # limit (only the run's two ends can be shifted by jitter)...
         assert times[-1] - times[0] >= (len(times) - limit) / limit - JITTER_SECONDS, engine
-        # ...and never a burst: a request held up in this process or on the way may land in
-        # the next second's window, so a window may hold one or two over, never more.
-        assert busiest_window(times, 1.0) <= limit + 2, (engine, times)
+        # ...and never a burst: a request held up on a loaded machine (in this process, a
+        # worker or on the way) may land in the next second's window, so a second may hold
+        # part of the next one's allowance, never more (without the limit, the 50 agents'
+        # requests would all come within a fraction of a second).
+        assert busiest_window(times, 1.0) <= 2 * limit, (engine, times)
