@@ -91,6 +91,7 @@ def server(sources: ReplayServer, tmp_path_factory: pytest.TempPathFactory) -> I
             ENGINES_ENABLED="local,pubmed,europepmc",
             NCBI_EUTILS_URL=f"{sources.url}/eutils",
             EUROPEPMC_API_URL=f"{sources.url}/europepmc",
+            ENGINE_CACHE_TTLS="pubmed=0,europepmc=0",  # asked, not a shared cache's answer
             EMBEDDINGS_ENABLED="false",
         )
         kb = KnowledgeBase(directory, env)
