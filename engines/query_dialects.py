@@ -16,6 +16,7 @@ Two rules keep a translation honest:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -124,6 +125,18 @@ def _joined(parts: list[str], operator: str) -> str:
     return parts[0] if len(parts) == 1 else "(" + f" {operator} ".join(parts) + ")"
 
 
+def _boolean(node: Node, clause: Callable[[Clause], str], *, not_word: str = "NOT") -> str:
+    """`node` in the infix syntax most sources share: each clause as `clause` renders it,
+    groups in parentheses joined by AND / OR, an exclusion as `(a <not_word> b)`."""
+    if isinstance(node, Clause):
+        return clause(node)
+    if isinstance(node, Not):
+        include = _boolean(node.include, clause, not_word=not_word)
+        return f"({include} {not_word} {_boolean(node.exclude, clause, not_word=not_word)})"
+    operator = "OR" if isinstance(node, Or) else "AND"
+    return _joined([_boolean(c, clause, not_word=not_word) for c in node.children], operator)
+
+
 def _bare(text: str) -> str:
     """A top-level expression without its outer parentheses."""
     if text.startswith("(") and text.endswith(")"):
@@ -140,20 +153,15 @@ def _bare(text: str) -> str:
 
 
 def _pubmed(search: SearchString, losses: _Losses) -> tuple[str, bool]:
-    def walk(node: Node) -> str:
-        if isinstance(node, Clause):
-            name = node.field
-            if name == "ab":
-                losses.note("PubMed has no abstract-only field: [ab] searched as [tiab]")
-                name = "tiab"
-            text = _quoted(node.text) if node.quoted else node.text
-            return f"{text}{_tag(name)}"
-        if isinstance(node, Not):
-            return f"({walk(node.include)} NOT {walk(node.exclude)})"
-        operator = "OR" if isinstance(node, Or) else "AND"
-        return _joined([walk(child) for child in node.children], operator)
+    def clause(node: Clause) -> str:
+        name = node.field
+        if name == "ab":
+            losses.note("PubMed has no abstract-only field: [ab] searched as [tiab]")
+            name = "tiab"
+        text = _quoted(node.text) if node.quoted else node.text
+        return f"{text}{_tag(name)}"
 
-    query = _bare(walk(search.node))
+    query = _bare(_boolean(search.node, clause))
     if search.dates is not None:
         query = f"({query}) AND {_pubmed_dates(search.dates)}"
     return query, True
@@ -187,22 +195,17 @@ def _europepmc(
         prefix = _EUROPEPMC_FIELDS.get(name or "")
         return f"{prefix}:{text}" if prefix else text
 
-    def walk(node: Node) -> str:
-        if isinstance(node, Clause):
-            if not controlled and node.field in ("mh", "pt"):
-                losses.lose(f"[{node.field}] searched as words: preprints have no MeSH or types")
-                return f"TITLE_ABS:{_quoted(node.text)}"
-            if node.field in _EUROPEPMC_NAMES:
-                return f"{_EUROPEPMC_NAMES[node.field]}:{_quoted(node.text)}"
-            if node.quoted:
-                return term(_quoted(node.text), node.field)
-            return _joined([term(_term(word), node.field) for word in node.words], "AND")
-        if isinstance(node, Not):
-            return f"({walk(node.include)} NOT {walk(node.exclude)})"
-        operator = "OR" if isinstance(node, Or) else "AND"
-        return _joined([walk(child) for child in node.children], operator)
+    def clause(node: Clause) -> str:
+        if not controlled and node.field in ("mh", "pt"):
+            losses.lose(f"[{node.field}] searched as words: preprints have no MeSH or types")
+            return f"TITLE_ABS:{_quoted(node.text)}"
+        if node.field in _EUROPEPMC_NAMES:
+            return f"{_EUROPEPMC_NAMES[node.field]}:{_quoted(node.text)}"
+        if node.quoted:
+            return term(_quoted(node.text), node.field)
+        return _joined([term(_term(word), node.field) for word in node.words], "AND")
 
-    query = _bare(walk(search.node))
+    query = _bare(_boolean(search.node, clause))
     if search.dates is not None:
         query = f"({query}) AND {_europepmc_dates(search.dates)}"
     return query, True
@@ -233,28 +236,21 @@ def _arxiv(search: SearchString, losses: _Losses) -> tuple[str, bool]:
         prefixes = _ARXIV_FIELDS[name]
         return _joined([f"{prefix}:{text}" for prefix in prefixes], "OR")
 
-    def walk(node: Node) -> str:
-        if isinstance(node, Clause):
-            if node.field == "au":
-                surname = node.words[0].strip(",")
-                if len(node.words) > 1:
-                    losses.note(
-                        f"arXiv searches authors by surname: {node.text}[au] as au:{surname}"
-                    )
-                return f"au:{_term(surname)}"
-            if node.field in VOCABULARY_FIELDS:
-                losses.lose(_vocabulary_lost("arXiv", node))
-                return fielded(_quoted(node.text), None)
-            if node.quoted:
-                return fielded(_quoted(node.text), node.field)
-            words = [_term(_stem(word, losses, "arXiv's API")) for word in node.words]
-            return _joined([fielded(word, node.field) for word in words], "AND")
-        if isinstance(node, Not):
-            return f"({walk(node.include)} ANDNOT {walk(node.exclude)})"
-        operator = "OR" if isinstance(node, Or) else "AND"
-        return _joined([walk(child) for child in node.children], operator)
+    def clause(node: Clause) -> str:
+        if node.field == "au":
+            surname = node.words[0].strip(",")
+            if len(node.words) > 1:
+                losses.note(f"arXiv searches authors by surname: {node.text}[au] as au:{surname}")
+            return f"au:{_term(surname)}"
+        if node.field in VOCABULARY_FIELDS:
+            losses.lose(_vocabulary_lost("arXiv", node))
+            return fielded(_quoted(node.text), None)
+        if node.quoted:
+            return fielded(_quoted(node.text), node.field)
+        words = [_term(_stem(word, losses, "arXiv's API")) for word in node.words]
+        return _joined([fielded(word, node.field) for word in words], "AND")
 
-    return _bare(walk(search.node)), False
+    return _bare(_boolean(search.node, clause, not_word="ANDNOT")), False
 
 
 def _vocabulary_lost(source: str, clause: Clause) -> str:
@@ -266,31 +262,24 @@ def _vocabulary_lost(source: str, clause: Clause) -> str:
 
 
 def _openalex(search: SearchString, losses: _Losses) -> tuple[str, bool]:
-    def walk(node: Node) -> str:
-        if isinstance(node, Clause):
-            if node.field in ("ti", "ab", "tiab"):
-                losses.note(
-                    "OpenAlex searches title, abstract and full text together: field tags "
-                    "[ti], [ab], [tiab] widened to all three"
-                )
-            if node.field == "au":
-                losses.lose(
-                    f"OpenAlex's search has no author field: {node.text}[au] searched as words"
-                )
-                return _quoted(node.text)
-            if node.field in VOCABULARY_FIELDS:
-                losses.lose(_vocabulary_lost("OpenAlex", node))
-                return _quoted(node.text)
-            if node.quoted:
-                return _quoted(node.text)
-            words = [_term(_stem(word, losses, "OpenAlex")) for word in node.words]
-            return _joined(words, "AND")
-        if isinstance(node, Not):
-            return f"({walk(node.include)} NOT {walk(node.exclude)})"
-        operator = "OR" if isinstance(node, Or) else "AND"
-        return _joined([walk(child) for child in node.children], operator)
+    def clause(node: Clause) -> str:
+        if node.field in ("ti", "ab", "tiab"):
+            losses.note(
+                "OpenAlex searches title, abstract and full text together: field tags "
+                "[ti], [ab], [tiab] widened to all three"
+            )
+        if node.field == "au":
+            losses.lose(f"OpenAlex's search has no author field: {node.text}[au] searched as words")
+            return _quoted(node.text)
+        if node.field in VOCABULARY_FIELDS:
+            losses.lose(_vocabulary_lost("OpenAlex", node))
+            return _quoted(node.text)
+        if node.quoted:
+            return _quoted(node.text)
+        words = [_term(_stem(word, losses, "OpenAlex")) for word in node.words]
+        return _joined(words, "AND")
 
-    return _bare(walk(search.node)), False
+    return _bare(_boolean(search.node, clause)), False
 
 
 # --- Google Scholar -------------------------------------------------------------------------
@@ -368,24 +357,19 @@ def _local(search: SearchString, losses: _Losses) -> tuple[str, bool]:
     """The library's query language (papers/search/query.py): words, phrases, prefix*,
     AND/OR/NOT and parentheses over title, abstract, authors, keywords and venue."""
 
-    def walk(node: Node) -> str:
-        if isinstance(node, Clause):
-            if node.field is not None and node.field not in ("tw",):
-                losses.note(
-                    "the library searches title, abstract, authors, keywords and venue "
-                    "together: field tags widened to all of them"
-                )
-            if node.field == "au":
-                return _term(node.words[0].strip(","))
-            if node.quoted or node.field in VOCABULARY_FIELDS:
-                return _quoted(node.text) if len(node.words) > 1 else _term(node.text)
-            return _joined([_term(word) for word in node.words], "AND")
-        if isinstance(node, Not):
-            return f"({walk(node.include)} NOT {walk(node.exclude)})"
-        operator = "OR" if isinstance(node, Or) else "AND"
-        return _joined([walk(child) for child in node.children], operator)
+    def clause(node: Clause) -> str:
+        if node.field is not None and node.field not in ("tw",):
+            losses.note(
+                "the library searches title, abstract, authors, keywords and venue "
+                "together: field tags widened to all of them"
+            )
+        if node.field == "au":
+            return _term(node.words[0].strip(","))
+        if node.quoted or node.field in VOCABULARY_FIELDS:
+            return _quoted(node.text) if len(node.words) > 1 else _term(node.text)
+        return _joined([_term(word) for word in node.words], "AND")
 
-    return _bare(walk(search.node)), False
+    return _bare(_boolean(search.node, clause)), False
 
 
 # --- DBLP -------------------------------------------------------------------------------------
