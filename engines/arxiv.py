@@ -38,6 +38,7 @@ from engines.base import (
     PaperNotFoundAtSource,
     RateLimited,
     SearchRequest,
+    SearchResults,
     TransientEngineError,
 )
 from engines.failures import status_error, transport_error
@@ -98,24 +99,28 @@ class ArxivEngine(BaseSearchEngine):
         timeouts and dropped connections.
         """
         request = natural_request(request)
-        return self._run(
-            query=_search_query(request.query, request),
+        query = _search_query(request.query, request)
+        records = self._run(
+            query=query,
             sort_by=arxiv.SortCriterion.Relevance,
             offset=request.offset,
             max_results=request.max_results,
         )
+        return SearchResults(records, sent=query)  # a question is sent as arXiv's syntax
 
     def search_by_author(self, author: str, request: SearchRequest) -> list[PaperRecord]:
         """Papers with `author` among their authors (an `au:"..."` phrase), newest first."""
         name = " ".join(author.replace('"', " ").split())
         if not name:
             raise EngineError("An author search needs an author name.")
-        return self._run(
-            query=_search_query(f'au:"{name}"', request),
+        query = _search_query(f'au:"{name}"', request)
+        records = self._run(
+            query=query,
             sort_by=arxiv.SortCriterion.SubmittedDate,
             offset=request.offset,
             max_results=request.max_results,
         )
+        return SearchResults(records, sent=query)
 
     def get_paper_details(self, paper_id: str) -> PaperRecord:
         """The paper with this arXiv id: new ('2104.12255') or old ('quant-ph/0201082')

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engines.arxiv import ArxivEngine
-from engines.base import SearchRequest
+from engines.base import SearchRequest, SearchResults
 from tests.engines.arxiv_builders import API_PATH, recorded, sent
 from tests.engines.replay import ReplayServer
 
@@ -41,8 +41,10 @@ def arxiv(replay_server: ReplayServer, settings) -> ReplayServer:
     ],
 )
 def test_typed_questions_become_arxiv_queries(arxiv, typed: str, query: str | None) -> None:
-    ArxivEngine().search(SearchRequest(typed, max_results=10))
+    found = ArxivEngine().search(SearchRequest(typed, max_results=10))
     assert sent(arxiv)["search_query"] == (query or typed)
+    # and says so, for the search log: the question was not what arXiv was sent
+    assert isinstance(found, SearchResults) and found.sent == sent(arxiv)["search_query"]
 
 
 def test_a_long_question_keeps_its_first_content_words(arxiv) -> None:
