@@ -12,7 +12,7 @@ only, over the records the two busiest screeners both voted on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 INCLUDE = "include"
@@ -22,18 +22,20 @@ RESOLUTION = "_resolution"
 RESERVED_PREFIX = "_"
 
 
-def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> float | None:
-    """Cohen's kappa of two raters' include (True) / exclude decisions on the same records:
-    (observed - chance agreement) / (1 - chance agreement). None with no records, or when
-    chance agreement is 1 (both raters gave one and the same answer throughout)."""
+def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa of two raters' categories on the same items (screening: include True /
+    exclude False; extraction: a field's choices): (observed - chance agreement) /
+    (1 - chance agreement), chance = sum over categories of the product of each rater's
+    share. None with no items, or when chance agreement is 1 (both raters gave one and the
+    same answer throughout)."""
     if len(first) != len(second):
         raise ValueError("Both raters must rate the same records.")
     n = len(first)
     if n == 0:
         return None
     observed = sum(a == b for a, b in zip(first, second, strict=True)) / n
-    first_yes, second_yes = sum(first) / n, sum(second) / n
-    chance = first_yes * second_yes + (1 - first_yes) * (1 - second_yes)
+    left, right = Counter(first), Counter(second)
+    chance = sum(left[c] * right[c] for c in left) / (n * n)
     if chance >= 1:
         return None
     return (observed - chance) / (1 - chance)

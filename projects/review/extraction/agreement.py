@@ -20,10 +20,11 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from core.errors import InvalidInput
+from projects.review.agreement import cohen_kappa
 from projects.review.extraction.forms import FieldSpec
 from projects.review.extraction.selectors import Owner, cells_current, form_get
 
@@ -64,23 +65,6 @@ def values_agree(spec: FieldSpec, a: Any, b: Any) -> bool:
 
 def _unit(value: dict[str, Any]) -> str:
     return " ".join(str(value.get("unit") or "").split()).casefold()
-
-
-def cohen_kappa_nominal(first: Sequence[Hashable], second: Sequence[Hashable]) -> float | None:
-    """Cohen's kappa of two raters' categories on the same items: (observed - chance) /
-    (1 - chance), chance = sum over categories of the product of each rater's share. None
-    with no items or when chance agreement is 1 (one category throughout)."""
-    if len(first) != len(second):
-        raise ValueError("Both raters must rate the same items.")
-    n = len(first)
-    if n == 0:
-        return None
-    observed = sum(a == b for a, b in zip(first, second, strict=True)) / n
-    left, right = Counter(first), Counter(second)
-    chance = sum(left[c] * right[c] for c in left) / (n * n)
-    if chance >= 1:
-        return None
-    return (observed - chance) / (1 - chance)
 
 
 def _share(agreed: int, compared: int) -> float | None:
@@ -148,7 +132,7 @@ def extraction_agreement(
     for key, tally in per_field.items():
         tally["share"] = _share(tally["agreed"], tally["compared"])
         if key in categories:
-            kappa = cohen_kappa_nominal(*categories[key])
+            kappa = cohen_kappa(*categories[key])
             tally["kappa"] = None if kappa is None else round(kappa, 3)
     compared = sum(t["compared"] for t in per_field.values())
     agreed = sum(t["agreed"] for t in per_field.values())

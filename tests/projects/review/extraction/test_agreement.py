@@ -11,8 +11,8 @@ import pytest
 from core.errors import InvalidInput
 from papers.models import Paper
 from projects.models import Project
+from projects.review.agreement import cohen_kappa
 from projects.review.extraction.agreement import (
-    cohen_kappa_nominal,
     extraction_agreement,
     text_normalised,
     values_agree,
@@ -72,12 +72,12 @@ def test_cohen_kappa_over_categories() -> None:
     first = ["a", "a", "a", "a", "b", "b", "b", "c", "c", "c"]
     second = ["a", "a", "a", "b", "b", "b", "a", "c", "c", "b"]
     observed, chance = 0.7, (4 * 4 + 3 * 4 + 3 * 2) / 100
-    assert cohen_kappa_nominal(first, second) == pytest.approx((observed - chance) / (1 - chance))
-    assert cohen_kappa_nominal(["a", "b"], ["a", "b"]) == 1.0
-    assert cohen_kappa_nominal([], []) is None
-    assert cohen_kappa_nominal(["a", "a"], ["a", "a"]) is None  # chance agreement 1
+    assert cohen_kappa(first, second) == pytest.approx((observed - chance) / (1 - chance))
+    assert cohen_kappa(["a", "b"], ["a", "b"]) == 1.0
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa(["a", "a"], ["a", "a"]) is None  # chance agreement 1
     with pytest.raises(ValueError):
-        cohen_kappa_nominal(["a"], [])
+        cohen_kappa(["a"], [])
 
 
 def test_agreement_per_field_and_overall_lists_the_disagreements(
