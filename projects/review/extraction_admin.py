@@ -103,8 +103,12 @@ def _rows_initial(described: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _with_row_added(data: QueryDict) -> QueryDict:
+    """The rows as typed and one blank row more (a tampered count is left to the formset,
+    which refuses it)."""
     more = data.copy()
-    more["form-TOTAL_FORMS"] = str(int(data.get("form-TOTAL_FORMS") or 0) + 1)
+    total = data.get("form-TOTAL_FORMS", "")
+    if total.isascii() and total.isdigit():
+        more["form-TOTAL_FORMS"] = str(int(total) + 1)
     return more
 
 

@@ -196,6 +196,8 @@ def test_rows_are_reordered_and_more_rows_added_without_saving(
     editor = read(admin_client, url)[1].forms["extraction-form-editor"]
     more = submit(admin_client, url, {**editor, "add_row": "Add a row"})
     assert Page(more).forms["extraction-form-editor"]["form-TOTAL_FORMS"] == str(len(FIELDS) + 2)
+    tampered = submit(admin_client, url, {**editor, "add_row": "1", "form-TOTAL_FORMS": "x"})
+    assert "ManagementForm data is missing or has been tampered with" in tampered
     assert ExtractionForm.objects.filter(project=project).count() == 1
     moved = submit(admin_client, url, {**editor, "form-5-ORDER": "0"})
     assert "version 2" in moved
