@@ -25,6 +25,7 @@ from projects.curation import (
 )
 from projects.models import Project
 from projects.review import duplicates_admin  # noqa: F401 - registers grouped versions
+from projects.review.extraction_admin import project_extraction_urls
 from projects.services import project_create, project_delete, project_rename
 from projects.watch import admin as watch_admin  # noqa: F401 - saved searches and alerts
 
@@ -91,6 +92,7 @@ class ProjectAdmin(admin.ModelAdmin):
                  name="projects_project_add_papers"),
             path("<str:project_id>/trends/", view(self.trends_view),
                  name="projects_project_trends"),
+            *project_extraction_urls(self),
             *super().get_urls(),
         ]  # fmt: skip
 

@@ -10,6 +10,10 @@ endpoint calls the same service as MCP's `create_highlight`, so the highlight is
 tolerant of line breaks and is drawn into the annotated PDF too. Uploading a PDF comes back
 to this page.
 
+`?page=N` opens the PDF at page N; with `&quote=...` as well, the quote is looked up in the
+paper (find_quote's matcher, page N first; nothing is written) and flashed where it is, so
+a link from an extracted value's quote (the extraction page's evidence table) lands on it.
+
 The views are LibraryPaperAdmin's (projects.curation): they live in `projects` because the
 page files papers into projects. Every write checks the admin permission it needs and
 MCP_READ_ONLY, and goes through a service; errors come back as the service's message.
@@ -18,6 +22,7 @@ MCP_READ_ONLY, and goes through a service; errors come back as the service's mes
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -31,6 +36,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from core.errors import DomainError
 from papers.admin import cite_box
 from papers.models import Citation, Paper, PaperPdf
+from papers.passages.quotes import MAX_QUOTE_CHARS
+from papers.passages.selectors import quote_find
 from papers.pdf.selectors import annotation_list, annotation_record
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
 from papers.selectors import paper_record, with_relations
@@ -58,6 +65,25 @@ def _paper(model_admin: ModelAdmin[Paper], request: HttpRequest, paper_id: int) 
     if not model_admin.has_view_permission(request, paper):
         raise PermissionDenied
     return paper
+
+
+def _focus(request: HttpRequest, paper: Paper) -> dict[str, Any] | None:
+    """Where `?page=N[&quote=...]` opens the PDF: that page, or where the quote is found
+    (exactly or closely) with its line boxes to flash. Anything else is ignored."""
+    page = request.GET.get("page", "")
+    if not re.fullmatch(r"[0-9]{1,6}", page) or int(page) < 1:
+        return None
+    focus: dict[str, Any] = {"page": int(page)}
+    quote = " ".join(request.GET.get("quote", "").split())
+    if not quote or len(quote) > MAX_QUOTE_CHARS:
+        return focus
+    try:
+        match = quote_find(text=quote, paper_ids=[paper.pk], page=int(page))
+    except DomainError:  # no letters in it, or no PDF text to look in
+        return focus
+    if match.status in ("found", "approximate") and match.page and match.rects:
+        focus = {"page": match.page, "rects": match.rects}
+    return focus
 
 
 def _refuse_if_read_only(request: HttpRequest) -> None:
@@ -122,6 +148,7 @@ def paper_read_view(
                 "annotations": reverse("admin:papers_paper_annotations", args=[paper.pk]),
                 "worker": settings.STATIC_URL + "papers/pdfjs/pdf.worker.min.mjs",
                 "canAnnotate": can_annotate and has_pdf,
+                "focus": _focus(request, paper) if has_pdf else None,
             }
         ),
         "cite": cite_box(paper.pk, request.GET.get("cite_style")),

@@ -35,6 +35,8 @@ ROUTERS: list[tuple[str, str]] = [
     ("/papers", "papers.api.router"),
     ("/search", "papers.search.api.router"),
     ("/projects", "projects.api.router"),
+    # Data extraction of a review or a project, under the same prefix.
+    ("/projects", "projects.extraction_api.router"),
     ("/engines", "engines.api.router"),
     # The engine searches, under the same prefix: they can file results into a project.
     ("/engines", "projects.engines_api.router"),

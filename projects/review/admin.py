@@ -29,6 +29,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
+from projects.review.extraction_admin import review_extraction_urls
 from projects.review.screening import DECISIONS, screening_decide, screening_next, screening_status
 from projects.review.selectors import review_counts, review_pending_checkpoint
 from projects.review.services import review_cleanup, review_decide
@@ -313,7 +314,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(self.screen_view),
             name="projects_reviewsession_screen",
         )
-        return [screen, *super().get_urls()]
+        return [screen, *review_extraction_urls(self), *super().get_urls()]
 
     @method_decorator(require_POST)
     def screen_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

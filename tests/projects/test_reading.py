@@ -5,6 +5,8 @@ The viewer itself (pdf.js) is driven in Chromium: tests/browser/test_reading_pag
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,29 @@ def test_highlights_from_a_selection_are_stored_and_listed(client: Client, paper
     assert stored.page == 1 and stored.color == "#5fb236" and len(stored.rects) == 2
     listed = client.get(url).json()["annotations"]
     assert [a["annotation_id"] for a in listed] == [stored.pk]
+
+
+def test_page_and_quote_open_the_pdf_where_the_quote_is(
+    admin_client: Client, paper: Paper, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):  # the passage index, built now
+        pdf_services.pdf_attach_file(paper_id=paper.pk, path=EXPOSITORY)
+
+    def focus(query: dict[str, str]) -> Any:
+        page = admin_client.get(read_url(paper), query).content.decode()
+        found = re.search(r'<script id="reader-config" type="application/json">(.*?)</script>',
+                          page, re.S)  # fmt: skip
+        assert found, page[:300]
+        return json.loads(found.group(1))["focus"]
+
+    found = focus({"page": "1", "quote": QUOTE})
+    assert found["page"] == 1 and found["rects"] and len(found["rects"][0]) == 4
+    assert focus({"page": "3", "quote": QUOTE})["page"] == 1  # the page given is tried first
+    assert focus({"page": "2"}) == {"page": 2}
+    assert focus({"page": "2", "quote": "zebra quagga okapi nowhere in it"}) == {"page": 2}
+    assert focus({"page": "2", "quote": "!!!"}) == {"page": 2}
+    for ignored in ({"page": "x"}, {"page": "0"}, {"page": "²"}, {"quote": QUOTE}, {}):
+        assert focus(ignored) is None
 
 
 def test_a_selection_that_is_not_on_the_page_gets_the_services_message(

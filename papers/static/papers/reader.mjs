@@ -1,7 +1,8 @@
 // The paper reading page's PDF (projects/reading.py): pages drawn by pdf.js with a text
 // layer to select from, the stored annotations drawn over them in their colours, the
 // annotation list that jumps to each one, and "Highlight selection", which asks the server
-// (create_highlight's service) to find and store the selected text.
+// (create_highlight's service) to find and store the selected text. `config.focus` (the
+// page's `?page=&quote=`) opens the PDF at a page and flashes the quote's line boxes.
 const script = document.getElementById("reader-script");
 const config = JSON.parse(document.getElementById("reader-config").textContent);
 const pagesElement = document.getElementById("pdf-pages");
@@ -54,6 +55,16 @@ function jumpTo(annotation) {
     void mark.offsetWidth; // restart the animation
     mark.classList.add("flash");
   }
+}
+
+function showFocus(pdfjs, focus) {
+  const entry = frames.get(focus.page);
+  if (!entry) return;
+  // Drawn as an annotation of its own (not stored): the quote's boxes, flashed.
+  drawAnnotation({ annotation_id: "focus", kind: "focus", page: focus.page, rects: focus.rects || [],
+    color: "#ff8c00", text: "" });
+  renderPage(pdfjs, entry);
+  jumpTo({ annotation_id: "focus", page: focus.page });
 }
 
 function listAnnotation(annotation) {
@@ -196,6 +207,7 @@ async function main() {
   for (const annotation of annotations) drawAnnotation(annotation);
   showList();
   await renderPage(pdfjs, frames.get(1));
+  if (config.focus) showFocus(pdfjs, config.focus);
   say(`${document_.numPages} page${document_.numPages === 1 ? "" : "s"}.`);
   if (bar) {
     document.addEventListener("selectionchange", () => {
