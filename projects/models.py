@@ -77,6 +77,7 @@ class ReviewSession(TimeStamped):
         SEARCH = "search"
         SCREEN = "screen"
         EXPAND = "expand"
+        EXTRACT = "extract"
         COMPLETE = "complete"
 
     class Status(models.TextChoices):
@@ -130,7 +131,9 @@ class ReviewSession(TimeStamped):
                 name="reviewsession_status_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(stage__in=["plan", "search", "screen", "expand", "complete"]),
+                condition=models.Q(
+                    stage__in=["plan", "search", "screen", "expand", "extract", "complete"]
+                ),
                 name="reviewsession_stage_valid",
             ),
             # Complete means both: no review is complete at another stage, or vice versa.
@@ -150,7 +153,8 @@ class ReviewSession(TimeStamped):
 
 
 class ReviewCheckpoint(TimeStamped):
-    """A point where the workflow waits for a person: `plan`, `screen` or `expand`.
+    """A point where the workflow waits for a person: `plan`, `screen`, `expand` or
+    `extract`.
 
     At most one checkpoint of a session is pending (no `resolved_at`) at any time.
     """
@@ -159,6 +163,7 @@ class ReviewCheckpoint(TimeStamped):
         PLAN = "plan"
         SCREEN = "screen"
         EXPAND = "expand"
+        EXTRACT = "extract"
 
     session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="checkpoints")
     sequence = models.PositiveIntegerField(help_text="1, 2, 3, ... in the order raised.")

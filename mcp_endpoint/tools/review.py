@@ -26,6 +26,7 @@ from projects.models import ReviewSession
 from projects.review import selectors, services
 from projects.review.dedup import duplicate_split
 from projects.review.prisma import prisma_svg
+from projects.review.state import DEFAULT_PAGE, review_state
 from projects.review.workflow import WorkflowFailed
 
 MAX_WAIT_SECONDS = 20
@@ -36,9 +37,9 @@ WaitSeconds = Annotated[
 ]
 CandidatesOffset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 CandidatesLimit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
-# A page of candidates in every answer (selectors.DEFAULT_PAGE, abstracts cut short to keep
+# A page of candidates in every answer (DEFAULT_PAGE, abstracts cut short to keep
 # the answer within its token budget); get_session pages through more.
-WAITED_PAGE = selectors.DEFAULT_PAGE
+WAITED_PAGE = DEFAULT_PAGE
 
 STARTS_WORK = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
@@ -61,10 +62,10 @@ class ReviewState(BaseModel):
     state: Literal["running", "waiting", "complete", "failed"] = Field(
         description="running: a step is working; waiting: a checkpoint needs a decision."
     )
-    stage: str = Field(description="plan, search, screen, expand or complete.")
+    stage: str = Field(description="plan, search, screen, expand, extract or complete.")
     is_complete: bool
     has_pending_checkpoint: bool
-    current_checkpoint_kind: str | None = Field(description="plan, screen or expand.")
+    current_checkpoint_kind: str | None = Field(description="plan, screen, expand or extract.")
     iteration: int = Field(description="Decisions applied so far.")
     error: str | None = None
     counts: dict[str, Any] = Field(description="PRISMA-style counts.")
@@ -72,7 +73,10 @@ class ReviewState(BaseModel):
         default=None, description="PRISMA 2020 flow numbers; diagram: its `diagram` resource."
     )
     checkpoint: dict[str, Any] | None = Field(
-        description="The pending checkpoint: kind, payload, candidates page, actions."
+        description=(
+            "The pending checkpoint: kind, payload (at extract: form, studies extracted, "
+            "flagged, disagreements, agreement), candidates page, actions."
+        )
     )
     result: dict[str, Any] | None = Field(description="When complete: included, project_id.")
     next: str = Field(description="What to do next.")
@@ -99,11 +103,9 @@ class ReviewRemoved(BaseModel):
     cancelled: bool = Field(description="True if a step was under way and was cancelled.")
 
 
-def _state(session_id: str, *, offset: int = 0, limit: int = selectors.DEFAULT_PAGE) -> ReviewState:
+def _state(session_id: str, *, offset: int = 0, limit: int = DEFAULT_PAGE) -> ReviewState:
     session = selectors.review_get(session_id=session_id)
-    return ReviewState.model_validate(
-        selectors.review_state(session=session, offset=offset, limit=limit)
-    )
+    return ReviewState.model_validate(review_state(session=session, offset=offset, limit=limit))
 
 
 def _waited(session_id: str, wait_seconds: int) -> ReviewState:

@@ -29,6 +29,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
+from projects.review.extract_stage import extract_status
 from projects.review.extraction_admin import review_extraction_urls
 from projects.review.screening import DECISIONS, screening_decide, screening_next, screening_status
 from projects.review.selectors import review_counts, review_pending_checkpoint
@@ -129,7 +130,9 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         can_decide = self.has_change_permission(request, obj)
         if pending is not None and obj.status == ReviewSession.Status.WAITING and can_decide:
             decision = ["action", "edit_data", "note", "checkpoint"]
-            if pending.kind != "plan":
+            if pending.kind == "extract":  # approve only: no data to give
+                decision.remove("edit_data")
+            elif pending.kind != "plan":
                 decision[2:2] = ["exclude", "exclude_reason"]
             fieldsets.append(("Decide", {"fields": decision}))
         fieldsets += [
@@ -161,6 +164,8 @@ class ReviewSessionAdmin(admin.ModelAdmin):
                 "<p>#{} plan (round {})</p>{}", checkpoint.sequence, checkpoint.round,
                 self._plan_html(checkpoint.payload.get("plan", {})),
             )  # fmt: skip
+        if checkpoint.kind == "extract":
+            return self._extract_html(checkpoint.sequence, extract_status(session=session))
         source = "search" if checkpoint.kind == "screen" else "citation"
         candidates = (
             session.candidates.filter(source=source, status=ReviewCandidate.Status.PENDING)
@@ -240,9 +245,45 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             ("dates", f"{plan.get('date_from') or 'any'} to {plan.get('date_to') or 'now'}"),
             ("criteria", "; ".join(plan.get("criteria", []))),
             ("snowball", "yes" if plan.get("snowball") else "no"),
+            ("extract data", "yes" if plan.get("extract") else "no"),
             ("rationale", " ".join(plan.get("rationale", []))),
         ]
         return format_html("<dl>{}</dl>", format_html_join("", "<dt>{}</dt><dd>{}</dd>", items))
+
+    def _extract_html(self, sequence: int, status: dict[str, Any]) -> SafeString:
+        """The extract checkpoint as things stand: the form, how far the included studies
+        are extracted, flagged values, unresolved disagreements and agreement."""
+        form = status["form"]
+        studies = status["studies"]
+        agreement = status["agreement"]
+        items = [
+            (
+                "form",
+                f"{form['name']} (version {form['version']}): {', '.join(form['fields'])}"
+                if form
+                else status["create_form"],
+            ),
+            (
+                "included studies",
+                f"{studies['included']}: {studies['complete']} complete, {studies['partly']} "
+                f"partly extracted, {studies['not_started']} not started",
+            ),
+            ("flagged values", status["flagged"]),
+            ("unresolved disagreements", status["disagreements_unresolved"]),
+            (
+                "agreement",
+                f"{agreement['agreed']} of {agreement['compared']} "
+                f"({' and '.join(agreement['extractors'])})"
+                if agreement
+                else "not yet (needs two extractors)",
+            ),
+        ]
+        return format_html(
+            "<p>#{} extract: approve completes the review once a form exists and no "
+            "disagreement is unresolved.</p><dl>{}</dl>",
+            sequence,
+            format_html_join("", "<dt>{}</dt><dd>{}</dd>", items),
+        )
 
     def save_model(self, request: HttpRequest, obj: ReviewSession, form: Any, change: bool) -> None:
         action = form.cleaned_data.get("action")

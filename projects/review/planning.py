@@ -1,5 +1,5 @@
-"""Planning a review: the queries, engines, date range and inclusion criteria that a person
-approves or edits at the `plan` checkpoint.
+"""Planning a review: the queries, engines, date range, inclusion criteria and whether to
+extract data after screening, which a person approves or edits at the `plan` checkpoint.
 
 The planner is rule-based and says why it chose what it chose (`rationale`), so a person
 can correct it in one edit. From the question it takes the key terms (question words and
@@ -31,7 +31,8 @@ MAX_CRITERIA = 20
 MAX_TEXT = 500
 DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 EDITABLE = (
-    "queries", "engines", "date_from", "date_to", "criteria", "snowball", "snowball_direction"
+    "queries", "engines", "date_from", "date_to", "criteria", "snowball", "snowball_direction",
+    "extract",
 )  # fmt: skip
 # What the citation search follows: papers citing the included ones, those they cite, both.
 SNOWBALL_DIRECTIONS = ("citing", "references", "both")
@@ -139,6 +140,8 @@ class Plan:
     criteria: list[str]
     snowball: bool = False
     snowball_direction: str = "citing"
+    # Data extraction after screening: the `extract` stage and its checkpoint.
+    extract: bool = False
     rationale: list[str] = field(default_factory=list)
     feedback: list[str] = field(default_factory=list)
 
@@ -257,7 +260,10 @@ def plan_propose(
     if date_from or date_to:
         criteria.append(f"Published {date_from or 'any time'} to {date_to or 'now'}")
     criteria.extend(spec.criteria)
-    rationale.append("Edit any of this at the plan checkpoint; snowball=true follows citations.")
+    rationale.append(
+        "Edit any of this at the plan checkpoint; snowball=true follows citations, "
+        "extract=true extracts data from the included studies after screening."
+    )
     return Plan(
         queries=queries,
         engines=engines,
@@ -299,6 +305,10 @@ def plan_edit(plan: Plan, changes: dict[str, Any], *, engines_allowed: Sequence[
         if changes["snowball_direction"] not in SNOWBALL_DIRECTIONS:
             raise ValueError(f"snowball_direction must be one of {', '.join(SNOWBALL_DIRECTIONS)}.")
         values["snowball_direction"] = changes["snowball_direction"]
+    if "extract" in changes:
+        if not isinstance(changes["extract"], bool):
+            raise ValueError("extract must be true or false.")
+        values["extract"] = changes["extract"]
     values["rationale"] = [*plan.rationale, "Edited at the plan checkpoint."]
     return Plan(**values)
 

@@ -19,6 +19,16 @@ two reports of one study). These always hold (`prisma_problems` checks them):
 - screened = pending + excluded + sought; excluded = sum(excluded_reasons);
   not_retrieved <= sought; versions_grouped <= duplicates_removed;
 - included = sum of sought over the columns; reports = included + versions of included.
+
+With the `extract` stage (the plan's `extract`), that stage assesses the reports: in each
+column, `assessed` (reports assessed for eligibility) counts the studies included at
+screening with anything extracted (a value or an adjudication, under any version of the
+review's form: the report was read for it), and `not_assessed` the others (nothing
+extracted). The studies included in review are then the assessed ones, and their reports
+those studies plus their versions. Then also:
+
+- sought = assessed + not_assessed, in each column;
+- included = sum of assessed over the columns (instead of sought).
 """
 
 from __future__ import annotations
@@ -29,7 +39,12 @@ from xml.sax.saxutils import escape
 
 from django.db.models import Count, Q
 
-from projects.models import ReviewCandidate, ReviewSession
+from projects.models import (
+    ExtractionAdjudication,
+    ExtractionValue,
+    ReviewCandidate,
+    ReviewSession,
+)
 
 SOURCES = {"search": "databases", "citation": "other_methods"}
 
@@ -49,9 +64,12 @@ def grouped_tally(session: ReviewSession) -> tuple[Counter[str], Counter[str]]:
 
 
 def prisma_counts(*, session: ReviewSession, counts: dict[str, Any]) -> dict[str, Any]:
-    """The PRISMA 2020 flow numbers of a review from its `counts` (review_counts)."""
+    """The PRISMA 2020 flow numbers of a review from its `counts` (review_counts), with
+    the reports assessed at the extract stage when the plan has one."""
     live, _ = grouped_tally(session)
     included = session.candidates.filter(status=ReviewCandidate.Status.INCLUDED)
+    extracting = bool((session.plan or {}).get("extract"))
+    assessed = included.filter(_extracted(session)) if extracting else None
     missing = Counter(
         dict(
             included.filter(paper__pdf__isnull=True)
@@ -82,21 +100,45 @@ def prisma_counts(*, session: ReviewSession, counts: dict[str, Any]) -> dict[str
             "sought": block["included"],
             "not_retrieved": missing[source],
         }
-    flow["included"] = counts["included_total"]
-    flow["reports"] = counts["included_total"] + versions_of_included
+    if assessed is None:
+        flow["included"] = counts["included_total"]
+        flow["reports"] = counts["included_total"] + versions_of_included
+    else:
+        per_source = Counter(
+            dict(assessed.values_list("source").annotate(n=Count("pk")).order_by())
+        )
+        for source, name in SOURCES.items():
+            if name in flow:
+                column = flow[name]
+                column["assessed"] = per_source[source]
+                column["not_assessed"] = column["sought"] - per_source[source]
+        flow["included"] = sum(per_source.values())
+        flow["reports"] = (
+            flow["included"]
+            + session.duplicates.filter(split_at__isnull=True, candidate__in=assessed).count()
+        )
     flow["diagram"] = f"review://{session.pk}/prisma.svg"
     return flow
+
+
+def _extracted(session: ReviewSession) -> Q:
+    """Candidates whose paper anything was extracted from in this review (a value or an
+    adjudication, under any version of its form)."""
+    values = ExtractionValue.objects.filter(form__session=session).values("paper_id")
+    adjudications = ExtractionAdjudication.objects.filter(form__session=session)
+    return Q(paper_id__in=values) | Q(paper_id__in=adjudications.values("paper_id"))
 
 
 def prisma_problems(flow: dict[str, Any]) -> list[str]:
     """The invariants of the module docstring that `flow` breaks (none, always)."""
     problems = []
-    sought = 0
+    through = 0  # the studies that reach "included": sought, or assessed at extract
+    assessing = any("assessed" in flow.get(name, {}) for name in SOURCES.values())
     for name in SOURCES.values():
         column = flow.get(name)
         if column is None:
             continue
-        sought += column["sought"]
+        through += column.get("assessed", 0) if assessing else column["sought"]
         removed = column["duplicates_removed"] + column["outside_date_range"] + column["over_limit"]
         checks = {
             "identified_total = sum(identified)": column["identified_total"]
@@ -116,9 +158,14 @@ def prisma_problems(flow: dict[str, Any]) -> list[str]:
             )
             >= 0,
         }
+        if assessing:
+            assessed, rest = column.get("assessed", -1), column.get("not_assessed", -1)
+            checks["sought = assessed + not_assessed"] = (
+                min(assessed, rest) >= 0 and column["sought"] == assessed + rest
+            )
         problems += [f"{name}: {check}" for check, holds in checks.items() if not holds]
-    if flow["included"] != sought:
-        problems.append("included = sum(sought)")
+    if flow["included"] != through:
+        problems.append("included = sum(assessed)" if assessing else "included = sum(sought)")
     if flow["reports"] < flow["included"]:
         problems.append("reports >= included")
     return problems
@@ -175,7 +222,15 @@ def _column_boxes(column: dict[str, Any], other: bool) -> list[tuple[list[str], 
         excluded.append(f"Other reasons {_n(rest)}")
     sought = [f"Reports sought for retrieval {_n(column['sought'])}"]
     missing = [f"Reports not retrieved {_n(column['not_retrieved'])}", "(no PDF in the library)"]
-    return [(identified, removed), (screened, excluded), (sought, missing)]
+    rows = [(identified, removed), (screened, excluded), (sought, missing)]
+    if "assessed" in column:  # the extract stage
+        assessed = [
+            f"Reports assessed for eligibility {_n(column['assessed'])}",
+            "(data extracted)",
+        ]
+        rest = [f"Reports not assessed {_n(column['not_assessed'])}", "(nothing extracted)"]
+        rows.append((assessed, rest))
+    return rows
 
 
 def _box(x: int, y: int, width: int, lines: list[str], *, fill: str = "#ffffff") -> str:
@@ -207,9 +262,10 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
     """The PRISMA 2020 flow diagram of `flow` (prisma_counts) as a standalone SVG."""
     columns = [(flow[name], name == "other_methods") for name in SOURCES.values() if name in flow]
     rows = [_column_boxes(column, other) for column, other in columns]
+    last = min(len(column_rows) for column_rows in rows) - 1
     heights = [
         max(_height(lines) for column_rows in rows for lines in column_rows[row])
-        for row in range(3)
+        for row in range(last + 1)
     ]
     column_w = MAIN_W + GAP + SIDE_W + GAP
     width = LEFT + column_w * len(columns) + 10
@@ -255,7 +311,7 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
         out.append(f'<text x="{x + PAD}" y="{top - 18}" font-weight="bold">{heading}</text>')
     phases = [
         ("Identification", ys[0], ys[0] + heights[0]),
-        ("Screening", ys[1], ys[2] + heights[2]),
+        ("Screening", ys[1], ys[last] + heights[last]),
         ("Included", included_y, included_y + _height(included)),
     ]
     for name, y1, y2 in phases:
@@ -278,8 +334,8 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
             middle = y + min(_height(main), _height(side)) // 2
             out.append(_arrow(x + MAIN_W, middle, side_x, middle))
             centre = x + MAIN_W // 2
-            if row < 2 or index == 0:
-                below = ys[row + 1] if row < 2 else included_y
+            if row < last or index == 0:
+                below = ys[row + 1] if row < last else included_y
                 out.append(_arrow(centre, y + _height(main), centre, below))
             else:  # other methods: down beside the included box, then into it
                 level = included_y + _height(included) // 2

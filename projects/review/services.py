@@ -21,11 +21,12 @@ from papers.scoping import client_project_ids
 from projects.dispatch import review_step_revoke
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import planning, steps
+from projects.review.extract_stage import extract_decision_check
 from projects.review.handler import DatabaseCheckpointHandler
 from projects.review.planning import Plan, plan_edit
 from projects.review.screening import screening_on_approve, screening_unresolved_check
 from projects.review.selectors import review_session_id
-from projects.review.steps import review_complete, step_dispatch, step_send
+from projects.review.steps import extract_begin, review_complete, step_dispatch, step_send
 from projects.review.workflow import (
     Decision,
     DecisionAction,
@@ -109,7 +110,9 @@ def review_decide(
     checkpoint = handler.set_decision(decision, expected_sequence=expected_sequence)
     session.iteration += 1
     plan = _decision_apply(session, checkpoint.kind, decision)
-    stage = next_stage(checkpoint.kind, decision.action, snowball=plan.snowball)
+    stage = next_stage(
+        checkpoint.kind, decision.action, snowball=plan.snowball, extract=plan.extract
+    )
     if stage == Stage.PLAN:  # rejected: plan again, with the note
         session.candidates.all().delete()
         session.identification = {}
@@ -117,6 +120,8 @@ def review_decide(
         session.plan = {**session.plan, "feedback": [*plan.feedback, decision.note or "(no note)"]}
     if stage == Stage.COMPLETE:
         review_complete(session)
+    elif stage == Stage.EXTRACT:
+        extract_begin(session)
     else:
         step_dispatch(session, stage)
     session.save()
@@ -126,9 +131,12 @@ def review_decide(
 def _decision_apply(session: ReviewSession, kind: str, decision: Decision) -> Plan:
     """What a decision changes at its checkpoint: the plan (an edit at `plan`), or the
     screening of the pending candidates (at `screen` and `expand`; a rejection at `screen`
-    discards them instead). Returns the plan from here on."""
+    discards them instead); at `extract`, nothing, once extract_decision_check lets the
+    decision through. Returns the plan from here on."""
     plan = Plan.from_dict(session.plan)
-    if kind == ReviewCheckpoint.Kind.PLAN:
+    if kind == ReviewCheckpoint.Kind.EXTRACT:
+        extract_decision_check(session=session, decision=decision)
+    elif kind == ReviewCheckpoint.Kind.PLAN:
         if decision.action is DecisionAction.EDIT:
             if not decision.data:
                 editable = ", ".join(planning.EDITABLE)

@@ -1,5 +1,6 @@
 """The workflow's steps. Plan, search and expand are each a Celery task given the
-session's id, the stage and the round; complete runs inside the decision that leads to it.
+session's id, the stage and the round; extract (raising its checkpoint: there is nothing
+to run) and complete happen inside the decision that leads to them.
 
 A step's task is sent once the transaction that asks for it commits, and it only acts if
 the session is still at that stage and round and names that task (`task_id`): a late,
@@ -36,6 +37,7 @@ from engines.selectors import engines_known_down
 from projects.dispatch import review_step_send
 from projects.models import Project, ReviewCandidate, ReviewDuplicate, ReviewSession
 from projects.review import planning
+from projects.review.extract_stage import extract_status
 from projects.review.handler import DatabaseCheckpointHandler
 from projects.review.planning import Plan, plan_propose
 from projects.review.searching import (
@@ -193,7 +195,7 @@ def _commit(session_id: uuid.UUID, run_id: str, attempt: int, stage: str, outcom
             logged = [{"round": session.round, **entry} for entry in outcome.searches]
             session.search_log = [*(session.search_log or []), *logged]
         if stage == Stage.EXPAND and not outcome.candidates:
-            review_complete(session)
+            screening_done(session)
             session.save()
             return "done"
         session.stage = Stage.SCREEN if stage == Stage.SEARCH else Stage.EXPAND
@@ -284,6 +286,27 @@ def _store_candidates(session: ReviewSession, source: str, gathered: Gathered) -
             for head, member, why in groups
         ]
     )
+
+
+def screening_done(session: ReviewSession) -> None:
+    """After the last screening decision: the extract checkpoint when the plan extracts
+    data and a study is included; else completion."""
+    if Plan.from_dict(session.plan).extract:
+        extract_begin(session)
+    else:
+        review_complete(session)
+
+
+def extract_begin(session: ReviewSession) -> None:
+    """Raise the extract checkpoint (its payload as things stand now), or complete the
+    review when no study was included: there is nothing to extract."""
+    if not session.candidates.filter(status=ReviewCandidate.Status.INCLUDED).exists():
+        review_complete(session)
+        return
+    session.stage = Stage.EXTRACT
+    lease_clear(session)
+    handler: CheckpointHandler = DatabaseCheckpointHandler(session)
+    handler.handle(Checkpoint("extract", extract_status(session=session)))
 
 
 def review_complete(session: ReviewSession) -> None:

@@ -1,9 +1,9 @@
 """The review workflow's vocabulary and rules: checkpoints, decisions, what each decision
 does, and the `CheckpointHandler` seam between the workflow and whoever decides.
 
-    plan ──approve/edit──> search ──> screen ──approve/edit──> [expand] ──any──> complete
-     ^  └─reject (note)─┘                │                        (snowball=true only)
-     └──────────── reject (note) ────────┘
+    plan ─approve/edit─> search ─> screen ─approve/edit─> [expand] ─any─> [extract] ─approve─> done
+     ^ └reject (note)┘               │                 (snowball=true)  (extract=true)   (complete)
+     └──────── reject (note) ────────┘
 
 - `plan`: the proposed queries, engines, date range and criteria. `approve` searches with
   them, `edit` changes any of them and searches, `reject` plans again with the note.
@@ -12,6 +12,10 @@ does, and the `CheckpointHandler` seam between the workflow and whoever decides.
   this round's candidates and plans again with the note.
 - `expand` (citation search of the included papers): `approve`/`edit` as at `screen`;
   `reject` excludes every paper it found, with the note as the reason.
+- `extract` (data extraction of the included studies, projects/review/extract_stage.py):
+  `approve` completes the review, once a form exists and no disagreement between
+  extractors is unresolved; `edit` and `reject` are refused (inclusion was settled at
+  screening). Skipped when no study is included.
 
 Every accepted decision adds one to the session's `iteration`, so a client can
 tell a decision it sent was taken.
@@ -41,8 +45,9 @@ class DecisionAction(StrEnum):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where the workflow waits: `kind` is plan | screen | expand; `payload` is what the
-    person needs to decide (the plan, or the counts and engine statuses of a search)."""
+    """Where the workflow waits: `kind` is plan | screen | expand | extract; `payload` is
+    what the person needs to decide (the plan, the counts and engine statuses of a search,
+    or the state of the extraction)."""
 
     kind: str
     payload: dict[str, Any]
@@ -133,14 +138,18 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def next_stage(kind: str, action: DecisionAction, *, snowball: bool) -> str:
-    """The stage a decision at a checkpoint of `kind` leads to."""
+def next_stage(kind: str, action: DecisionAction, *, snowball: bool, extract: bool = False) -> str:
+    """The stage a decision at a checkpoint of `kind` leads to. (At `extract` only
+    approve is taken: the services refuse the others before asking.)"""
+    after_screening = "extract" if extract else "complete"
     if action is DecisionAction.REJECT and kind in ("plan", "screen"):
         return "plan"
     if kind == "plan":
         return "search"
     if kind == "screen":
-        return "expand" if snowball else "complete"
+        return "expand" if snowball else after_screening
+    if kind == "expand":
+        return after_screening
     return "complete"
 
 
