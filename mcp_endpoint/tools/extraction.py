@@ -152,8 +152,8 @@ def extract_record(
     name="export_evidence_table",
     title="Export the evidence table",
     description=(
-        "One row per study, one column per field: each value with its quote and page, "
-        "flags, and a citation in a CSL style. xlsx comes base64-encoded."
+        "The evidence table as markdown, csv, json or xlsx (base64): a row per study, a "
+        "column per field, each value with its quote, page and flags; citations in a CSL style."
     ),
     annotations=READ_ONLY,
 )
