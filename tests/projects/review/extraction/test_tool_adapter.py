@@ -15,7 +15,13 @@ from tests.projects.review.extraction.builders import ACL_VALUES
 
 
 def without_extractor(answer: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in answer.items() if key != "extractor"}
+    """The answer without what differs between two extractors: their name, and the
+    highlight each one's verified quotes get (an annotation of their own)."""
+    shown = {key: value for key, value in answer.items() if key != "extractor"}
+    shown["recorded"] = [
+        {key: value for key, value in r.items() if key != "highlight"} for r in shown["recorded"]
+    ]
+    return shown
 
 
 def test_extract_record_over_mcp_answers_what_the_service_answers(
@@ -30,6 +36,8 @@ def test_extract_record_over_mcp_answers_what_the_service_answers(
     assert called["extractor"] == "agent:b" and served["extractor"] == "agent:a"
     assert without_extractor(called) == without_extractor(served)
     assert {r["anchor"]["status"] for r in called["recorded"]} == {"verified", "no_quote"}
+    verified = [r for r in called["recorded"] if r["anchor"]["status"] == "verified"]
+    assert all(isinstance(r["highlight"], int) for r in verified)
 
 
 def test_extract_next_over_mcp_answers_what_the_queue_answers(
