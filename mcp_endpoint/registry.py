@@ -80,6 +80,7 @@ TOOLSET_MODULES: dict[str, str] = {
     "pdf": "mcp_endpoint.tools.pdf,mcp_endpoint.tools.passages,mcp_endpoint.tools.open_access",
     "zotero": "mcp_endpoint.tools.zotero",
     "review": "mcp_endpoint.tools.review,mcp_endpoint.tools.screening",
+    "extraction": "mcp_endpoint.tools.extraction",
     "watch": "mcp_endpoint.tools.watch,mcp_endpoint.tools.retractions",
 }
 

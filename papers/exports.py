@@ -318,9 +318,11 @@ def _render_jsonl(papers: list[Paper]) -> str:
     return "".join(json.dumps(paper_record(p), ensure_ascii=False) + "\n" for p in papers)
 
 
-def _spreadsheet_safe(value: str) -> str:
-    # A cell starting with = + - @ is run as a formula by Excel/LibreOffice (CSV injection);
-    # titles and abstracts come from outside sources, so such cells get a leading quote.
+def spreadsheet_safe(value: str) -> str:
+    """`value` as a CSV cell no spreadsheet runs as a formula. A cell starting with = + - @
+    (or a tab or carriage return) is run as a formula by Excel/LibreOffice (CSV injection);
+    titles, abstracts and quotes come from outside sources, so such cells get a leading
+    quote, as OWASP advises."""
     return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
@@ -352,7 +354,7 @@ def _render_csv(papers: list[Paper]) -> str:
             "citation_count": paper.citation_count,
             "abstract": paper.abstract,
         }
-        writer.writerow([_spreadsheet_safe(v) if isinstance(v, str) else v for v in row.values()])
+        writer.writerow([spreadsheet_safe(v) if isinstance(v, str) else v for v in row.values()])
     return buffer.getvalue()
 
 

@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from core.models import TimeStamped
-from papers.models import Paper
+from papers.models import Annotation, Paper
 
 
 def feed_token_new() -> str:
@@ -558,9 +558,6 @@ class AnchorStatus(models.TextChoices):
     NO_QUOTE = "no_quote", "no quote given"
 
 
-ANCHOR_STATUSES = ["verified", "approximate", "not_found", "abstract_only", "no_quote"]
-
-
 # AnchorStatus's values, for the check constraints.
 ANCHOR_STATUSES = ["verified", "approximate", "not_found", "abstract_only", "no_quote"]
 
@@ -579,6 +576,11 @@ class AnchoredValue(TimeStamped):
     anchor_rects = models.JSONField(default=list, blank=True)
     anchor_text = models.TextField(blank=True)
     anchor_score = models.FloatField(default=0.0)
+    # The verified quote's highlight in the extraction colour (extraction/highlights.py),
+    # for a link to it; None when there is none or a person deleted it.
+    highlight = models.ForeignKey(
+        Annotation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         abstract = True

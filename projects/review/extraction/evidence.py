@@ -41,6 +41,7 @@ def _anchored(row: Any, source: str) -> dict[str, Any]:
         "flagged": row.anchor_status in FLAGGED,
         "source": source,
         "version": row.form.version,
+        "highlight": row.highlight_id,
     }
 
 

@@ -7,7 +7,7 @@ selectors.extraction_owner (NotFound outside the client's collections), and the 
 through selectors.owner_paper (an included study of the review, or a paper of the
 project). Writes are refused on a read-only server (ReadOnlyMode). Quotes are anchored
 (anchoring.py) before the transaction that saves them, so the PDF is read without holding
-the database.
+the database; a verified quote's highlight (highlights.py) is made after they are saved.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ from projects.review.extraction.forms import (
     fields_parse,
     form_name_clean,
     value_clean,
+)
+from projects.review.extraction.highlights import (
+    highlight_comment,
+    highlight_fits,
+    highlight_sync,
 )
 from projects.review.extraction.selectors import (
     Owner,
@@ -299,10 +304,15 @@ def extract_record(
     reported" and needs no quote. `strict` (default: settings.EXTRACTION_STRICT) refuses
     the call when a field that requires a quote has one not found in the paper (or none).
 
-    Returns the recorded values with their anchors, which are flagged (approximate,
-    not_found, abstract_only), and the form's fields this extractor left empty for the
-    paper. Raises InvalidInput (a value, quote or page per field, unknown fields, a strict
-    refusal naming the quotes not found), NotFound (owner, form, paper), ReadOnlyMode."""
+    A verified quote is highlighted in the PDF in the extraction colour (highlights.py;
+    the row keeps the annotation, a re-recorded value reuses or replaces it).
+
+    Returns the recorded values with their anchors and highlights (`highlight`: the
+    annotation id, or `highlight_error` when none could be made), which are flagged
+    (approximate, not_found, abstract_only), and the form's fields this extractor left
+    empty for the paper. Raises InvalidInput (a value, quote or page per field, unknown
+    fields, a strict refusal naming the quotes not found), NotFound (owner, form, paper),
+    ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
     form = form_get(owner)
@@ -312,9 +322,19 @@ def extract_record(
     entries = _entries_parse(values, fields)
     anchored = [(entry, _anchor(study, entry)) for entry in entries]
     _strict_refusals(anchored, settings.EXTRACTION_STRICT if strict is None else strict)
+    previous = {
+        row.field_id: row
+        for row in ExtractionValue.objects.filter(
+            field__in=[entry.field for entry, _ in anchored], paper=study, extractor=extractor.label
+        ).select_related("highlight")
+    }
+    saved: list[tuple[ExtractionValue, int | None]] = []
     with transaction.atomic():
         for entry, anchor in anchored:
-            ExtractionValue.objects.update_or_create(
+            before = previous.get(entry.field.pk)
+            old = before.highlight if before is not None else None
+            fits = highlight_fits(old, status=anchor.status, page=anchor.page, text=anchor.text)
+            row, _ = ExtractionValue.objects.update_or_create(
                 field=entry.field,
                 paper=study,
                 extractor=extractor.label,
@@ -326,19 +346,32 @@ def extract_record(
                     "quote": entry.quote,
                     "page": entry.page,
                     **_anchor_fields(anchor),
+                    "highlight": old if fits else None,
                 },
             )
+            saved.append((row, old.pk if old is not None else None))
+    # After the save, outside its transaction: the PDF is read and its annotated copy written.
+    highlights = [
+        highlight_sync(
+            row,
+            paper=study,
+            comment=highlight_comment(entry.spec.key, extractor.label),
+            replaced=replaced,
+        )
+        for (entry, _), (row, replaced) in zip(anchored, saved, strict=True)
+    ]
     # Empty for this extractor: no value under this version, nor under an earlier one that
     # still counts (selectors.cells_current).
     cells = cells_current(owner, form, paper_ids=[study.pk]).get(study.pk, {})
     answered = {key for key, cell in cells.items() if extractor.label in cell.values}
     recorded = []
-    for entry, anchor in anchored:
+    for (entry, anchor), highlight in zip(anchored, highlights, strict=True):
         shown: dict[str, Any] = {
             "field": entry.spec.key,
             "value": entry.value,
             "anchor": anchor.as_dict(),
             "flagged": anchor.flagged,
+            **highlight,
         }
         if entry.page is not None and anchor.page is not None and entry.page != anchor.page:
             shown["page_given"] = entry.page
@@ -374,7 +407,8 @@ def adjudicate(
     """Settle a field of a study whose extractors disagree with a third decision: the value
     that stands (checked as any value of the field), why, and who decided. Without a quote,
     the quote and anchor of an extractor whose value agrees with it are kept; a new quote
-    is anchored (and refused under `strict` as in extract_record).
+    is anchored (and refused under `strict` as in extract_record) and, verified,
+    highlighted as extract_record does.
 
     Raises InvalidInput (unknown field, bad value or quote, no reason, the extractors do
     not disagree), Conflict (already adjudicated), NotFound, ReadOnlyMode."""
@@ -431,6 +465,7 @@ def adjudicate(
             "anchor_rects": source.anchor_rects,
             "anchor_text": source.anchor_text,
             "anchor_score": source.anchor_score,
+            "highlight_id": source.highlight_id,
         }
     else:
         anchor = _anchor(study, entry)
@@ -450,6 +485,10 @@ def adjudicate(
             reason=why,
             **kept,
         )
+    # A new quote's highlight (one kept from an extractor is theirs already).
+    highlight = highlight_sync(
+        made, paper=study, comment=highlight_comment(field, f"adjudicated by {decider.label}")
+    )
     return {
         **owner.as_dict(),
         "paper_id": study.pk,
@@ -457,6 +496,7 @@ def adjudicate(
         "value": made.value,
         "decided_by": made.decided_by,
         "anchor": {"status": made.anchor_status, "page": made.anchor_page},
+        **highlight,
     }
 
 

@@ -6,7 +6,7 @@ while their field keeps its meaning."""
 from __future__ import annotations
 
 from papers.models import Paper
-from projects.models import Project
+from projects.models import ExtractionValue, Project
 from projects.review.extraction.evidence import evidence_rows
 from projects.review.extraction.services import (
     adjudicate,
@@ -32,7 +32,9 @@ def test_one_row_per_study_one_cell_per_field(project: Project, studies: dict[st
         "value": {"value": 37.0, "unit": "million papers"},
         "quote": "resulting in 37M unique paper nodes", "page": 2, "anchor": "verified",
         "flagged": False, "source": "single", "version": 1, "extractors": ["agent:a"],
+        "highlight": ExtractionValue.objects.get(field__key="papers").highlight_id,
     }  # fmt: skip
+    assert cell["highlight"] is not None  # a verified quote's highlight in the PDF
     assert row["cells"]["pages"]["anchor"] == "no_quote"
     assert row["cells"]["years"] is None and row["cells"]["open_source"] is None
     others = [r for r in table["rows"] if r["paper_id"] != acl.pk]
