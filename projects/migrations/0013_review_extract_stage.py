@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0011_reviewsession_engines_default'),
+        ('projects', '0012_extraction_highlight'),
     ]
 
     operations = [
