@@ -83,7 +83,7 @@ def extract_decision_check(*, session: ReviewSession, decision: Decision) -> Non
         raise InvalidDecision(
             f"The extract checkpoint takes approve only ({decision.action.value} is refused): "
             "record values with extract_record (null = not reported), settle disagreements "
-            "with adjudicate, then approve. Which studies are included was decided at screen."
+            "with extract_record(adjudicate=true), then approve. Which studies are included was decided at screen."
         )
     status = extract_status(session=session)
     if status["form"] is None:
@@ -91,7 +91,8 @@ def extract_decision_check(*, session: ReviewSession, decision: Decision) -> Non
     unresolved = status["disagreements_unresolved"]
     if unresolved:
         raise InvalidDecision(
-            f"{unresolved} extraction disagreements are unresolved: extraction_agreement "
-            "lists them; settle each with adjudicate (or in the admin), then approve.",
+            f"{unresolved} extraction disagreements are unresolved: extract_next lists "
+            "them; settle each with extract_record(adjudicate=true) (or in the admin), then "
+            "approve.",
             disagreements=unresolved,
         )
