@@ -102,12 +102,19 @@ CORE_TOOLS = frozenset(
 # Listed only when chosen in MCP_TOOLSETS or when a Zotero is configured or answering.
 OPT_IN_TOOLSETS = frozenset({"zotero"})
 
+# Sent once, at initialize: what many tools share is told here rather than in each tool's
+# description or schema (docs/MCP.md "Tool budget and tool sets").
 INSTRUCTIONS = (
-    "A researcher's paper library. Papers are referred to by their integer paper_id, their "
-    "human id such as '[Vaswani, A., Shazeer, N. 2017]', or their citekey; any of the three "
-    "works wherever a tool takes a paper, as do its DOI, arXiv id, PMID ('pmid:31452104'; bare "
-    "digits are a paper_id), PMCID ('PMC6739224') or OpenReview id ('openreview:<id>'). "
-    "Projects (collections) are referred to by id or name."
+    "A researcher's paper library. A paper argument (paper_id, paper_ids) takes the integer "
+    "paper_id, the human id such as '[Vaswani, A., Shazeer, N. 2017]' or the citekey, and "
+    "also the paper's DOI, arXiv id, PMID ('pmid:31452104'; bare digits are a paper_id), "
+    "PMCID ('PMC6739224') or OpenReview id ('openreview:<id>'). A project (project_id) is its "
+    "id (a slug such as 'llm-evaluation') or its name. engines takes engine ids as a list or "
+    "'a,b' (list_search_engines); 'local' is the library, offline and fast, the others take "
+    "seconds. The searches keep what the engines find in the library, so every result has a "
+    "paper_id. filters: all must hold; text matches case-insensitively or as a * ? glob. "
+    "Text longer than max_chars (default 20000) is cut with a marker saying how to read on. "
+    "PDF pages are 1-based; rectangles are [x1, y1, x2, y2] in PDF points, origin bottom-left."
 )
 
 # Appended to the description of tools that keep what they find, on a read-only server.

@@ -11,11 +11,12 @@ the message (the registry's resource errors carry no details).
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
 
 from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from mcp_endpoint.registry import READ_ONLY, Registry, mcp_resource, mcp_tool
 from mcp_endpoint.scope import current_scope
@@ -45,21 +46,33 @@ SAVE_SUMMARY = ToolAnnotations(
     idempotent_hint=True,
     open_world_hint=False,
 )
+
+
+def _form(pattern: str, what: str) -> AfterValidator:
+    """A check of a name's form, made here rather than as a schema `pattern` (tokens in
+    every tools/list): an agent needs only an example, and the error says the form in words."""
+    compiled = re.compile(pattern)
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not compiled.fullmatch(value):
+            raise ValueError(what)
+        return value
+
+    return AfterValidator(check)
+
+
 Template = Annotated[
     str,
-    Field(
-        pattern=assets.TEMPLATE_PATTERN,
-        description="e.g. 'brief'; see available_summary_templates.",
+    _form(
+        assets.TEMPLATE_PATTERN,
+        "a template is 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit",
     ),
+    Field(description="e.g. 'brief'."),
 ]
-MaxChars = Annotated[
-    int | None,
-    Field(
-        ge=1,
-        le=MAX_CHARS_LIMIT,
-        description=f"Cut longer text with a [TRUNCATED] marker; default {DEFAULT_MAX_CHARS}.",
-    ),
+Language = Annotated[
+    str | None, _form(assets.LANGUAGE_PATTERN, "lang is a code such as 'zh', 'pt-BR', 'zh-Hans'")
 ]
+MaxChars = Annotated[int | None, Field(ge=1, le=MAX_CHARS_LIMIT)]
 
 
 class SummarySaved(BaseModel):
@@ -86,9 +99,9 @@ def _resource_more(tool: str, total: int) -> str:
 
 @mcp_tool(
     name="get_paper_summary",
-    title="Get a paper summary",
+    title="Paper summary",
     description=(
-        "A paper's stored summary (JSON text) in a template; default: its preferred one. "
+        "A paper's stored summary (JSON text) in a template, default its preferred one; "
         "get_paper_metadata lists the templates."
     ),
     annotations=READ_ONLY,
@@ -109,7 +122,7 @@ def get_paper_summary(
 
 @mcp_tool(
     name="get_paper_source",
-    title="Get a paper's full text (markdown)",
+    title="Paper full text",
     description=(
         "A paper's full text as markdown, or its translation with lang ('zh', 'pt-BR'). "
         "Large: read it in parts with max_chars."
@@ -119,10 +132,7 @@ def get_paper_summary(
 def get_paper_source(
     paper_id: PaperRef,
     max_chars: MaxChars = None,
-    lang: Annotated[
-        str | None,
-        Field(pattern=assets.LANGUAGE_PATTERN),
-    ] = None,
+    lang: Language = None,
 ) -> CallToolResult:
     paper = paper_get(ref=paper_id, scope=current_scope())
     if lang is None:
@@ -139,7 +149,7 @@ def get_paper_source(
     title="Save a paper summary",
     description=(
         "Store your summary of a paper under a template name, replacing that template's "
-        "earlier one. content: a JSON object (or JSON text of one)."
+        "earlier one."
     ),
     annotations=SAVE_SUMMARY,
 )
@@ -148,7 +158,7 @@ def save_paper_summary(
     template: Template,
     content: Annotated[
         dict[str, Any] | Annotated[str, Field(min_length=2, max_length=settings.ASSET_MAX_BYTES)],
-        Field(description='e.g. {"tldr": "...", "findings": []}'),
+        Field(description='JSON, e.g. {"tldr": "...", "findings": []}'),
     ],
     set_preferred: bool = False,
 ) -> SummarySaved:

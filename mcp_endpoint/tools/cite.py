@@ -25,39 +25,27 @@ Page = Annotated[str, Field(min_length=1, max_length=csl.MAX_LOCATOR_LENGTH)]
     name="format_citations",
     title="Format citations",
     description=(
-        "Reference-list entries and in-text citations of library papers in a citation "
-        "style (CSL), e.g. '(Vaswani et al., 2017, p. 5)', as plain text or HTML; name "
-        "the papers, or a project to cite all of its papers."
+        "Reference-list entries and in-text citations, e.g. '(Vaswani et al., 2017, p. "
+        "5)', of library papers in a CSL style, as text or html."
     ),
     annotations=READ_ONLY,
 )
 def format_citations(
     paper_ids: Annotated[
         list[PaperRefValue] | None,
-        Field(
-            min_length=1,
-            max_length=settings.MAX_PAGE_SIZE,
-            description="paper_ids, citekeys (as in the BibTeX export) or human ids.",
-        ),
+        Field(min_length=1, max_length=settings.MAX_PAGE_SIZE),
     ] = None,
     project_id: Annotated[
         str | None,
-        Field(
-            min_length=1,
-            max_length=200,
-            description="A project (id or name): cite all its papers, and paper_ids too.",
-        ),
+        Field(min_length=1, max_length=200, description="Cite all its papers (and paper_ids)."),
     ] = None,
     style: Annotated[
         str,
         Field(
             min_length=1,
             max_length=MAX_CSL_BYTES,
-            description=(
-                "A CSL repository style id: apa, chicago-author-date, ieee, vancouver, "
-                "harvard-cite-them-right, modern-language-association, ...; or a CSL "
-                "document."
-            ),
+            description="A CSL style id (apa, ieee, chicago, harvard, mla, vancouver, ...) or "
+            "CSL XML.",
         ),
     ] = "apa",
     locale: Annotated[
@@ -67,8 +55,7 @@ def format_citations(
         dict[str, Page] | None,
         Field(
             max_length=settings.MAX_PAGE_SIZE,
-            description="A page per paper for its in-text citation, keyed as in "
-            'paper_ids: {"vaswani2017attention": "5"}.',
+            description='In-text page per paper, keyed as in paper_ids: {"vaswani2017": "5"}.',
         ),
     ] = None,
     format: Literal["text", "html"] = "text",

@@ -36,16 +36,14 @@ class CitationReport(BaseModel):
 
 @mcp_tool(
     name="check_citations",
-    title="Check a draft's citations",
+    title="Check citations",
     description=(
-        "Verify a draft's citations: (Author, 2020), Author (2020), [3] with a reference "
-        "list, \\cite{key}, [@key], DOIs, arXiv ids. Per citation: status (exists, "
-        "not_found, ambiguous; unresolved = could not tell), metadata mismatches, "
-        "flags (retracted, corrected; wrong_paper: the sentence is about another paper "
-        "of the author, given as paper), and whether the paper's PDF supports the citing "
-        "sentence (supported, unsupported, uncertain, no_pdf; page, similarity; fit: "
-        "sentence vs title+abstract). Library first; engines='local' stays offline. "
-        "Keeps nothing."
+        "Verify a draft's citations ((Author, 2020), Author (2020), [3] with a reference "
+        "list, \\cite{key}, [@key], DOIs, arXiv ids), library first. Per citation: status "
+        "(exists, not_found, ambiguous; unresolved: could not tell), metadata mismatches, "
+        "flags (retracted, corrected, wrong_paper: the sentence fits another paper of the "
+        "author, given as paper) and whether the PDF supports the sentence (supported, "
+        "unsupported, uncertain, no_pdf; fit: vs title+abstract). Keeps nothing."
     ),
     annotations=CHECK,
 )
@@ -55,12 +53,12 @@ def check_citations(
         Field(
             min_length=1,
             max_length=MAX_TEXT_CHARS,
-            description="The draft, with its reference list if it has one.",
+            description="With its reference list, if any.",
         ),
     ],
     style_hint: Annotated[
         Literal["author_year", "numeric", "latex", "pandoc"] | None,
-        Field(description="Only this citation style (default: every style)."),
+        Field(description="Only this style (default: all)."),
     ] = None,
     engines: Engines = None,
 ) -> CitationReport:

@@ -87,12 +87,11 @@ class TrendsResult(BaseModel):
 
 @mcp_tool(
     name="add_paper",
-    title="Add a paper by DOI, arXiv id or URL, or from its metadata",
+    title="Add a paper",
     description=(
-        "Add a paper by DOI, arXiv id, PMID, PMCID, OpenReview, OpenAlex or ACL Anthology "
-        "id or its URL, with metadata merged from the engines; or, given a title, from the "
-        "metadata given (no engine asked). An existing paper is returned (created=false), "
-        "never duplicated."
+        "Add a paper by identifier (DOI, arXiv, PMID, PMCID, OpenReview, OpenAlex or ACL "
+        "Anthology id, or a URL), the engines filling in the rest; or, with a title, as "
+        "given (no engine asked). A paper already there comes back with created=false."
     ),
     annotations=EXTERNAL_SEARCH,
 )
@@ -132,10 +131,10 @@ def add_paper(
 
 @mcp_tool(
     name="get_citing_papers",
-    title="Papers citing a paper",
+    title="Citing papers",
     description=(
-        "Papers citing a paper: recorded in the library (engine local) and from the "
-        "engines (Google Scholar, OpenAlex, Semantic Scholar), kept in the library."
+        "Papers citing a paper: those the library records (engine local) and those the "
+        "engines find (Google Scholar, OpenAlex, Semantic Scholar)."
     ),
     annotations=SEARCH_AND_KEEP,
     saves_results=True,
@@ -167,10 +166,10 @@ def get_citing_papers(
 
 @mcp_tool(
     name="find_related_papers",
-    title="Find related papers",
+    title="Related papers",
     description=(
         "Library papers related to a paper, scored 0-1 from shared keywords, citations "
-        "and meaning, with reasons. engines first fetches its citing papers."
+        "and meaning, with reasons. engines: first fetches its citing papers from them."
     ),
     annotations=SEARCH_AND_KEEP,
     saves_results=True,
@@ -202,10 +201,10 @@ def find_related_papers(
 
 @mcp_tool(
     name="analyze_paper_trends",
-    title="Analyse trends in papers",
+    title="Paper trends",
     description=(
-        "Counts to chart over papers (paper_ids, a project_id and/or a full-text query): "
-        "authors, keywords, categories, venues, or a timeline of papers per year."
+        "Counts to chart over paper_ids, a project_id and/or a full-text query: authors, "
+        "keywords, categories, venues, or timeline (papers per year)."
     ),
     annotations=READ_ONLY,
 )

@@ -45,12 +45,7 @@ Engines = Annotated[
     Annotated[str, Field(max_length=MAX_ENGINES * 65)]
     | list[Annotated[str, Field(min_length=1, max_length=64)]]
     | None,
-    Field(
-        description=(
-            "Engine ids, a list or 'a,b': local (the library), arxiv, pubmed, ... "
-            "(list_search_engines). Default: the library and the general engines up."
-        )
-    ),
+    Field(description=("Ids (list_search_engines); default: local and the general engines up.")),
 ]
 ProjectTag = Annotated[
     str | None, Field(max_length=200, description="File every result in this project.")
@@ -82,13 +77,12 @@ class CategoryListing(BaseModel):
 
 @mcp_tool(
     name="search_papers",
-    title="Search papers (library and engines)",
+    title="Search papers",
     description=(
-        "Search the library and external engines in parallel; `engines` gives each "
-        "one's status. Found papers are kept in the library, so every result has a "
-        "paper_id. engines='local' is fast and offline; external engines cost seconds. "
-        "filters, rerank and offset apply to the library. PubMed-style search strings "
-        "(asthma[tiab] AND 2020:2024[dp]) are translated for each engine."
+        "Search the library and external engines in parallel (each one's status in "
+        "`engines`); found papers are kept, each with a paper_id. filters, rerank and "
+        "offset apply to the library only. PubMed-style strings (asthma[tiab] AND "
+        "2020:2024[dp]) are translated."
     ),
     annotations=SEARCH_AND_KEEP,
     saves_results=True,
@@ -104,7 +98,7 @@ def search_papers(
     date_to: DateBound = None,
     categories: Annotated[
         list[Annotated[str, Field(max_length=64)]] | None,
-        Field(max_length=20, description="e.g. ['cs.CL'] (arXiv)."),
+        Field(max_length=20, description="e.g. cs.CL (arXiv)."),
     ] = None,
     filters: Filters = None,
     rerank: Annotated[
@@ -121,7 +115,7 @@ def search_papers(
 
 @mcp_tool(
     name="search_by_author",
-    title="Search papers by author (library and engines)",
+    title="Search by author",
     description=(
         "Papers by an author ('Ashish Vaswani', 'Vaswani, A.', a family name or a * "
         "pattern) from the library and the engines; kept like search_papers."
@@ -163,10 +157,10 @@ def list_search_engines(
 
 @mcp_tool(
     name="get_search_engine_categories",
-    title="Subject categories of the engines",
+    title="Engine categories",
     description=(
         "Subject categories each engine can filter by (e.g. arXiv cs.CL), for "
-        "search_papers(categories=[...])."
+        "search_papers' categories."
     ),
     annotations=READ_ONLY,
 )

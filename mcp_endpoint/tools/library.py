@@ -31,21 +31,10 @@ MAX_PAPERS_PER_CALL = settings.MAX_PAGE_SIZE
 RESOURCE_LIST_LIMIT = 100
 
 PaperRefValue = paper_selectors.PaperRefValue
-PaperRef = Annotated[
-    PaperRefValue,
-    Field(
-        # The forms are shown once, in the server's instructions (registry.INSTRUCTIONS).
-        description="paper_id (e.g. 12), human id or citekey."
-    ),
-]
-ProjectRef = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        description="The project's id (a slug such as 'llm-evaluation') or its name.",
-    ),
-]
+# What a paper or project argument takes is told once, in the server's instructions
+# (registry.INSTRUCTIONS), not in every schema.
+PaperRef = PaperRefValue
+ProjectRef = Annotated[str, Field(min_length=1, max_length=200)]
 Keyword = Annotated[str, Field(min_length=1, max_length=100)]
 
 WRITE = ToolAnnotations(
@@ -120,7 +109,7 @@ class BibtexEntry(BaseModel):
     bibtex: str
 
 
-Abstracts = Annotated[bool, Field(description="false: leave abstracts out (most of the size).")]
+Abstracts = Annotated[bool, Field(description="false: without abstracts (most of the size).")]
 ExportFormat = Literal["bibtex", "csv", "json", "jsonl", "markdown", "ris"]
 # Exports up to this size come back inline (about 5,000 tokens); larger ones go to a file.
 INLINE_EXPORT_BYTES = 20_000
@@ -189,24 +178,17 @@ def _project_papers_markdown(project_ref: str) -> str:
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-PaperRefs = Annotated[
-    list[PaperRefValue],
-    Field(
-        min_length=1,
-        max_length=MAX_PAPERS_PER_CALL,
-        description="paper_ids, human ids or citekeys.",
-    ),
-]
+PaperRefs = Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)]
 Limit = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
 Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 
 
 @mcp_tool(
     name="get_paper_details",
-    title="Get paper details",
+    title="Paper details",
     description=(
-        "The complete record of a library paper: abstract, authors with affiliations, "
-        "identifiers, urls, has_pdf, projects, keywords, summaries, annotation_count."
+        "A library paper's full record: abstract, authors with affiliations, identifiers, "
+        "urls, has_pdf, projects, keywords, summaries, annotation_count."
     ),
     annotations=READ_ONLY,
 )
@@ -216,10 +198,10 @@ def get_paper_details(paper_id: PaperRef) -> PaperRecord:
 
 @mcp_tool(
     name="get_paper_metadata",
-    title="Get paper metadata",
+    title="Paper metadata",
     description=(
         "A paper's record without abstract and free text, plus its summary templates "
-        "(call before get_paper_summary)."
+        "(for get_paper_summary)."
     ),
     annotations=READ_ONLY,
 )
@@ -240,7 +222,7 @@ def list_projects() -> dict[str, Any]:
 
 @mcp_tool(
     name="get_project",
-    title="Get a project",
+    title="Project",
     description="One project: description, paper_count, years and top keywords.",
     annotations=READ_ONLY,
 )
@@ -250,8 +232,8 @@ def get_project(project_id: ProjectRef) -> dict[str, Any]:
 
 @mcp_tool(
     name="list_project_papers",
-    title="List a project's papers",
-    description="A project's papers, most recently added first; page with limit/offset.",
+    title="Project papers",
+    description="A project's papers, most recently added first, a page at a time.",
     annotations=READ_ONLY,
 )
 def list_project_papers(
@@ -272,10 +254,10 @@ def list_project_papers(
 
 @mcp_tool(
     name="create_project",
-    title="Create a research project",
+    title="Create a project",
     description=(
-        "Create a project (a named collection of papers); returns its project_id. "
-        "An existing name is a 'conflict' error."
+        "Create a project (a named collection of papers); returns its project_id. An "
+        "existing name is a 'conflict' error."
     ),
     annotations=WRITE,
 )
@@ -289,10 +271,10 @@ def create_project(
 
 @mcp_tool(
     name="add_papers_to_project",
-    title="Add library papers to a project",
+    title="Add papers to a project",
     description=(
-        "File papers already in the library in a project (add_paper fetches new ones). "
-        "All or nothing: an unknown paper changes nothing."
+        "File library papers in a project (add_paper adds new ones). All or nothing: an "
+        "unknown paper changes nothing."
     ),
     annotations=WRITE_IDEMPOTENT,
 )
@@ -335,19 +317,16 @@ def delete_project(
 
 @mcp_tool(
     name="manage_paper_keywords",
-    title="Add, remove or set paper keywords",
+    title="Edit paper keywords",
     description=(
-        "Change the keywords of one or more papers: add, remove, or set (replace; [] "
-        "clears). All or nothing. Returns each paper's keywords."
+        "Add, remove or set (replace; [] clears) the keywords of one or more papers. All "
+        "or nothing. Returns each paper's keywords."
     ),
     annotations=KEYWORDS_WRITE,
 )
 def manage_paper_keywords(
-    paper_ids: Annotated[
-        PaperRefValue
-        | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
-        Field(description="One paper or a list."),
-    ],
+    paper_ids: PaperRefValue
+    | Annotated[list[PaperRefValue], Field(min_length=1, max_length=MAX_PAPERS_PER_CALL)],
     action: Literal["add", "remove", "set"],
     keywords: Annotated[list[Keyword], Field(max_length=50)],
 ) -> KeywordsUpdated:
@@ -363,7 +342,7 @@ def manage_paper_keywords(
 
 @mcp_tool(
     name="export_paper_bibtex",
-    title="Export a paper as BibTeX",
+    title="Paper BibTeX",
     description="One paper's BibTeX entry, keyed by its citekey.",
     annotations=READ_ONLY,
 )
@@ -379,8 +358,7 @@ def export_paper_bibtex(paper_id: PaperRef, abstracts: Abstracts = True) -> Bibt
     title="Export papers",
     description=(
         "Export papers (paper_ids, a project_id, or both) as BibTeX, CSV, JSON, JSONL, "
-        "Markdown or RIS. Small exports come back inline in content; larger ones, or "
-        "with to_file, are written to exports/ (never over an existing file)."
+        "Markdown or RIS: inline when small, else (or with to_file) a new file in exports/."
     ),
     annotations=WRITE_IDEMPOTENT,
     saves_results=True,

@@ -9,10 +9,9 @@ hides it, as it hides attach_pdf; `attach: false` only says where the PDF is.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from mcp_types import ToolAnnotations
-from pydantic import Field
 
 from engines.open_access import find_and_attach
 from mcp_endpoint.registry import Registry
@@ -24,14 +23,12 @@ from papers.selectors import paper_get
 FIND_AND_ATTACH = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
-# The library tools' PaperRef, with a shorter description (this tool's token allowance).
-PaperId = Annotated[PaperRefValue, Field(description="paper_id, human id or citekey.")]
 
 
 def register(registry: Registry) -> None:
     registry.tool(
         name="find_open_access_pdf",
-        title="Find an open-access PDF",
+        title="Find open-access PDF",
         description=(
             "Find and attach a paper's free PDF (arXiv, ACL, OpenAlex, Unpaywall, Semantic "
             "Scholar) for search_passages. attach=false: locate only."
@@ -41,7 +38,7 @@ def register(registry: Registry) -> None:
 
 
 def find_open_access_pdf(
-    paper_id: PaperId,
+    paper_id: PaperRefValue,
     attach: bool = True,
 ) -> dict[str, Any]:
     paper = paper_get(ref=paper_id, scope=current_scope())

@@ -37,12 +37,10 @@ READ_AND_MARK = ToolAnnotations(
 
 PaperIds = Annotated[
     list[Annotated[int, Field(ge=1)]] | None,
-    Field(max_length=1000, description="Only these papers (paper_id)."),
+    Field(max_length=1000, description="Only these (integer paper_ids)."),
 ]
 QuoteText = Annotated[str, Field(min_length=1, max_length=4_000)]
-Highlight = Annotated[
-    bool, Field(description="Also highlight the found (or closest) text in the PDF.")
-]
+Highlight = Annotated[bool, Field(description="Also highlight the found (or closest) text.")]
 
 
 class PaperLine(BaseModel):
@@ -167,11 +165,10 @@ def quote_answer(
 
 @mcp_tool(
     name="search_passages",
-    title="Search passages of the library's PDFs",
+    title="Search PDF passages",
     description=(
-        "Ranked passages of stored PDFs for a question or keywords, with paper, page and "
-        "a snippet (matched words in bold). To see where a paper says something; a "
-        "snippet can be passed to create_highlight with its page."
+        "Where the stored PDFs say something: ranked passages for a question or keywords, "
+        "with paper, page and a snippet (matches in bold) that create_highlight takes."
     ),
     annotations=READ_ONLY,
 )
@@ -186,7 +183,7 @@ def search_passages(
 
 @mcp_tool(
     name="find_quote",
-    title="Find a quote in the library's PDFs",
+    title="Find a quote",
     description=(
         "Where a quote is in the stored PDFs: found (line breaks, hyphens, ligatures, "
         "quotes do not matter), approximate (a few words differ: closest_text, "
@@ -208,10 +205,10 @@ def find_quote(
 
 @mcp_tool(
     name="verify_quote",
-    title="Check a quote against a paper's PDF",
+    title="Verify a quote",
     description=(
         "find_quote in one paper's PDF, page tried first (a quote on another page is "
-        "still found there). Refused when the paper has no PDF."
+        "still found). Refused when the paper has no PDF."
     ),
     annotations=READ_AND_MARK,
     saves_results=True,

@@ -11,12 +11,13 @@ create_highlight and create_area_annotation write, so read-only mode hides them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from core.errors import InvalidInput
 from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
@@ -44,17 +45,29 @@ ANNOTATE = ToolAnnotations(
 )
 
 # Shared with the zotero_* tools: the same page, section, colour and comment arguments.
-Page = Annotated[int, Field(ge=1, le=100_000, description="1-based.")]
+Page = Annotated[int, Field(ge=1, le=100_000)]
 PagesSpec = Annotated[
     str | None, Field(max_length=200, description="'1', '1-5', '1,3,5-7' or 'all'.")
 ]
 SectionNames = Annotated[
     str | None,
-    Field(max_length=500, description="Outline title(s), comma-separated: 'Introduction,Methods'."),
+    Field(max_length=500, description="Outline titles, e.g. 'Introduction,Methods'."),
 ]
 ColorName = Literal["section1", "section2", "section3", "positive", "negative", "detail", "code"]
+HEX_COLOR = re.compile(r"#?[0-9a-fA-F]{6}")
+
+
+def _hex_color(value: str) -> str:
+    # Checked here rather than as a schema `pattern`: the description says the form in
+    # fewer tokens (in four tools), and the error says it in words.
+    if not HEX_COLOR.fullmatch(value):
+        raise ValueError("a colour is a semantic name or #rrggbb")
+    return value
+
+
+HexColor = Annotated[str, AfterValidator(_hex_color)]
 Color = Annotated[
-    ColorName | Annotated[str, Field(pattern=r"^#?[0-9a-fA-F]{6}$")] | None,
+    ColorName | HexColor | None,
     Field(description="A semantic name or #rrggbb; default yellow."),
 ]
 Comment = Annotated[str, Field(max_length=10_000)]
@@ -64,12 +77,12 @@ Rect = Annotated[
     Field(
         min_length=4,
         max_length=4,
-        description="[x1, y1, x2, y2] in PDF points, origin bottom-left, y up.",
+        description="[x1, y1, x2, y2], PDF points, origin bottom-left.",
     ),
 ]
 MaxChars = Annotated[
     int | None,
-    Field(ge=1, le=MAX_CHARS_LIMIT, description=f"Default {DEFAULT_MAX_CHARS}; cut is marked."),
+    Field(ge=1, le=MAX_CHARS_LIMIT),
 ]
 
 
@@ -158,13 +171,12 @@ def _record(annotation: Annotation) -> AnnotationRecord:
 
 @mcp_tool(
     name="attach_pdf",
-    title="Attach a PDF to a paper",
+    title="Attach a PDF",
     description=(
-        "Fetch a paper's PDF into the library: from url, from a local file (path; clients "
-        "on the server's machine, inside its import folder), or from the open-access place "
-        "its record names (pdf_url, arXiv, ACL Anthology). Then the PDF tools work on it. "
-        "A download still going after wait_seconds answers job.state 'running': call "
-        "again with the same arguments for the outcome."
+        "Fetch a paper's PDF into the library (for the PDF tools) from url, from path (a "
+        "file in the server's import folder), or else from its record's open-access link. "
+        "Still downloading after wait_seconds: job.state 'running'; repeat the call "
+        "for the outcome."
     ),
     annotations=ATTACH,
 )
@@ -175,11 +187,9 @@ def attach_pdf(
     ] = None,
     path: Annotated[
         str | None,
-        Field(max_length=1000, description="A PDF in the import folder; replaces a current."),
+        Field(max_length=1000, description="Replaces a current PDF too."),
     ] = None,
-    wait_seconds: Annotated[
-        int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Then answered as running.")
-    ] = MAX_WAIT_SECONDS,
+    wait_seconds: Annotated[int, Field(ge=0, le=MAX_WAIT_SECONDS)] = MAX_WAIT_SECONDS,
 ) -> dict[str, Any]:
     if path is not None:
         if url is not None:
@@ -192,7 +202,7 @@ def attach_pdf(
 
 @mcp_tool(
     name="get_pdf_outline",
-    title="Get a paper's PDF outline",
+    title="PDF outline",
     description=(
         "The table of contents of a paper's PDF (title, page, level, children) and "
         "total_pages. Call before read_pdf_pages."
@@ -213,7 +223,7 @@ def get_pdf_outline(paper_id: PaperRef) -> PdfOutline:
 
 @mcp_tool(
     name="read_pdf_pages",
-    title="Read pages of a paper's PDF",
+    title="Read PDF pages",
     description=(
         "Text of a paper's PDF by pages or by outline section (not both), each page "
         "headed '--- Page N of M ---'."
@@ -242,10 +252,10 @@ def read_pdf_pages(
 
 @mcp_tool(
     name="create_highlight",
-    title="Highlight text in a paper's PDF",
+    title="Highlight PDF text",
     description=(
-        "Highlight a passage on a page of a paper's PDF, with an optional comment. Quote "
-        "it from read_pdf_pages; it must occur once on the page. The original PDF stays."
+        "Highlight a passage on a page of a paper's PDF (the original stays). Quote it from "
+        "read_pdf_pages; it must occur once on the page."
     ),
     annotations=ANNOTATE,
 )
@@ -263,10 +273,10 @@ def create_highlight(
 
 @mcp_tool(
     name="create_area_annotation",
-    title="Mark an area in a paper's PDF",
+    title="Mark a PDF area",
     description=(
-        "Mark a rectangle (figure, table, equation) on a page of a paper's PDF, with an "
-        "optional comment. The original PDF stays."
+        "Mark a rectangle (figure, table, equation) on a page of a paper's PDF (the "
+        "original stays)."
     ),
     annotations=ANNOTATE,
 )
@@ -282,7 +292,7 @@ def create_area_annotation(
 
 @mcp_tool(
     name="list_annotations",
-    title="List a paper's annotations",
+    title="List annotations",
     description=(
         "A paper's highlights and area annotations in page order: text, colour, comment, rects."
     ),
@@ -305,8 +315,8 @@ def list_annotations(
 
 @mcp_tool(
     name="export_annotations",
-    title="Export a paper's annotations",
-    description=("A paper's annotations as markdown (quotes by page, with comments) or json."),
+    title="Export annotations",
+    description="A paper's annotations as markdown (quotes by page, with comments) or json.",
     annotations=READ_ONLY,
 )
 def export_annotations(

@@ -28,18 +28,16 @@ class RetractionCheckResult(BaseModel):
 
 @mcp_tool(
     name="check_retractions",
-    title="Check papers for retractions",
+    title="Check retractions",
     description=(
         "Ask Crossref and OpenAlex now whether papers with a DOI (a project's, else the "
-        "library's least recently checked) were retracted or corrected; flags them and "
-        "alerts their projects. Returns only flagged papers and counts."
+        "library's least recently checked) were retracted or corrected; flags them, alerts "
+        "their projects, returns counts and the flagged papers."
     ),
     annotations=CHECK,
 )
 def check_retractions(
-    project_id: Annotated[
-        str | None, Field(max_length=200, description="Project id or name.")
-    ] = None,
+    project_id: Annotated[str | None, Field(max_length=200)] = None,
 ) -> RetractionCheckResult:
     report = retractions_check(project_ref=project_id, scope=current_scope())
     return RetractionCheckResult.model_validate(report.summary())

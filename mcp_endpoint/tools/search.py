@@ -15,7 +15,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from engines.registry import LOCAL_ENGINE
 from mcp_endpoint.registry import READ_ONLY, Registry, mcp_tool
@@ -34,19 +34,12 @@ Query = Annotated[
         min_length=1,
         max_length=settings.MAX_QUERY_CHARS,
         description=(
-            'Question or keywords; also "phrase", -word, prefix*, AND/OR/NOT. A pasted '
-            "abstract works: over 500 chars it is plain words, ranked by its 32 rarest terms."
+            'Keywords or a question; "phrase", -word, prefix*, AND/OR/NOT. Over 500 chars (a '
+            "pasted abstract): plain words, ranked by its 32 rarest terms."
         ),
     ),
 ]
-MeaningQuery = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=settings.MAX_QUERY_CHARS,
-        description="What the papers should be about, in plain words.",
-    ),
-]
+MeaningQuery = Annotated[str, Field(min_length=1, max_length=settings.MAX_QUERY_CHARS)]
 PageSize = Annotated[int, Field(ge=1, le=settings.MAX_PAGE_SIZE)]
 Offset = Annotated[int, Field(ge=0, le=settings.MAX_OFFSET)]
 DATE_BOUND = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
@@ -64,11 +57,11 @@ DateBound = Annotated[str | None, AfterValidator(_date_bound), Field(description
 FilterText = Annotated[str | None, Field(max_length=search_filters.MAX_FILTER_CHARS)]
 
 
+# The field names are in the schema, and how text matches is in the server's instructions
+# (registry.INSTRUCTIONS): this says only what neither does.
 FILTERS_HELP = (
-    "Metadata filters, all must hold: year (2021, '2019-2021', [2019,2021]), year_from, "
-    "year_to, venue, author, institution, source, keyword, category, project, doi, url, "
-    "has_pdf (a PDF is stored), has_pdf_url (a download link is known). Text matches "
-    "case-insensitively, or as a * ? glob."
+    "year: 2021, '2019-2021' or [2019,2021]; has_pdf: a PDF is stored; has_pdf_url: a "
+    "download link is known."
 )
 
 
@@ -100,7 +93,10 @@ class PayloadFilters(BaseModel):
     url: FilterText = None
 
 
-Filters = Annotated[PayloadFilters | None, Field(description=FILTERS_HELP)]
+# Listed inline rather than as a `$ref` into `$defs` (fewer tokens in every tool that takes
+# filters); validation still goes through PayloadFilters.
+_FILTERS_SCHEMA = WithJsonSchema(PayloadFilters.model_json_schema())
+Filters = Annotated[PayloadFilters | None, _FILTERS_SCHEMA, Field(description=FILTERS_HELP)]
 
 
 # --- output types -------------------------------------------------------------------------
@@ -196,7 +192,7 @@ def filters_build(
 
 @mcp_tool(
     name="search_papers_by_keyword",
-    title="Search papers by keyword",
+    title="Search by keyword",
     description=(
         "Library papers tagged with a keyword (user keywords and source categories such "
         "as 'cs.CL'), newest first. match 'prefix': 'transform' finds 'transformers'."
@@ -217,7 +213,7 @@ def search_papers_by_keyword(
 
 @mcp_tool(
     name="search_papers_by_payload",
-    title="Search papers by metadata",
+    title="Search by metadata",
     description=(
         'Library papers matching metadata filters only, e.g. {"venue": "Findings*", '
         '"year": "2022-2023"}; newest first. list_top_facets suggests values.'
@@ -225,7 +221,7 @@ def search_papers_by_keyword(
     annotations=READ_ONLY,
 )
 def search_papers_by_payload(
-    payload: Annotated[PayloadFilters, Field(description=FILTERS_HELP)],
+    payload: Annotated[PayloadFilters, _FILTERS_SCHEMA, Field(description=FILTERS_HELP)],
     limit: PageSize = 10,
     offset: Offset = 0,
 ) -> ResultsPage:
@@ -237,10 +233,10 @@ def search_papers_by_payload(
 
 @mcp_tool(
     name="search_papers_semantic",
-    title="Search papers by meaning",
+    title="Search by meaning",
     description=(
-        "Library papers closest in meaning to a description, even without shared words "
-        "(embeddings). For names and exact terms use search_papers."
+        "Library papers closest in meaning to a plain-words description, even without "
+        "shared words (embeddings). For names and exact terms use search_papers."
     ),
     annotations=READ_ONLY,
     aliases={"top_k": "limit"},
@@ -262,12 +258,12 @@ def search_papers_semantic(
 
 @mcp_tool(
     name="list_top_facets",
-    title="List top facet values",
+    title="Top facet values",
     description=(
-        "The authors, venues (per edition; venue_short: per series, e.g. emnlp), "
-        "keywords, institutions, tags (projects), categories or years with the most "
-        "papers, optionally over a query's hits or filtered papers; each value has a "
-        "filter for search_papers_by_payload."
+        "Papers per author, venue (per edition; venue_short: per series, e.g. emnlp), "
+        "keyword, institution, tag (project), category or year, most first; over the "
+        "library, a query's hits or filters. Each value has a filter for "
+        "search_papers_by_payload."
     ),
     annotations=READ_ONLY,
 )
@@ -278,12 +274,11 @@ def list_top_facets(
         str | None,
         Field(
             max_length=settings.MAX_QUERY_CHARS,
-            description="Count over the papers search_papers finds for it (its best "
-            "10,000 at most; a note says when capped).",
+            description="Count over search_papers' hits (best 10,000; a note says if capped).",
         ),
     ] = None,
     filters: Filters = None,
-    by_year: Annotated[bool, Field(description="Also each value's paper counts per year.")] = False,
+    by_year: Annotated[bool, Field(description="Also counts per year.")] = False,
 ) -> FacetsPage:
     result = search_facets.facet_counts(
         category=category, limit=limit, query=query, filters=filters_build(filters),

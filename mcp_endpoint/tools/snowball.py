@@ -15,7 +15,7 @@ from projects.snowball import expand_by_citations
 def register(registry: Registry) -> None:
     registry.tool(
         name="expand_by_citations",
-        title="Snowball by citations",
+        title="Snowball citations",
         description=(
             "Works the seeds (paper_ids, else project_id's papers) cite and/or that cite "
             "them, saved; ranked by seeds connected."

@@ -39,7 +39,7 @@ EngineIds = Annotated[
     list[Annotated[str, Field(max_length=64)]] | None,
     Field(
         max_length=20,
-        description="Engine ids (list_search_engines); default: search_papers' default.",
+        description="Ids (list_search_engines); default: search_papers'.",
     ),
 ]
 SavedFilters = Annotated[dict[str, Any] | None, Field(description="search_papers' filters.")]
@@ -66,8 +66,8 @@ def _since(value: str | None) -> datetime.datetime | None:
     name="save_search",
     title="Save a search",
     description=(
-        "Save a scheduled search; runs alert on papers it never reported and on failed "
-        "engines, filing papers into project_id."
+        "Save a scheduled search; its runs alert on papers it never reported and on "
+        "failed engines, filing papers into project_id."
     ),
     annotations=SAVES,
 )
@@ -101,7 +101,7 @@ def list_saved_searches() -> dict[str, Any]:
 
 @mcp_tool(
     name="run_saved_search",
-    title="Run a saved search now",
+    title="Run a saved search",
     description=(
         "Run a saved search now: its new papers, each engine's status (failed ones "
         "retried next run)."
@@ -135,7 +135,7 @@ def delete_saved_search(name: Name) -> dict[str, Any]:
     title="Get alerts",
     description=(
         "Alerts, newest first: saved searches' new papers, retractions, failures. "
-        "mark_read: mark read."
+        "mark_read: mark them read."
     ),
     # mark_read writes (honest hints); listed read-only in read-only mode, refusing it.
     annotations=SAVES,

@@ -20,6 +20,7 @@ from mcp_endpoint.registry import Registry, mcp_tool
 from mcp_endpoint.tools.pdf import (
     DEFAULT_MAX_CHARS,
     ColorName,
+    HexColor,
     OutlineItem,
     Page,
     PagesSpec,
@@ -42,10 +43,10 @@ ZOTERO_ANNOTATE = ToolAnnotations(
 
 Key = Annotated[
     str,
-    Field(pattern=r"^[A-Z0-9]{8}$", description="Item or attachment key from zotero_lookup."),
+    Field(pattern=r"^[A-Z0-9]{8}$", description="From zotero_lookup."),
 ]
 Color = Annotated[
-    ColorName | Annotated[str, Field(pattern=r"^#?[0-9a-fA-F]{6}$")],
+    ColorName | HexColor,
     Field(description="A semantic name or #rrggbb."),
 ]
 Comment = Annotated[str | None, Field(max_length=10_000)]
@@ -119,10 +120,10 @@ class AreaAnnotation(BaseModel):
 
 @mcp_tool(
     name="zotero_lookup",
-    title="Find a Zotero item by citekey",
+    title="Zotero lookup",
     description=(
-        "Find an item in the researcher's running Zotero by Better BibTeX citekey: its key, "
-        "title, creators, date and PDF attachments. The other zotero_* tools take the key."
+        "Find an item in the researcher's running Zotero by Better BibTeX citekey: its key "
+        "(for the other zotero_* tools), title, creators, date and PDF attachments."
     ),
     annotations=ZOTERO_READ,
 )
@@ -137,8 +138,8 @@ def zotero_lookup(
 
 @mcp_tool(
     name="zotero_get_pdf_outline",
-    title="Get a Zotero PDF's outline",
-    description=("The table of contents of a Zotero item's PDF and total_pages."),
+    title="Zotero PDF outline",
+    description="The table of contents of a Zotero item's PDF and total_pages.",
     annotations=ZOTERO_READ,
 )
 def zotero_get_pdf_outline(key: Key) -> PdfOutline:
@@ -147,8 +148,8 @@ def zotero_get_pdf_outline(key: Key) -> PdfOutline:
 
 @mcp_tool(
     name="zotero_read_pdf_pages",
-    title="Read pages of a Zotero PDF",
-    description=("Text of a Zotero item's PDF by pages or by outline section (not both)."),
+    title="Read Zotero PDF pages",
+    description="Text of a Zotero item's PDF by pages or by outline section (not both).",
     annotations=ZOTERO_READ,
 )
 def zotero_read_pdf_pages(
@@ -168,10 +169,10 @@ def zotero_read_pdf_pages(
 
 @mcp_tool(
     name="zotero_create_highlight",
-    title="Highlight text in a Zotero PDF",
+    title="Highlight Zotero PDF text",
     description=(
-        "Highlight text (quoted exactly, unique on the page) in a Zotero item's PDF, with "
-        "an optional comment. Writes to the user's Zotero."
+        "Highlight text (quoted exactly, unique on the page) in a Zotero item's PDF. "
+        "Writes to the user's Zotero."
     ),
     annotations=ZOTERO_ANNOTATE,
 )
@@ -191,10 +192,10 @@ def zotero_create_highlight(
 
 @mcp_tool(
     name="zotero_create_area_annotation",
-    title="Mark an area in a Zotero PDF",
+    title="Mark a Zotero PDF area",
     description=(
-        "Mark a rectangle (figure, table, equation) in a Zotero item's PDF, with an "
-        "optional comment. Writes to the user's Zotero."
+        "Mark a rectangle (figure, table, equation) in a Zotero item's PDF. Writes to the "
+        "user's Zotero."
     ),
     annotations=ZOTERO_ANNOTATE,
 )
