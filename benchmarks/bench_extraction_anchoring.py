@@ -30,7 +30,8 @@ extraction tools will call (docs/EXTRACTION.md):
 Right: the anchor's page is the window's page, status `verified` for the five normalised
 kinds, `verified` or `approximate` with changed words. Goals: >= 0.98 normalised, >= 0.95
 with 1-3 words changed, 0 quotes of other papers anchored `verified`. Time: p50 / p95 of
-one extract_record call (eight quotes anchored, values saved).
+one extract_record call (eight quotes anchored, values saved, the verified ones
+highlighted in the PDF).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
@@ -252,6 +254,72 @@ def annotation_highlight_create(
     )
 
 
+@dataclass(frozen=True)
+class HighlightAt:
+    """A highlight whose line boxes are already known: [x1, y1, x2, y2] in PDF points,
+    origin bottom-left, as the passage index's quote matcher returns them."""
+
+    page: int
+    rects: list[list[float]]
+    text: str
+    color: str | None = None
+    comment: str = ""
+
+
+def annotation_highlights_place(*, paper: Paper, marks: Sequence[HighlightAt]) -> list[Annotation]:
+    """Store highlights at line boxes already located on their pages (quotes found by
+    papers/passages' matcher, e.g. extraction's verified quotes) and draw them all into the
+    annotated copy in one write. Nothing is searched for, so a quote found on its page is
+    marked where it was found even when its words occur there twice.
+
+    Raises PdfNotAvailable, PdfFileMissing, InvalidInput (a page out of range, a box that
+    is not four numbers on its page, empty text, bad colour, comment too long)."""
+    rows = []
+    record = paper_pdf_get(paper=paper)
+    with pdf_open(record) as document:
+        for mark in marks:
+            _check_page(mark.page, document.page_count)
+            _check_comment(mark.comment)
+            visible = page_box(document[mark.page - 1])
+            if not mark.rects or not all(_on_page(rect, visible) for rect in mark.rects):
+                raise InvalidInput(
+                    f"Highlight boxes {mark.rects[:3]} are not on page {mark.page}, whose box "
+                    f"is {visible} (PDF points, origin bottom-left).",
+                    field="rects",
+                )
+            text = " ".join(mark.text.split())
+            if not text_key(text):
+                raise InvalidInput("text must contain letters or digits.", field="text")
+            rows.append(
+                {
+                    "page": mark.page,
+                    "kind": Annotation.Kind.HIGHLIGHT,
+                    "rects": [[round(float(v), 2) for v in rect] for rect in mark.rects],
+                    "text": text[:MAX_QUOTE_CHARS],
+                    "color": color_resolve(mark.color),
+                    "comment": mark.comment,
+                }
+            )
+    return _annotations_add(record, rows) if rows else []
+
+
+def _on_page(rect: Sequence[float], visible: Sequence[float]) -> bool:
+    """Four finite numbers, a box with an area, overlapping the visible page."""
+    if not isinstance(rect, list | tuple) or len(rect) != 4:
+        return False
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in rect):
+        return False
+    x1, y1, x2, y2 = rect
+    return (
+        x1 < x2
+        and y1 < y2
+        and x1 < visible[2]
+        and visible[0] < x2
+        and y1 < visible[3]
+        and visible[1] < y2
+    )
+
+
 def annotation_area_create(
     *,
     paper: Paper,
@@ -324,6 +392,19 @@ def annotation_delete(*, annotation_id: int) -> None:
             _annotated_rebuild(record)
 
 
+def annotations_delete(*, paper: Paper, annotation_ids: Sequence[int]) -> int:
+    """Delete these annotations of `paper` (ids of another paper's, or gone, are skipped)
+    and redraw the annotated copy once. Returns how many were deleted."""
+    if not annotation_ids:
+        return 0
+    with transaction.atomic():
+        record = PaperPdf.objects.select_for_update().filter(paper=paper).first()
+        deleted, _ = Annotation.objects.filter(paper=paper, pk__in=list(annotation_ids)).delete()
+        if deleted and record is not None:
+            _annotated_rebuild(record)
+    return deleted
+
+
 def annotation_update(
     *, annotation_id: int, color: str | None = None, comment: str | None = None
 ) -> Annotation:
@@ -375,22 +456,28 @@ def _check_comment(comment: str) -> None:
         )
 
 
-def _annotation_add(record: PaperPdf, **values: object) -> Annotation:
+def _annotation_add(record: PaperPdf, **values: Any) -> Annotation:
+    return _annotations_add(record, [values])[0]
+
+
+def _annotations_add(record: PaperPdf, rows: Sequence[dict[str, Any]]) -> list[Annotation]:
+    """Store annotations of one paper and draw them into its annotated copy in one write."""
     with transaction.atomic():
         # One writer per paper at a time, so no two writers redraw the copy from the same
         # base (PostgreSQL: this row lock; SQLite: the insert takes the database lock).
         locked = PaperPdf.objects.select_for_update().get(pk=record.pk)
-        annotation = Annotation.objects.create(
-            paper_id=locked.paper_id, pdf_sha256=locked.sha256, **values
-        )
+        annotations = [
+            Annotation.objects.create(paper_id=locked.paper_id, pdf_sha256=locked.sha256, **row)
+            for row in rows
+        ]
         annotated = locked.annotated_file_name
         if annotated and stored_path(annotated).is_file():
             write_annotated_copy(
-                base=stored_path(annotated), target=stored_path(annotated), annotations=[annotation]
+                base=stored_path(annotated), target=stored_path(annotated), annotations=annotations
             )
         else:
             _annotated_rebuild(locked)
-    return annotation
+    return annotations
 
 
 def _annotated_rebuild(record: PaperPdf) -> None:

@@ -1,11 +1,12 @@
 """Highlights of verified quotes in the extraction colour (docs/EXTRACTION.md, "Highlights").
 
 A value or an adjudication whose quote is `verified` gets a highlight of those words on
-their page, made by the annotation service as find_quote's are
-(papers/pdf/services.annotation_highlight_create), in purple (EXTRACTION_COLOR; find_quote
-marks in green and grey), with a comment naming the field and who extracted it:
-"extraction: sample_size (agent:claude)". The row keeps it (`highlight`) so that a link can
-open the reading page at the quote.
+their page, in purple (EXTRACTION_COLOR; find_quote marks in green and grey), with a
+comment naming the field and who extracted it: "extraction: sample_size (agent:claude)".
+The row keeps it (`highlight`) so that a link can open the reading page at the quote.
+The highlight is placed at the line boxes the anchor found (papers/pdf/services
+.annotation_highlights_place): the words are not searched for again, and the highlights
+of one call are drawn into the annotated copy in one write.
 
 Recording a field again does not pile highlights up: the row's highlight stays when the new
 quote is anchored to the same words on the same page; otherwise an identical highlight of
@@ -13,14 +14,16 @@ the paper (same page, words, colour and comment) is reused or one is made, and t
 one is deleted unless another value or adjudication still shows it.
 
 Highlights are made after the values are saved, outside their transaction (the PDF is read
-and its annotated copy written). One that cannot be made (the words occur twice on the
-page, the file is gone) is reported, never raised: the value stands without it. Callers
-refuse writes on a read-only server before they get here.
+and its annotated copy written). When they cannot be made (the file is gone) that is
+reported, never raised: the values stand without them. Callers refuse writes on a
+read-only server before they get here.
 """
 
 from __future__ import annotations
 
-from core.errors import DomainError, NotFound
+from dataclasses import dataclass
+
+from core.errors import DomainError
 from papers.models import Annotation, Paper
 from papers.pdf import services as pdf_services
 from papers.pdf.locate import text_key
@@ -31,6 +34,16 @@ from projects.models import AnchorStatus, ExtractionAdjudication, ExtractionValu
 EXTRACTION_COLOR = "section2"
 
 Anchored = ExtractionValue | ExtractionAdjudication
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A saved row that should show its verified quote, the comment its highlight carries,
+    and the row's former highlight (to delete once nothing shows it)."""
+
+    row: Anchored
+    comment: str
+    replaced: int | None = None
 
 
 def highlight_comment(field: str, who: str) -> str:
@@ -51,58 +64,84 @@ def highlight_fits(
     )
 
 
-def highlight_sync(
-    row: Anchored, *, paper: Paper, comment: str, replaced: int | None = None
-) -> dict[str, object]:
-    """Give the saved `row` the highlight of its verified quote when it has none (reusing an
-    identical one, else making it), and delete `replaced`, the row's former highlight, when
-    nothing shows it any more. Returns {"highlight": annotation id}, {"highlight_error":
-    why none was made}, or {} for a quote that is not verified."""
-    shown: dict[str, object] = {}
-    page = row.anchor_page
-    if row.anchor_status == AnchorStatus.VERIFIED and page:
-        if row.highlight_id is None:
-            try:
-                row.highlight = _identical(row, page, comment) or _make(row, page, paper, comment)
-            except DomainError as error:  # e.g. the words occur twice on the page
-                shown["highlight_error"] = error.message
-            else:
-                type(row).objects.filter(pk=row.pk).update(highlight=row.highlight)
+def highlights_sync(*, paper: Paper, wanted: list[Wanted]) -> list[dict[str, object]]:
+    """Give each saved row of `paper` the highlight of its verified quote when it has none
+    (an identical one reused, the others made in one write), and delete each row's former
+    highlight that nothing shows any more. Returns, per row: {"highlight": annotation id},
+    {"highlight_error": why none was made}, or {} for a quote that is not verified."""
+    existing = _extraction_highlights(paper)
+    chosen: dict[int, Annotation] = {}  # index in `wanted` -> its highlight
+    to_make: list[int] = []
+    for index, item in enumerate(wanted):
+        row = item.row
+        if row.highlight_id is not None or not _verified(row):
+            continue
+        same = existing.get(
+            (row.anchor_page or 0, item.comment, text_key(row.anchor_text or row.quote))
+        )
+        if same is not None:
+            chosen[index] = same
+        else:
+            to_make.append(index)
+    error = ""
+    if to_make:
+        try:
+            made = pdf_services.annotation_highlights_place(
+                paper=paper, marks=[_mark(wanted[index]) for index in to_make]
+            )
+        except DomainError as failure:  # e.g. the PDF file is gone
+            error = failure.message
+        else:
+            chosen.update(zip(to_make, made, strict=True))
+    shown: list[dict[str, object]] = []
+    for index, item in enumerate(wanted):
+        row = item.row
+        if index in chosen:
+            row.highlight = chosen[index]
+            type(row).objects.filter(pk=row.pk).update(highlight=chosen[index])
         if row.highlight_id is not None:
-            shown["highlight"] = row.highlight_id
-    if replaced is not None and replaced != row.highlight_id:
-        _release(replaced)
+            shown.append({"highlight": row.highlight_id})
+        else:
+            shown.append({"highlight_error": error} if error and index in to_make else {})
+    _release(
+        paper,
+        {w.replaced for w in wanted if w.replaced is not None and w.replaced != w.row.highlight_id},
+    )
     return shown
 
 
-def _make(row: Anchored, page: int, paper: Paper, comment: str) -> Annotation:
-    return pdf_services.annotation_highlight_create(
-        paper=paper,
-        page=page,
+def _verified(row: Anchored) -> bool:
+    return row.anchor_status == AnchorStatus.VERIFIED and bool(row.anchor_page)
+
+
+def _extraction_highlights(paper: Paper) -> dict[tuple[int, str, str], Annotation]:
+    """The paper's highlights in the extraction colour by (page, comment, words)."""
+    found: dict[tuple[int, str, str], Annotation] = {}
+    rows = Annotation.objects.filter(
+        paper=paper, kind=Annotation.Kind.HIGHLIGHT, color=color_resolve(EXTRACTION_COLOR)
+    )
+    for annotation in rows.order_by("-pk"):  # the oldest wins
+        found[(annotation.page, annotation.comment, text_key(annotation.text))] = annotation
+    return found
+
+
+def _mark(wanted: Wanted) -> pdf_services.HighlightAt:
+    row = wanted.row
+    assert row.anchor_page is not None
+    return pdf_services.HighlightAt(
+        page=row.anchor_page,
+        rects=row.anchor_rects,
         text=row.anchor_text or row.quote,
         color=EXTRACTION_COLOR,
-        comment=comment,
+        comment=wanted.comment,
     )
 
 
-def _identical(row: Anchored, page: int, comment: str) -> Annotation | None:
-    same = Annotation.objects.filter(
-        paper_id=row.paper_id,
-        page=page,
-        kind=Annotation.Kind.HIGHLIGHT,
-        color=color_resolve(EXTRACTION_COLOR),
-        comment=comment,
-    )
-    key = text_key(row.anchor_text or row.quote)
-    return next((a for a in same.order_by("pk") if text_key(a.text) == key), None)
-
-
-def _release(annotation_id: int) -> None:
-    """Delete a replaced highlight that no value or adjudication shows any more."""
+def _release(paper: Paper, replaced: set[int]) -> None:
+    """Delete replaced highlights that no value or adjudication shows any more."""
+    ids = set(replaced)
     for model in (ExtractionValue, ExtractionAdjudication):
-        if model.objects.filter(highlight_id=annotation_id).exists():
-            return
-    try:
-        pdf_services.annotation_delete(annotation_id=annotation_id)
-    except NotFound:  # a person deleted it meanwhile
-        pass
+        ids -= set(
+            model.objects.filter(highlight_id__in=ids).values_list("highlight_id", flat=True)
+        )
+    pdf_services.annotations_delete(paper=paper, annotation_ids=sorted(ids))

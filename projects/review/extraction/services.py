@@ -39,9 +39,10 @@ from projects.review.extraction.forms import (
     value_clean,
 )
 from projects.review.extraction.highlights import (
+    Wanted,
     highlight_comment,
     highlight_fits,
-    highlight_sync,
+    highlights_sync,
 )
 from projects.review.extraction.selectors import (
     Owner,
@@ -351,15 +352,13 @@ def extract_record(
             )
             saved.append((row, old.pk if old is not None else None))
     # After the save, outside its transaction: the PDF is read and its annotated copy written.
-    highlights = [
-        highlight_sync(
-            row,
-            paper=study,
-            comment=highlight_comment(entry.spec.key, extractor.label),
-            replaced=replaced,
-        )
-        for (entry, _), (row, replaced) in zip(anchored, saved, strict=True)
-    ]
+    highlights = highlights_sync(
+        paper=study,
+        wanted=[
+            Wanted(row, highlight_comment(entry.spec.key, extractor.label), replaced)
+            for (entry, _), (row, replaced) in zip(anchored, saved, strict=True)
+        ],
+    )
     # Empty for this extractor: no value under this version, nor under an earlier one that
     # still counts (selectors.cells_current).
     cells = cells_current(owner, form, paper_ids=[study.pk]).get(study.pk, {})
@@ -486,8 +485,9 @@ def adjudicate(
             **kept,
         )
     # A new quote's highlight (one kept from an extractor is theirs already).
-    highlight = highlight_sync(
-        made, paper=study, comment=highlight_comment(field, f"adjudicated by {decider.label}")
+    [highlight] = highlights_sync(
+        paper=study,
+        wanted=[Wanted(made, highlight_comment(field, f"adjudicated by {decider.label}"))],
     )
     return {
         **owner.as_dict(),

@@ -345,3 +345,66 @@ def test_a_quote_inside_one_word_covers_only_its_part(attach: Callable[[Path], P
     assert (py0, py1) == (y0, y1)
     assert x0 < px0 < px1 < x1
     assert part.text == whole.text  # the word as printed
+
+
+def test_highlights_at_known_boxes_are_drawn_in_one_write(
+    attach: Callable[[Path], Paper], knowledge_base: Path
+) -> None:
+    paper = attach(EXPOSITORY)
+    found = services.annotation_highlight_create(paper=paper, page=1, text=WRAPPED)
+    services.annotation_delete(annotation_id=found.pk)
+    marks = [
+        services.HighlightAt(page=1, rects=found.rects, text=found.text, color="section2",
+                             comment="extraction: claim (agent:a)"),
+        services.HighlightAt(page=1, rects=found.rects[:1], text="Recent work", comment="b"),
+    ]  # fmt: skip
+    first, second = services.annotation_highlights_place(paper=paper, marks=marks)
+    assert (first.rects, first.text, first.color) == (found.rects, found.text, "#a28ae5")
+    assert (second.color, second.comment) == ("#ffd400", "b")
+    with annotated(paper, knowledge_base) as document:
+        page = document[0]
+        drawn = {a.info["content"]: a.type[1] for a in page.annots()}
+        assert drawn == {"extraction: claim (agent:a)": "Highlight", "b": "Highlight"}
+    assert services.annotation_highlights_place(paper=paper, marks=[]) == []
+
+
+@pytest.mark.parametrize(
+    ("page", "rects", "text", "field"),
+    [
+        (9, [[100, 100, 200, 110]], "words", "page"),
+        (1, [], "words", "rects"),
+        (1, [[100, 100, 200]], "words", "rects"),
+        (1, [[200, 100, 100, 110]], "words", "rects"),
+        (1, [[5000, 5000, 5100, 5010]], "words", "rects"),
+        (1, [[100, 100, 200, 110]], " - ", "text"),
+    ],
+)
+def test_highlights_at_boxes_off_the_page_are_invalid_and_nothing_is_stored(
+    attach: Callable[[Path], Paper], page: int, rects: list[list[float]], text: str, field: str
+) -> None:
+    paper = attach(EXPOSITORY)
+    good = services.HighlightAt(page=1, rects=[[100, 100, 200, 110]], text="words")
+    with pytest.raises(InvalidInput) as raised:
+        services.annotation_highlights_place(
+            paper=paper, marks=[good, services.HighlightAt(page=page, rects=rects, text=text)]
+        )
+    assert raised.value.details["field"] == field
+    assert not Annotation.objects.exists()
+
+
+def test_deleting_several_annotations_redraws_the_copy_without_them(
+    attach: Callable[[Path], Paper], knowledge_base: Path
+) -> None:
+    paper, other = attach(EXPOSITORY), attach(QUANTUM)
+    kept, first, second = (
+        services.annotation_highlight_create(paper=paper, page=1, text=text, comment=text)
+        for text in ("The advent of large language models", WRAPPED, "Siangliulue")
+    )
+    elsewhere = services.annotation_area_create(paper=other, page=1, rect=[100, 100, 200, 200])
+    ids = [first.pk, second.pk, elsewhere.pk, 999_999]  # another paper's and a gone one skipped
+    assert services.annotations_delete(paper=paper, annotation_ids=ids) == 2
+    assert list(Annotation.objects.order_by("pk")) == [kept, elsewhere]
+    with annotated(paper, knowledge_base) as document:
+        page = document[0]
+        assert [a.info["content"] for a in page.annots()] == [kept.comment]
+    assert services.annotations_delete(paper=paper, annotation_ids=[]) == 0

@@ -154,16 +154,30 @@ def test_an_adjudications_own_quote_gets_its_own_highlight(
     assert made.color == PURPLE
 
 
-def test_a_highlight_that_cannot_be_made_is_reported_and_the_value_stands(
+def test_words_that_occur_twice_on_the_page_are_highlighted_where_they_were_found(
     project: Project, studies: dict[str, Paper]
 ) -> None:
-    # Verified (its words are on page 2), but they occur five times there.
+    # Verified on page 2, where these words occur five times: the anchor's boxes say which.
     answer = record(project, studies["acl"], {"task": {"value": "x", "quote": "attributes such as",
                                                         "page": 2}})  # fmt: skip
     [shown] = answer["recorded"]
+    stored = ExtractionValue.objects.get()
+    assert shown["anchor"]["status"] == "verified" and shown["highlight"] == stored.highlight_id
+    made = Annotation.objects.get()
+    assert (made.page, made.rects) == (2, stored.anchor_rects)
+
+
+def test_a_highlight_that_cannot_be_made_is_reported_and_the_value_stands(
+    project: Project, studies: dict[str, Paper]
+) -> None:
+    acl = studies["acl"]
+    # The file is gone; the passage index still finds the quote on its page.
+    stored_path(PaperPdf.objects.get(paper=acl).file_name).unlink()
+    answer = record(project, acl, {"papers": ACL_VALUES["papers"]})
+    [shown] = answer["recorded"]
     assert shown["anchor"]["status"] == "verified" and "highlight" not in shown
-    assert "times on page 2" in shown["highlight_error"]
-    assert ExtractionValue.objects.get().anchor_status == "verified"
+    assert "attach" in shown["highlight_error"].lower()
+    assert ExtractionValue.objects.get().value == {"value": 37.0, "unit": "million papers"}
     assert not Annotation.objects.exists()
 
 
