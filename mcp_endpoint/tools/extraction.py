@@ -76,12 +76,12 @@ def extraction_form(
         if name is not None:
             raise InvalidInput("A new name needs the fields too (the whole form).", field="name")
         form = form_current(owner)
-        return Answer(**ids, form=form_describe(form) if form else None)
+        return Answer.model_validate({**ids, "form": form_describe(form) if form else None})
     if form_current(owner) is None:
         form = services.form_create(**ids, name=name or DEFAULT_FORM_NAME, fields=fields)
     else:
         form = services.form_update(**ids, fields=fields, name=name)
-    return Answer(**ids, form=form_describe(form))
+    return Answer.model_validate({**ids, "form": form_describe(form)})
 
 
 @mcp_tool(
@@ -127,7 +127,6 @@ def extract_record(
     adjudicate: bool = False,
     reason: Annotated[str | None, Field(max_length=services.MAX_REASON)] = None,
 ) -> Answer:
-    ids = {"session_id": session_id, "project_id": project_id}
     if not adjudicate:
         if reason is not None:
             raise InvalidInput("reason is for adjudicate=true.", field="reason")
@@ -135,16 +134,29 @@ def extract_record(
         for key, item in values.items():
             plain[key]["value"] = item.value  # null stays: "not reported"
         return Answer(
-            **services.extract_record(**ids, paper=paper, values=plain, agent=extractor)
+            **services.extract_record(
+                session_id=session_id,
+                project_id=project_id,
+                paper=paper,
+                values=plain,
+                agent=extractor,
+            )
         )
     if len(values) != 1:
         raise InvalidInput("adjudicate=true settles one field at a time.", field="values")
     (key, item), *_ = values.items()
     return Answer(
         **services.adjudicate(
-            **ids, paper=paper, field=key, value=item.value, reason=reason or "",
-            quote=item.quote, page=item.page, agent=extractor,
-        )  # fmt: skip
+            session_id=session_id,
+            project_id=project_id,
+            paper=paper,
+            field=key,
+            value=item.value,
+            reason=reason or "",
+            quote=item.quote,
+            page=item.page,
+            agent=extractor,
+        )
     )
 
 

@@ -83,7 +83,8 @@ def extract_decision_check(*, session: ReviewSession, decision: Decision) -> Non
         raise InvalidDecision(
             f"The extract checkpoint takes approve only ({decision.action.value} is refused): "
             "record values with extract_record (null = not reported), settle disagreements "
-            "with extract_record(adjudicate=true), then approve. Which studies are included was decided at screen."
+            "with extract_record(adjudicate=true), then approve. Which studies are included "
+            "was decided at screen."
         )
     status = extract_status(session=session)
     if status["form"] is None:

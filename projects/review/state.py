@@ -255,8 +255,8 @@ def _next_hint(session: ReviewSession, pending: ReviewCheckpoint | None) -> str:
             f"Waiting at checkpoint {pending.sequence} (extract): "
             + ("create the form with extraction_form, then " if not _has_form(session) else "")
             + "extract each included study with extract_next and extract_record, settle "
-            "disagreements with extract_record(adjudicate=true), then decide(session_id, 'approve', "
-            f"checkpoint={pending.sequence})."
+            "disagreements with extract_record(adjudicate=true), then "
+            f"decide(session_id, 'approve', checkpoint={pending.sequence})."
         )
     if pending is not None:
         return (

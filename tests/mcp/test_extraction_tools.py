@@ -32,8 +32,12 @@ pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
 FIELDS = [
     {"key": "model", "type": "text", "description": "The model the paper introduces."},
-    {"key": "recurrent", "type": "yes_no_unclear", "label": "Uses recurrence",
-     "quote_required": False},
+    {
+        "key": "recurrent",
+        "type": "yes_no_unclear",
+        "label": "Uses recurrence",
+        "quote_required": False,
+    },
 ]
 WRITE_TOOLS = {"extraction_form", "extract_record"}
 
@@ -109,7 +113,8 @@ async def test_form_values_and_evidence_table_of_a_project(
     assert version2["form"]["version"] == 2
     todo = await ok(url, "extract_next", project_id=project, extractor="claude")
     assert {p["paper_id"]: p["empty"] for p in todo["papers"]} == {
-        attention: ["layers"], bert: ["recurrent", "layers"]
+        attention: ["layers"],
+        bert: ["recurrent", "layers"],
     }  # earlier values still count where the field kept its meaning
 
     table = await ok(url, "export_evidence_table", project_id=project, format="csv")
@@ -175,4 +180,3 @@ async def test_a_read_only_server_lists_no_write_tool_but_serves_the_table(
         table = await ok(live.mcp_url, "export_evidence_table", project_id="Vision",
                          format="json")  # fmt: skip
     assert json.loads(table["content"])["columns"][0] == "model"
-

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MCP_DOC = ROOT / "docs" / "MCP.md"
 # Export and document formats a description might name; a tool with a `format` enum may
 # name only those it accepts.
-FORMAT_WORDS = ("bibtex", "csv", "tsv", "json", "jsonl", "markdown", "ris", "xml", "yaml",
+FORMAT_WORDS = ("bibtex", "csv", "tsv", "json", "jsonl", "markdown", "ris", "xml", "yaml", "xlsx",
                 "html", "endnote", "txt", "text")  # fmt: skip
 
 

@@ -30,7 +30,9 @@ def _text_of(paper_ids: list[int]) -> dict[int, str]:
     """paper_id -> what a quote is anchored against: `pdf` (indexed text), `pdf_unindexed`
     (a PDF whose text is read on the first quote), or `abstract` (no PDF stored: quotes
     are looked for in the title and abstract, and flagged abstract_only)."""
-    with_pdf = set(PaperPdf.objects.filter(paper_id__in=paper_ids).values_list("paper_id", flat=True))
+    with_pdf = set(
+        PaperPdf.objects.filter(paper_id__in=paper_ids).values_list("paper_id", flat=True)
+    )
     indexed = set(
         Passage.objects.filter(paper_id__in=with_pdf).values_list("paper_id", flat=True).distinct()
     )
@@ -48,10 +50,10 @@ def extraction_next(
     agent: str | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
-    """The next `limit` studies (in the evidence table's order, by human id) this extractor has fields to fill in,
-    with the form, each study's empty fields and the text its quotes are anchored against;
-    this extractor's progress over all studies; and, once two extractors have values, their
-    agreement and the disagreements still to adjudicate.
+    """The next `limit` studies (in the evidence table's order, by human id) this extractor
+    has fields to fill in, with the form, each study's empty fields and the text its quotes
+    are anchored against; this extractor's progress over all studies; and, once two
+    extractors have values, their agreement and the disagreements still to adjudicate.
 
     Without a form: `form` is null and `next` says to create one. Raises InvalidInput (no
     extractor named, limit out of range) and NotFound (owner outside the client's scope)."""
