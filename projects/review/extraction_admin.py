@@ -103,12 +103,16 @@ def _rows_initial(described: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _with_row_added(data: QueryDict) -> QueryDict:
-    """The rows as typed and one blank row more (a tampered count is left to the formset,
-    which refuses it)."""
+    """The rows as typed and one blank row more, shown as the first blank row is (type
+    text, quote required ticked): a bound row shows only what was sent, and an unticked
+    box would make the untouched row a changed one, refused for its missing key on
+    saving. A tampered count is left to the formset, which refuses it."""
     more = data.copy()
     total = data.get("form-TOTAL_FORMS", "")
     if total.isascii() and total.isdigit():
         more["form-TOTAL_FORMS"] = str(int(total) + 1)
+        more[f"form-{total}-type"] = FieldRow.base_fields["type"].initial
+        more[f"form-{total}-quote_required"] = "on"
     return more
 
 

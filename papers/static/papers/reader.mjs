@@ -45,11 +45,11 @@ function drawAnnotation(annotation) {
   }
 }
 
-function jumpTo(annotation) {
+function jumpTo(annotation, behavior = "smooth") {
   const entry = frames.get(annotation.page);
   if (!entry) return;
   const marks = entry.frame.querySelectorAll(`[data-annotation="${annotation.annotation_id}"]`);
-  (marks[0] || entry.frame).scrollIntoView({ behavior: "smooth", block: "center" });
+  (marks[0] || entry.frame).scrollIntoView({ behavior, block: "center" });
   for (const mark of marks) {
     mark.classList.remove("flash");
     void mark.offsetWidth; // restart the animation
@@ -59,12 +59,14 @@ function jumpTo(annotation) {
 
 function showFocus(pdfjs, focus) {
   const entry = frames.get(focus.page);
-  if (!entry) return;
+  if (!entry) return "";
   // Drawn as an annotation of its own (not stored): the quote's boxes, flashed.
   drawAnnotation({ annotation_id: "focus", kind: "focus", page: focus.page, rects: focus.rects || [],
     color: "#ff8c00", text: "" });
   renderPage(pdfjs, entry);
-  jumpTo({ annotation_id: "focus", page: focus.page });
+  // At once, not smoothly: scrolling past the pages before it would render each of them.
+  jumpTo({ annotation_id: "focus", page: focus.page }, "instant");
+  return focus.rects?.length ? ` Opened at page ${focus.page}, the quote marked.` : ` Opened at page ${focus.page}.`;
 }
 
 function listAnnotation(annotation) {
@@ -207,8 +209,8 @@ async function main() {
   for (const annotation of annotations) drawAnnotation(annotation);
   showList();
   await renderPage(pdfjs, frames.get(1));
-  if (config.focus) showFocus(pdfjs, config.focus);
-  say(`${document_.numPages} page${document_.numPages === 1 ? "" : "s"}.`);
+  const opened = config.focus ? showFocus(pdfjs, config.focus) : "";
+  say(`${document_.numPages} page${document_.numPages === 1 ? "" : "s"}.${opened}`);
   if (bar) {
     document.addEventListener("selectionchange", () => {
       const quote = selectedQuote();
