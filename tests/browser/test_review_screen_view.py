@@ -201,6 +201,9 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
     assert "AND" in page.get_by_label("Queries").input_value()  # the planner's
     page.get_by_label("Queries").fill("long documents\nlengthy texts")
     page.get_by_label("published from").fill("")
+    page.get_by_label("published from").press("Enter")  # submits nothing (a disabled default)
+    expect(page.get_by_role("heading", name="Decide: the plan")).to_be_visible()
+    assert review_state(site)["decisions"] == []
     both_widths(page, shots, "plan-as-fields")
     page.get_by_role("button", name="Approve and search").click()
 
@@ -239,6 +242,8 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
         expect(page.locator("#screening-status")).to_contain_text(confirmation)
         expect(page.locator("#screening-counts")).to_contain_text(f"Screened {number} of 40")
         expect(page.locator("#screening-record")).to_be_focused()
+        outline = "getComputedStyle(document.activeElement).outlineStyle"
+        assert page.evaluate(outline) != "none"  # the focus is visible
         decided[title] = "included" if title in RELEVANT else "excluded"
     assert page.evaluate("window.__screeningPage") == "still here"
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
