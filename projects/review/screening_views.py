@@ -1,12 +1,12 @@
 """Screening one record at a time on a review's page (docs/ADMIN.md, "Reviews in the
-browser"), and the page's figures.
+browser"), and the page's other small views.
 
 The panel shows the record `screening_next(screener="admin:<user>", limit=1)` puts first:
 title, authors, year, venue, abstract and why it ranks there; progress (screened / total)
 and the stopping rule's estimate; the screeners' disagreements side by side. It is one
 template (admin/projects/reviewsession/screening.html) drawn into the page and, after each
-decision, sent back by the JSON endpoint for projects/static/projects/review_screening.mjs
-to put in its place, so the page never reloads.
+decision, sent back by the JSON endpoint with the figures (figures.py) for
+projects/static/projects/review_page.mjs to put in place, so the page never reloads.
 
 Views (ReviewSessionAdmin.get_urls wires them, behind `admin_view`: staff, CSRF):
 

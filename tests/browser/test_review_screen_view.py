@@ -77,6 +77,13 @@ paper = session.candidates.get(paper__title={title!r}).paper_id
 screening_decide(session_id=session.pk, decided_by="agent", decisions=[
     {{"paper": paper, "decision": "exclude", "reason": "not about encoders"}}])
 """
+# Runs before the page's own scripts: what the Content-Security-Policy blocked on each page.
+RECORD_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__violations.push(`${event.effectiveDirective} ${event.blockedURI}`);
+});
+"""
 # Each text of the PRISMA diagram lies inside the box drawn before it (x and width only:
 # wrapping is horizontal).
 TEXT_OUTSIDE_ITS_BOX = """() => {
@@ -181,6 +188,7 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
 ) -> None:
     site = review_site
     page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+    page.add_init_script(RECORD_VIOLATIONS)
     log_in(page, site)
     page.goto(site.url("/admin/projects/reviewsession/"))
     page.get_by_role("link", name="Start a review").click()
@@ -247,6 +255,7 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
         decided[title] = "included" if title in RELEVANT else "excluded"
     assert page.evaluate("window.__screeningPage") == "still here"
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+    assert page.evaluate("window.__violations") == []  # the script and SVG within the CSP
     assert page.url == url
     assert page.locator("#screening-stopping").inner_text() != stopping_before
     both_widths(page, shots, "after-ten-decisions")
