@@ -1,102 +1,77 @@
-"""Reviews in the admin: listed with their state, checkpoints and decisions; a person can
-answer the pending checkpoint on the review's page (the same service as MCP's `decide`).
+"""Reviews in the admin (docs/ADMIN.md, "Reviews in the browser"): listed with their state,
+started from a form, and decided on the review's page through the services behind MCP's
+tools.
 
-At the screen checkpoint the page shows "Next to screen" (the order `screen_next` gives,
-docs/SCREENING.md) where a person includes or excludes each record with a button, and the
-screeners' disagreements, each resolved with a button: both post to `screen_view`, which
-calls the service behind MCP's `screen_decide` as `admin:<username>`. The buttons belong
-to a form of their own, outside the change form (HTML `form` attribute), so the change
-form's Save never records a screening decision and vice versa.
+- *Start a review* (the add page) calls `review_start`, as `start_review` does; the
+  plan's choices made there (sources, criteria, snowball, extract) are carried to the plan
+  checkpoint, where the planner's proposal is shown with them filled in.
+- At `plan`, the plan is a form of fields (admin_forms.DecisionForm): "Approve and
+  search" records `approve`, or `edit` with what was changed; "Reject" plans again with
+  the note. At `screen`, the screening panel (screening_views.py) screens one record at a
+  time without reloading the page; "Finish screening" closes the checkpoint. Every
+  decision is `review_decide`'s, as `admin:<username>`, with the page's checkpoint number,
+  so a page someone else answered first is refused.
+- The page shows the PRISMA 2020 diagram, the recall curve and the counts as tables.
+
+Decision buttons are the change form's own (`name="action"`); the screening panel's
+buttons belong to a form of their own outside it (HTML `form` attribute), so neither can
+submit the other's decision. Each form's first submit button is a disabled one, so Enter
+in a text box records nothing.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, cast
 
-from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
-from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from projects.models import ReviewCandidate, ReviewSession
+from projects.review.admin_forms import DecisionForm, StartReviewForm
 from projects.review.extract_stage import extract_status
 from projects.review.extraction_admin import review_extraction_urls
-from projects.review.screening import DECISIONS, screening_decide, screening_next, screening_status
-from projects.review.selectors import review_counts, review_pending_checkpoint
-from projects.review.services import review_cleanup, review_decide
-from projects.review.workflow import DecisionAction
+from projects.review.figures import review_figures
+from projects.review.screening_views import (
+    finish_label,
+    prisma_svg_view,
+    review_state_view,
+    screening_form_view,
+    screening_json_view,
+    screening_panel,
+)
+from projects.review.selectors import review_pending_checkpoint
+from projects.review.services import review_cleanup, review_decide, review_start, review_wait
 
 ABSTRACT_PREVIEW = 300
-NEXT_SHOWN = 10
+# How long "Start" waits for the planner before showing the review (it shows a running
+# review too, and the page follows it): the planner needs no network, so a second or two.
+START_WAIT_SECONDS = 10
 SUMMARY_FIELDS = [
     "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
     "project", "created_at", "completed_at",
 ]  # fmt: skip
-
-
-class DecisionForm(forms.ModelForm):
-    """The decision on the pending checkpoint; no field of the session itself is edited."""
-
-    action = forms.ChoiceField(
-        choices=[("", "(no decision)"), *[(a.value, a.value) for a in DecisionAction]],
-        required=False,
-    )
-    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    edit_data = forms.JSONField(
-        label="data",
-        required=False,
-        help_text='For edit: at plan e.g. {"queries": ["..."], "snowball": true}; at screen '
-        '{"include": [paper_id, ...]} or {"exclude": [...], "reasons": {"<paper_id>": "why"}}.',
-    )
-    exclude = forms.MultipleChoiceField(
-        widget=forms.CheckboxSelectMultiple,
-        required=False,
-        help_text="Screening: papers to exclude with action edit (when data is empty).",
-    )
-    exclude_reason = forms.CharField(required=False, help_text="Why the ticked papers go.")
-    checkpoint = forms.IntegerField(widget=forms.HiddenInput, required=False)
-
-    class Meta:
-        model = ReviewSession
-        fields: list[str] = []
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        pending = review_pending_checkpoint(self.instance) if self.instance.pk else None
-        self.fields["checkpoint"].initial = pending.sequence if pending else None
-        source = {"screen": "search", "expand": "citation"}.get(pending.kind if pending else "")
-        candidates = (
-            self.instance.candidates.filter(source=source, status="pending")
-            .select_related("paper")
-            .order_by("rank")
-            if source
-            else []
-        )
-        exclude = self.fields["exclude"]
-        assert isinstance(exclude, forms.MultipleChoiceField)
-        exclude.choices = [
-            (str(c.paper_id), f"{c.paper.title} ({c.paper.year or 'n.d.'})") for c in candidates
-        ]
-
-    def decision_data(self) -> dict[str, Any]:
-        data = self.cleaned_data.get("edit_data") or {}
-        ticked = self.cleaned_data.get("exclude") or []
-        if self.cleaned_data.get("action") == "edit" and not data and ticked:
-            reason = (self.cleaned_data.get("exclude_reason") or "").strip()
-            data = {"exclude": [int(pk) for pk in ticked]}
-            if reason:
-                data["reasons"] = {pk: reason for pk in ticked}
-        return data
+PLAN_DECISION = [
+    "queries", "engines", ("date_from", "date_to"), "criteria", ("snowball", "snowball_direction"),
+    "extract", "note", "checkpoint",
+]  # fmt: skip
+STEP_NAMES = {"plan": "planning", "search": "searching", "expand": "following citations"}
+NEXT_STEP = {
+    "plan": "check the plan below, change what you need, then approve it (or reject it "
+    "with a note to plan again).",
+    "screen": "screen the records below one at a time; finish screening when the stopping "
+    "rule says it is safe to stop, or when all are screened.",
+    "expand": "decide on the citation search's candidates below.",
+    "extract": "extract data on the Extraction page, then complete the review below.",
+}
 
 
 @admin.register(ReviewSession)
@@ -113,32 +88,53 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
         "project", "created_at", "completed_at", "task_id", "attempt", "checkpoint_view",
-        "decisions_view", "plan_view", "counts_view",
+        "decisions_view", "plan_view",
     ]  # fmt: skip
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # reviews start from an agent (start_review)
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        # The start form's choices, carried in the address (StartReviewForm.carried).
+        return type(form.__name__, (form,), {"prefill": request.GET})
+
+    def _decides(self, request: HttpRequest, session: ReviewSession | None) -> str:
+        """The pending checkpoint's kind when this person may answer it here, else ""."""
+        if session is None or session.status != ReviewSession.Status.WAITING:
+            return ""
+        pending = review_pending_checkpoint(session)
+        # The decision's fields are not the model's: a view-only user could not see them.
+        if pending is None or not self.has_change_permission(request, session):
+            return ""
+        return pending.kind
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets: list[tuple[str, dict[str, Any]]] = [
-            ("Review", {"fields": SUMMARY_FIELDS}),
-            ("Pending checkpoint", {"fields": ["checkpoint_view"]}),
-        ]
-        # "Next to screen" follows "Pending checkpoint": change_form.html places it.
+        kind = self._decides(request, obj)
+        fieldsets: list[tuple[str, dict[str, Any]]] = []
+        if kind == "plan":
+            fieldsets.append(("Decide: the plan", {"fields": PLAN_DECISION}))
+        elif kind:
+            fieldsets.append(("Decide", {"fields": ["note", "checkpoint"]}))
+        if kind in ("screen", "expand"):
+            fieldsets.append(
+                (
+                    "Decide on several records at once",
+                    {"fields": ["exclude", "exclude_reason", "edit_data"], "classes": ["collapse"]},
+                )
+            )
+        # At screen the panel shows the records one at a time: their list is folded away.
+        folded = ["collapse"] if kind == "screen" else []
+        # The plan is open where it is not shown as fields: to a view-only user at `plan`.
         pending = review_pending_checkpoint(obj) if obj is not None else None
-        # The decision's fields are not the model's: a view-only user could not see them.
-        can_decide = self.has_change_permission(request, obj)
-        if pending is not None and obj.status == ReviewSession.Status.WAITING and can_decide:
-            decision = ["action", "edit_data", "note", "checkpoint"]
-            if pending.kind == "extract":  # approve only: no data to give
-                decision.remove("edit_data")
-            elif pending.kind != "plan":
-                decision[2:2] = ["exclude", "exclude_reason"]
-            fieldsets.append(("Decide", {"fields": decision}))
+        at_plan = pending is not None and pending.kind == "plan" and kind != "plan"
+        if pending is not None:
+            fieldsets.append(
+                ("Pending checkpoint", {"fields": ["checkpoint_view"], "classes": folded})
+            )
         fieldsets += [
             ("Checkpoints and decisions", {"fields": ["decisions_view"]}),
-            ("Plan", {"fields": ["plan_view"], "classes": ["collapse"]}),
-            ("Counts (PRISMA)", {"fields": ["counts_view"]}),
+            ("Plan", {"fields": ["plan_view"], "classes": [] if at_plan else ["collapse"]}),
+            ("Review", {"fields": SUMMARY_FIELDS, "classes": ["collapse"]}),
             ("Step", {"fields": ["task_id", "attempt"], "classes": ["collapse"]}),
         ]
         return fieldsets
@@ -160,9 +156,12 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         if checkpoint is None:
             return "None"
         if checkpoint.kind == "plan":
+            # The plan itself is in "Decide: the plan" (or "Plan" for a view-only user).
+            plan = checkpoint.payload.get("plan", {})
             return format_html(
-                "<p>#{} plan (round {})</p>{}", checkpoint.sequence, checkpoint.round,
-                self._plan_html(checkpoint.payload.get("plan", {})),
+                "<p>#{} plan (round {}). Why the planner chose it:</p><ul>{}</ul>",
+                checkpoint.sequence, checkpoint.round,
+                format_html_join("", "<li>{}</li>", ((r,) for r in plan.get("rationale", []))),
             )  # fmt: skip
         if checkpoint.kind == "extract":
             return self._extract_html(checkpoint.sequence, extract_status(session=session))
@@ -178,7 +177,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             (
                 (
                     candidate.rank,
-                    reverse("admin:papers_paper_change", args=[candidate.paper_id]),
+                    reverse("admin:papers_paper_read", args=[candidate.paper_id]),
                     candidate.paper.title,
                     candidate.paper.year or "n.d.",
                     (candidate.paper.abstract or candidate.paper.snippet)[:ABSTRACT_PREVIEW],
@@ -188,8 +187,9 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             ),
         )
         return format_html(
-            "<p>#{} {}: {} candidates</p><table><tr><th>rank</th><th>paper</th>"
-            "<th>engines</th></tr>{}</table>",
+            "<p>#{} {}: {} candidates pending</p><table><thead><tr><th scope='col'>rank</th>"
+            "<th scope='col'>paper</th><th scope='col'>engines</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
             checkpoint.sequence, checkpoint.kind, candidates.count(), rows,
         )  # fmt: skip
 
@@ -209,34 +209,19 @@ class ReviewSessionAdmin(admin.ModelAdmin):
                     decision.note if decision else "",
                 )
             )
+        head = "".join(
+            f"<th scope='col'>{name}</th>"
+            for name in ("#", "checkpoint", "round", "raised", "decision", "by", "note")
+        )
         return format_html(
-            "<table><tr><th>#</th><th>checkpoint</th><th>round</th><th>raised</th>"
-            "<th>decision</th><th>by</th><th>note</th></tr>{}</table>",
+            "<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>",
+            SafeString(head),
             format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
         )
 
     @admin.display(description="plan")
     def plan_view(self, session: ReviewSession) -> SafeString:
         return self._plan_html(session.plan or {})
-
-    @admin.display(description="counts")
-    def counts_view(self, session: ReviewSession) -> SafeString:
-        counts = review_counts(session=session)
-        not_reached = [
-            (f"{engine}: {outcome.replace('_', ' ')}", _failure_text(counts, engine))
-            for block in (counts, counts.get("citation_search", {}))
-            for engine, outcome in block.get("not_reached", {}).items()
-        ]
-        if not not_reached:
-            return format_html("<pre>{}</pre>", _pretty(counts))
-        # Said first and plainly: a source never reached found nothing only because it
-        # was never asked, which a 0 would hide.
-        return format_html(
-            "<p><strong>Sources not reached</strong> (their records are not counted):</p>"
-            "<ul>{}</ul><pre>{}</pre>",
-            format_html_join("", "<li>{} {}</li>", not_reached),
-            _pretty(counts),
-        )
 
     def _plan_html(self, plan: dict[str, Any]) -> SafeString:
         items = [
@@ -286,7 +271,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request: HttpRequest, obj: ReviewSession, form: Any, change: bool) -> None:
-        action = form.cleaned_data.get("action")
+        action = form.decision_action()
         if not action:
             return
         try:
@@ -301,7 +286,51 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         except DomainError as error:
             self.message_user(request, error.message, level=messages.ERROR)
         else:
-            self.message_user(request, f"Decision recorded: {action}.")
+            changed = ", ".join(form.plan_changes) if action == "edit" and form.plan_changes else ""
+            self.message_user(
+                request, f"Decision recorded: {action}" + (f" ({changed})." if changed else ".")
+            )
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """*Start a review*: the form, then `review_start` (as MCP's start_review), a short
+        wait for the planner, and the review's page with the form's plan choices filled
+        into the plan checkpoint."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = StartReviewForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                session = review_start(
+                    query=form.cleaned_data["query"],
+                    domain=form.cleaned_data["domain"],
+                    max_results=form.cleaned_data["max_results"],
+                )
+            except DomainError as error:
+                field = error.details.get("field")
+                form.add_error(field if field in form.fields else None, error.message)
+            else:
+                review_wait(session_id=str(session.pk), timeout=START_WAIT_SECONDS)
+                self.message_user(request, "Review started: the planner proposed the plan below.")
+                page = reverse("admin:projects_reviewsession_change", args=[session.pk])
+                carried = form.carried().urlencode()
+                return HttpResponseRedirect(page + (f"?{carried}" if carried else ""))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Start a review",
+            # A plain form: AdminForm reads only its fields, for the admin's fieldset look.
+            "adminform": helpers.AdminForm(
+                cast(Any, form),
+                [("The review", {"fields": list(form.fields)})],
+                {},
+                model_admin=self,
+            ),
+            "has_view_permission": self.has_view_permission(request),
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/projects/reviewsession/start.html", context)
 
     def change_view(
         self,
@@ -313,87 +342,82 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         session = self.get_object(request, unquote(object_id))
         extra = dict(extra_context or {})
         if session is not None:
-            extra["screening"] = self._screening_panel(request, session)
+            kind = self._decides(request, session)
+            panel = screening_panel(self, request, session)
+            extra.update(
+                {
+                    "title": session.query,
+                    "subtitle": None,
+                    "review_state": self._state(session),
+                    "screening": panel,
+                    "figures": review_figures(session),
+                    "decide": _buttons(kind, panel, session),
+                    # Nothing of the session is edited: decisions have buttons of their own.
+                    "show_save": False,
+                    "show_save_and_continue": False,
+                    "show_save_and_add_another": False,
+                }
+            )
         return super().change_view(request, object_id, form_url, extra)
 
-    def _screening_panel(self, request: HttpRequest, session: ReviewSession) -> Any:
-        """What "Next to screen" shows (None away from the screen checkpoint): the next
-        records for this person as a screener, the stopping rule's say, the disagreements
-        to resolve, and whether this person may decide here."""
+    def _state(self, session: ReviewSession) -> dict[str, Any]:
+        """The line at the top of a review's page: where it is and what comes next."""
         pending = review_pending_checkpoint(session)
-        if pending is None or pending.kind != "screen" or session.status != "waiting":
-            return None
-        screener = f"admin:{request.user.get_username()}"
-        try:
-            upcoming = screening_next(session=session, limit=NEXT_SHOWN, screener=screener)
-        except DomainError as exc:
-            return {"error": str(exc)}
-        status = screening_status(session=session) or {}
-        if settings.MCP_READ_ONLY:
-            why_not = "This server is read-only (MCP_READ_ONLY=true): nothing can be decided."
-        elif not self.has_change_permission(request, session):
-            why_not = "You may view this review but not decide on it."
-        else:
-            why_not = ""
-        for record in upcoming["records"]:
-            record["url"] = reverse("admin:papers_paper_change", args=[record["paper_id"]])
-            abstract = record["abstract"] or ""
-            record["preview"] = abstract[:ABSTRACT_PREVIEW]
-        return {
-            "upcoming": upcoming,
-            "stop": upcoming["stopping"],
-            "agreement": status.get("agreement"),
-            "screener": screener,
-            "why_not": why_not,
-            "can_decide": not why_not,
-            "url": reverse("admin:projects_reviewsession_screen", args=[session.pk]),
+        plan = session.plan or {}
+        state: dict[str, Any] = {
+            "status": session.status,
+            "facts": [
+                ("field", session.domain),
+                ("most candidates", session.max_results),
+                ("round", session.round),
+                ("decisions so far", session.iteration),
+                ("started", session.created_at.strftime("%Y-%m-%d %H:%M")),
+            ],
+            "state_url": reverse("admin:projects_reviewsession_state", args=[session.pk]),
         }
+        if session.status == ReviewSession.Status.RUNNING:
+            step = STEP_NAMES.get(session.stage, session.stage)
+            state["headline"] = f"Working: {step}. This page follows it and shows the result."
+        elif session.status == ReviewSession.Status.WAITING and pending is not None:
+            state["headline"] = (
+                f"Waiting for a decision at the {pending.kind} checkpoint (#{pending.sequence}): "
+                + NEXT_STEP.get(pending.kind, "decide below.")
+            )
+        elif session.status == ReviewSession.Status.COMPLETE:
+            state["headline"] = "Complete."
+            if session.project is not None:
+                state["project"] = (
+                    session.project.name,
+                    reverse("admin:projects_project_papers", args=[session.project.pk]),
+                )
+        else:
+            state["headline"] = f"Failed: {session.error}"
+        if plan.get("extract"):
+            state["extraction_url"] = reverse(
+                "admin:projects_reviewsession_extraction", args=[session.pk]
+            )
+        return state
 
     def get_urls(self) -> list[URLPattern]:
-        screen = path(
-            "<path:object_id>/screen/",
-            self.admin_site.admin_view(self.screen_view),
-            name="projects_reviewsession_screen",
-        )
-        return [screen, *review_extraction_urls(self), *super().get_urls()]
+        def view(function: Any) -> Any:
+            def wrapped(request: HttpRequest, object_id: str) -> HttpResponse:
+                return function(request, self, object_id)
 
-    @method_decorator(require_POST)
-    def screen_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """One record's decision from "Next to screen" (`screen=include:<paper_id>` and
-        `reason-<paper_id>`), or one disagreement's resolution (`resolve=...` and
-        `resolve-reason-<paper_id>`), as admin:<username>; back to the review's page with
-        what happened as a message. 403 without the change permission; refused in
-        read-only mode."""
-        session = self.get_object(request, unquote(object_id))
-        if session is None:
-            raise Http404("No such review.")
-        if not self.has_change_permission(request, session):
-            raise PermissionDenied
-        back = HttpResponseRedirect(
-            reverse("admin:projects_reviewsession_change", args=[session.pk])
-        )
-        if settings.MCP_READ_ONLY:
-            self.message_user(request, "This server is read-only.", level=messages.ERROR)
-            return back
-        resolve = "resolve" in request.POST
-        decision, _, paper = request.POST.get("resolve" if resolve else "screen", "").partition(":")
-        if decision not in DECISIONS or not paper.isdigit():
-            self.message_user(request, "Choose include or exclude on a record.", messages.ERROR)
-            return back
-        reason = request.POST.get(f"{'resolve-' if resolve else ''}reason-{paper}", "")
-        try:
-            screening_decide(
-                session_id=session.pk,
-                decisions=[{"paper": int(paper), "decision": decision, "reason": reason}],
-                decided_by=f"admin:{request.user.get_username()}",
-                resolve=resolve,
+            return self.admin_site.admin_view(wrapped)
+
+        pages = [
+            ("screen/", screening_form_view, "screen"),
+            ("screening/", screening_json_view, "screening"),
+            ("prisma.svg", prisma_svg_view, "prisma"),
+            ("state/", review_state_view, "state"),
+        ]
+        own = [
+            path(
+                f"<path:object_id>/{suffix}", view(function), name=f"projects_reviewsession_{name}"
             )
-        except DomainError as error:
-            self.message_user(request, error.message, level=messages.ERROR)
-        else:
-            done = "Resolved" if resolve else "Recorded"
-            self.message_user(request, f"{done}: {decision} paper {paper}.")
-        return back
+            for suffix, function, name in pages
+        ]
+        return [*own, *review_extraction_urls(self), *super().get_urls()]
 
     def response_change(self, request: HttpRequest, obj: ReviewSession) -> HttpResponse:
         # Back to the review, which now shows the next checkpoint (or that it is working).
@@ -425,10 +449,27 @@ class ReviewSessionAdmin(admin.ModelAdmin):
         review_cleanup(session_id=str(obj.pk))
 
 
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def _failure_text(counts: dict[str, Any], engine: str) -> str:
-    failure = counts.get("sources", {}).get(engine, {}).get("last_failure", {})
-    return f"({failure['message']})" if failure.get("message") else ""
+def _buttons(
+    kind: str, panel: dict[str, Any] | None, session: ReviewSession
+) -> dict[str, list[tuple[str, str, str]]]:
+    """The decision buttons under "Decide" (and under "Decide on several records at once"):
+    (action, label, extra class)."""
+    if kind == "plan":
+        main = [
+            ("approve", "Approve and search", "default"),
+            ("reject", "Reject and plan again", ""),
+        ]
+        return {"main": main, "several": []}
+    if kind == "extract":
+        return {"main": [("approve", "Complete the review", "default")], "several": []}
+    if kind == "screen":
+        finish = finish_label((panel or {}).get("progress") or {})
+        main = [
+            ("approve", finish, "default"),
+            ("reject", "Reject: discard these and plan again", ""),
+        ]
+        return {"main": main, "several": [("edit", "Exclude the ticked, include the rest", "")]}
+    if kind == "expand":
+        main = [("approve", "Include them all", "default"), ("reject", "Exclude them all", "")]
+        return {"main": main, "several": [("edit", "Exclude the ticked, include the rest", "")]}
+    return {"main": [], "several": []}

@@ -33,6 +33,7 @@ those studies plus their versions. Then also:
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from typing import Any
 from xml.sax.saxutils import escape
@@ -175,29 +176,94 @@ def prisma_problems(flow: dict[str, Any]) -> list[str]:
 
 LINE = 15  # px between text lines
 PAD = 10
-MAIN_W = 250
-SIDE_W = 250
+MAIN_W = 290
+SIDE_W = 290
 GAP = 40
 LEFT = 50  # after the phase bars
 TOP = 50  # after the column headings
 ROW_GAP = 30
-MAX_LABEL = 44  # characters of an engine name or reason
+FONT_SIZE = 12
+MAX_WRAPPED = 3  # lines one engine name or reason may take before it is cut (full text: title)
 MAX_REASONS = 6
+# Advance widths of Helvetica (and of the metric-compatible Arial and Liberation Sans that
+# browsers substitute for it), in 1/1000 em, for printable ASCII from the space on: text is
+# wrapped on them, so a long reason stays inside its box.
+HELVETICA = [
+    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278,
+    556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556,
+    1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778,
+    667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556,
+    333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556,
+    556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+]  # fmt: skip
+BOLD = 1.1  # Helvetica Bold is at most about a tenth wider
 
 
 def _n(value: int) -> str:
     return f"(n = {value})"
 
 
-def _cut(text: str, limit: int = MAX_LABEL) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+def _width(text: str, *, bold: bool = False) -> float:
+    """The drawn width of `text` in px at FONT_SIZE: Helvetica's widths for ASCII, an em
+    for wide (East Asian) characters and 0.6 em for any other."""
+    units = 0
+    for char in text:
+        code = ord(char)
+        if 32 <= code < 127:
+            units += HELVETICA[code - 32]
+        else:
+            units += 1000 if unicodedata.east_asian_width(char) in "WF" else 600
+    return units * FONT_SIZE / 1000 * (BOLD if bold else 1)
+
+
+def _wrap(text: str, width: float, *, bold: bool = False) -> list[str]:
+    """`text` broken at spaces into lines at most `width` px wide (a word wider than that
+    is broken inside); a line's leading spaces (an indent) are kept on the first line."""
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    lines: list[str] = []
+    line = indent
+    for word in text.split():
+        candidate = f"{line} {word}" if line.strip() else line + word
+        if _width(candidate, bold=bold) <= width:
+            line = candidate
+            continue
+        if line.strip():
+            lines.append(line)
+        line = indent
+        for char in word:  # start the word on a line of its own, broken if it must be
+            if line.strip() and _width(line + char, bold=bold) > width:
+                lines.append(line)
+                line = indent
+            line += char
+    if line.strip() or not lines:
+        lines.append(line)
+    return lines
+
+
+def _fitted(text: str, width: float, *, bold: bool = False) -> list[tuple[str, str]]:
+    """`text` as at most MAX_WRAPPED lines that fit `width`, each with the title (tooltip)
+    it needs: the full text on a last line cut with an ellipsis, else none."""
+    text = text.rstrip()
+    lines = _wrap(text, width, bold=bold)
+    if len(lines) <= MAX_WRAPPED:
+        return [(line, "") for line in lines]
+    kept = lines[:MAX_WRAPPED]
+    last = kept[-1].rstrip()
+    while last and _width(last + "\u2026", bold=bold) > width:
+        last = last[:-1].rstrip()
+    kept[-1] = last + "\u2026"
+    full = " ".join(text.split())
+    return [(line, "") for line in kept[:-1]] + [(kept[-1], full)]
+
+
+def _labelled(label: str, value: int) -> str:
+    return f"{' '.join(str(label).split())} {_n(value)}"
 
 
 def _column_boxes(column: dict[str, Any], other: bool) -> list[tuple[list[str], list[str]]]:
     """Rows of (main box lines, side box lines) for one column."""
     found = [
-        f"{_cut(engine)} {_n(n)}"
+        _labelled(engine, n)
         for engine, n in sorted(column["identified"].items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     what = "Citation searching via:" if other else "Databases:"
@@ -216,7 +282,7 @@ def _column_boxes(column: dict[str, Any], other: bool) -> list[tuple[list[str], 
         screened.append(f"Awaiting a decision {_n(column['pending'])}")
     reasons = sorted(column["excluded_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))
     excluded = [f"Records excluded {_n(column['excluded'])}"]
-    excluded += [f"{_cut(reason, MAX_LABEL - 8)} {_n(n)}" for reason, n in reasons[:MAX_REASONS]]
+    excluded += [_labelled(reason, n) for reason, n in reasons[:MAX_REASONS]]
     if len(reasons) > MAX_REASONS:
         rest = sum(n for _, n in reasons[MAX_REASONS:])
         excluded.append(f"Other reasons {_n(rest)}")
@@ -233,22 +299,28 @@ def _column_boxes(column: dict[str, Any], other: bool) -> list[tuple[list[str], 
     return rows
 
 
+def _drawn(lines: list[str], width: int) -> list[tuple[str, str]]:
+    """A box's lines as drawn in a box `width` wide: each wrapped to fit, with its title."""
+    return [part for line in lines for part in _fitted(line, width - 2 * PAD)]
+
+
 def _box(x: int, y: int, width: int, lines: list[str], *, fill: str = "#ffffff") -> str:
-    height = _height(lines)
+    drawn = _drawn(lines, width)
     parts = [
-        f'<rect x="{x}" y="{y}" width="{width}" height="{height}" fill="{fill}" '
-        'stroke="#000000" stroke-width="1"/>'
+        f'<rect x="{x}" y="{y}" width="{width}" height="{_height(lines, width)}" '
+        f'fill="{fill}" stroke="#000000" stroke-width="1"/>'
     ]
-    for index, line in enumerate(lines):
+    for index, (line, full) in enumerate(drawn):
+        title = f"<title>{escape(full)}</title>" if full else ""
         parts.append(
             f'<text x="{x + PAD}" y="{y + PAD + LINE * (index + 1) - 3}" '
-            f'xml:space="preserve">{escape(line)}</text>'
+            f'xml:space="preserve">{escape(line)}{title}</text>'
         )
     return "\n".join(parts)
 
 
-def _height(lines: list[str]) -> int:
-    return PAD * 2 + LINE * len(lines)
+def _height(lines: list[str], width: int) -> int:
+    return PAD * 2 + LINE * len(_drawn(lines, width))
 
 
 def _arrow(x1: int, y1: int, x2: int, y2: int) -> str:
@@ -264,13 +336,19 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
     rows = [_column_boxes(column, other) for column, other in columns]
     last = min(len(column_rows) for column_rows in rows) - 1
     heights = [
-        max(_height(lines) for column_rows in rows for lines in column_rows[row])
+        max(
+            max(_height(main, MAIN_W), _height(side, SIDE_W))
+            for column_rows in rows
+            for main, side in [column_rows[row]]
+        )
         for row in range(last + 1)
     ]
     column_w = MAIN_W + GAP + SIDE_W + GAP
     width = LEFT + column_w * len(columns) + 10
+    # The question, in bold above the diagram, wrapped to its width.
+    question = _fitted(title, width - LEFT - 10, bold=True) if title.strip() else []
     ys = []
-    y = TOP + (LINE * 2 if title else 0)
+    y = TOP + (LINE * (len(question) + 1) if question else 0)
     for height in heights:
         ys.append(y)
         y += height + ROW_GAP
@@ -280,7 +358,8 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
         "(a study's versions are its reports)",
     ]
     included_y = y
-    total_h = included_y + _height(included) + 20
+    included_h = _height(included, MAIN_W)
+    total_h = included_y + included_h + 20
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h}" '
@@ -292,9 +371,11 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
         'fill="#000000"/></marker></defs>',
         f'<rect x="0" y="0" width="{width}" height="{total_h}" fill="#ffffff"/>',
     ]
-    if title:
+    for index, (line, full) in enumerate(question):
+        tooltip = f"<title>{escape(full)}</title>" if full else ""
         out.append(
-            f'<text x="{LEFT}" y="{TOP - 22}" font-weight="bold">{escape(_cut(title, 120))}</text>'
+            f'<text x="{LEFT}" y="{TOP - 22 + LINE * index}" font-weight="bold">'
+            f"{escape(line)}{tooltip}</text>"
         )
     top = ys[0]
     headings = {
@@ -312,7 +393,7 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
     phases = [
         ("Identification", ys[0], ys[0] + heights[0]),
         ("Screening", ys[1], ys[last] + heights[last]),
-        ("Included", included_y, included_y + _height(included)),
+        ("Included", included_y, included_y + included_h),
     ]
     for name, y1, y2 in phases:
         middle = (y1 + y2) // 2
@@ -331,16 +412,17 @@ def prisma_svg(flow: dict[str, Any], *, title: str = "") -> str:
             y = ys[row]
             out.append(_box(x, y, MAIN_W, main))
             out.append(_box(side_x, y, SIDE_W, side))
-            middle = y + min(_height(main), _height(side)) // 2
+            main_h = _height(main, MAIN_W)
+            middle = y + min(main_h, _height(side, SIDE_W)) // 2
             out.append(_arrow(x + MAIN_W, middle, side_x, middle))
             centre = x + MAIN_W // 2
             if row < last or index == 0:
                 below = ys[row + 1] if row < last else included_y
-                out.append(_arrow(centre, y + _height(main), centre, below))
+                out.append(_arrow(centre, y + main_h, centre, below))
             else:  # other methods: down beside the included box, then into it
-                level = included_y + _height(included) // 2
+                level = included_y + included_h // 2
                 out.append(
-                    f'<line x1="{centre}" y1="{y + _height(main)}" x2="{centre}" y2="{level}" '
+                    f'<line x1="{centre}" y1="{y + main_h}" x2="{centre}" y2="{level}" '
                     'stroke="#000000" stroke-width="1.2"/>'
                 )
                 out.append(_arrow(centre, level, LEFT + MAIN_W, level))

@@ -1,7 +1,9 @@
-"""Screening record by record in a real browser (issue 23): on a review waiting at its
-screen checkpoint, a person excludes one record with a reason and includes another with
-the buttons of "Next to screen"; Enter in a reason box records nothing by itself, and the
-change form's own Save records no screening decision. Screenshots: test-artifacts/browser/."""
+"""Screening record by record in a real browser with JavaScript off (issue 23): the
+screening panel's plain form still works. On a review waiting at its screen checkpoint, a
+person excludes the record shown with a reason and includes the next with the panel's
+buttons, each a page load confirming the paper by its title; Enter in the reason box
+records nothing by itself. (With JavaScript, without reloads and by keyboard:
+test_review_screen_view.py.) Screenshots: test-artifacts/browser/."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
+from tests.browser.conftest import PLAYWRIGHT_MISSING, TIMEOUT_MS, CurationSite, Shots
 from tests.mcp.conftest import (
     PYTHON,
     ROOT,
@@ -26,7 +28,7 @@ from tests.mcp.conftest import (
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 SEED = """
 import json, os
@@ -83,37 +85,52 @@ def decided(site: CurationSite) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def test_a_person_screens_records_one_by_one_in_the_browser(
-    review_site: CurationSite, page: Page, shots: Shots
+@pytest.fixture
+def page_without_scripts(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def test_a_person_screens_records_one_by_one_without_javascript(
+    review_site: CurationSite, page_without_scripts: Page, shots: Shots
 ) -> None:
-    site = review_site
+    site, page = review_site, page_without_scripts
+    shots.page = page
     page.goto(site.url("/admin/login/?next=/admin/"))
     page.fill("#id_username", site.username)
     page.fill("#id_password", site.password)
     page.click("input[type=submit]")
     page.goto(site.url(f"/admin/projects/reviewsession/{site.data['session_id']}/change/"))
-    panel = page.locator("#next-to-screen")
+    panel = page.locator("#screening-panel")
     expect(panel).to_contain_text("search rank (no decisions yet)")
-    shots.take("next-to-screen")
-    rows = panel.locator("#screening-records tbody tr")
-    first, second = (int(rows.nth(i).get_attribute("data-paper") or 0) for i in (0, 1))
+    shots.take("screening-panel")
+    first = int(panel.locator("#screening-record").get_attribute("data-paper") or 0)
+    first_title = panel.locator("#screening-record h3").inner_text()
 
-    # Enter in the second record's reason box submits nothing (the panel's first button
-    # is a disabled one); its Exclude button then records that record only, with the reason.
-    reason = page.locator(f"input[name='reason-{second}']")
+    # Enter in the reason box submits nothing (the panel's first button is a disabled one);
+    # Exclude then records the record shown, with the reason.
+    reason = page.locator("#screening-reason")
     reason.fill("not about long documents")
     reason.press("Enter")
-    page.click(f"button[value='exclude:{second}']")
-    expect(page.locator("ul.messagelist")).to_contain_text(f"Recorded: exclude paper {second}")
-    expect(page.locator(f"button[value='exclude:{second}']")).to_have_count(0)
-    expect(page.locator(f"button[value='include:{first}']")).to_have_count(1)
-    page.click(f"button[value='include:{first}']")
-    expect(page.locator("ul.messagelist")).to_contain_text(f"Recorded: include paper {first}")
+    expect(page.locator("#screening-counts")).to_contain_text("Screened 0 of")
+    page.get_by_role("button", name="Exclude").click()
+    expect(page.locator("ul.messagelist")).to_contain_text(
+        f"Excluded: {first_title} (reason: not about long documents)"
+    )
+    second = int(panel.locator("#screening-record").get_attribute("data-paper") or 0)
+    assert second != first
+    second_title = panel.locator("#screening-record h3").inner_text()
+    page.get_by_role("button", name="Include").click()
+    expect(page.locator("ul.messagelist")).to_contain_text(f"Included: {second_title}")
+    expect(panel).to_contain_text("1 included, 1 excluded")
     shots.take("after-two-decisions")
-    # The change form's Save (no checkpoint decision chosen) records no screening decision.
-    page.click("input[name=_save]")
-    expect(page.locator("#next-to-screen")).to_contain_text("1 included, 1 excluded")
     assert decided(site) == {
-        str(second): ["excluded", "not about long documents", "admin:lead"],
-        str(first): ["included", "", "admin:lead"],
+        str(first): ["excluded", "not about long documents", "admin:lead"],
+        str(second): ["included", "", "admin:lead"],
     }

@@ -24,7 +24,7 @@ from papers.models import Paper, PaperPdf
 from papers.schemas import PaperRecord
 from papers.services import papers_upsert
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
-from projects.review import searching, selectors, steps
+from projects.review import prisma, searching, selectors, steps
 from projects.review.dedup import duplicate_split, work_groups, works_load
 from projects.review.planning import Plan
 from projects.review.prisma import prisma_problems, prisma_svg
@@ -249,6 +249,50 @@ def test_many_exclusion_reasons_are_summed_beyond_the_sixth() -> None:
     assert "reason 0 (n = 10)" in texts and "reason 5 (n = 5)" in texts
     assert "reason 6 (n = 4)" not in texts
     assert "Other reasons (n = 9)" in texts  # 4 + 3 + 2
+
+
+def boxes_and_texts(svg: str) -> list[tuple[float, float, list[ET.Element]]]:
+    """Each box of the diagram (x, width) with the texts drawn after it, in order."""
+    boxes: list[tuple[float, float, list[ET.Element]]] = []
+    for element in ET.fromstring(svg.encode()):  # noqa: S314 - our own SVG
+        if element.tag == f"{SVG}rect" and element.get("stroke-width") == "1":
+            boxes.append((float(element.get("x", 0)), float(element.get("width", 0)), []))
+        elif element.tag == f"{SVG}text" and boxes and element.get("xml:space") is None:
+            continue
+        elif element.tag == f"{SVG}text" and boxes:
+            boxes[-1][2].append(element)
+    return boxes
+
+
+def test_long_reasons_and_names_wrap_inside_their_box_and_a_cut_keeps_its_full_text() -> None:
+    reason = (
+        "about attention in the psychological sense (pupils, birds and readers), not "
+        "the self-attention of transformer encoders over long inputs"
+    )
+    endless = "a reason that goes on " * 12 + "and on"
+    column = {
+        **FLOW["databases"],
+        "identified": {"a_source_with_an_unusually_long_engine_identifier_name": 65},
+        "excluded_reasons": {reason: 20, endless: 10},
+    }
+    svg = prisma_svg({**FLOW, "databases": column}, title="Why? " * 200)
+    for x, width, texts in boxes_and_texts(svg):
+        for text in texts:
+            assert prisma._width(text.text or "") <= width - 2 * prisma.PAD, text.text
+            assert float(text.get("x", 0)) == x + prisma.PAD
+    texts = svg_texts(svg)
+    start = texts.index("Records excluded (n = 30)")
+    wrapped = texts[start + 1 : start + 4]
+    assert " ".join(line.strip() for line in wrapped) == f"{reason} (n = 20)"
+    # Past three lines a reason is cut, its full text the line's title (a tooltip).
+    root = ET.fromstring(svg.encode())  # noqa: S314 - our own SVG
+    cut = [t for t in root.iter(f"{SVG}text") if t.find(f"{SVG}title") is not None]
+    titles = [t.find(f"{SVG}title").text for t in cut]  # type: ignore[union-attr]
+    assert f"{' '.join(endless.split())} (n = 10)" in titles
+    assert all((t.text or "").endswith("\u2026") for t in cut)
+    assert ("Why? " * 200).strip() in titles  # the question above the diagram, cut too
+    # Every text the tests above read stays one line: the boxes are wide enough for them.
+    assert "  of which other versions grouped (n = 4)" in texts
 
 
 def test_the_rest_api_serves_the_numbers_and_the_diagram(client: Client) -> None:
