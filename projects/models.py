@@ -87,7 +87,9 @@ class ReviewSession(TimeStamped):
         FAILED = "failed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    query = models.CharField(max_length=500, help_text="The research question.")
+    # As long as any query the search tools take (settings.MAX_QUERY_CHARS): a longer
+    # column than the services check would refuse nothing, a shorter one fails on PostgreSQL.
+    query = models.CharField(max_length=4_000, help_text="The research question.")
     domain = models.CharField(max_length=32)
     max_results = models.PositiveSmallIntegerField(help_text="Most candidates to screen.")
     stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.PLAN)
@@ -356,7 +358,7 @@ class SavedSearch(TimeStamped):
         WEEKLY = "weekly"
 
     name = models.CharField(max_length=100)
-    query = models.CharField(max_length=500)
+    query = models.CharField(max_length=4_000)  # settings.MAX_QUERY_CHARS, as search_papers
     # Engine ids as search_papers takes them; empty = every available engine.
     engines = models.JSONField(default=list, blank=True)
     # search_papers' `filters` (they narrow the library's part, engine `local`).
