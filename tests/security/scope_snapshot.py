@@ -19,7 +19,15 @@ import django
 django.setup()
 
 from papers.models import Paper  # noqa: E402
-from projects.models import Alert, Project, ProjectPaper, ReviewSession, SavedSearch  # noqa: E402
+from projects.models import (  # noqa: E402
+    Alert,
+    ExtractionForm,
+    ExtractionValue,
+    Project,
+    ProjectPaper,
+    ReviewSession,
+    SavedSearch,
+)
 
 
 def main() -> None:
@@ -54,6 +62,15 @@ def main() -> None:
         ],
         "alerts": [
             str(row) for row in Alert.objects.exclude(project="vision").order_by("pk").values()
+        ],
+        # Extraction forms of anything but "Vision", and values of papers outside it.
+        "extraction_forms": [
+            str(row)
+            for row in ExtractionForm.objects.exclude(project="vision").order_by("pk").values()
+        ],
+        "extraction_values": [
+            str(row)
+            for row in ExtractionValue.objects.filter(paper__in=outside).order_by("pk").values()
         ],
     }
     print(json.dumps(snapshot, default=str))

@@ -63,6 +63,8 @@ TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {
     "manage_paper_keywords": {"action": "set", "keywords": ["scope-probe"]},
     "search_papers_by_payload": {"payload": {"keyword": "transformer"}},
     "save_search": {"query": "sequence transduction models", "schedule": "manual"},
+    "extraction_form": {"fields": [{"key": "probe", "type": "text"}]},
+    "extract_record": {"values": {"probe": {"value": "probe"}}},
     # Project names are library-wide: the clash is the only answer (docs/SECURITY.md).
     "create_project": {"name": "NLP Reading"},
 }
