@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
 from core.schemas import with_errors
 from papers.selectors import PaperRefValue
-from projects.review.extraction import services
+from projects.review.extraction import export, services
 from projects.review.extraction.agreement import extraction_agreement
 from projects.review.extraction.evidence import evidence_rows
 from projects.review.extraction.forms import (
@@ -152,6 +152,15 @@ class AgreementParams(Schema):
     limit: int = Field(default=20, ge=1, le=100, description="Disagreements listed (1-100).")
 
 
+class ExportParams(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = Field(default="csv", description="csv, xlsx, markdown or json.")
+    style: str = Field(
+        default="apa", min_length=1, max_length=200, description="A CSL style id for citations."
+    )
+
+
 # --- the operations, once for either owner --------------------------------------------------
 
 
@@ -192,6 +201,21 @@ def _agreement(owner: dict[str, Any], params: AgreementParams) -> dict[str, Any]
     return extraction_agreement(
         owner=extraction_owner(**owner), extractors=params.extractors, shown=params.limit
     )
+
+
+def _export(owner: dict[str, Any], params: ExportParams) -> HttpResponse:
+    table = export.export_evidence_table(**owner, format=params.format, style=params.style)
+    response = HttpResponse(table.content, content_type=table.media_type)
+    response["Content-Disposition"] = f'attachment; filename="{table.filename}"'
+    return response
+
+
+EXPORT_DOC = (
+    "The evidence table as a file: a row per study, a column per field, each value with its "
+    "quote and page and its flag, and each study's citation in a CSL style "
+    '(docs/EXTRACTION.md, "Exporting the evidence table").'
+)
+EXPORT_RESPONSE = with_errors({200: str}, 400, 404)
 
 
 # --- a review's extraction ------------------------------------------------------------------
@@ -279,6 +303,19 @@ def review_evidence(request: HttpRequest, session_id: str) -> dict[str, Any]:
     return evidence_rows(session_id=session_id)
 
 
+@router.get(
+    f"{REVIEW}/evidence/export",
+    operation_id="export_review_evidence_table",
+    summary="A review's evidence table as CSV, XLSX, Markdown or JSON",
+    description=EXPORT_DOC,
+    response=EXPORT_RESPONSE,
+)
+def review_evidence_export(
+    request: HttpRequest, session_id: str, params: Query[ExportParams]
+) -> HttpResponse:
+    return _export({"session_id": session_id}, params)
+
+
 # --- a project's extraction -----------------------------------------------------------------
 
 
@@ -345,3 +382,16 @@ def project_agreement(
 )
 def project_evidence(request: HttpRequest, ref: str) -> dict[str, Any]:
     return evidence_rows(project_id=ref)
+
+
+@router.get(
+    f"{PROJECT}/evidence/export",
+    operation_id="export_project_evidence_table",
+    summary="A project's evidence table as CSV, XLSX, Markdown or JSON",
+    description=EXPORT_DOC,
+    response=EXPORT_RESPONSE,
+)
+def project_evidence_export(
+    request: HttpRequest, ref: str, params: Query[ExportParams]
+) -> HttpResponse:
+    return _export({"project_id": ref}, params)

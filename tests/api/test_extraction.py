@@ -4,6 +4,9 @@ adjudication and the evidence table; the errors and token scopes of the rest of 
 
 from __future__ import annotations
 
+import csv
+import io
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -354,3 +357,25 @@ def test_the_operations_are_in_the_schema(api: Api) -> None:
     operation = paths["/api/projects/{ref}/extraction/values"]["post"]
     assert operation["operationId"] == "record_project_extraction"
     assert {"200", "400", "403", "404"} <= set(operation["responses"])
+
+
+def test_the_evidence_table_is_exported_as_a_file_in_each_format(
+    api: Api, with_form: Studies
+) -> None:
+    base, acl = with_form.review_path, with_form.acl
+    api.post(f"{base}/values", {"paper": acl.pk, "values": ACL_VALUES})
+    csv_file = api.get(f"{base}/evidence/export", {"format": "csv", "style": "ieee"})
+    assert csv_file.status_code == 200, csv_file.content
+    assert csv_file["Content-Type"].startswith("text/csv")
+    assert csv_file["Content-Disposition"].startswith('attachment; filename="evidence-')
+    rows = list(csv.DictReader(io.StringIO(csv_file.content.decode())))
+    row = next(r for r in rows if r["id"] == acl.human_id)
+    assert row["papers quote"].endswith("(p. 2)") and row["citation"].startswith("[")
+    xlsx = api.get(f"{base}/evidence/export", {"format": "xlsx"})
+    assert zipfile.ZipFile(io.BytesIO(xlsx.content)).testzip() is None
+    markdown = api.get(f"{base}/evidence/export", {"format": "markdown"}).content.decode()
+    assert "| " in markdown and "resulting in 37M unique paper nodes" in markdown
+    assert error(api.get(f"{base}/evidence/export", {"format": "pdf"}), 400)["field"] == "format"
+    assert error(api.get(f"{base}/evidence/export", {"style": "no-such-style"}), 400)
+    # The project has no form: nothing to table, and the answer says so.
+    assert error(api.get(f"{with_form.project_path}/evidence/export"), 404)["code"] == "not_found"
