@@ -43,6 +43,12 @@ from projects.models import AnchorStatus
 from projects.review.extraction.evidence import evidence_rows
 
 EVIDENCE_FORMATS = ("csv", "xlsx", "markdown", "json")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 _EXTENSIONS = {"csv": "csv", "xlsx": "xlsx", "markdown": "md", "json": "json"}
 _MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -339,7 +345,8 @@ def _markdown(table: dict[str, Any], cited: _Citations) -> str:
     lines = [
         f"# Evidence table: {_md(form['name'])} (form version {form['version']})",
         "",
-        f"{_md(owner)}: {len(rows)} studies, {len(columns)} fields; citations: "
+        f"{_md(owner)}: {_count(len(rows), 'study', 'studies')}, "
+        f"{_count(len(columns), 'field', 'fields')}; citations: "
         f"{_md(cited.style_title or cited.style)}.",
         "",
         f"{FLAG} marks a value to check before publishing ({flagged} here): its quote was "
