@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.functions import Lower
 
@@ -78,6 +78,30 @@ class Category(TimeStamped):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PaperQuerySet(models.QuerySet["Paper"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Delete with the papers' rows locked first (PostgreSQL; SQLite's write transactions
+        already run one at a time). A background writer (an embedding, a passage, a PDF)
+        locks the paper before it inserts a row pointing at it, so it either commits before
+        this delete and its row is cascaded, or waits and finds the paper gone. Without the
+        lock it could commit between the cascade and the paper's own DELETE, which then
+        failed on the foreign key."""
+        with transaction.atomic(using=self.db):
+            lock_papers(self)
+            return super().delete()
+
+
+def lock_papers(papers: models.QuerySet[Paper], *, no_key: bool = False) -> set[int]:
+    """Lock these papers' rows for the transaction (on PostgreSQL; SQLite ignores it) and
+    return the primary keys that still exist. `no_key` takes the weaker lock a writer of a
+    dependent row needs: it waits for a delete, while rows that merely point at the paper
+    (a keyword link, a citation) can still be added."""
+    # A fresh query over the same rows: FOR UPDATE is refused with DISTINCT or joins.
+    rows = Paper.objects.using(papers.db).filter(pk__in=papers.values("pk"))
+    locked = rows.select_for_update(no_key=no_key).order_by("pk")
+    return set(locked.values_list("pk", flat=True))
 
 
 class Paper(TimeStamped):
@@ -153,6 +177,8 @@ class Paper(TimeStamped):
         Category, through="PaperCategory", related_name="papers", blank=True
     )
 
+    objects = PaperQuerySet.as_manager()
+
     class Meta:
         ordering = ["paper_id"]
         constraints = [
@@ -194,6 +220,14 @@ class Paper(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.human_id} {self.title[:80]}"
+
+    def delete(
+        self, using: Any | None = None, keep_parents: bool = False
+    ) -> tuple[int, dict[str, int]]:
+        """One paper deleted as PaperQuerySet.delete deletes many: its row locked first."""
+        with transaction.atomic(using=using):
+            lock_papers(Paper.objects.using(using).filter(pk=self.pk))
+            return super().delete(using=using, keep_parents=keep_parents)
 
     @property
     def ordered_author_names(self) -> list[str]:

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
+from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
 from papers.search.vector_index import VectorIndex
 
@@ -100,10 +100,10 @@ def _embed_chunk(
     for obj in objects:  # bulk_create does not run auto_now on conflict updates
         obj.updated_at = _now()
     with transaction.atomic():
-        # A paper deleted since it was read would violate the foreign key: skip it.
-        alive = set(
-            Paper.objects.filter(pk__in=[o.paper_id for o in objects]).values_list("pk", flat=True)
-        )
+        # A paper deleted since it was read would violate the foreign key: skip it. The lock
+        # makes a delete running now wait for this commit (and cascade the new row) or this
+        # wait for the delete (and find the paper gone); see PaperQuerySet.delete.
+        alive = lock_papers(Paper.objects.filter(pk__in=[o.paper_id for o in objects]), no_key=True)
         objects = [o for o in objects if o.paper_id in alive]
         table.objects.bulk_create(
             objects,  # type: ignore[arg-type]
