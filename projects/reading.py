@@ -35,7 +35,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import DomainError
-from papers.admin import cite_box
+from papers.cite_box import cite_box
 from papers.models import Citation, Paper, PaperPdf
 from papers.passages.quotes import MAX_QUOTE_CHARS
 from papers.passages.selectors import quote_find
