@@ -87,9 +87,9 @@ class LenientMultipleChoiceField(forms.ModelMultipleChoiceField):
 
 def project_field(*, label: str = "project", help_text: str = "", required: bool = False) -> Any:
     """A project box: a ProjectPicker; the text submitted is left for the service to check."""
-    return forms.CharField(
-        required=required, label=label, help_text=help_text, widget=ProjectPicker()
-    )
+    # Named by aria-label too: the action bar wraps it in a <label> with its live status.
+    widget = ProjectPicker(attrs={"aria-label": label.capitalize()})
+    return forms.CharField(required=required, label=label, help_text=help_text, widget=widget)
 
 
 def keywords_field(*, label: str = "keywords") -> Any:

@@ -73,3 +73,28 @@ def test_styles_switch_in_place_copy_and_are_remembered(
     page.goto(site.url(f"/admin/papers/paper/{site.data['papers']['xl']['paper_id']}/change/"))
     expect(page.get_by_label("Style:")).to_have_value("ieee")
     expect(page.get_by_label("In-text:")).to_have_value("[1]")
+
+
+REFUSE_CLIPBOARD = """Object.defineProperty(navigator, 'clipboard', {
+  value: { writeText: () => Promise.reject(new DOMException('denied', 'NotAllowedError')) },
+});"""
+
+
+def test_where_the_clipboard_is_refused_the_text_is_selected_to_copy(
+    page: Page, curation_site: CurationSite
+) -> None:
+    site = curation_site
+    page.add_init_script(REFUSE_CLIPBOARD)
+    log_in(page, site)
+    page.goto(read_page(site, "universal"))
+    page.get_by_role("button", name="Copy in-text").click()
+    expect(page.locator("#cite-status")).to_have_text(
+        "Copying was refused: the in-text citation is selected, press Ctrl+C (⌘C on a Mac)."
+    )
+    in_text = page.get_by_label("In-text:")
+    expect(in_text).to_be_focused()
+    selected = page.evaluate(
+        "(() => { const f = document.activeElement; "
+        "return f.value.slice(f.selectionStart, f.selectionEnd); })()"
+    )
+    assert selected == in_text.input_value() and selected.startswith("(Dehghani")
