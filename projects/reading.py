@@ -208,8 +208,9 @@ def paper_projects_view(
             project_remove_papers(project=project, paper_ids=[paper.pk])
             messages.success(request, f"Removed from project {project.name!r}.")
         else:
-            project_add_papers(project=project, paper_ids=[paper.pk])
-            messages.success(request, f"Added to project {project.name!r}.")
+            added = project_add_papers(project=project, paper_ids=[paper.pk])
+            done = "Added to" if added else "Already in"
+            messages.success(request, f"{done} project {project.name!r}.")
     except DomainError as error:
         messages.error(request, str(error))
     return back
