@@ -89,3 +89,14 @@ def test_signed_out_the_matches_are_not_served(client: Client) -> None:
     response = client.get(reverse(MATCH), {"q": "recur"})
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_a_projects_papers_page_moves_and_copies_with_the_picker(
+    admin_client: Client, projects: dict[str, Project]
+) -> None:
+    project = projects["Recurrent nets"]
+    page = admin_client.get(reverse("admin:projects_project_papers", args=[project.pk]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'class="project-picker"' in text and 'role="combobox"' in text
+    assert f'data-source="{reverse(MATCH)}"' in text
