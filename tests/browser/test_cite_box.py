@@ -45,6 +45,7 @@ def test_styles_switch_in_place_copy_and_are_remembered(
     page.get_by_label("Style:").select_option("ieee")
     expect(text).to_have_value(IEEE_ATTENTION)
     expect(page.get_by_label("In-text:")).to_have_value("[1]")
+    expect(page.locator("#cite-error-row")).to_be_hidden()
     page.get_by_role("button", name="Copy", exact=True).click()
     expect(page.get_by_role("status").filter(has_text="Copied")).to_have_text(
         "Copied reference to the clipboard."

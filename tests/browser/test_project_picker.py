@@ -44,6 +44,7 @@ def test_a_partial_name_chosen_by_keyboard_files_the_paper(
     options = page.get_by_role("listbox", name="Matching projects").get_by_role("option")
     expect(options).to_have_count(1)
     expect(options.first).to_contain_text("Sequence models survey")
+    shots.take("projects-listed")
     # "e" matches all three; the second is chosen with the arrow keys and Enter.
     pick_project(page, "#add-project", "e", "Sequence models survey")
     assert page.locator("input[type=hidden][name=project]").input_value() == (

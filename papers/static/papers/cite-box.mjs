@@ -23,6 +23,7 @@ function remember(style) {
 
 function setUp(box) {
   const picker = box.querySelector("#cite-style");
+  const errorRow = box.querySelector("#cite-error-row");
   const error = box.querySelector("#cite-error");
   const referenceRow = box.querySelector("#cite-reference-row");
   const reference = box.querySelector("#cite-reference");
@@ -44,7 +45,7 @@ function setUp(box) {
     box.dataset.style = cite.style;
     box.dataset.kind = cite.kind;
     const isExport = cite.kind === "export";
-    error.hidden = true;
+    errorRow.hidden = true;
     referenceRow.hidden = isExport;
     inTextRow.hidden = isExport;
     textRow.hidden = false;
@@ -58,7 +59,7 @@ function setUp(box) {
 
   const fail = (message) => {
     error.textContent = message;
-    error.hidden = false;
+    errorRow.hidden = false;
     for (const row of [referenceRow, textRow, inTextRow]) row.hidden = true;
   };
 

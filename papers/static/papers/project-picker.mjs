@@ -48,6 +48,8 @@ function setUp(root) {
   };
 
   const choose = (project) => {
+    clearTimeout(timer);
+    asked += 1; // a lookup still under way must not reopen the list
     input.value = project.name;
     value.value = project.id;
     close();
@@ -104,6 +106,7 @@ function setUp(root) {
 
   input.addEventListener("input", () => {
     value.value = "";
+    close(); // its options were for the text before this change
     clearTimeout(timer);
     timer = setTimeout(look, DELAY_MS);
   });
