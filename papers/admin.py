@@ -11,7 +11,6 @@ splitting them would only move imports around.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django import forms
@@ -30,8 +29,7 @@ from django.utils.html import format_html, format_html_join
 
 from core.errors import DomainError
 from papers import scoping
-from papers.citations import csl as citations
-from papers.citations.styles import COMMON_STYLES, DEFAULT_STYLE
+from papers.cite_box import cite_box, cite_box_view
 from papers.curation import PaperCurationAdmin
 from papers.intake import add_by_identifier_view, import_bibtex_view
 from papers.models import (
@@ -52,7 +50,6 @@ from papers.models import (
 from papers.retraction_admin import RetractionFilter
 from papers.search.admin_search import SEARCH_RANK, admin_search_filters, paper_search_admin
 from papers.search.index import papers_changed
-from papers.selectors import with_relations
 
 
 class TextInputFilter(admin.SimpleListFilter):
@@ -324,29 +321,6 @@ class AnnotationInline(admin.TabularInline):
 # How many citing papers the paper page lists (the rest are counted).
 CITED_BY_SHOWN = 50
 
-logger = logging.getLogger(__name__)
-
-
-def cite_box(paper_id: int, style: str | None) -> dict[str, Any]:
-    """What the paper page's Cite box shows: the reference (HTML and text, to copy) and
-    the in-text citation in one of COMMON_STYLES (`?cite_style=`, default apa)."""
-    chosen = style if style in COMMON_STYLES else DEFAULT_STYLE
-    box: dict[str, Any] = {"styles": list(COMMON_STYLES.items()), "style": chosen}
-    papers = list(with_relations(Paper.objects.filter(pk=paper_id)))
-    try:
-        text = citations.citations_format(papers=papers, style=chosen, locale=None)
-        html = citations.citations_format(papers=papers, style=chosen, locale=None,
-                                          output="html")  # fmt: skip
-    except DomainError as error:
-        return {**box, "error": error.message}
-    except Exception:
-        # A citeproc-py failure on odd data must not take the paper page down with it.
-        logger.exception("Cite box: paper %s in %s", paper_id, chosen)
-        return {**box, "error": "This paper could not be formatted in this style."}
-    entry = text.entries[0]
-    return {**box, "reference": entry.reference, "in_text": entry.in_text,
-            "reference_html": html.entries[0].reference}  # fmt: skip
-
 
 class RelevanceChangeList(ChangeList):
     """A search lists the best matches first (SEARCH_RANK, set by paper_search_admin)
@@ -518,6 +492,7 @@ class PaperAdmin(PaperCurationAdmin):
                  name="papers_paper_add_by_identifier"),
             path("import-bibtex/", view(self.import_bibtex), name="papers_paper_import_bibtex"),
             path("<int:paper_id>/pdf/", view(self.pdf_view), name="papers_paper_pdf"),
+            path("<int:paper_id>/cite.json", view(self.cite_view), name="papers_paper_cite"),
             *super().get_urls(),
         ]  # fmt: skip
 
@@ -526,6 +501,9 @@ class PaperAdmin(PaperCurationAdmin):
 
     def import_bibtex(self, request: HttpRequest) -> HttpResponse:
         return import_bibtex_view(self, request)
+
+    def cite_view(self, request: HttpRequest, paper_id: int) -> HttpResponse:
+        return cite_box_view(self, request, paper_id)
 
     def pdf_view(self, request: HttpRequest, paper_id: int) -> FileResponse:
         """The paper's PDF file, shown in the browser."""

@@ -1,7 +1,12 @@
-"""Autocomplete boxes for the admin's own forms (the action bar, add-by-identifier, BibTeX
-import): projects and keywords picked through the admin's autocomplete endpoint, the one
-`autocomplete_fields` use (ProjectAdmin's and KeywordAdmin's `search_fields` decide what
-matches), with the admin's select2.
+"""Pickers for the admin's own forms (the action bar, add-by-identifier, BibTeX import) and
+the reading page's "add to project".
+
+Projects: one picker everywhere, `ProjectPicker` (papers/static/papers/project-picker.mjs,
+an ARIA combobox): part of a name typed in, the matching projects listed by the projects
+app's match endpoint (`admin:projects_project_match`, projects.selectors.project_match,
+which checks the user's permission and scope), one chosen by keyboard or mouse; the form
+then submits the project's id. Keywords: the admin's autocomplete endpoint with select2
+(KeywordAdmin's `search_fields` decide what matches).
 
 The fields stay lenient: what they submit is read by the same code as before (a project id
 or name, comma-separated keyword names), so a form posted without JavaScript, or by a test
@@ -15,25 +20,31 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
-from django.db.models import Model
+from django.contrib.admin.widgets import AutocompleteSelectMultiple
+from django.urls import reverse
 
 from papers import scoping
 from papers.models import PaperKeyword
 
 
-class ProjectAutocomplete(AutocompleteSelect):
-    """A project chosen by name; submits its id. A value that is not a project id (a name
-    typed without JavaScript) is shown back as itself instead of vanishing."""
+class ProjectPicker(forms.Widget):
+    """A text box that lists the projects matching what is typed and submits the chosen
+    one's id (the script moves the field's name to a hidden input). Without the script
+    the typed text is submitted, which the services resolve as an id or a name."""
 
-    def optgroups(
-        self, name: str, value: Sequence[str], attrs: dict[str, Any] | None = None
-    ) -> Any:
-        groups = super().optgroups(name, value, attrs)
-        shown = {str(option["value"]) for _, options, _ in groups for option in options}
-        for index, text in enumerate(v for v in value if v and str(v) not in shown):
-            groups[0][1].append(self.create_option(name, text, text, True, index + 1))
-        return groups
+    template_name = "papers/widgets/project_picker.html"
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        chosen = str(value or "").strip()
+        manager: Any = scoping.project_model()._default_manager
+        named = manager.filter(pk=chosen).values_list("name", flat=True).first() if chosen else None
+        widget = context["widget"]
+        widget["source"] = reverse("admin:projects_project_match")
+        widget["shown"] = named or chosen
+        widget["chosen"] = chosen if named else ""
+        widget["id"] = widget["attrs"].pop("id", None) or f"id_{name}"
+        return context
 
 
 class KeywordAutocomplete(AutocompleteSelectMultiple):
@@ -66,17 +77,6 @@ def keyword_names(raw: str) -> list[str]:
     return [k for k in (part.strip() for part in raw.split(",")) if k]
 
 
-class LenientChoiceField(forms.ModelChoiceField):
-    """The text submitted, unchecked: the service resolves it and says what is wrong."""
-
-    def to_python(self, value: Any) -> str:
-        return str(value or "").strip()
-
-    def validate(self, value: Any) -> None:
-        if self.required and not value:
-            raise forms.ValidationError(self.error_messages["required"], code="required")
-
-
 class LenientMultipleChoiceField(forms.ModelMultipleChoiceField):
     """Every name submitted (each value may hold several, comma-separated), unchecked."""
 
@@ -86,17 +86,10 @@ class LenientMultipleChoiceField(forms.ModelMultipleChoiceField):
 
 
 def project_field(*, label: str = "project", help_text: str = "", required: bool = False) -> Any:
-    """A project box: search projects by name or id (ProjectAdmin.search_fields)."""
-    link = scoping.membership_model()._meta.get_field("project")
-    project_model: type[Model] = scoping.project_model()
-    field = LenientChoiceField(
-        queryset=project_model._default_manager.all(),
-        required=required,
-        label=label,
-        help_text=help_text,
-        widget=ProjectAutocomplete(link, admin.site, attrs={"style": "width: 16em"}),
-    )
-    return field
+    """A project box: a ProjectPicker; the text submitted is left for the service to check."""
+    # Named by aria-label too: the action bar wraps it in a <label> with its live status.
+    widget = ProjectPicker(attrs={"aria-label": label.capitalize()})
+    return forms.CharField(required=required, label=label, help_text=help_text, widget=widget)
 
 
 def keywords_field(*, label: str = "keywords") -> Any:

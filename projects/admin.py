@@ -11,11 +11,12 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.options import IS_POPUP_VAR
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 import projects.review.admin  # noqa: F401 - registers the review admin
+from core.errors import InvalidInput
 from papers.models import Paper
 from projects.curation import (
     LibraryPaperAdmin,
@@ -26,6 +27,7 @@ from projects.curation import (
 from projects.models import Project
 from projects.review import duplicates_admin  # noqa: F401 - registers grouped versions
 from projects.review.extraction_admin import project_extraction_urls
+from projects.selectors import MATCH_LIMIT, project_brief, project_match
 from projects.services import project_create, project_delete, project_rename
 from projects.watch import admin as watch_admin  # noqa: F401 - saved searches and alerts
 
@@ -86,6 +88,7 @@ class ProjectAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[Any]:
         view = self.admin_site.admin_view
         return [
+            path("match/", view(self.match_view), name="projects_project_match"),
             path("<str:project_id>/papers/", view(self.papers_view),
                  name="projects_project_papers"),
             path("<str:project_id>/papers/add/", view(self.library_view),
@@ -95,6 +98,22 @@ class ProjectAdmin(admin.ModelAdmin):
             *project_extraction_urls(self),
             *super().get_urls(),
         ]  # fmt: skip
+
+    def match_view(self, request: HttpRequest) -> JsonResponse:
+        """The project picker's listbox (papers/static/papers/project-picker.mjs): the
+        projects matching `?q=` that this user may see, as project_match finds them."""
+        try:
+            limit = int(request.GET.get("limit") or MATCH_LIMIT)
+            found = project_match(text=request.GET.get("q", ""), user=request.user, limit=limit)
+        except ValueError:
+            return JsonResponse({"error": "limit must be a number."}, status=400)
+        except InvalidInput as error:
+            return JsonResponse({"error": error.message}, status=400)
+        shown = [project_brief(project) for project in found]
+        return JsonResponse(
+            {"projects": [{"id": p["project_id"], "name": p["name"],
+                           "paper_count": p["paper_count"]} for p in shown]}
+        )  # fmt: skip
 
     def papers_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
         return project_papers_view(self, request, project_id)

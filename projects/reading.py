@@ -3,7 +3,8 @@
 The edit form stays for editing; this page is for reading. It shows the record as a reader
 wants it (authors by name, each a link to their other papers; venue, year, identifiers as
 links, abstract, keywords, summaries, papers it cites and that cite it, its projects with
-add / remove in place, the Cite box of papers.admin) beside the PDF, drawn by pdf.js
+add / remove in place through the project picker of papers.pickers, the Cite box of
+papers.admin) beside the PDF, drawn by pdf.js
 (vendored from its npm package, scripts/vendor-pdfjs.sh; no CDN) with the stored highlights
 and area annotations in their colours. Selecting text offers "Highlight": the page's JSON
 endpoint calls the same service as MCP's `create_highlight`, so the highlight is found
@@ -34,21 +35,22 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import DomainError
-from papers.admin import cite_box
+from papers.cite_box import cite_box
 from papers.models import Citation, Paper, PaperPdf
 from papers.passages.quotes import MAX_QUOTE_CHARS
 from papers.passages.selectors import quote_find
 from papers.pdf.selectors import annotation_list, annotation_record
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
+from papers.pickers import ProjectPicker
 from papers.selectors import paper_record, with_relations
 from projects.models import Project
+from projects.selectors import project_get
 from projects.services import project_add_papers, project_remove_papers
 
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin
 
 CITATIONS_SHOWN = 25
-PROJECT_CHOICES = 500
 HIGHLIGHT_COLOURS = (
     ("#ffd400", "yellow"),
     ("#ff6666", "red"),
@@ -135,9 +137,9 @@ def paper_read_view(
         "authors": [link.author for link in paper.author_links.all()],
         "links": _links(record),
         "projects": Project.objects.filter(pk__in=member_of).order_by("name"),
-        "other_projects": Project.objects.exclude(pk__in=member_of).order_by("name")[
-            :PROJECT_CHOICES
-        ],
+        "project_picker": ProjectPicker(attrs={"id": "add-project", "required": True}).render(
+            "project", ""
+        ),
         "has_pdf": has_pdf,
         "can_change": can_change,
         "can_annotate": can_annotate and has_pdf,
@@ -199,14 +201,16 @@ def paper_projects_view(
     if not request.user.has_perm("projects.change_project"):
         raise PermissionDenied
     back = HttpResponseRedirect(reverse("admin:papers_paper_read", args=[paper.pk]))
-    project_id = request.POST.get("project", "")
     try:
+        # The picker sends the project's id; a form without its script, the typed name.
+        project = project_get(ref=request.POST.get("project", ""))
         if request.POST.get("action") == "remove":
-            project_remove_papers(project=project_id, paper_ids=[paper.pk])
-            messages.success(request, f"Removed from project {project_id!r}.")
+            project_remove_papers(project=project, paper_ids=[paper.pk])
+            messages.success(request, f"Removed from project {project.name!r}.")
         else:
-            project_add_papers(project=project_id, paper_ids=[paper.pk])
-            messages.success(request, f"Added to project {project_id!r}.")
+            added = project_add_papers(project=project, paper_ids=[paper.pk])
+            done = "Added to" if added else "Already in"
+            messages.success(request, f"{done} project {project.name!r}.")
     except DomainError as error:
         messages.error(request, str(error))
     return back

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Count, Max, Min
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Case, Count, Max, Min, Q, Value, When
 
+from core.errors import InvalidInput
 from papers import scoping
 from papers.models import Keyword, Paper, PaperKeyword
 from papers.selectors import with_relations
@@ -14,6 +16,9 @@ from projects.models import Project, ProjectPaper
 
 # project_detail: how many of the project's most used keywords it lists.
 DETAIL_KEYWORDS = 20
+# project_match: the most projects one answer lists (a picker's listbox, not a report).
+MATCH_LIMIT = 20
+MATCH_MAX_CHARS = 200
 
 
 def project_ids_for(refs: Sequence[str]) -> list[str]:
@@ -47,6 +52,41 @@ def project_list(*, scope: Sequence[str] | None = None) -> list[Project]:
     if scope is not None:
         queryset = queryset.filter(id__in=project_ids_for(scope))
     return list(queryset.order_by("name"))
+
+
+def project_match(
+    *,
+    text: str,
+    user: User | AnonymousUser | None = None,
+    limit: int = MATCH_LIMIT,
+    scope: Sequence[str] | None = None,
+) -> list[Project]:
+    """The projects whose name or id contains `text` (case-insensitive, anywhere), those
+    starting with it first, then by name: what a project picker lists as one types.
+
+    Only projects the caller may see: `user` (a browser session) needs the permission to
+    view projects, or nothing matches; the client's collection scope narrows as in every
+    project read. Empty text lists the first projects by name. Raises InvalidInput for
+    text longer than MATCH_MAX_CHARS or a limit outside 1..MATCH_LIMIT.
+    """
+    words = " ".join((text or "").split())
+    if len(words) > MATCH_MAX_CHARS:
+        raise InvalidInput(f"At most {MATCH_MAX_CHARS} characters.", field="q")
+    if not 1 <= limit <= MATCH_LIMIT:
+        raise InvalidInput(f"limit must be 1 to {MATCH_LIMIT}.", field="limit")
+    if user is not None and not (
+        user.has_perm("projects.view_project") or user.has_perm("projects.change_project")
+    ):
+        return []
+    queryset = Project.objects.annotate(paper_count=Count("paper_links"))
+    allowed = scoping.effective_scope(scope)
+    if allowed is not None:
+        queryset = queryset.filter(id__in=project_ids_for(allowed))
+    if not words:
+        return list(queryset.order_by("name")[:limit])
+    queryset = queryset.filter(Q(name__icontains=words) | Q(id__icontains=words))
+    first = Case(When(name__istartswith=words, then=Value(0)), default=Value(1))
+    return list(queryset.annotate(first=first).order_by("first", "name")[:limit])
 
 
 def project_brief(project: Project) -> dict[str, Any]:

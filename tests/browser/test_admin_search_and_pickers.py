@@ -1,6 +1,7 @@
 """The paper list in a real browser (issue 21): a search lists the best match first, not
-the newest or the first by title; projects and keywords are picked in autocomplete boxes
-fed by the admin's endpoint; an export shows a progress line until its file comes."""
+the newest or the first by title; projects are picked in the project picker, keywords in
+autocomplete boxes fed by the admin's endpoint; an export shows a progress line until its
+file comes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.browser.builders import listed_titles, log_in
 from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
-from tests.browser.pickers import autocomplete
+from tests.browser.pickers import autocomplete, pick_project
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
@@ -52,7 +53,7 @@ def test_projects_and_keywords_are_picked_by_autocomplete(
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
     page.check("#action-toggle")
     page.select_option("select[name=action]", "add_to_project")
-    autocomplete(page, "project", "recur", "Recurrent nets")
+    pick_project(page, "#id_project", "recur", "Recurrent nets")
     shots.take("project-picked")
     page.click("button[name=index]")
     expect(page.locator(".messagelist")).to_contain_text("Add to project: 1 papers added")

@@ -89,7 +89,9 @@ def test_the_endpoint_needs_a_signed_in_staff_user(client: Client, library: dict
 
 def test_the_action_bar_offers_autocomplete_boxes(curator: Client, library: dict) -> None:
     page = curator.get(reverse("admin:papers_paper_changelist")).content.decode()
-    assert 'data-model-name="projectpaper"' in page and 'data-field-name="project"' in page
+    assert 'class="project-picker"' in page and 'role="combobox"' in page
+    assert f'data-source="{reverse("admin:projects_project_match")}"' in page
+    assert "papers/project-picker.mjs" in page
     assert 'class="keyword-autocomplete"' in page and 'data-field-name="keyword"' in page
     assert "admin/js/vendor/select2/select2.full" in page
     assert "papers/keyword-picker.js" in page
@@ -97,8 +99,8 @@ def test_the_action_bar_offers_autocomplete_boxes(curator: Client, library: dict
 
 def test_the_add_by_identifier_form_has_a_project_box(curator: Client, library: dict) -> None:
     page = curator.get(reverse("admin:papers_paper_add_by_identifier")).content.decode()
-    assert 'data-model-name="projectpaper"' in page
-    assert "admin/js/autocomplete.js" in page
+    assert 'class="project-picker"' in page and 'name="project"' in page
+    assert "papers/project-picker.mjs" in page
 
 
 def test_actions_read_what_the_boxes_submit(curator: Client, library: dict[str, Any]) -> None:

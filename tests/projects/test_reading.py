@@ -182,6 +182,10 @@ def test_projects_are_edited_in_place(client: Client, paper: Paper) -> None:
     added = client.post(url, {"project": "other-reading", "action": "add"}, follow=True)
     assert added.redirect_chain[-1][0] == read_url(paper)
     assert set(paper.projects.values_list("id", flat=True)) == {"writing-tools", "other-reading"}
+    assert "Added to project &#x27;Other reading&#x27;." in added.content.decode()
+    # A name typed without the picker's script is resolved too; a second add says so.
+    again = client.post(url, {"project": "OTHER READING", "action": "add"}, follow=True)
+    assert "Already in project &#x27;Other reading&#x27;." in again.content.decode()
     client.post(url, {"project": "writing-tools", "action": "remove"})
     assert list(paper.projects.values_list("id", flat=True)) == ["other-reading"]
     assert Paper.objects.filter(pk=paper.pk).exists()  # removed from a project, kept
