@@ -91,6 +91,17 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
     }
 
 
+def engine_choices(*, operation: str) -> list[tuple[str, str]]:
+    """(id, name) of the library and every loaded engine that supports `operation`, in the
+    registry's order: what a form offers to tick (the saved-search admin)."""
+    external = [
+        (engine.id, engine.name)
+        for engine in registry.engines().values()
+        if operation in engine.operations
+    ]
+    return [(LOCAL_ENGINE, str(LOCAL_DESCRIPTION["name"])), *external]
+
+
 def engines_known_down(engine_ids: Iterable[str] | None = None) -> dict[str, str]:
     """The engines that recent calls say cannot answer now, each with why: breaker open,
     key refused, quota used up (`_health_reason`). Read from the shared breaker state only:
