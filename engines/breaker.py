@@ -82,6 +82,7 @@ class BreakerState:
     state: str  # closed | open | half-open
     retry_in: float
     failure: dict[str, Any] | None
+    opened_at: datetime | None = None  # when it last opened (open or half-open)
 
     @property
     def open(self) -> bool:
@@ -170,12 +171,15 @@ def state(engine_id: str) -> BreakerState:
     guard = breaker(engine_id)
     name = guard.current_state
     retry_in = 0.0
-    if name == pybreaker.STATE_OPEN:
+    opened_at = None
+    if name != pybreaker.STATE_CLOSED:
         opened_at = guard._state_storage.opened_at
-        if opened_at is not None:
-            reopen = opened_at.timestamp() + guard.reset_timeout
-            retry_in = max(0.0, reopen - datetime.now(UTC).timestamp())
-    return BreakerState(name, retry_in, last_failure(engine_id))
+        if opened_at is not None and opened_at.tzinfo is None:
+            opened_at = opened_at.replace(tzinfo=UTC)
+    if name == pybreaker.STATE_OPEN and opened_at is not None:
+        reopen = opened_at.timestamp() + guard.reset_timeout
+        retry_in = max(0.0, reopen - datetime.now(UTC).timestamp())
+    return BreakerState(name, retry_in, last_failure(engine_id), opened_at)
 
 
 def check(engine_id: str) -> None:

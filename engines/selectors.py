@@ -37,7 +37,8 @@ def in_default(engine: BaseSearchEngine) -> bool:
 
 
 def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]:
-    """Every engine with availability (and why not), operations, breaker, rate-limit state
+    """Every engine with availability (and why not), its `status` in words
+    (`engine_status`, what the home page shows too), operations, breaker, rate-limit state
     and cache hit rate; plus plugin load errors.
 
     `is_available` is false, with `unavailable_reason`, when the engine cannot be used
@@ -64,14 +65,20 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
         for engine in found.values():
             if not reasons[engine.id]:
                 reasons[engine.id] = engine.key_check()
-    engines = [dict(LOCAL_DESCRIPTION)]
+    engines = [{**LOCAL_DESCRIPTION, "status": "available"}]
     for engine in found.values():
         reason = reasons[engine.id]
+        status = engine_status(
+            not_configured=engine.unavailable_reason(),
+            state=health[engine.id],
+            unreachable="" if reason == _health_reason(health[engine.id]) else reason,
+        )
         engines.append(
             {
                 **engine.describe(),
                 "is_available": not reason,
                 **({"unavailable_reason": reason} if reason else {}),
+                "status": status,
                 **({} if in_default(engine) else {"in_default_search": False}),
                 "breaker": health[engine.id].as_dict(),
                 "rate_limit": ratelimit.state(engine).as_dict(),
@@ -82,6 +89,17 @@ def engines_list(*, refresh: bool = False, probe: bool = True) -> dict[str, Any]
         "engines": engines,
         "load_errors": [error.as_dict() for error in registry.load_errors()],
     }
+
+
+def engine_choices(*, operation: str) -> list[tuple[str, str]]:
+    """(id, name) of the library and every loaded engine that supports `operation`, in the
+    registry's order: what a form offers to tick (the saved-search admin)."""
+    external = [
+        (engine.id, engine.name)
+        for engine in registry.engines().values()
+        if operation in engine.operations
+    ]
+    return [(LOCAL_ENGINE, str(LOCAL_DESCRIPTION["name"])), *external]
 
 
 def engines_known_down(engine_ids: Iterable[str] | None = None) -> dict[str, str]:
@@ -98,6 +116,58 @@ def engines_known_down(engine_ids: Iterable[str] | None = None) -> dict[str, str
         if reason:
             down[engine_id] = reason
     return down
+
+
+def engine_status(
+    *, not_configured: str, state: breaker.BreakerState, unreachable: str = ""
+) -> str:
+    """An engine's state in a researcher's words, from its configuration (`not_configured`:
+    why it cannot be used at all, e.g. no key) and its circuit breaker's real state: the one
+    description `list_search_engines` and the home page both give.
+
+    "available" only when the engine is configured and its breaker closed (with the last
+    failed call, if one is remembered below the breaker's threshold); otherwise
+    "not configured: …", "failing since <when> (<why>); next try in N s" (breaker open),
+    "failing since <when> (<why>); being tried again" (half-open), "key refused: …",
+    "cooling down: …" (quota or rate limit, until when if the source said) or, with a
+    probe's answer, "unreachable: …"."""
+    if not_configured:
+        return f"not configured: {not_configured}"
+    failure = state.failure or {}
+    message = " ".join(str(failure.get("message") or "").split()).rstrip(".")
+    why = f" ({message})" if message else ""
+    if state.state != "closed":
+        since = _when(state.opened_at) if state.opened_at else _when_iso(failure.get("at"))
+        since_text = f" since {since}" if since else ""
+        if state.open:
+            return f"failing{since_text}{why}; next try in {state.retry_in:.0f} s"
+        return f"failing{since_text}{why}; being tried again"
+    outcome = failure.get("outcome")
+    if outcome == "bad_key":
+        return f"key refused: {message or 'the source rejected the key'}"
+    until = failure.get("until")
+    if outcome == "rate_limited" and until and until > _now_iso():
+        return (
+            f"cooling down: {message or 'rate limited'}; quota exhausted until {until[11:16]} UTC"
+        )
+    if outcome == "rate_limited" and failure.get("reason") == "quota_exhausted":
+        return f"cooling down: {message or 'quota exhausted'}"
+    if unreachable:
+        return f"unreachable: {unreachable}"
+    if failure and message:
+        return f"available (a call failed at {_when_iso(failure.get('at'))}: {message})"
+    return "available"
+
+
+def _when(moment: datetime) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def _when_iso(value: object) -> str:
+    try:
+        return _when(datetime.fromisoformat(str(value)))
+    except ValueError:
+        return ""
 
 
 def _health_reason(state: breaker.BreakerState) -> str:

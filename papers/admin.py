@@ -98,7 +98,13 @@ class VenueFilter(TextInputFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Paper]) -> QuerySet[Paper]:
         value = (self.value() or "").strip()
-        return queryset.filter(venue__name__icontains=value) if value else queryset
+        if not value:
+            return queryset
+        # A venue's short name ('acl', a trends bar's link) is the whole series, its
+        # editions only: not every venue whose name contains the letters.
+        if Venue.objects.filter(short_name__iexact=value).exists():
+            return queryset.filter(venue__short_name__iexact=value)
+        return queryset.filter(venue__name__icontains=value)
 
 
 class KeywordFilter(TextInputFilter):

@@ -288,6 +288,7 @@ class PaperCategory(models.Model):
     category = models.ForeignKey(Category, on_delete=models.CASCADE, related_name="paper_links")
 
     class Meta:
+        verbose_name_plural = "paper categories"
         constraints = [
             models.UniqueConstraint(fields=["paper", "category"], name="papercategory_unique")
         ]

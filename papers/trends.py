@@ -47,7 +47,9 @@ def papers_trends(
 
     - "authors": `[{name, paper_count, first_year, last_year}]`, the years of the author's
       papers among these (not their whole career);
-    - "keywords", "categories", "venues": `[{name, paper_count}]`;
+    - "keywords", "categories": `[{name, paper_count}]`;
+    - "venues": `[{name, paper_count}]` per venue series, its editions counted together
+      (`_venues`: with `short_name`, `full_name` and `venue_records` where they apply);
     - "timeline": `[{year, paper_count}]` for every year from the first with papers to
       the last, oldest first, years without papers as 0; a span longer than `limit`
       years is cut to the `limit` most recent, with a note counting the papers before
@@ -307,13 +309,50 @@ def _linked(
 
 
 def _venues(selection: _Selection, limit: int, total: int) -> Counted:
-    groups = selection.papers.values("venue_id").annotate(n=Count("pk"))
-    items = [
-        {"name": row["name"], "paper_count": row["n"]}
-        for row in _top(groups, "venue_id", limit, Venue)
-    ]
-    with_venue = selection.papers.filter(venue__isnull=False)
-    return items, _distinct(with_venue, "venue_id"), total - with_venue.count()
+    """Venues as series: the editions and volumes of one venue (ACL's records share their
+    short name, "acl") count as one item named by it ("ACL", with the largest edition's
+    `full_name` and how many `venue_records` were merged); a venue without a short name is
+    its own item, under its full name, joined by a series whose short name is that name
+    ("ACL" and the "acl" editions). So the same venue is one item and distinct venues never
+    share a name: two items under one name would be one series.
+
+    Grouped by venue id in SQL (the cheap GROUP BY) and folded here: a library has far fewer
+    venues than papers."""
+    groups = selection.papers.filter(venue__isnull=False).values("venue_id").annotate(n=Count("pk"))
+    counts = dict(groups.values_list("venue_id", "n"))
+    series: dict[str, dict[str, Any]] = {}
+    for venue_id, name, name_key, short_name in Venue.objects.filter(
+        pk__in=list(counts)
+    ).values_list("pk", "name", "name_key", "short_name"):
+        short = short_name.strip()
+        key = short.casefold() or name_key
+        entry = series.setdefault(key, {"venues": [], "short_name": ""})
+        entry["venues"].append((counts[venue_id], name))
+        entry["short_name"] = entry["short_name"] or short
+    items = []
+    for entry in series.values():
+        editions = sorted(entry["venues"], key=lambda row: (-row[0], row[1]))
+        largest = editions[0][1]
+        short = entry["short_name"]
+        item: dict[str, Any] = {
+            "name": venue_short_label(short) if short else largest,
+            "paper_count": sum(count for count, _ in editions),
+        }
+        if short:
+            item["short_name"] = short
+        if item["name"] != largest:
+            item["full_name"] = largest
+        if len(editions) > 1:
+            item["venue_records"] = len(editions)
+        items.append(item)
+    items.sort(key=lambda item: (-item["paper_count"], item["name"].casefold(), item["name"]))
+    return items[:limit], len(items), total - sum(counts.values())
+
+
+def venue_short_label(short_name: str) -> str:
+    """How a venue's short name is shown: ACL's lower-case venue ids upper-cased ('acl' ->
+    'ACL'), any other spelling as it is ('NeurIPS')."""
+    return short_name.upper() if short_name.isascii() and short_name.islower() else short_name
 
 
 def _distinct(rows: QuerySet[Any], value_field: str) -> int:

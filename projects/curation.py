@@ -28,7 +28,7 @@ from django.urls import reverse
 from core.errors import InvalidInput
 from papers.admin import KeywordFilter, PaperAdmin, TextInputFilter, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart, fold_timeline
-from papers.models import Paper, Venue
+from papers.models import Paper
 from papers.search.admin_search import (
     ADMIN_SEARCH_MAX_HITS,
     admin_search_filters,
@@ -298,28 +298,23 @@ def _year_bars(timeline: dict[str, Any], papers_url: str) -> list[Bar]:
     return bars
 
 
-def _short(venue: str) -> str:
-    return venue.upper() if venue.isascii() and venue.islower() else venue
-
-
 def _named_bars(kind: str, items: list[dict[str, Any]], papers_url: str) -> list[Bar]:
-    """Authors, venues or keywords, each a link to the project's papers filtered by it;
-    venues labelled by their short name ('ACL'), the full name on hover."""
-    short: dict[str, str] = {}
-    if kind == "venues":
-        names = [item["name"] for item in items]
-        short = {
-            name: _short(abbreviation)
-            for name, abbreviation in Venue.objects.filter(name__in=names)
-            .exclude(short_name="")
-            .values_list("name", "short_name")
-        }
+    """Authors, venues or keywords, each a link to the project's papers filtered by it.
+    A venue is a series (papers/trends.py `_venues`): labelled by its short name ('ACL'),
+    its full name on hover, its link listing every edition (the venue filter matches the
+    short name too)."""
     parameter = _BAR_FILTERS[kind]
-    return [
-        Bar(short.get(item["name"], item["name"]), item["paper_count"], name=item["name"],
-            href=f"{papers_url}?{urlencode({parameter: item['name']})}")
-        for item in items
-    ]  # fmt: skip
+    bars = []
+    for item in items:
+        hover = item.get("full_name") or item["name"]
+        if item.get("venue_records"):
+            hover = f"{hover} and {item['venue_records'] - 1} more edition(s)"
+        value = item.get("short_name") or item["name"]
+        bars.append(
+            Bar(item["name"], item["paper_count"], name=hover,
+                href=f"{papers_url}?{urlencode({parameter: value})}")
+        )  # fmt: skip
+    return bars
 
 
 def project_trends_view(

@@ -3,7 +3,8 @@
 Signed in as staff: the alerts inbox (unread alerts, newest first, each marked read with a
 button: `alerts_mark_read`, the page's one write, a CSRF-checked POST), the library at a
 glance (counts, recent papers and annotations, projects with their size, reviews waiting
-for a decision, the engines' status) and a quick search that opens the paper list.
+for a decision, the saved searches with their last run, the engines' status from their
+circuit breakers) and a quick search that opens the paper list.
 Signed out (or not staff): what this server is, and where to go next:
 the admin, the REST docs and an MCP client configuration to copy.
 
@@ -28,7 +29,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from engines.selectors import engines_list
 from papers.models import Annotation, Paper, PaperPdf
-from projects.models import Alert, Project, ReviewSession
+from projects.models import Alert, Project, ReviewSession, SavedSearch
+from projects.watch.selectors import saved_searches_recent
 from projects.watch.services import alerts_mark_read
 
 RECENT = 8
@@ -37,12 +39,14 @@ INBOX = 10
 
 def home_overview() -> dict[str, Any]:
     """What the signed-in home page shows. No network: engines are described from their
-    configuration and breakers only (`probe=False`), never probed from a page load."""
+    configuration and breakers only (`probe=False`, `engine_status`: the same words
+    list_search_engines gives), never probed from a page load."""
     engines = [
         {
             "name": entry.get("name") or entry["id"],
-            "available": entry.get("is_available", True),
-            "reason": entry.get("unavailable_reason", ""),
+            # The breakers' real state in the words list_search_engines gives (one path).
+            "status": entry["status"],
+            "available": entry["status"].startswith("available"),
         }
         for entry in engines_list(probe=False)["engines"]
     ]
@@ -71,6 +75,8 @@ def home_overview() -> dict[str, Any]:
         "alerts": list(unread[:INBOX]),
         "alerts_unread": unread.count(),
         "engines": engines,
+        "saved_searches": saved_searches_recent(limit=RECENT),
+        "saved_searches_total": SavedSearch.objects.count(),
     }
 
 

@@ -382,6 +382,7 @@ class SavedSearch(TimeStamped):
 
     class Meta:
         ordering = ["name"]
+        verbose_name_plural = "saved searches"
         constraints = [
             # Unique within a project (a client scoped to collections never meets the
             # names of searches outside them), and among searches filed nowhere.
@@ -452,6 +453,7 @@ class SavedSearchSeen(models.Model):
     )
 
     class Meta:
+        verbose_name = "saved search seen key"
         constraints = [
             models.UniqueConstraint(fields=["search", "key"], name="savedsearchseen_unique"),
         ]

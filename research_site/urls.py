@@ -2,7 +2,9 @@
 
 from django.conf import settings
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.views.generic import RedirectView
 
 from projects.home import alerts_read, home
 from projects.watch.feeds import SavedSearchFeed
@@ -19,6 +21,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The home page's alert inbox and each saved search's Atom feed.
     path("alerts/read", alerts_read, name="alerts_read"),
     path("feeds/saved/<str:name>.atom", SavedSearchFeed(), name="saved_search_feed"),
+    # Pages outside the admin (the API docs, a feed) link no icon: browsers ask here.
+    path("favicon.ico", RedirectView.as_view(url=static("research_site/favicon.svg"))),
 ]
 if settings.API_ENABLED:
     from research_site.api import api, unknown_endpoint

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from papers.models import Paper
 from papers.scoping import client_project_ids
@@ -21,6 +21,25 @@ def saved_searches_list(searches: QuerySet[SavedSearch]) -> list[dict[str, Any]]
     rows = list(with_last)
     runs = SavedSearchRun.objects.in_bulk([s.last_run_id for s in rows if s.last_run_id])
     return [saved_search_summary(s, runs.get(s.last_run_id)) for s in rows]
+
+
+def saved_searches_recent(*, limit: int) -> list[dict[str, Any]]:
+    """The home page's panel: the saved searches that ran last first (then those never run,
+    by name), each with its last run (None before the first). Two queries whatever the
+    number of searches and runs (the latest run per search through
+    savedsearchrun_recent_idx)."""
+    latest = SavedSearchRun.objects.filter(search=OuterRef("pk")).order_by("-started_at", "-id")
+    searches = list(
+        SavedSearch.objects.annotate(last_run_id=Subquery(latest.values("pk")[:1]))
+        .order_by(F("last_run_at").desc(nulls_last=True), "name")
+        .only(
+            "pk", "name", "enabled", "schedule", "interval_seconds", "next_run_at", "last_run_at"
+        )[:limit]
+    )
+    runs = SavedSearchRun.objects.only("pk", "status", "new", "started_at", "finished_at").in_bulk(
+        [s.last_run_id for s in searches if s.last_run_id]
+    )
+    return [{"search": s, "last_run": runs.get(s.last_run_id)} for s in searches]
 
 
 def saved_search_summary(search: SavedSearch, last_run: SavedSearchRun | None) -> dict[str, Any]:

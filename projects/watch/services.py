@@ -16,7 +16,9 @@ only what changed. A library-only search (engines ["local"]) alerts like any oth
 An engine that failed or timed out is recorded as such on the run; its papers were not
 seen, so they come up as new on the next run that reaches the engine. A run where some
 engine failed raises a `search_failed` alert naming the failed engines (every engine
-failed, or some of them: a partial run); a run with new papers a `new_papers` one
+failed, or some of them: a partial run), each with what went wrong in words (timed out,
+rate limited, an HTTP status, the source's message, secrets taken out) and when it is asked
+again; a run with new papers a `new_papers` one
 (projects/alerts.py). No network call happens inside a transaction.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -33,10 +36,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core.errors import InvalidInput, NotFound
+from core.redaction import redact
 from engines import search_strings
 from engines.base import SEARCH, SearchRequest
 from engines.open_access import papers_find_and_attach
-from engines.registry import LOCAL_ENGINE
+from engines.registry import LOCAL_ENGINE, registry
 from engines.services import engine_ids_known, engine_ids_resolve, engine_searches
 from papers.models import Paper, PaperIdentifier
 from papers.scoping import client_project_ids, effective_scope, project_ids_for
@@ -66,6 +70,8 @@ SCHEDULE_PERIODS = {
 }
 MIN_INTERVAL_SECONDS = 60
 MAX_RESULTS = 100
+# What a run keeps of each engine's status: enough to say what failed and when to try again.
+RUN_ENGINE_KEYS = ("status", "count", "message", "outcome", "reason", "retry_after_seconds")
 # New papers of one run whose open-access PDF is looked for (the best first): the rest of a
 # big run waits for find_open_access_pdf rather than hold the scheduler for hours.
 OPEN_ACCESS_PER_RUN = 20
@@ -84,8 +90,18 @@ def _engines_checked(engines: Sequence[str] | None) -> list[str]:
     return engine_ids_known(list(engines), operation=SEARCH)
 
 
-@transaction.atomic
-def saved_search_save(
+@dataclass(frozen=True)
+class SavedSearchInput:
+    """A saved search's settings, checked (`saved_search_check`)."""
+
+    name: str
+    query: str
+    engines: list[str]
+    filters: dict[str, Any]
+    project: Project | None
+
+
+def saved_search_check(
     *,
     name: str,
     query: str,
@@ -94,18 +110,16 @@ def saved_search_save(
     project: str | None = None,
     schedule: str = SavedSearch.Schedule.DAILY,
     interval_seconds: int | None = None,
-    add_to_project: bool = True,
-    open_access: bool = False,
     max_results: int = 10,
-    enabled: bool = True,
     scope: Sequence[str] | None = None,
-) -> tuple[SavedSearch, bool]:
-    """Create the saved search `name`, or replace its settings when one of that name
-    (case-insensitively) exists; returns (search, created). A scheduled search is due at
-    once: its first run sets what later runs compare with. Its seen papers are kept.
+    search: SavedSearch | None = None,
+) -> SavedSearchInput:
+    """Check a saved search's settings as `saved_search_save` does before saving (the admin's
+    form calls this, so its errors read as the tools' do). With `search` (a record being
+    edited, or a new one), another search of that name in the same project is refused.
 
-    Raises InvalidInput (empty name or query, unknown engine, bad filter or schedule),
-    NotFound (unknown project)."""
+    Raises InvalidInput (empty name or query, unknown engine, bad filter or schedule, a
+    name taken), NotFound (unknown project)."""
     name, query = name.strip(), query.strip()
     if not name or len(name) > 100:
         raise InvalidInput("name must be 1-100 characters.", field="name")
@@ -132,16 +146,64 @@ def saved_search_save(
             "This client sees only its collections: give the project_id to file into.",
             field="project_id",
         )
-    # Names are unique within a project: a search outside the client's collections never
-    # clashes with (nor reveals itself to) a scoped client's. A search of that name the
-    # client sees is replaced, the one filed into the target project first.
-    same = saved_searches_in_scope(scope).select_for_update(of=("self",)).filter(name__iexact=name)
-    search = same.filter(project=target).first() or same.first()
-    created = search is None
+    if search is not None:
+        others = SavedSearch.objects.filter(name__iexact=name, project=target)
+        if others.exclude(pk=search.pk).exists():
+            raise InvalidInput(_name_taken(name), field="name")
+    return SavedSearchInput(name, query, engine_list, dict(filters or {}), target)
+
+
+def _name_taken(name: str) -> str:
+    return f"A saved search named {name!r} exists."
+
+
+@transaction.atomic
+def saved_search_save(
+    *,
+    name: str,
+    query: str,
+    engines: Sequence[str] | None = None,
+    filters: dict[str, Any] | None = None,
+    project: str | None = None,
+    schedule: str = SavedSearch.Schedule.DAILY,
+    interval_seconds: int | None = None,
+    add_to_project: bool = True,
+    open_access: bool = False,
+    max_results: int = 10,
+    enabled: bool = True,
+    scope: Sequence[str] | None = None,
+    search: SavedSearch | None = None,
+) -> tuple[SavedSearch, bool]:
+    """Create the saved search `name`, or replace its settings when one of that name
+    (case-insensitively) exists; returns (search, created). With `search` (the admin's
+    form: a record being edited, or a new one), that record is saved instead, renamed if
+    the name changed. A scheduled search is due at once: its first run sets what later runs
+    compare with. Its seen papers are kept.
+
+    Raises InvalidInput (empty name or query, unknown engine, bad filter or schedule, a
+    name taken), NotFound (unknown project): `saved_search_check`."""
+    checked = saved_search_check(
+        name=name, query=query, engines=engines, filters=filters, project=project,
+        schedule=schedule, interval_seconds=interval_seconds, max_results=max_results,
+        scope=scope, search=search,
+    )  # fmt: skip
+    name, target = checked.name, checked.project
+    given = search is not None
+    if search is None:
+        # Names are unique within a project: a search outside the client's collections
+        # never clashes with (nor reveals itself to) a scoped client's. A search of that
+        # name the client sees is replaced, the one filed into the target project first.
+        same = (
+            saved_searches_in_scope(scope).select_for_update(of=("self",)).filter(name__iexact=name)
+        )
+        search = same.filter(project=target).first() or same.first()
+    created = search is None or search.pk is None
     search = search or SavedSearch(name=name)
-    search.query = query
-    search.engines = engine_list
-    search.filters = dict(filters or {})
+    if given:  # the admin's record takes the name typed; a replaced one keeps its spelling
+        search.name = name
+    search.query = checked.query
+    search.engines = checked.engines
+    search.filters = checked.filters
     search.project = target
     search.schedule = schedule
     search.interval_seconds = interval_seconds
@@ -159,7 +221,7 @@ def saved_search_save(
         with transaction.atomic():
             search.save()
     except IntegrityError:
-        raise InvalidInput(f"A saved search named {name!r} exists.", field="name") from None
+        raise InvalidInput(_name_taken(name), field="name") from None
     return search, created
 
 
@@ -256,7 +318,7 @@ def _run(search: SavedSearch, run: SavedSearchRun) -> None:
         if search.add_to_project:
             project_add_papers(project=search.project_id, paper_ids=new_ids)
     statuses = {
-        engine: {k: v for k, v in status.items() if k in ("status", "count", "message")}
+        engine: {k: v for k, v in status.items() if k in RUN_ENGINE_KEYS}
         for engine, status in result.engines.items()
     }
     failed = [engine for engine, status in statuses.items() if status["status"] != "ok"]
@@ -380,14 +442,18 @@ def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None
     if failed:
         # A partial run is worth an alert too: its failed engines' papers are missing
         # until a run reaches them, and nobody would know otherwise.
+        names = engine_names(failed)
+        retry = _retry_text(search)
         reasons = "\n".join(
-            f"- {engine}: {_failure_text(run.engines.get(engine, {}))}" for engine in failed
+            f"- {failure_in_words(names[engine], run.engines.get(engine, {}))} {retry}"
+            for engine in failed
         )
         everything = run.status == SavedSearchRun.Status.FAILED
         what = "Every engine" if everything else f"{len(failed)} of {len(run.engines)} engines"
         notify(
             Alert.Kind.SEARCH_FAILED,
-            f"{what} failed for saved search {search.name!r}: {', '.join(failed)}",
+            f"{what} failed for saved search {search.name!r}: "
+            + ", ".join(names[engine] for engine in failed),
             key=f"search_failed:run:{run.pk}",
             body=reasons,
             project=project,
@@ -399,10 +465,54 @@ def _alerts(search: SavedSearch, run: SavedSearchRun, failed: list[str]) -> None
         )  # fmt: skip
 
 
-def _failure_text(status: dict[str, Any]) -> str:
-    outcome = str(status.get("status") or "error")
-    message = " ".join(str(status.get("message") or "").split())[:200]
-    return f"{outcome} ({message})" if message else outcome
+# What went wrong, by the engine's outcome and reason (engines/base.py), in a researcher's words.
+_FAILURE_WORDS = {
+    "circuit_open": "was not asked: it had failed repeatedly just before",
+    "server_error": "answered with a server error",
+    "quota_exhausted": "has used up its quota",
+    "not_configured": "is not configured",
+    "engine_bug": "failed with an internal error",
+    "query_untranslatable": "cannot express this query",
+    "timeout": "did not answer in time",
+    "unreachable": "could not be reached",
+    "unavailable": "could not be used",
+    "rate_limited": "refused more requests for now (rate limit)",
+    "bad_key": "refused the API key",
+    "cancelled": "was cancelled",
+    "unsupported": "cannot run this search",
+}
+
+
+def failure_in_words(name: str, status: dict[str, Any]) -> str:
+    """One engine's failure on a run, as a researcher reads it: the engine's name, what
+    happened (timed out, rate limited, could not be reached, an HTTP status...) and the
+    source's own message, with any secret it might hold taken out (core/redaction.py)."""
+    reason, outcome = str(status.get("reason") or ""), str(status.get("outcome") or "")
+    state = str(status.get("status") or "error")
+    words = _FAILURE_WORDS.get(reason) or _FAILURE_WORDS.get(outcome or state) or "failed"
+    message = redact(" ".join(str(status.get("message") or "").split()))[:300].rstrip(".")
+    if not message and reason.startswith("http_"):
+        message = f"HTTP {reason[5:]}"
+    if message:
+        return f"{name} {words}: {message}."
+    return f"{name} {words} ({(reason or state).replace('_', ' ')})."
+
+
+def engine_names(engine_ids: Iterable[str]) -> dict[str, str]:
+    """Each engine's display name ("arXiv"), its id for one no longer loaded."""
+    loaded = registry.engines()
+    return {
+        engine_id: loaded[engine_id].name if engine_id in loaded else engine_id
+        for engine_id in engine_ids
+    }
+
+
+def _retry_text(search: SavedSearch) -> str:
+    """When the failed engines are asked again: at the search's next run."""
+    search.refresh_from_db(fields=["next_run_at", "enabled"])
+    if search.next_run_at and search.enabled:
+        return f"It is asked again at the next run, {search.next_run_at:%Y-%m-%d %H:%M} UTC."
+    return "It is asked again when the search is next run (it has no schedule running)."
 
 
 # --- alerts --------------------------------------------------------------------------------

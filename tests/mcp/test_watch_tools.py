@@ -198,9 +198,15 @@ async def test_a_run_where_some_engines_failed_raises_an_alert_naming_them(
     assert run["status"] == "partial" and run["engines"][ENGINE]["status"] == "ok"
     failed = [a for a in alerts if a["kind"] == "search_failed"]
     assert len(failed) == 1, alerts
-    assert failed[0]["title"] == f"1 of 2 engines failed for saved search 'Half dark': {DOWN}"
+    # Named as researchers know the engine, the failure in words, and when it is retried.
+    assert (
+        failed[0]["title"] == "1 of 2 engines failed for saved search 'Half dark': Fake Watch Down"
+    )
     assert failed[0]["data"]["failed_engines"] == [DOWN] and failed[0]["data"]["partial"]
-    assert failed[0]["body"] == f"- {DOWN}: error (bad request 403)"
+    assert failed[0]["body"] == (
+        "- Fake Watch Down failed: bad request 403. It is asked again when the search is next "
+        "run (it has no schedule running)."
+    )
 
 
 async def test_saving_a_search_with_bad_arguments_is_refused(watch_server: LiveServer) -> None:

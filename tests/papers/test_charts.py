@@ -81,8 +81,8 @@ def chart(page: str, kind: str) -> str:
 def test_the_trends_page_charts_lead_to_the_papers_they_count(
     admin_client: Client, project: Project
 ) -> None:
-    page = admin_client.get(reverse("admin:projects_project_trends", args=[project.pk]))
-    page = page.content.decode()
+    response = admin_client.get(reverse("admin:projects_project_trends", args=[project.pk]))
+    page = response.content.decode()
     papers_url = reverse("admin:projects_project_papers", args=[project.pk])
 
     years = links(chart(page, "timeline"))
@@ -134,3 +134,40 @@ def test_the_library_list_deletes_last_and_asks_with_the_count(
     ).content.decode()
     assert "Are you sure" in asked and "Papers: 3" in asked
     assert Paper.objects.filter(pk__in=ids).count() == 3  # nothing deleted before the yes
+
+
+# --- venues: the same venue one bar, distinct venues distinct (issue 36, item 7) -------------
+
+
+def test_editions_of_one_venue_are_one_bar_and_distinct_venues_stay_apart(
+    admin_client: Client, make_paper: Callable[..., Paper], make_project: Callable[..., Project]
+) -> None:
+    editions = {
+        "Proceedings of the 60th Annual Meeting of the ACL (Volume 1: Long Papers)": ("acl", 3),
+        "Proceedings of the 61st Annual Meeting of the ACL (Volume 2: Short Papers)": ("acl", 2),
+        "Proceedings of the Seventh Conference on Machine Translation (WMT)": ("wmt", 2),
+        "Proceedings of the Eighth Conference on Machine Translation (WMT)": ("wmt", 2),
+        "Findings of the Association for Computational Linguistics: ACL 2023": ("findings", 1),
+        "Workshop on Oracle Parsing": ("", 1),  # its name contains "acl": not in ACL's bar
+    }
+    papers = []
+    for venue, (short, count) in editions.items():
+        for number in range(count):
+            papers.append(make_paper(f"{venue} paper {number}", venue=venue, year=2023))
+        Venue.objects.filter(name=venue).update(short_name=short)
+    project = make_project("MT")
+    project_add_papers(project=project, paper_ids=[paper.pk for paper in papers])
+
+    page = admin_client.get(reverse("admin:projects_project_trends", args=[project.pk]))
+    venues = chart(page.content.decode(), "venues")
+    labels = re.findall(r'class="bar-label".*?</title>([^<]+)</text>', venues)
+    assert labels == ["ACL", "WMT", "FINDINGS", "Workshop on Oracle Parsing"]
+    hovers = links(venues)
+    papers_url = reverse("admin:projects_project_papers", args=[project.pk])
+    acl = hovers[f"{papers_url}?venue=acl"]
+    assert acl.startswith("Proceedings of the 60th Annual Meeting of the ACL (Volume 1")
+    assert acl.endswith("and 1 more edition(s): 5 papers")
+    # The bar's link lists every edition of the series and nothing else.
+    listed = admin_client.get(f"{papers_url}?venue=acl").content.decode()
+    assert listed.count("Annual Meeting of the ACL") >= 5
+    assert "Oracle Parsing paper" not in listed and "Findings of the" not in listed

@@ -4,7 +4,9 @@ anyone else is told about the server. The admin's "View site" link leads here.""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from html import unescape
 from typing import Any
 
 import pytest
@@ -12,10 +14,15 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from engines import breaker
+from engines.base import EngineUnreachable
+from mcp_endpoint.registry import build_registry
 from papers.models import Annotation, Paper
-from projects.models import Project, ReviewSession
+from projects.models import Project, ReviewSession, SavedSearch, SavedSearchRun
 from projects.services import project_add_papers
+from projects.watch.services import saved_search_save
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +130,76 @@ def test_the_home_page_costs_the_same_queries_whatever_the_library_size(
     for number in range(30):
         make_paper(f"Paper number {number}", authors=[f"Author {number}"])
     assert queries() == few
+
+
+# --- engines from their breakers, the saved-searches panel (issue 36, item 5) ----------------
+
+
+def engines_section(client: Client) -> str:
+    page = client.get("/").content.decode()
+    return unescape(page.split('id="home-engines"')[1].split("</section>")[0])
+
+
+def mcp_engine_status(engine_id: str) -> str:
+    """list_search_engines as /mcp runs it: the engine's `status`."""
+    result = build_registry(toolsets=None, read_only=False).tools["list_search_engines"].fn()
+    listing = json.loads(result.content[0].text)
+    return next(entry for entry in listing["engines"] if entry["id"] == engine_id)["status"]
+
+
+def test_an_open_breaker_is_shown_as_failing_as_list_search_engines_says(
+    admin_client: Client, settings: Any
+) -> None:
+    settings.ENGINES_ENABLED = ["crossref"]
+    assert "Crossref: available" in engines_section(admin_client)
+
+    breaker.failure_record("crossref", EngineUnreachable("name resolution failed"))
+    breaker.breaker("crossref").open()
+    engines = engines_section(admin_client)
+    status = mcp_engine_status("crossref")  # last: the tool call closes this thread's database
+    assert status.startswith("failing since ") and "(name resolution failed)" in status
+    assert "next try in" in status
+    # The same words; only the countdown may have moved on by a second between the two.
+    failing = status.split("; next try in")[0]
+    assert f'Crossref: <span class="engine-off">{failing}; next try in ' in engines
+    assert "Crossref: available" not in engines
+
+
+def test_an_engine_without_its_key_is_not_configured(admin_client: Client, settings: Any) -> None:
+    settings.ENGINES_ENABLED = ["google_scholar"]
+    settings.SERP_API_KEY = ""
+    engines = engines_section(admin_client)
+    status = mcp_engine_status("google_scholar")
+    assert status == "not configured: SERP_API_KEY is not set"
+    assert f'Google Scholar: <span class="engine-off">{status}</span>' in engines
+
+
+def test_the_saved_searches_panel_shows_each_search_with_its_last_run(
+    admin_client: Client,
+) -> None:
+    empty = admin_client.get("/").content.decode().split('id="home-saved-searches"')[1]
+    assert "None yet." in empty.split("</section>")[0]
+    weekly, _ = saved_search_save(name="LLM evaluation", query="llm evaluation")
+    failing, _ = saved_search_save(name="Parsing", query="parsing", schedule="manual")
+    never, _ = saved_search_save(name="Unrun", query="something", schedule="manual")
+    SavedSearchRun.objects.create(
+        search=weekly, trigger="schedule", status="ok", found=9, new=4, finished_at=timezone.now()
+    )
+    SavedSearchRun.objects.create(
+        search=failing, trigger="manual", status="failed", finished_at=timezone.now()
+    )
+    SavedSearch.objects.filter(pk__in=[weekly.pk, failing.pk]).update(last_run_at=timezone.now())
+
+    page = admin_client.get("/").content.decode()
+    panel = page.split('id="home-saved-searches"')[1].split("</section>")[0]
+    rows = {
+        re.search(r">([^<]+)</a>", row).group(1): row  # type: ignore[union-attr]
+        for row in panel.split("<li>")[1:]
+    }
+    assert set(rows) == {"LLM evaluation", "Parsing", "Unrun"}
+    assert f'href="/admin/projects/savedsearch/{weekly.pk}/change/"' in rows["LLM evaluation"]
+    assert "ok," in rows["LLM evaluation"] and "4 new" in rows["LLM evaluation"]
+    assert "last run" in rows["LLM evaluation"]
+    assert '<span class="engine-off">failed</span>' in rows["Parsing"]
+    assert "not run yet" in rows["Unrun"]
+    assert f'href="/admin/projects/savedsearch/{never.pk}/change/"' in rows["Unrun"]

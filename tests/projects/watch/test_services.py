@@ -166,7 +166,8 @@ def test_an_unreachable_engine_is_recorded_and_its_papers_are_new_on_the_next_ru
     assert titles(first) == [P1["title"]]
     partial = Alert.objects.get(kind=Alert.Kind.SEARCH_FAILED)
     assert partial.data["failed_engines"] == [flaky] and partial.data["partial"] is True
-    assert partial.title == f"1 of 2 engines failed for saved search 'Watch': {flaky}"
+    flaky_name = flaky.replace("_", " ").title()  # the plugin's display name
+    assert partial.title == f"1 of 2 engines failed for saved search 'Watch': {flaky_name}"
 
     source.down.clear()
     # Its failures opened its circuit breaker (for ENGINE_BREAKER_RESET_SECONDS, shorter
@@ -185,7 +186,8 @@ def test_every_engine_failing_raises_a_search_failed_alert(source: Source) -> No
     failed = run("Dark")
     assert failed.status == SavedSearchRun.Status.FAILED and failed.new == 0
     alert = Alert.objects.get(kind=Alert.Kind.SEARCH_FAILED)
-    assert alert.key == f"search_failed:run:{failed.pk}" and down in alert.body
+    assert alert.key == f"search_failed:run:{failed.pk}" and alert.data["failed_engines"] == [down]
+    assert down.replace("_", " ").title() in alert.body
 
 
 @pytest.mark.django_db(transaction=True)
@@ -534,3 +536,42 @@ def test_a_client_scoped_to_collections_sees_only_their_searches_and_alerts() ->
     scoped = watch_selectors.alerts_list(project_ids=project_ids_for(scope))
     assert [a.title for a in scoped] == ["ours"]
     assert len(watch_selectors.alerts_list()) == 3
+
+
+# --- the failure alert in words (issue 36, item 5) -------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_failure_alert_says_what_failed_and_when_it_is_asked_again(source: Source) -> None:
+    down = engine(source, "down", [P1])
+    source.down.add(down)
+    search, _ = saved_search_save(name="Dark", query="anything", engines=[down], schedule="daily")
+    next_run = timezone.now() + timedelta(days=1)
+    SavedSearch.objects.filter(pk=search.pk).update(next_run_at=next_run)
+    failed = run("Dark")
+    assert failed.engines[down]["reason"] == "server_error"
+    body = Alert.objects.get(kind=Alert.Kind.SEARCH_FAILED).body
+    name = down.replace("_", " ").title()  # the plugin's display name
+    assert body.startswith(f"- {name} answered with a server error: server error 503.")
+    assert f"It is asked again at the next run, {next_run:%Y-%m-%d %H:%M} UTC." in body
+    assert "error (" not in body
+
+
+def test_a_failure_in_words_names_the_kind_and_never_a_key(settings: Any) -> None:
+    settings.SERP_API_KEY = "serp-secret-0123456789"
+    words = watch_services.failure_in_words
+    assert words("arXiv", {"status": "timeout", "outcome": "timeout", "reason": "read_timeout",
+                           "message": "arXiv did not answer within 20 s."}) == (
+        "arXiv did not answer in time: arXiv did not answer within 20 s."
+    )  # fmt: skip
+    limited = words("Google Scholar", {
+        "status": "rate_limited", "outcome": "rate_limited", "reason": "quota",
+        "message": "rejected https://serpapi.com/search?api_key=serp-secret-0123456789&q=x",
+    })  # fmt: skip
+    assert limited.startswith("Google Scholar refused more requests for now (rate limit): ")
+    assert "serp-secret" not in limited and "[redacted]" in limited
+    assert (
+        words("OpenAlex", {"status": "unavailable", "outcome": "bad_key", "reason": "http_403"})
+        == "OpenAlex refused the API key: HTTP 403."
+    )
+    assert words("arXiv", {"status": "error"}) == "arXiv failed (error)."
