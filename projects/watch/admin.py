@@ -18,8 +18,10 @@ from django.utils.html import format_html
 from core.errors import DomainError, InvalidInput
 from engines.base import SEARCH
 from engines.selectors import engine_choices
+from papers.pickers import project_field
 from papers.search import filters as search_filters
-from projects.models import Alert, SavedSearch, SavedSearchRun
+from projects.models import Alert, Project, SavedSearch, SavedSearchRun
+from projects.selectors import project_get
 from projects.watch.services import (
     alerts_mark_read,
     saved_search_check,
@@ -52,6 +54,10 @@ class SavedSearchForm(forms.ModelForm):
     instead of JSON; checked by `saved_search_check`, the service `save_search` goes
     through, so an error reads as the tool's does, under the field it is about."""
 
+    # The one project picker (papers.pickers): part of a name, by keyboard; it sends the id.
+    project = project_field(
+        label="Project", help_text="Where the search's new papers go (type part of its name)."
+    )
     engines = forms.MultipleChoiceField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -95,6 +101,15 @@ class SavedSearchForm(forms.ModelForm):
         if self.instance.pk and not self.is_bound:
             self.initial["engines"] = saved
             self.initial.update(self._filter_initial(self.instance.filters or {}))
+
+    def clean_project(self) -> Project | None:
+        ref = str(self.cleaned_data.get("project") or "").strip()
+        if not ref:
+            return None
+        try:
+            return project_get(ref=ref)
+        except DomainError as error:  # the text typed stays in the box
+            raise forms.ValidationError(error.message) from None
 
     @staticmethod
     def _filter_initial(filters: dict[str, Any]) -> dict[str, Any]:

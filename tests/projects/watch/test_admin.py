@@ -130,3 +130,26 @@ def test_renaming_a_search_keeps_its_record(admin_client: Client) -> None:
     response = admin_client.post(change, form_data(name="New name", schedule="manual"))
     assert response.status_code == 302
     assert list(SavedSearch.objects.values_list("pk", "name")) == [(search.pk, "New name")]
+
+
+def test_the_project_is_chosen_with_the_one_picker_and_an_unknown_one_is_refused_and_kept(
+    admin_client: Client, make_project: Any
+) -> None:
+    project: Project = make_project("Long-context evaluation")
+    page = admin_client.get(ADD).content.decode()
+    assert re.search(r'<input type="text" name="project"[^>]*role="combobox"', page)
+    assert "papers/project-picker.mjs" in page
+
+    # Without the script the typed text is sent: a name in any case is the project.
+    response = admin_client.post(ADD, form_data(project="long-context EVALUATION"))
+    assert response.status_code == 302, errors_of(response.content.decode())
+    assert SavedSearch.objects.get().project_id == project.pk
+    shown = admin_client.get(f"/admin/projects/savedsearch/{SavedSearch.objects.get().pk}/change/")
+    assert 'value="Long-context evaluation"' in shown.content.decode()
+
+    refused = admin_client.post(ADD, form_data(name="Other", project="No such project"))
+    assert refused.status_code == 200
+    text = refused.content.decode()
+    assert any("No such project" in error for error in errors_of(text)), errors_of(text)
+    assert 'value="No such project"' in text
+    assert SavedSearch.objects.count() == 1
