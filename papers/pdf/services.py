@@ -195,7 +195,9 @@ def annotation_highlight_create(
 ) -> Annotation:
     """Highlight `text` on `page` (1-based): find it tolerant of line breaks, hyphenation,
     ligatures, quotes and case; store the Annotation (one rect per line, PDF points, origin
-    bottom-left) and draw it, colour and comment included, into the annotated copy.
+    bottom-left; its text the page's words from the first to the last character quoted,
+    line-end hyphens resolved: papers.pdf.locate.passage_text) and draw it, colour and
+    comment included, into the annotated copy.
 
     Raises PdfNotAvailable, PdfFileMissing, InvalidInput (page out of range with the page
     count, empty or ambiguous text, bad colour), TextNotFound (with a hint, and the pages
@@ -270,7 +272,9 @@ def annotation_highlights_place(*, paper: Paper, marks: Sequence[HighlightAt]) -
     """Store highlights at line boxes already located on their pages (quotes found by
     papers/passages' matcher, e.g. extraction's verified quotes) and draw them all into the
     annotated copy in one write. Nothing is searched for, so a quote found on its page is
-    marked where it was found even when its words occur there twice.
+    marked where it was found even when its words occur there twice. The text stored is
+    the words found at those boxes as papers.pdf.locate.passage_text gives them (the same
+    text annotation_highlight_create stores).
 
     Raises PdfNotAvailable, PdfFileMissing, InvalidInput (a page out of range, a box that
     is not four numbers on its page, empty text, bad colour, comment too long)."""
@@ -290,6 +294,12 @@ def annotation_highlights_place(*, paper: Paper, marks: Sequence[HighlightAt]) -
             text = " ".join(mark.text.split())
             if not text_key(text):
                 raise InvalidInput("text must contain letters or digits.", field="text")
+            # The words at those boxes, as create_highlight stores them (line-end hyphens
+            # resolved, cut to the quote); a quote not found there is stored as given.
+            pdf_page = document[mark.page - 1]
+            near = [pdf_to_page(pdf_page, rect) for rect in mark.rects]
+            found = find_passage(pdf_page, text, near=near)
+            text = found.text if found is not None else text
             rows.append(
                 {
                     "page": mark.page,
