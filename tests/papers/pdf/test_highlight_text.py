@@ -13,6 +13,7 @@ from typing import Any
 import pymupdf
 import pytest
 
+from core.errors import InvalidInput
 from papers.models import Paper
 from papers.pdf import services
 from papers.pdf.locate import Vocabulary, line_break_join
@@ -188,3 +189,22 @@ def test_the_line_break_rule() -> None:
     assert line_break_join("state-", "of-the-art", seen) == "state-of-the-art"
     assert line_break_join("pre-", "and", seen) == "pre- and"  # a suspended hyphen
     assert line_break_join("litera-", "ture", seen) == "literature"  # the typesetter's
+
+
+def test_the_selections_boxes_pick_the_occurrence_selected(
+    attach: Callable[[Path], Paper],
+) -> None:
+    # Twice on page 1: in the abstract (left column) and in the introduction (right).
+    twice = "reduce literature graph construction into familiar NLP"
+    paper = attach(LITERATURE_GRAPH)
+    with pytest.raises(InvalidInput, match="occurs 2 times"):
+        services.annotation_highlight_create(paper=paper, page=1, text=twice)
+    right_column = [[320.0, 80.0, 560.0, 500.0]]  # PDF points, origin bottom-left
+    marked = services.annotation_highlight_create(
+        paper=paper, page=1, text=twice, near=right_column
+    )
+    assert marked.text == twice and marked.rects[0][0] > 306  # the introduction's
+    with pytest.raises(InvalidInput, match="near must be boxes"):
+        services.annotation_highlight_create(
+            paper=paper, page=1, text=twice, near=[[900.0, 900.0, 950.0, 950.0]]
+        )
