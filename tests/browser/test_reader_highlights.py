@@ -34,6 +34,9 @@ SPAN_BOX = """(start) => {
   return [r.left, r.top, r.right, r.bottom];
 }"""
 
+CENTRE_SPAN = """(start) => [...document.querySelectorAll('#page-1 .textLayer > span')]
+  .find((s) => s.textContent.startsWith(start)).scrollIntoView({ block: "center" })"""
+
 SELECTION_BOX = """() => {
   const r = window.getSelection().getRangeAt(0).getBoundingClientRect();
   return [r.left, r.top, r.right, r.bottom];
@@ -111,6 +114,7 @@ def test_the_highlight_is_what_was_dragged_over_and_no_more(
 ) -> None:
     site = curation_site
     paper_id = open_reader(page, site)
+    page.evaluate(CENTRE_SPAN, "for organizing published")
     first = page.evaluate(SPAN_BOX, "for organizing published")
     second = page.evaluate(SPAN_BOX, "ture into a heterogeneous")
     # From inside 'organizing' to the gap between the columns, past the next line's end:
@@ -138,15 +142,10 @@ def test_the_highlight_bar_opens_next_to_the_selection_at_768_pixels(
     open_reader(page, curation_site)
     for start, end in (("The goal of this work", "discovery in the scientific"),
                        ("a directed property graph", "information in the literature")):  # fmt: skip
+        page.evaluate(CENTRE_SPAN, start)  # the lines in view, mid-window
         first, last = page.evaluate(SPAN_BOX, start), page.evaluate(SPAN_BOX, end)
-        first_spot = (first[0] + 30, (first[1] + first[3]) / 2)
-        page.mouse.wheel(0, first_spot[1] - 500)  # the line in view, mid-window
-        first, last = page.evaluate(SPAN_BOX, start), page.evaluate(SPAN_BOX, end)
-        assert drag(
-            page,
-            (first[0] + 30, (first[1] + first[3]) / 2),
-            (last[0] + 80, (last[1] + last[3]) / 2),
-        )
+        start_at = (first[0] + 30, (first[1] + first[3]) / 2)
+        assert drag(page, start_at, (last[0] + 80, (last[1] + last[3]) / 2))
         bar = page.locator("#highlight-bar")
         expect(bar).to_be_visible()
         left, top, right, bottom = page.evaluate(SELECTION_BOX)

@@ -20,6 +20,8 @@ let pointerDown = false; // the bar waits for the end of a drag
 const textLayers = new Map(); // .textLayer div -> its endOfContent div
 let lastRange = null;
 const finder = { query: "", matches: [], current: -1 }; // matches: [{page, nth}]
+// Until the PDF is loaded, Enter in the find box must not submit (reload) the page.
+document.getElementById("find-form")?.addEventListener("submit", (event) => event.preventDefault());
 
 function say(message, isError = false) {
   statusElement.textContent = message;
@@ -399,7 +401,7 @@ function setUpFind(pdfjs) {
     run(false);
   });
   input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && event.altKey) {
+    if (event.key === "Enter" && event.altKey && bar) {
       event.preventDefault();
       highlightFound();
     } else if (event.key === "Enter" && event.shiftKey) {
