@@ -180,11 +180,18 @@ def paper_annotations_view(
         page = int(body["page"])
         text, comment = str(body.get("text") or ""), str(body.get("comment") or "")
         color = body.get("color") or None
+        # The selection's line boxes (PDF points): they pick the occurrence selected.
+        near = body.get("rects") or []
+        if not isinstance(near, list) or not all(isinstance(box, list) for box in near):
+            raise ValueError
     except (ValueError, TypeError, KeyError):
-        return JsonResponse({"error": "Send JSON with page (a number) and text."}, status=400)
+        return JsonResponse(
+            {"error": "Send JSON with page (a number), text and optionally rects (boxes)."},
+            status=400,
+        )
     try:
         annotation = annotation_highlight_create(
-            paper=paper, page=page, text=text, color=color, comment=comment
+            paper=paper, page=page, text=text, color=color, comment=comment, near=near
         )
     except DomainError as error:
         return JsonResponse({"error": str(error)}, status=400)

@@ -191,11 +191,22 @@ def _remove_files(names: list[str]) -> None:
 
 
 def annotation_highlight_create(
-    *, paper: Paper, page: int, text: str, color: str | None = None, comment: str = ""
+    *,
+    paper: Paper,
+    page: int,
+    text: str,
+    color: str | None = None,
+    comment: str = "",
+    near: Sequence[Sequence[float]] = (),
 ) -> Annotation:
     """Highlight `text` on `page` (1-based): find it tolerant of line breaks, hyphenation,
     ligatures, quotes and case; store the Annotation (one rect per line, PDF points, origin
-    bottom-left) and draw it, colour and comment included, into the annotated copy.
+    bottom-left; its text the page's words from the first to the last character quoted,
+    line-end hyphens resolved: papers.pdf.locate.passage_text) and draw it, colour and
+    comment included, into the annotated copy. `near` (boxes in PDF points, as the reading
+    page sends its selection's lines) picks the occurrence there, so words that occur twice
+    on the page are highlighted where they were selected; without it, or when the text is
+    not there, the text must be unique on the page.
 
     Raises PdfNotAvailable, PdfFileMissing, InvalidInput (page out of range with the page
     count, empty or ambiguous text, bad colour), TextNotFound (with a hint, and the pages
@@ -215,7 +226,15 @@ def annotation_highlight_create(
     with pdf_open(record) as document:
         _check_page(page, document.page_count)
         pdf_page = document[page - 1]
-        found = find_passage(pdf_page, quote)
+        visible = page_box(pdf_page)
+        if not all(_on_page(box, visible) for box in near):
+            raise InvalidInput(
+                f"near must be boxes [x1, y1, x2, y2] on page {page} (PDF points).", field="near"
+            )
+        boxes = [pdf_to_page(pdf_page, box) for box in near]
+        found = find_passage(pdf_page, quote, near=boxes) if boxes else None
+        unique_needed = found is None
+        found = found or find_passage(pdf_page, quote)
         if found is None:
             nearest = sorted(range(1, document.page_count + 1), key=lambda n: abs(n - page))
             elsewhere = sorted(
@@ -235,7 +254,7 @@ def annotation_highlight_create(
                 page=page,
                 found_on_pages=elsewhere,
             )
-        if found.occurrences > 1:
+        if unique_needed and found.occurrences > 1:
             raise InvalidInput(
                 f"The text occurs {found.occurrences} times on page {page}; quote more of "
                 "the sentence so that it is unique.",
@@ -270,7 +289,9 @@ def annotation_highlights_place(*, paper: Paper, marks: Sequence[HighlightAt]) -
     """Store highlights at line boxes already located on their pages (quotes found by
     papers/passages' matcher, e.g. extraction's verified quotes) and draw them all into the
     annotated copy in one write. Nothing is searched for, so a quote found on its page is
-    marked where it was found even when its words occur there twice.
+    marked where it was found even when its words occur there twice. The text stored is
+    the words found at those boxes as papers.pdf.locate.passage_text gives them (the same
+    text annotation_highlight_create stores).
 
     Raises PdfNotAvailable, PdfFileMissing, InvalidInput (a page out of range, a box that
     is not four numbers on its page, empty text, bad colour, comment too long)."""
@@ -290,6 +311,12 @@ def annotation_highlights_place(*, paper: Paper, marks: Sequence[HighlightAt]) -
             text = " ".join(mark.text.split())
             if not text_key(text):
                 raise InvalidInput("text must contain letters or digits.", field="text")
+            # The words at those boxes, as create_highlight stores them (line-end hyphens
+            # resolved, cut to the quote); a quote not found there is stored as given.
+            pdf_page = document[mark.page - 1]
+            near = [pdf_to_page(pdf_page, rect) for rect in mark.rects]
+            found = find_passage(pdf_page, text, near=near)
+            text = found.text if found is not None else text
             rows.append(
                 {
                     "page": mark.page,

@@ -68,7 +68,9 @@ def test_a_researcher_reads_and_highlights_a_pdf_on_the_paper_page(
     page.select_option("#highlight-colour", "#5fb236")
     page.fill("#highlight-comment", "The paper's motivation")
     page.click("#highlight-button")
-    expect(page.locator("#reader-status")).to_have_text("Highlight saved on page 1.")
+    expect(page.locator("#reader-status")).to_have_text(
+        f"Highlight saved on page 1: “{SELECTED_START} {SELECTED_END}”."
+    )  # the text selected, no more
     expect(page.locator("#annotation-list li")).to_have_count(1)
     shots.take("highlighted")
 

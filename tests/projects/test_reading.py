@@ -145,6 +145,10 @@ def test_a_selection_that_is_not_on_the_page_gets_the_services_message(
     assert answer.status_code == 400 and "It is on page 1" in answer.json()["error"]
     bad = client.post(url, b"[1, 2]", content_type="application/json")
     assert bad.status_code == 400 and "page" in bad.json()["error"]
+    for rects in ("here", [1, 2, 3, 4], [[0, 0, 1]]):
+        answer = client.post(url, {"page": 1, "text": QUOTE, "rects": rects},
+                             content_type="application/json")  # fmt: skip
+        assert answer.status_code == 400 and "boxes" in answer.json()["error"]
     assert not Annotation.objects.exists()
 
 

@@ -3,6 +3,10 @@
 // annotation list that jumps to each one, and "Highlight selection", which asks the server
 // (create_highlight's service) to find and store the selected text. `config.focus` (the
 // page's `?page=&quote=`) opens the PDF at a page and flashes the quote's line boxes.
+// The highlight bar opens next to the selection, inside its page, at every width. "Find"
+// selects each match in turn (Enter, Shift+Enter), and "Highlight match" (or Alt+Enter in
+// the find box) stores it through the same request as a selection: a highlight without a
+// mouse.
 const script = document.getElementById("reader-script");
 const config = JSON.parse(document.getElementById("reader-config").textContent);
 const pagesElement = document.getElementById("pdf-pages");
@@ -12,6 +16,12 @@ const bar = document.getElementById("highlight-bar");
 const frames = new Map(); // page number -> {frame, viewport, page, rendered}
 let annotations = [];
 let pending = null; // the last selection on a page, kept while the highlight bar is used
+let pointerDown = false; // the bar waits for the end of a drag
+const textLayers = new Map(); // .textLayer div -> its endOfContent div
+let lastRange = null;
+const finder = { query: "", matches: [], current: -1 }; // matches: [{page, nth}]
+// Until the PDF is loaded, Enter in the find box must not submit (reload) the page.
+document.getElementById("find-form")?.addEventListener("submit", (event) => event.preventDefault());
 
 function say(message, isError = false) {
   statusElement.textContent = message;
@@ -121,23 +131,134 @@ async function renderPage(pdfjs, entry) {
     viewport: entry.viewport,
   });
   await textLayer.render();
+  trackSelection(entry.frame.querySelector(".textLayer"));
   entry.frame.dataset.rendered = "true";
+}
+
+// Chromium resolves a drag over the empty space of a text layer (between columns, past a
+// line's end) to some far-away point of the page's text, so the selection jumped back to
+// the abstract or on past the column and the highlight stored more than was dragged over.
+// As pdf.js's own viewer (TextLayerBuilder) does: an `endOfContent` box covering the layer
+// while selecting, kept in the DOM just after the span where the selection ends, so that
+// empty space resolves to that point.
+function trackSelection(layer) {
+  const end = document.createElement("div");
+  end.className = "endOfContent";
+  layer.append(end);
+  textLayers.set(layer, end);
+  layer.addEventListener("mousedown", () => layer.classList.add("selecting"));
+}
+
+function resetLayer(layer, end) {
+  layer.append(end);
+  end.style.width = "";
+  end.style.height = "";
+  layer.classList.remove("selecting");
+}
+
+function keepSelectionEnd() {
+  const selection = document.getSelection();
+  if (!selection || selection.rangeCount === 0) {
+    for (const [layer, end] of textLayers) resetLayer(layer, end);
+    lastRange = null;
+    return;
+  }
+  const range = selection.getRangeAt(0);
+  for (const [layer, end] of textLayers) {
+    if (range.intersectsNode(layer)) layer.classList.add("selecting");
+    else resetLayer(layer, end);
+  }
+  const movedStart = lastRange && (range.compareBoundaryPoints(Range.END_TO_END, lastRange) === 0
+    || range.compareBoundaryPoints(Range.START_TO_END, lastRange) === 0);
+  let anchor = movedStart ? range.startContainer : range.endContainer;
+  if (anchor.nodeType === Node.TEXT_NODE) anchor = anchor.parentNode;
+  if (!movedStart && range.endOffset === 0) {
+    // The selection ends at the start of a node: keep the box after the text before it.
+    while (anchor && !anchor.previousSibling) anchor = anchor.parentNode;
+    anchor = anchor?.previousSibling;
+    while (anchor?.childNodes?.length) anchor = anchor.lastChild;
+  }
+  const layer = anchor?.parentElement?.closest(".textLayer");
+  const end = textLayers.get(layer);
+  if (end && anchor.parentElement) {
+    end.style.width = layer.style.width;
+    end.style.height = layer.style.height;
+    anchor.parentElement.insertBefore(end, movedStart ? anchor : anchor.nextSibling);
+  }
+  lastRange = range.cloneRange();
+}
+
+function frameOf(node) {
+  return (node?.nodeType === Node.TEXT_NODE ? node.parentElement : node)?.closest(".page-frame");
 }
 
 function selectedQuote() {
   const selection = window.getSelection();
-  if (!selection || selection.isCollapsed) return null;
+  if (!selection || selection.isCollapsed || selection.rangeCount === 0) return null;
+  // The text exactly as selected; the server keeps line breaks' hyphens out of the stored
+  // text (papers.pdf.locate.passage_text), so nothing is rewritten here.
   const text = selection.toString().replace(/\s+/g, " ").trim();
-  const start = selection.anchorNode?.parentElement?.closest(".page-frame");
-  const end = selection.focusNode?.parentElement?.closest(".page-frame");
+  const start = frameOf(selection.anchorNode);
+  const end = frameOf(selection.focusNode);
   if (!text || !start || start !== end) return null;
-  return { text, page: Number(start.dataset.page) };
+  return { text, page: Number(start.dataset.page), range: selection.getRangeAt(0) };
 }
 
-async function highlight() {
-  const quote = pending;
+// The bar goes into the selection's page, just below the selection's last line (above its
+// first when there is no room below), so it is next to the selection at every width and
+// scrolls with it.
+function placeBar(quote) {
+  const frame = frames.get(quote.page)?.frame;
+  if (!frame) return;
+  if (bar.parentElement !== frame && !bar.contains(document.activeElement)) frame.append(bar);
+  bar.hidden = false;
+  const lines = [...quote.range.getClientRects()].filter((r) => r.width > 0 && r.height > 0);
+  if (!lines.length) return;
+  const box = frame.getBoundingClientRect();
+  const last = lines[lines.length - 1];
+  const first = lines[0];
+  const width = Math.min(bar.offsetWidth, box.width);
+  let top = last.bottom - box.top + 6;
+  if (top + bar.offsetHeight > box.height && first.top - box.top - bar.offsetHeight - 6 >= 0) {
+    top = first.top - box.top - bar.offsetHeight - 6;
+  }
+  const left = Math.max(0, Math.min(last.left - box.left, box.width - width));
+  bar.style.top = `${Math.round(top)}px`;
+  bar.style.left = `${Math.round(left)}px`;
+}
+
+function showBar() {
+  const quote = selectedQuote();
+  if (quote) {
+    pending = quote;
+    placeBar(quote);
+  } else if (!bar.contains(document.activeElement) && !finder.selecting) {
+    pending = null; // a click elsewhere on the page, not choosing a colour or comment
+    bar.hidden = true;
+  }
+}
+
+// The selection's line boxes in PDF points, so that the server highlights the words where
+// they were selected (the same words may occur elsewhere on the page). Trimmed to the
+// middle half of each line's height, clear of the lines above and below.
+function pdfBoxes(quote) {
+  const entry = frames.get(quote.page);
+  if (!entry || !quote.range) return [];
+  const box = entry.frame.getBoundingClientRect();
+  const boxes = [];
+  for (const line of quote.range.getClientRects()) {
+    if (line.width <= 0 || line.height <= 0) continue;
+    const inset = line.height / 4;
+    const [x0, y0] = entry.viewport.convertToPdfPoint(line.left - box.left, line.top + inset - box.top);
+    const [x1, y1] = entry.viewport.convertToPdfPoint(line.right - box.left, line.bottom - inset - box.top);
+    boxes.push([Math.min(x0, x1), Math.min(y0, y1), Math.max(x0, x1), Math.max(y0, y1)].map((v) => Math.round(v * 100) / 100));
+  }
+  return boxes.slice(0, 200);
+}
+
+async function highlight(quote = pending) {
   if (!quote) {
-    say("Select text on one page first.", true);
+    say("Select text on one page, or find it, first.", true);
     return;
   }
   const response = await fetch(config.annotations, {
@@ -147,8 +268,9 @@ async function highlight() {
     body: JSON.stringify({
       page: quote.page,
       text: quote.text,
-      color: document.getElementById("highlight-colour").value,
-      comment: document.getElementById("highlight-comment").value,
+      rects: pdfBoxes(quote),
+      color: document.getElementById("highlight-colour")?.value,
+      comment: document.getElementById("highlight-comment")?.value || "",
     }),
   });
   const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
@@ -163,7 +285,143 @@ async function highlight() {
   document.getElementById("highlight-comment").value = "";
   pending = null;
   bar.hidden = true;
-  say(`Highlight saved on page ${answer.page}.`);
+  say(`Highlight saved on page ${answer.page}: “${answer.text}”.`);
+}
+
+// --- find ---------------------------------------------------------------------------------
+// Matched as the server matches quotes (papers.pdf.locate.text_key): letters and digits
+// only, case-folded, so 'corpus' finds 'cor-' + 'pus' across a line break.
+
+function textKey(text) {
+  return (text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]/gu) || []).join("");
+}
+
+const pageKeys = new Map(); // page number -> the page's text key (from pdf.js's text content)
+
+async function pageKey(number) {
+  if (!pageKeys.has(number)) {
+    const content = await frames.get(number).page.getTextContent();
+    pageKeys.set(number, textKey(content.items.map((item) => item.str || "").join("")));
+  }
+  return pageKeys.get(number);
+}
+
+function occurrences(haystack, needle) {
+  const found = [];
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + 1)) found.push(at);
+  return found;
+}
+
+// The DOM range of the `nth` occurrence of `key` in a rendered page's text layer.
+function rangeOnPage(number, key, nth) {
+  const layer = frames.get(number).frame.querySelector(".textLayer");
+  const walker = document.createTreeWalker(layer, NodeFilter.SHOW_TEXT);
+  const positions = []; // key character -> [text node, offset]
+  let keyText = "";
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const value = node.nodeValue;
+    for (let offset = 0; offset < value.length; offset += 1) {
+      const part = textKey(value[offset]);
+      for (const char of part) {
+        keyText += char;
+        positions.push([node, offset]);
+      }
+    }
+  }
+  const at = occurrences(keyText, key)[nth];
+  if (at === undefined) return null;
+  const [startNode, startOffset] = positions[at];
+  const [endNode, endOffset] = positions[at + key.length - 1];
+  const range = document.createRange();
+  range.setStart(startNode, startOffset);
+  range.setEnd(endNode, endOffset + 1);
+  return range;
+}
+
+async function findMatches(pdfjs, query) {
+  const key = textKey(query);
+  finder.query = query;
+  finder.matches = [];
+  finder.current = -1;
+  if (!key) return;
+  for (const number of frames.keys()) {
+    const count = occurrences(await pageKey(number), key).length;
+    for (let nth = 0; nth < count; nth += 1) finder.matches.push({ page: number, nth });
+  }
+}
+
+async function findNext(pdfjs, backwards = false) {
+  const input = document.getElementById("find-input");
+  const status = document.getElementById("find-status");
+  const query = input.value.trim();
+  if (!textKey(query)) {
+    status.textContent = "Type a word or phrase to find.";
+    return null;
+  }
+  if (query !== finder.query) await findMatches(pdfjs, query);
+  const total = finder.matches.length;
+  if (!total) {
+    finder.current = -1;
+    status.textContent = `“${query}” is not in the PDF.`;
+    return null;
+  }
+  if (finder.current < 0) finder.current = backwards ? total - 1 : 0;
+  else finder.current = (finder.current + (backwards ? total - 1 : 1)) % total;
+  const match = finder.matches[finder.current];
+  const entry = frames.get(match.page);
+  await renderPage(pdfjs, entry);
+  const range = rangeOnPage(match.page, textKey(query), match.nth);
+  if (!range) {
+    status.textContent = `Match ${finder.current + 1} of ${total} is on page ${match.page}.`;
+    entry.frame.scrollIntoView({ block: "center" });
+    return null;
+  }
+  // Shown as the selection (so "Highlight selection" works on it too), focus kept here.
+  finder.selecting = true;
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  (range.startContainer.parentElement || entry.frame).scrollIntoView({ block: "center" });
+  const quote = { text: range.toString().replace(/\s+/g, " ").trim(), page: match.page, range };
+  finder.found = quote;
+  if (bar) placeBar(quote);
+  pending = quote;
+  setTimeout(() => { finder.selecting = false; }, 0); // after this selection's selectionchange
+  status.textContent = `Match ${finder.current + 1} of ${total}, page ${match.page}.`;
+  return quote;
+}
+
+function setUpFind(pdfjs) {
+  const form = document.getElementById("find-form");
+  if (!form) return;
+  const input = document.getElementById("find-input");
+  const run = (backwards) => findNext(pdfjs, backwards).catch((error) => say(`Find failed: ${error}`, true));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    run(false);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && event.altKey && bar) {
+      event.preventDefault();
+      highlightFound();
+    } else if (event.key === "Enter" && event.shiftKey) {
+      event.preventDefault();
+      run(true);
+    }
+  });
+  input.addEventListener("input", () => { finder.query = ""; });
+  document.getElementById("find-previous").addEventListener("click", () => run(true));
+  document.getElementById("highlight-match")?.addEventListener("click", highlightFound);
+}
+
+function highlightFound() {
+  if (!finder.found) {
+    say("Find a word or phrase first (type it, then Enter).", true);
+    return;
+  }
+  const quote = finder.found;
+  finder.found = null;
+  highlight(quote).catch((error) => say(`The highlight was not saved: ${error}`, true));
 }
 
 async function main() {
@@ -211,16 +469,20 @@ async function main() {
   await renderPage(pdfjs, frames.get(1));
   const opened = config.focus ? showFocus(pdfjs, config.focus) : "";
   say(`${document_.numPages} page${document_.numPages === 1 ? "" : "s"}.${opened}`);
+  document.addEventListener("selectionchange", keepSelectionEnd);
+  document.addEventListener("pointerup", () => {
+    pointerDown = false;
+    for (const [layer, end] of textLayers) if (document.getSelection()?.isCollapsed) resetLayer(layer, end);
+    if (bar) showBar();
+  });
+  setUpFind(pdfjs);
   if (bar) {
+    document.addEventListener("pointerdown", (event) => {
+      if (!bar.contains(event.target)) pointerDown = true;
+    });
+    // While dragging, the bar stays out of the way; it opens when the selection is made.
     document.addEventListener("selectionchange", () => {
-      const quote = selectedQuote();
-      if (quote) {
-        pending = quote;
-        bar.hidden = false;
-      } else if (!bar.contains(document.activeElement)) {
-        pending = null; // a click elsewhere on the page, not choosing a colour or comment
-        bar.hidden = true;
-      }
+      if (!pointerDown) showBar();
     });
     document.getElementById("highlight-button").addEventListener("click", () => {
       highlight().catch((error) => say(`The highlight was not saved: ${error}`, true));

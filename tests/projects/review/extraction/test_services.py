@@ -112,7 +112,7 @@ def test_extract_record_stores_each_value_with_its_anchor(
     assert anchors["task"]["status"] == "verified" and anchors["task"]["page"] == 1
     assert anchors["papers"] == {
         "status": "verified", "source": "pdf", "page": 2,
-        "text": "resulting in 37M unique paper nodes.", "score": 1.0,
+        "text": "resulting in 37M unique paper nodes", "score": 1.0,  # as quoted
     }  # fmt: skip
     assert anchors["pages"]["status"] == "no_quote"  # the field needs none
     assert answer["flagged"] == [] and answer["empty"] == ["open_source", "years"]
