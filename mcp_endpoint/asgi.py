@@ -42,7 +42,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engines.registry import LOCAL_ENGINE
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
-from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
+from mcp_endpoint.registry import TOOLSET_MODULES, build_registry, get_server
 from papers.search import warmup as search_warmup
 from projects.watch import scheduler as saved_search_scheduler
 
@@ -340,6 +340,7 @@ class McpRouter:
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
                 open_world_tools()  # now, rather than in the event loop of a first request
+                get_server()  # the default tool set's server: not built by a first initialize
                 # Saved searches on their schedule, in this server process when there is
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
                 saved_search_scheduler.start_in_process()
