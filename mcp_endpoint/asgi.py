@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 import uuid
 from functools import cache
@@ -40,6 +41,7 @@ from django.conf import settings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engines.registry import LOCAL_ENGINE
+from engines.registry import registry as engine_registry
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
 from mcp_endpoint.registry import TOOLSET_MODULES, build_registry, get_server
@@ -346,6 +348,9 @@ class McpRouter:
                 saved_search_scheduler.start_in_process()
                 # The embedding models load behind start-up, not in a first search.
                 search_warmup.start_in_background()
+                # And the search engines' modules, which a first search imported.
+                threading.Thread(target=engine_registry.engines, name="engines-warmup",
+                                 daemon=True).start()  # fmt: skip
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 saved_search_scheduler.stop_in_process()
