@@ -8,11 +8,15 @@ import time
 
 import pytest
 
-from tests.mcp.conftest import KnowledgeBase, mcp_client, running_server, tool_data
+from tests.mcp.conftest import (
+    VOCABULARY_LOADED,
+    KnowledgeBase,
+    mcp_client,
+    running_server,
+    tool_data,
+)
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
-
-VOCABULARY_LOADED = "Typo-tolerance vocabulary loaded"
 
 
 async def test_the_first_typo_query_after_a_start_is_corrected_once_warm_up_ends(
