@@ -74,6 +74,16 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "stalls",
+        "No stalls after a start",
+        "`manage.py serve` started afresh, then `initialize`, the first and the tenth "
+        "`search_papers` (engines `local`) typo query and question over /mcp with the SDK's "
+        "client; 3,000 ACL papers (`--limit 0`: the 95k library)",
+        (PY, "benchmarks/bench_stalls.py", "--corpus", ACL, "--runs", "3"),
+        (PY, "benchmarks/bench_stalls.py", "--corpus", ACL, "--runs", "1"),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "search-quality",
         "Search quality (SciFact, Cranfield)",
         "the service behind `search_papers` / `search_papers_semantic`, and `search_papers` "

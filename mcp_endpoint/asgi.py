@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 import uuid
 from functools import cache
@@ -40,9 +41,10 @@ from django.conf import settings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engines.registry import LOCAL_ENGINE
+from engines.registry import registry as engine_registry
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
-from mcp_endpoint.registry import TOOLSET_MODULES, build_registry
+from mcp_endpoint.registry import TOOLSET_MODULES, build_registry, get_server
 from papers.search import warmup as search_warmup
 from projects.watch import scheduler as saved_search_scheduler
 
@@ -340,11 +342,15 @@ class McpRouter:
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
                 open_world_tools()  # now, rather than in the event loop of a first request
+                get_server()  # the default tool set's server: not built by a first initialize
                 # Saved searches on their schedule, in this server process when there is
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
                 saved_search_scheduler.start_in_process()
                 # The embedding models load behind start-up, not in a first search.
                 search_warmup.start_in_background()
+                # And the search engines' modules, which a first search imported.
+                threading.Thread(target=engine_registry.engines, name="engines-warmup",
+                                 daemon=True).start()  # fmt: skip
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 saved_search_scheduler.stop_in_process()

@@ -13,6 +13,7 @@ from hypothesis import settings as hypothesis_settings
 from engines import breaker
 from papers.models import Paper
 from papers.schemas import PaperRecord
+from papers.search import vocabulary
 from papers.services import paper_upsert
 from projects.models import Project
 from projects.services import project_create
@@ -49,6 +50,15 @@ def replay_server() -> Iterator[ReplayServer]:
 def _no_external_engines(settings: Any) -> None:
     """Only the local engine unless a test enables others (tests never reach the internet)."""
     settings.ENGINES_ENABLED = ["local"]
+
+
+@pytest.fixture(autouse=True)
+def _typo_tolerance_loaded() -> None:
+    """Every test starts with an empty typo-tolerance vocabulary loaded, as a server has
+    once its background build ended on an empty library: the papers the test writes are
+    added to it as they are written (papers/search/vocabulary.py). Tests of the loading
+    itself install None."""
+    vocabulary.holder().install(vocabulary.Vocabulary(()))
 
 
 @pytest.fixture(autouse=True)

@@ -48,7 +48,7 @@ from papers.search.native import PG_CONFIG
 from papers.search.source import FTS_TABLE, PG_SOURCE, SQLITE_SOURCE
 from papers.search.source import tables as source_tables
 from papers.search.types import SearchFilters, SearchHit, SearchPage
-from papers.search.vocabulary import get_vocabulary
+from papers.search.vocabulary import Vocabulary, current_vocabulary, vocabulary_add_papers
 from papers.selectors import BRIEF_COLUMNS, brief_from_values, papers_in_scope
 
 # Column order of the FTS5 table.
@@ -56,6 +56,9 @@ FTS_COLUMNS = ("title", "abstract", "authors", "keywords", "venue")
 INDEX_BATCH = 500
 # Fewer exact hits than this and search also tries fuzzy matching on titles and authors.
 FUZZY_BELOW = 3
+# The note of a page that would have had typo-tolerant matches, had this process's
+# vocabulary been built (the first seconds after a start: papers/search/vocabulary.py).
+TYPO_TOLERANCE_LOADING = "typo tolerance is still loading; try again in a few seconds"
 # paper_search_ids returns at most this many ids.
 MAX_IDS = 10_000
 # A hit with no query word in its text (found by meaning) shows this much of its abstract.
@@ -88,7 +91,8 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
     Called inside the writer's transaction (papers.search.index.papers_changed), so the
     index commits or rolls back with the write. Ids of papers that no longer exist just
     lose their row. One DELETE + one INSERT ... SELECT (SQLite) or one upsert (PostgreSQL)
-    per batch of INDEX_BATCH papers.
+    per batch of INDEX_BATCH papers; the papers' title/author words are added to this
+    process's typo-tolerance vocabulary when it holds one.
     """
     ids = sorted({int(i) for i in paper_ids})
     if not ids:
@@ -112,6 +116,10 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
                 + f" WHERE p.paper_id IN ({marks})",
                 batch,
             )
+    # The words of these titles and authors become typo corrections in this process now
+    # (other processes: at their vocabulary's next rebuild).
+    for start in range(0, len(ids), INDEX_BATCH):
+        vocabulary_add_papers(ids[start : start + INDEX_BATCH], using=using)
 
 
 def rebuild_index(
@@ -475,8 +483,9 @@ def paper_search_ranked(
     if ranked.total == 0 and (loose := q.relaxed(understood)) is not None:
         understood = loose
         ranked = _rank(understood, restrictions, depth, 0)
-    if ranked.total < FUZZY_BELOW:
-        extra = _fuzzy_extra(understood, restrictions, set(ranked.ids))
+    vocabulary = current_vocabulary() if ranked.total < FUZZY_BELOW else None
+    if vocabulary is not None:
+        extra = _fuzzy_extra(understood, restrictions, set(ranked.ids), vocabulary)
         ids = [*ranked.ids, *(pid for pid, _ in extra)][:depth]
         scores = [*ranked.scores, *(score for _, score in extra)][:depth]
         ranked = Ranked(ids, scores, ranked.total + len(extra), ranked.total_exact)
@@ -498,8 +507,15 @@ def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchH
 
 
 def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Restriction]) -> None:
-    """Append typo-tolerant title/author matches to a page with few exact hits."""
-    extra = _fuzzy_extra(understood, restrictions, {hit.record["paper_id"] for hit in page.hits})
+    """Append typo-tolerant title/author matches to a page with few exact hits (a note
+    instead while this process's vocabulary is still being built)."""
+    vocabulary = current_vocabulary()
+    if vocabulary is None:
+        if _fuzzy_words(understood):
+            page.notes.append(TYPO_TOLERANCE_LOADING)
+        return
+    seen = {hit.record["paper_id"] for hit in page.hits}
+    extra = _fuzzy_extra(understood, restrictions, seen, vocabulary)
     if not extra:
         return
     words = _fuzzy_words(understood)
@@ -509,7 +525,7 @@ def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Re
     room = page.limit - len(page.hits)
     chosen = extra[start : start + room] if room > 0 else []
     ids = [pid for pid, _ in chosen]
-    corrected = q.Understood("natural", None, tuple(_corrections(words)))
+    corrected = q.Understood("natural", None, tuple(_corrections(words, vocabulary)))
     page.hits += _hits(ids, [score for _, score in chosen], corrected)
     page.total = exact_total + len(extra)
     page.mode = "fuzzy"
@@ -526,7 +542,10 @@ def _fuzzy_words(understood: q.Understood) -> list[str]:
 
 
 def _fuzzy_extra(
-    understood: q.Understood, restrictions: list[Restriction], seen: set[int]
+    understood: q.Understood,
+    restrictions: list[Restriction],
+    seen: set[int],
+    vocabulary: Vocabulary,
 ) -> list[tuple[int, float]]:
     """Typo-tolerant title/author matches (paper id, score), best first, less `seen`."""
     words = _fuzzy_words(understood)
@@ -534,13 +553,12 @@ def _fuzzy_extra(
         return []
     constraint = understood.constraint
     excluded = q.excluded_parts(constraint) if constraint is not None else []
-    found = native.fuzzy_matches(words, excluded, restrictions)
+    found = native.fuzzy_matches(words, excluded, restrictions, vocabulary)
     return [(pid, score) for pid, score in found if pid not in seen]
 
 
-def _corrections(words: list[str]) -> list[str]:
+def _corrections(words: list[str], vocabulary: Vocabulary) -> list[str]:
     """The query words and their close spellings, for highlighting fuzzy hits."""
-    vocabulary = get_vocabulary()
     return [*words, *(t for w in words for t in vocabulary.close_terms(w.lower()))]
 
 

@@ -18,7 +18,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from papers.search import query as q
 from papers.search.lexical import Ranked, Restriction, intersection
 from papers.search.source import FTS_TABLE
-from papers.search.vocabulary import FUZZY_MIN_CHARS, get_vocabulary
+from papers.search.vocabulary import FUZZY_MIN_CHARS, Vocabulary
 
 # English stemming and stop words, accents folded (migration 0003).
 PG_CONFIG = "papers_english"
@@ -96,11 +96,14 @@ def rank(node: q.Node, restrictions: Sequence[Restriction], limit: int, offset: 
 
 
 def fuzzy_matches(
-    words: list[str], excluded: list[q.Node], restrictions: Sequence[Restriction]
+    words: list[str],
+    excluded: list[q.Node],
+    restrictions: Sequence[Restriction],
+    vocabulary: Vocabulary,
 ) -> list[tuple[int, float]]:
-    """Papers whose title/authors hold each word or a close spelling of it (short
-    unknown words are left out), best first, at most FUZZY_MAX_HITS."""
-    groups = _close_groups(words)
+    """Papers whose title/authors hold each word or a close spelling of it in
+    `vocabulary` (short unknown words are left out), best first, at most FUZZY_MAX_HITS."""
+    groups = _close_groups(words, vocabulary)
     if groups is None:
         return []
     where, params = "", list[Any]()
@@ -127,10 +130,9 @@ def fuzzy_matches(
         return [(row[0], -row[1]) for row in cursor.fetchall()]
 
 
-def _close_groups(words: list[str]) -> list[list[str]] | None:
+def _close_groups(words: list[str], vocabulary: Vocabulary) -> list[list[str]] | None:
     """For each query word, the indexed title/author words it may be a misspelling of;
     None when a (long enough) word has none, so nothing can match all of them."""
-    vocabulary = get_vocabulary()
     groups = []
     for word in words:
         alternatives = vocabulary.close_terms(word.lower())

@@ -621,9 +621,12 @@ def hybrid_page(
     except BaseException:
         encoding.cancel()  # its vectors are not needed (if it ran, they are dropped)
         raise
-    vectors = encoding.result()
     if lexical.total < min_lexical:
+        # A misspelling, for typo-tolerant full text: its answer need not wait for the
+        # encoder (a model's first encode after a start, the strong tier's ~100 ms).
+        encoding.cancel()
         return None
+    vectors = encoding.result()
     fused = hybrid_fuse(
         query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope,
         notes=notes, prepared=(tiers, vectors),

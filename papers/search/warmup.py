@@ -1,4 +1,5 @@
-"""Loading what a first search needs in a background thread when a server starts: the
+"""Loading what a first search needs in background threads when a server starts: the
+typo-tolerance vocabulary (seconds at 95k papers: papers/search/vocabulary.py), the
 embedding models (3-4 s, the bulk of a first search after a start when loaded on
 demand), the vector index, and one query encoded (a model's first encode sets itself up).
 Start-up does not wait for it; a search that comes first waits on the model's lock
@@ -14,6 +15,8 @@ import time
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from papers.search import vocabulary
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -26,17 +29,21 @@ def state() -> str:
 
 
 def start_in_background() -> threading.Thread | None:
-    """Start loading in a thread, once per process; None when embeddings are off or it was
-    started before. Not a daemon: a process that ends while the models load (stdio's input
-    closed at once) waits for it, because a native thread still inside the ONNX runtime at
-    exit aborts the process ("terminate called without an active exception", exit -6)."""
+    """Start building the typo-tolerance vocabulary (its own thread) and loading the
+    models in a thread, once per process; the models' thread, or None when embeddings are
+    off or it was started before. Not a daemon: a process that ends while the models load
+    (stdio's input closed at once) waits for it, because a native thread still inside the
+    ONNX runtime at exit aborts the process ("terminate called without an active
+    exception", exit -6)."""
     global _state
-    if not settings.EMBEDDINGS_ENABLED:
-        return None
     with _lock:
         if _state != "idle":
             return None
         _state = "loading"
+    vocabulary.holder().refresh_in_background()
+    if not settings.EMBEDDINGS_ENABLED:
+        _state = "ready"
+        return None
     thread = threading.Thread(target=_load, name="search-warmup", daemon=False)
     thread.start()
     return thread

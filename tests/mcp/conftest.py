@@ -134,6 +134,11 @@ def knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Knowled
         yield kb
 
 
+# The warm-up's log lines (papers/search/vocabulary.py).
+VOCABULARY_LOADED = "Typo-tolerance vocabulary loaded"
+VOCABULARY_FAILED = "Building the typo-tolerance vocabulary failed"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -190,10 +195,27 @@ def start_server(
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            if {**kb.env, **(env or {})}.get("LOG_LEVEL") in ("INFO", "DEBUG"):
+                _wait_for_typo_tolerance(server, deadline)
             return server
         time.sleep(0.1)
     server.stop(signal.SIGKILL)
     raise RuntimeError(f"server did not start in {STARTUP_TIMEOUT}s:\n{server.log()}")
+
+
+def _wait_for_typo_tolerance(server: LiveServer, deadline: float) -> None:
+    """Until the server's warm-up has built its typo-tolerance vocabulary (milliseconds on
+    a test library): a search answered before goes without typo tolerance, with a note
+    (papers/search/vocabulary.py), and tests compare answers with the steady state."""
+    while time.monotonic() < deadline:
+        log = server.log()
+        if VOCABULARY_LOADED in log or VOCABULARY_FAILED in log:
+            return
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server exited with {server.process.returncode}:\n{log}")
+        time.sleep(0.05)
+    server.stop(signal.SIGKILL)
+    raise RuntimeError(f"no typo-tolerance vocabulary in {STARTUP_TIMEOUT}s:\n{server.log()}")
 
 
 @contextlib.contextmanager

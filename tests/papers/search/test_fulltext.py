@@ -40,12 +40,6 @@ CORPUS = Path(__file__).parents[2] / "fixtures" / "search" / "corpus.jsonl"
 ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
 
 
-@pytest.fixture(autouse=True)
-def fresh_vocabulary() -> None:
-    """Fuzzy matching caches the title/author words per process; each test has its own."""
-    vocabulary.vocabulary_cache.clear()
-
-
 @pytest.fixture
 def corpus(db: None) -> dict[str, int]:
     """The hand-made corpus, imported in one bulk upsert: key -> paper_id."""
