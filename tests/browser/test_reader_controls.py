@@ -205,3 +205,23 @@ def test_the_pdf_takes_the_width_at_1366_pixels(
     expect(page.locator("#paper-record")).to_be_hidden()
     page.get_by_role("button", name="Full width").click()
     expect(page.locator("#paper-record")).to_be_visible()
+
+
+def test_the_page_number_and_jump_at_768_pixels(
+    page: Page, curation_site: CurationSite, shots: Shots
+) -> None:
+    """One column: the window scrolls, not the pages' box; nothing wider than the window."""
+    page.set_viewport_size({"width": 768, "height": 1000})
+    open_reader(page, curation_site, WITH_OUTLINE)
+    number = page.get_by_label("Page number, 1 to 8")
+    page.evaluate("document.getElementById('page-4').scrollIntoView({ block: 'start' })")
+    expect(number).to_have_value("4")
+    number.fill("7")
+    number.press("Enter")
+    expect(page.locator("#page-7[data-rendered=true]")).to_be_in_viewport()
+    expect(number).to_have_value("7")
+    shots.take("page-7")
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0

@@ -541,16 +541,19 @@ function queuePageNumber() {
   });
 }
 
-// Scrolls a page to the top of the view, at `top` (PDF points from its bottom) if given.
+// Scrolls a page to the top of the view, at `top` (PDF points from its bottom) if given:
+// inside the pages' box when it scrolls (the window stays put), else the window.
 async function goToPage(number, top = null) {
   const entry = frames.get(number);
   await loadPage(entry);
-  const target = document.createElement("div");
-  target.className = "scroll-target";
-  target.style.top = top === null ? "0px" : `${Math.max(0, entry.viewport.convertToViewportPoint(0, top)[1])}px`;
-  entry.frame.append(target);
-  target.scrollIntoView({ block: "start", behavior: "instant" });
-  target.remove();
+  const y = top === null ? 0 : Math.max(0, entry.viewport.convertToViewportPoint(0, top)[1]);
+  const box = scroller();
+  if (box) {
+    const padding = parseFloat(getComputedStyle(box).paddingTop) || 0;
+    box.scrollTop += entry.frame.getBoundingClientRect().top + y - box.getBoundingClientRect().top - padding;
+  } else {
+    window.scrollBy({ top: entry.frame.getBoundingClientRect().top + y, behavior: "instant" });
+  }
   renderPage(entry);
   showPageNumber();
 }
