@@ -225,3 +225,16 @@ def test_the_page_number_and_jump_at_768_pixels(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
     assert overflow <= 0
+
+
+def test_find_draws_the_page_of_a_match_not_yet_drawn(
+    page: Page, curation_site: CurationSite
+) -> None:
+    open_reader(page, curation_site, WITH_OUTLINE)
+    expect(page.locator("#page-8 canvas")).to_have_count(0)
+    find = page.get_by_label("Find", exact=True)
+    find.fill("Johns Hopkins-Princeton Institute for Quantum Matter")  # the acknowledgments
+    find.press("Enter")
+    expect(page.locator("#find-status")).to_have_text("Match 1 of 1, page 8.")
+    expect(page.locator("#page-8[data-rendered=true]")).to_be_in_viewport()
+    assert "Princeton Institute" in page.evaluate("window.getSelection().toString()")
