@@ -37,6 +37,17 @@ SPAN_BOX = """(start) => {
 CENTRE_SPAN = """(start) => [...document.querySelectorAll('#page-1 .textLayer > span')]
   .find((s) => s.textContent.startsWith(start)).scrollIntoView({ block: "center" })"""
 
+CHAR_BOX = """([start, text]) => {
+  const span = [...document.querySelectorAll('#page-1 .textLayer > span')]
+    .find((s) => s.textContent.startsWith(start));
+  const at = span.textContent.indexOf(text);
+  const range = document.createRange();
+  range.setStart(span.firstChild, at);
+  range.setEnd(span.firstChild, at + 1);
+  const r = range.getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom];
+}"""
+
 SELECTION_BOX = """() => {
   const r = window.getSelection().getRangeAt(0).getBoundingClientRect();
   return [r.left, r.top, r.right, r.bottom];
@@ -115,13 +126,14 @@ def test_the_highlight_is_what_was_dragged_over_and_no_more(
     site = curation_site
     paper_id = open_reader(page, site)
     page.evaluate(CENTRE_SPAN, "for organizing published")
-    first = page.evaluate(SPAN_BOX, "for organizing published")
+    # From the character, not a fixed offset into the line: the zoom decides where it is.
+    first = page.evaluate(CHAR_BOX, ["for organizing published", "ng published"])
     second = page.evaluate(SPAN_BOX, "ture into a heterogeneous")
     # From inside 'organizing' to the gap between the columns, past the next line's end:
     # Chromium used to carry such a selection on into the following lines.
     selected = drag(
         page,
-        (first[0] + 40, (first[1] + first[3]) / 2),
+        (first[0] + 1, (first[1] + first[3]) / 2),
         (second[2] + 6, (second[1] + second[3]) / 2),
     )
     assert selected.startswith("ng published scientific litera-\nture into")

@@ -7,6 +7,10 @@
 // selects each match in turn (Enter, Shift+Enter), and "Highlight match" (or Alt+Enter in
 // the find box) stores it through the same request as a selection: a highlight without a
 // mouse.
+// Pages are drawn lazily: page 1 first, the others as they come near the view, their
+// frames sized from page 1 until then so the scroll height is right. Around them: the page
+// number ("n / N", a box to jump to a page), zoom (−, +, fit width), full width (the record
+// column hidden) and the PDF's outline, when it has one.
 const script = document.getElementById("reader-script");
 const config = JSON.parse(document.getElementById("reader-config").textContent);
 const pagesElement = document.getElementById("pdf-pages");
@@ -20,8 +24,15 @@ let pointerDown = false; // the bar waits for the end of a drag
 const textLayers = new Map(); // .textLayer div -> its endOfContent div
 let lastRange = null;
 const finder = { query: "", matches: [], current: -1 }; // matches: [{page, nth}]
-// Until the PDF is loaded, Enter in the find box must not submit (reload) the page.
-document.getElementById("find-form")?.addEventListener("submit", (event) => event.preventDefault());
+const view = { scale: 1, fit: true, first: null }; // first: page 1's viewport at scale 1
+let pdfjs = null;
+let pdfDocument = null;
+let observer = null;
+let focusMark = null; // `config.focus`'s quote, drawn again after a zoom
+// Until the PDF is loaded, Enter in the find or page box must not submit (reload) the page.
+for (const id of ["find-form", "page-form"]) {
+  document.getElementById(id)?.addEventListener("submit", (event) => event.preventDefault());
+}
 
 function say(message, isError = false) {
   statusElement.textContent = message;
@@ -37,7 +48,7 @@ function csrfToken() {
 
 function drawAnnotation(annotation) {
   const entry = frames.get(annotation.page);
-  if (!entry) return;
+  if (!entry?.page) return; // drawn when its page is loaded (loadPage)
   for (const rect of annotation.rects || []) {
     // Stored in PDF points, origin bottom-left: the viewport turns them into CSS pixels.
     const [x0, y0] = entry.viewport.convertToViewportPoint(rect[0], rect[1]);
@@ -55,9 +66,10 @@ function drawAnnotation(annotation) {
   }
 }
 
-function jumpTo(annotation, behavior = "smooth") {
+async function jumpTo(annotation, behavior = "smooth") {
   const entry = frames.get(annotation.page);
   if (!entry) return;
+  await loadPage(entry);
   const marks = entry.frame.querySelectorAll(`[data-annotation="${annotation.annotation_id}"]`);
   (marks[0] || entry.frame).scrollIntoView({ behavior, block: "center" });
   for (const mark of marks) {
@@ -67,15 +79,17 @@ function jumpTo(annotation, behavior = "smooth") {
   }
 }
 
-function showFocus(pdfjs, focus) {
+async function showFocus(focus) {
   const entry = frames.get(focus.page);
   if (!entry) return "";
   // Drawn as an annotation of its own (not stored): the quote's boxes, flashed.
-  drawAnnotation({ annotation_id: "focus", kind: "focus", page: focus.page, rects: focus.rects || [],
-    color: "#ff8c00", text: "" });
-  renderPage(pdfjs, entry);
+  focusMark = { annotation_id: "focus", kind: "focus", page: focus.page, rects: focus.rects || [],
+    color: "#ff8c00", text: "" };
+  await loadPage(entry);
+  drawAnnotation(focusMark);
+  renderPage(entry);
   // At once, not smoothly: scrolling past the pages before it would render each of them.
-  jumpTo({ annotation_id: "focus", page: focus.page }, "instant");
+  await jumpTo({ annotation_id: "focus", page: focus.page }, "instant");
   return focus.rects?.length ? ` Opened at page ${focus.page}, the quote marked.` : ` Opened at page ${focus.page}.`;
 }
 
@@ -90,7 +104,7 @@ function listAnnotation(annotation) {
   link.append(swatch, ` p. ${annotation.page}: `, annotation.text || annotation.comment || annotation.kind);
   link.addEventListener("click", (event) => {
     event.preventDefault();
-    jumpTo(annotation);
+    jumpTo(annotation).catch((error) => say(`${error}`, true));
   });
   item.append(link);
   if (annotation.comment && annotation.text) {
@@ -114,25 +128,84 @@ function showList() {
   }
 }
 
-async function renderPage(pdfjs, entry) {
-  if (entry.rendered) return;
-  entry.rendered = true;
+// A page's frame at the current scale: sized from its own viewport once it is loaded, from
+// page 1's before (a placeholder), with the variables pdf.js's text layer sizes itself by.
+function sizeFrame(entry) {
+  const { frame } = entry;
+  entry.viewport = (entry.page || view.first).getViewport({ scale: view.scale });
+  frame.style.width = `${entry.viewport.width}px`;
+  frame.style.height = `${entry.viewport.height}px`;
+  for (const [name, value] of [["--scale-factor", view.scale], ["--user-unit", 1],
+    ["--total-scale-factor", view.scale], ["--scale-round-x", "1px"], ["--scale-round-y", "1px"]]) {
+    frame.style.setProperty(name, value);
+  }
+}
+
+function drawMarks(entry) {
+  entry.frame.querySelector(".marks").replaceChildren();
+  for (const annotation of annotations) if (annotation.page === entry.number) drawAnnotation(annotation);
+  if (focusMark?.page === entry.number) drawAnnotation(focusMark);
+}
+
+// pdf.js's page object, fetched when the page is first needed (drawn, searched, jumped to).
+function loadPage(entry) {
+  entry.loading ??= pdfDocument.getPage(entry.number).then((page) => {
+    entry.page = page;
+    sizeFrame(entry);
+    drawMarks(entry);
+    return page;
+  });
+  return entry.loading;
+}
+
+function renderPage(entry) {
+  entry.rendering ??= drawPage(entry).catch((error) => {
+    if (error?.name !== "RenderingCancelledException" && error?.name !== "AbortException") throw error;
+  });
+  return entry.rendering;
+}
+
+async function drawPage(entry) {
+  const generation = entry.generation; // a zoom while drawing makes this drawing stale
+  await loadPage(entry);
+  if (generation !== entry.generation) return;
   const outputScale = window.devicePixelRatio || 1;
   const canvas = document.createElement("canvas");
   canvas.width = Math.floor(entry.viewport.width * outputScale);
   canvas.height = Math.floor(entry.viewport.height * outputScale);
   canvas.setAttribute("role", "presentation");
-  entry.frame.querySelector(".canvas-slot").append(canvas);
+  entry.frame.querySelector(".canvas-slot").replaceChildren(canvas);
   const transform = outputScale !== 1 ? [outputScale, 0, 0, outputScale, 0, 0] : undefined;
-  await entry.page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport: entry.viewport, transform }).promise;
-  const textLayer = new pdfjs.TextLayer({
+  entry.task = entry.page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport: entry.viewport, transform });
+  await entry.task.promise;
+  if (generation !== entry.generation) return;
+  const layer = entry.frame.querySelector(".textLayer");
+  entry.textLayer = new pdfjs.TextLayer({
     textContentSource: entry.page.streamTextContent(),
-    container: entry.frame.querySelector(".textLayer"),
+    container: layer,
     viewport: entry.viewport,
   });
-  await textLayer.render();
-  trackSelection(entry.frame.querySelector(".textLayer"));
+  await entry.textLayer.render();
+  if (generation !== entry.generation) return;
+  trackSelection(layer);
   entry.frame.dataset.rendered = "true";
+}
+
+// Back to an undrawn frame at the current scale (after a zoom): drawn again when in view.
+function resetPage(entry) {
+  entry.generation += 1;
+  entry.task?.cancel();
+  entry.textLayer?.cancel();
+  entry.task = entry.textLayer = entry.rendering = null;
+  sizeFrame(entry);
+  entry.frame.querySelector(".canvas-slot").replaceChildren();
+  const layer = entry.frame.querySelector(".textLayer");
+  textLayers.delete(layer);
+  const fresh = document.createElement("div");
+  fresh.className = "textLayer";
+  layer.replaceWith(fresh);
+  delete entry.frame.dataset.rendered;
+  if (entry.page) drawMarks(entry);
 }
 
 // Chromium resolves a drag over the empty space of a text layer (between columns, past a
@@ -300,7 +373,7 @@ const pageKeys = new Map(); // page number -> the page's text key (from pdf.js's
 
 async function pageKey(number) {
   if (!pageKeys.has(number)) {
-    const content = await frames.get(number).page.getTextContent();
+    const content = await (await loadPage(frames.get(number))).getTextContent();
     pageKeys.set(number, textKey(content.items.map((item) => item.str || "").join("")));
   }
   return pageKeys.get(number);
@@ -338,7 +411,7 @@ function rangeOnPage(number, key, nth) {
   return range;
 }
 
-async function findMatches(pdfjs, query) {
+async function findMatches(query) {
   const key = textKey(query);
   finder.query = query;
   finder.matches = [];
@@ -350,7 +423,7 @@ async function findMatches(pdfjs, query) {
   }
 }
 
-async function findNext(pdfjs, backwards = false) {
+async function findNext(backwards = false) {
   const input = document.getElementById("find-input");
   const status = document.getElementById("find-status");
   const query = input.value.trim();
@@ -358,7 +431,7 @@ async function findNext(pdfjs, backwards = false) {
     status.textContent = "Type a word or phrase to find.";
     return null;
   }
-  if (query !== finder.query) await findMatches(pdfjs, query);
+  if (query !== finder.query) await findMatches(query);
   const total = finder.matches.length;
   if (!total) {
     finder.current = -1;
@@ -369,7 +442,7 @@ async function findNext(pdfjs, backwards = false) {
   else finder.current = (finder.current + (backwards ? total - 1 : 1)) % total;
   const match = finder.matches[finder.current];
   const entry = frames.get(match.page);
-  await renderPage(pdfjs, entry);
+  await renderPage(entry);
   const range = rangeOnPage(match.page, textKey(query), match.nth);
   if (!range) {
     status.textContent = `Match ${finder.current + 1} of ${total} is on page ${match.page}.`;
@@ -391,11 +464,11 @@ async function findNext(pdfjs, backwards = false) {
   return quote;
 }
 
-function setUpFind(pdfjs) {
+function setUpFind() {
   const form = document.getElementById("find-form");
   if (!form) return;
   const input = document.getElementById("find-input");
-  const run = (backwards) => findNext(pdfjs, backwards).catch((error) => say(`Find failed: ${error}`, true));
+  const run = (backwards) => findNext(backwards).catch((error) => say(`Find failed: ${error}`, true));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     run(false);
@@ -424,8 +497,241 @@ function highlightFound() {
   highlight(quote).catch((error) => say(`The highlight was not saved: ${error}`, true));
 }
 
+// --- page number, jump, zoom, full width, outline --------------------------------------------
+
+const pageInput = document.getElementById("page-input");
+const pageStatus = document.getElementById("page-status");
+
+// The scroll box the pages are in: #pdf-pages in two columns, the window below 1024 px.
+function scroller() {
+  return pagesElement.scrollHeight > pagesElement.clientHeight + 2 ? pagesElement : null;
+}
+
+// The page at the top of the view (the last one once scrolled to the end).
+function currentPage() {
+  const box = scroller();
+  const atEnd = box
+    ? box.scrollTop + box.clientHeight >= box.scrollHeight - 2
+    : window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
+  const top = Math.max(box ? box.getBoundingClientRect().top : 0, 0) + 20;
+  let current = 1;
+  for (const [number, entry] of frames) {
+    const rect = entry.frame.getBoundingClientRect();
+    if (rect.height === 0) continue;
+    if (atEnd ? rect.top < window.innerHeight : rect.top <= top) current = number;
+    else break;
+  }
+  return current;
+}
+
+function showPageNumber() {
+  if (!pageInput || !frames.size) return;
+  const current = String(currentPage());
+  if (document.activeElement !== pageInput && pageInput.value !== current) pageInput.value = current;
+  pageInput.dataset.current = current;
+}
+
+let numberQueued = false;
+function queuePageNumber() {
+  if (numberQueued) return;
+  numberQueued = true;
+  requestAnimationFrame(() => {
+    numberQueued = false;
+    showPageNumber();
+  });
+}
+
+// Scrolls a page to the top of the view, at `top` (PDF points from its bottom) if given:
+// inside the pages' box when it scrolls (the window stays put), else the window.
+async function goToPage(number, top = null) {
+  const entry = frames.get(number);
+  await loadPage(entry);
+  const y = top === null ? 0 : Math.max(0, entry.viewport.convertToViewportPoint(0, top)[1]);
+  const box = scroller();
+  if (box) {
+    const padding = parseFloat(getComputedStyle(box).paddingTop) || 0;
+    box.scrollTop += entry.frame.getBoundingClientRect().top + y - box.getBoundingClientRect().top - padding;
+  } else {
+    window.scrollBy({ top: entry.frame.getBoundingClientRect().top + y, behavior: "instant" });
+  }
+  renderPage(entry);
+  showPageNumber();
+}
+
+function setUpPageJump() {
+  const form = document.getElementById("page-form");
+  if (!form) return;
+  const total = frames.size;
+  document.getElementById("page-total").textContent = `/ ${total}`;
+  pageInput.setAttribute("aria-label", `Page number, 1 to ${total}`);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const typed = pageInput.value.trim();
+    const number = /^\d+$/.test(typed) ? Number(typed) : NaN;
+    if (!(number >= 1 && number <= total)) {
+      pageStatus.textContent = `“${typed}” is not a page of this PDF: type a number from 1 to ${total}.`;
+      pageStatus.classList.add("errornote");
+      return;
+    }
+    pageStatus.textContent = "";
+    pageStatus.classList.remove("errornote");
+    goToPage(number).catch((error) => say(`${error}`, true));
+  });
+  pageInput.addEventListener("blur", () => {
+    if (!pageStatus.textContent) pageInput.value = pageInput.dataset.current || "1";
+  });
+  pagesElement.addEventListener("scroll", queuePageNumber, { passive: true });
+  window.addEventListener("scroll", queuePageNumber, { passive: true });
+  window.addEventListener("resize", queuePageNumber);
+  showPageNumber();
+}
+
+const ZOOM_STEP = 1.25;
+const MIN_SCALE = 0.25;
+const MAX_SCALE = 4;
+
+function fitScale() {
+  const natural = view.first.getViewport({ scale: 1 }).width;
+  return Math.max(MIN_SCALE, Math.min(MAX_SCALE, (pagesElement.clientWidth - 24) / natural));
+}
+
+function showZoom() {
+  const level = document.getElementById("zoom-level");
+  if (level) level.textContent = `${Math.round(view.scale * 100)}%`;
+  document.getElementById("zoom-fit")?.setAttribute("aria-pressed", String(view.fit));
+  const out = document.getElementById("zoom-out");
+  const into = document.getElementById("zoom-in");
+  if (out) out.disabled = view.scale <= MIN_SCALE + 1e-6;
+  if (into) into.disabled = view.scale >= MAX_SCALE - 1e-6;
+}
+
+// Every frame resized to the new scale and the visible pages drawn again; the page at the
+// top of the view stays there. Highlights are drawn from their PDF coordinates, so they
+// stay over their text at every scale.
+function setScale(scale, fit = false) {
+  view.fit = fit;
+  const next = Math.max(MIN_SCALE, Math.min(MAX_SCALE, scale));
+  if (Math.abs(next - view.scale) < 1e-3) {
+    showZoom();
+    return;
+  }
+  // Where the view's top is on the page at the top, kept there at the new scale.
+  const current = currentPage();
+  const entry = frames.get(current);
+  const box = scroller();
+  const offset = Math.max(box ? box.getBoundingClientRect().top : 0, 0) - entry.frame.getBoundingClientRect().top;
+  const top = offset > 0 ? entry.viewport.convertToPdfPoint(0, offset)[1] : null;
+  view.scale = next;
+  if (bar && !bar.hidden) {
+    bar.hidden = true;
+    pending = null;
+  }
+  finder.found = null; // its range was in the text layer drawn at the old scale
+  for (const each of frames.values()) resetPage(each);
+  showZoom();
+  goToPage(current, top).catch((error) => say(`${error}`, true));
+  // Observed anew, so that the pages now in view are reported (and drawn) again.
+  for (const each of frames.values()) {
+    observer.unobserve(each.frame);
+    observer.observe(each.frame);
+  }
+}
+
+function setUpZoom() {
+  document.getElementById("zoom-out")?.addEventListener("click", () => setScale(view.scale / ZOOM_STEP));
+  document.getElementById("zoom-in")?.addEventListener("click", () => setScale(view.scale * ZOOM_STEP));
+  document.getElementById("zoom-fit")?.addEventListener("click", () => setScale(fitScale(), true));
+  let resized = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => { if (view.fit) setScale(fitScale(), true); }, 200);
+  });
+  showZoom();
+}
+
+// "Full width": the record column hidden, the PDF given the page's width; remembered.
+const WIDE_KEY = "reader-full-width";
+const room = document.querySelector(".reading-room");
+const wideButton = document.getElementById("full-width");
+
+function setWide(wide) {
+  room?.classList.toggle("wide", wide);
+  wideButton?.setAttribute("aria-pressed", String(wide));
+  try {
+    if (wide) localStorage.setItem(WIDE_KEY, "1");
+    else localStorage.removeItem(WIDE_KEY);
+  } catch { /* storage refused: the choice lasts for this page */ }
+}
+
+function storedWide() {
+  try {
+    return localStorage.getItem(WIDE_KEY) === "1";
+  } catch {
+    return false;
+  }
+}
+
+wideButton?.addEventListener("click", () => {
+  setWide(wideButton.getAttribute("aria-pressed") !== "true");
+  if (view.first && view.fit) setScale(fitScale(), true);
+});
+if (storedWide()) setWide(true);
+
+// The outline's destination: a page and, when the destination says, the height on it.
+async function goToDestination(dest) {
+  const explicit = typeof dest === "string" ? await pdfDocument.getDestination(dest) : dest;
+  if (!Array.isArray(explicit) || !explicit.length) {
+    say("This outline entry leads to no page of the PDF.", true);
+    return;
+  }
+  const [ref, mode] = explicit;
+  const index = typeof ref === "object" && ref !== null ? await pdfDocument.getPageIndex(ref) : Number(ref);
+  const number = index + 1;
+  if (!frames.has(number)) {
+    say("This outline entry leads to no page of the PDF.", true);
+    return;
+  }
+  const name = mode?.name;
+  let top = null;
+  if (name === "XYZ") top = explicit[3];
+  else if (name === "FitH" || name === "FitBH") top = explicit[2];
+  await goToPage(number, typeof top === "number" ? top : null);
+}
+
+function outlineList(items) {
+  const list = document.createElement("ul");
+  for (const item of items) {
+    const entry = document.createElement("li");
+    const link = document.createElement("a");
+    link.textContent = item.title || "(untitled)";
+    if (item.url) {
+      link.href = item.url;
+      link.rel = "noopener noreferrer";
+      link.target = "_blank";
+    } else {
+      link.href = "#";
+      link.addEventListener("click", (event) => {
+        event.preventDefault();
+        goToDestination(item.dest).catch((error) => say(`${error}`, true));
+      });
+    }
+    entry.append(link);
+    if (item.items?.length) entry.append(outlineList(item.items));
+    list.append(entry);
+  }
+  return list;
+}
+
+// Shown before the pages are sized, so that "fit width" fits the column left beside it.
+function showOutline(outline) {
+  const panel = document.getElementById("pdf-outline");
+  if (!panel || !outline?.length) return; // stays hidden: this PDF has none
+  panel.querySelector("nav").replaceChildren(outlineList(outline));
+  panel.hidden = false;
+}
+
 async function main() {
-  const pdfjs = await import(script.dataset.pdfjs);
+  pdfjs = await import(script.dataset.pdfjs);
   pdfjs.GlobalWorkerOptions.workerSrc = config.worker;
   say("Loading the PDF…");
   const [document_, listed] = await Promise.all([
@@ -435,47 +741,53 @@ async function main() {
       .promise,
     fetch(config.annotations, { credentials: "same-origin" }).then((r) => r.json()),
   ]);
+  pdfDocument = document_;
   annotations = listed.annotations;
-  const first = await document_.getPage(1);
-  const natural = first.getViewport({ scale: 1 });
-  const scale = Math.max(0.5, Math.min(1.6, (pagesElement.clientWidth - 24) / natural.width));
-  const observer = new IntersectionObserver(
-    (entries) => {
-      for (const seen of entries) {
-        if (seen.isIntersecting) renderPage(pdfjs, frames.get(Number(seen.target.dataset.page)));
-      }
-    },
-    { rootMargin: "600px 0px" },
-  );
+  // Only page 1 is fetched before drawing: the other frames take its size until theirs
+  // are loaded, as they come near the view.
+  const [first, outline] = await Promise.all([
+    document_.getPage(1), document_.getOutline().catch(() => null)]);
+  showOutline(outline);
+  view.first = first;
+  view.scale = fitScale();
+  view.fit = true;
   for (let number = 1; number <= document_.numPages; number += 1) {
-    const page = number === 1 ? first : await document_.getPage(number);
-    const viewport = page.getViewport({ scale });
     const frame = document.createElement("div");
     frame.className = "page-frame";
     frame.id = `page-${number}`;
     frame.dataset.page = number;
-    frame.style.width = `${viewport.width}px`;
-    frame.style.height = `${viewport.height}px`;
-    for (const [name, value] of [["--scale-factor", scale], ["--user-unit", 1], ["--total-scale-factor", scale],
-      ["--scale-round-x", "1px"], ["--scale-round-y", "1px"]]) frame.style.setProperty(name, value);
     frame.innerHTML = '<div class="canvas-slot"></div><div class="marks"></div><div class="textLayer"></div>';
     frame.setAttribute("aria-label", `Page ${number}`);
+    frame.setAttribute("role", "region");
+    const entry = { number, frame, viewport: null, page: number === 1 ? first : null, generation: 0,
+      loading: number === 1 ? Promise.resolve(first) : null, rendering: null, task: null, textLayer: null };
+    sizeFrame(entry);
     pagesElement.append(frame);
-    frames.set(number, { frame, viewport, page, rendered: false });
-    observer.observe(frame);
+    frames.set(number, entry);
   }
-  for (const annotation of annotations) drawAnnotation(annotation);
+  drawMarks(frames.get(1));
   showList();
-  await renderPage(pdfjs, frames.get(1));
-  const opened = config.focus ? showFocus(pdfjs, config.focus) : "";
+  await renderPage(frames.get(1));
+  observer = new IntersectionObserver(
+    (entries) => {
+      for (const seen of entries) {
+        if (seen.isIntersecting) renderPage(frames.get(Number(seen.target.dataset.page)));
+      }
+    },
+    { rootMargin: "600px 0px" },
+  );
+  for (const entry of frames.values()) observer.observe(entry.frame);
+  const opened = config.focus ? await showFocus(config.focus) : "";
   say(`${document_.numPages} page${document_.numPages === 1 ? "" : "s"}.${opened}`);
+  setUpPageJump();
+  setUpZoom();
   document.addEventListener("selectionchange", keepSelectionEnd);
   document.addEventListener("pointerup", () => {
     pointerDown = false;
     for (const [layer, end] of textLayers) if (document.getSelection()?.isCollapsed) resetLayer(layer, end);
     if (bar) showBar();
   });
-  setUpFind(pdfjs);
+  setUpFind();
   if (bar) {
     document.addEventListener("pointerdown", (event) => {
       if (!bar.contains(event.target)) pointerDown = true;
