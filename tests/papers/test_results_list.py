@@ -105,7 +105,9 @@ def test_a_corrected_typo_is_said_with_a_way_back(
     page = response.content.decode()
     assert "Showing results for <strong>recurrent</strong>" in page
     assert "Search instead for recurent" in page
-    assert [int(pk) for pk in TITLE_LINK.findall(page)] == [library["retracted"].pk]
+    listed = [int(pk) for pk in TITLE_LINK.findall(page)]
+    assert listed == [hit.record["paper_id"] for hit in local_search(query="recurent").hits]
+    assert listed[0] == library["retracted"].pk
     assert "<mark>Recurrent</mark>" in page
     exact = admin_client.get(CHANGELIST, {"q": "recurent", "exact": "1"})
     assert exact.status_code == 200
@@ -128,7 +130,9 @@ def test_a_searched_page_costs_the_same_queries_at_any_length(
         admin_client.get(CHANGELIST, {"q": "attention"})  # warm caches (vocabulary, session)
         with CaptureQueriesContext(connection) as captured:
             assert admin_client.get(CHANGELIST, {"q": "attention"}).status_code == 200
-        return len(captured)
+        # The semantic tier's check for vectors is cached for a while by the search, so it
+        # falls in one request or another; it is one query whatever the page's length.
+        return sum("papers_paperembedding" not in q["sql"] for q in captured.captured_queries)
 
     for n in range(3):  # enough exact matches that no typo-tolerant search is added
         make_paper(f"Attention paper {n}", authors=[f"A {n}"], year=2001)
