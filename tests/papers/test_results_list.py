@@ -106,7 +106,9 @@ def test_a_corrected_typo_is_said_with_a_way_back(
     assert "Showing results for <strong>recurrent</strong>" in page
     assert "Search instead for recurent" in page
     listed = [int(pk) for pk in TITLE_LINK.findall(page)]
-    assert listed == [hit.record["paper_id"] for hit in local_search(query="recurent").hits]
+    found = local_search(query="recurent")
+    assert listed == [hit.record["paper_id"] for hit in found.hits]
+    assert found.notes[-1].endswith(", for: recurrent")  # what search_papers says
     assert listed[0] == library["retracted"].pk
     assert "<mark>Recurrent</mark>" in page
     exact = admin_client.get(CHANGELIST, {"q": "recurent", "exact": "1"})
