@@ -363,7 +363,7 @@ class RelevanceChangeList(ChangeList):
 
 @admin.register(Paper)
 class PaperAdmin(PaperCurationAdmin):
-    list_display = ["paper_id", "human_id", "short_title", "year", "venue", "keyword_list",
+    list_display = ["paper_id", "human_id", "title_link", "year", "venue", "keyword_list",
                     "citekey"]  # fmt: skip
     list_display_links = ["paper_id", "human_id"]
     list_select_related = ["venue"]
@@ -417,8 +417,13 @@ class PaperAdmin(PaperCurationAdmin):
         papers_changed([form.instance.pk])
 
     @admin.display(description="title", ordering="title")
-    def short_title(self, paper: Paper) -> str:
-        return paper.title if len(paper.title) <= 90 else paper.title[:89] + "…"
+    def title_link(self, paper: Paper) -> str:
+        # The whole title, to the reading page; the id columns open the edit form.
+        return format_html(
+            '<a class="result-title" href="{}">{}</a>',
+            reverse("admin:papers_paper_read", args=[paper.pk]),
+            paper.title,
+        )
 
     @admin.display(description="keywords")
     def keyword_list(self, paper: Paper) -> str:

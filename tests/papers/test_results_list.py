@@ -117,12 +117,19 @@ def test_a_corrected_typo_is_said_with_a_way_back(
     assert "Showing results for" not in exact.content.decode()
 
 
-def test_the_unsearched_list_is_titled_papers(
+def test_the_unsearched_list_is_titled_papers_and_its_titles_lead_to_reading(
     admin_client: Client, library: dict[str, Paper]
 ) -> None:
     response = admin_client.get(CHANGELIST)
+    page = response.content.decode()
     assert response.context["title"] == "Papers"
-    assert "Select paper to change" not in response.content.decode()
+    assert "Select paper to change" not in page
+    attention = library["attention"]
+    assert len(attention.title) > 90  # shown whole
+    assert f'href="/admin/papers/paper/{attention.pk}/read/">{attention.title}</a>' in page
+    assert f'href="/admin/papers/paper/{attention.pk}/change/"' in page  # by its id
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; Attention hijacked" in page
+    assert "<script>alert" not in page
 
 
 def test_a_searched_page_costs_the_same_queries_at_any_length(
