@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.admin.views.main import ORDER_VAR, ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connections
@@ -47,8 +47,13 @@ from papers.models import (
     PaperPdf,
     Venue,
 )
+from papers.results_list import attach_passages, result_row
 from papers.retraction_admin import RetractionFilter
-from papers.search.admin_search import SEARCH_RANK, admin_search_filters, paper_search_admin
+from papers.search.admin_search import (
+    SEARCH_RANK,
+    admin_search_filters,
+    paper_search_admin_ranked,
+)
 from papers.search.index import papers_changed
 
 
@@ -328,6 +333,17 @@ class AnnotationInline(admin.TabularInline):
 CITED_BY_SHOWN = 50
 
 
+# `?exact=1` beside a search: the words as typed, not their correction.
+EXACT_VAR = "exact"
+# Request attributes: whether `exact` was asked, and the search's ranking (LocalRanking).
+EXACT_SEARCH = "paper_search_exact"
+SEARCH_RANKING = "paper_search_ranking"
+
+
+def _search_term(request: HttpRequest) -> str:
+    return request.GET.get(SEARCH_VAR, "").strip()
+
+
 class RelevanceChangeList(ChangeList):
     """A search lists the best matches first (SEARCH_RANK, set by paper_search_admin)
     unless a column was clicked; without a search, the model admin's ordering."""
@@ -347,7 +363,7 @@ class RelevanceChangeList(ChangeList):
 
 @admin.register(Paper)
 class PaperAdmin(PaperCurationAdmin):
-    list_display = ["paper_id", "human_id", "short_title", "year", "venue", "keyword_list",
+    list_display = ["paper_id", "human_id", "title_link", "year", "venue", "keyword_list",
                     "citekey"]  # fmt: skip
     list_display_links = ["paper_id", "human_id"]
     list_select_related = ["venue"]
@@ -401,8 +417,13 @@ class PaperAdmin(PaperCurationAdmin):
         papers_changed([form.instance.pk])
 
     @admin.display(description="title", ordering="title")
-    def short_title(self, paper: Paper) -> str:
-        return paper.title if len(paper.title) <= 90 else paper.title[:89] + "…"
+    def title_link(self, paper: Paper) -> str:
+        # The whole title, to the reading page; the id columns open the edit form.
+        return format_html(
+            '<a class="result-title" href="{}">{}</a>',
+            reverse("admin:papers_paper_read", args=[paper.pk]),
+            paper.title,
+        )
 
     @admin.display(description="keywords")
     def keyword_list(self, paper: Paper) -> str:
@@ -423,7 +444,72 @@ class PaperAdmin(PaperCurationAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Paper], search_term: str
     ) -> tuple[QuerySet[Paper], bool]:
-        return paper_search_admin(queryset, search_term, admin_search_filters(request.GET)), False
+        found, ranking = paper_search_admin_ranked(
+            queryset, search_term, admin_search_filters(request.GET)
+        )
+        if ranking is not None and ranking.corrected and getattr(request, EXACT_SEARCH, False):
+            # "Search instead for <what was typed>": nothing matched it, so nothing is listed.
+            found = found.none()
+            ranking.corrected = None
+        setattr(request, SEARCH_RANKING, ranking)
+        return found, False
+
+    # --- the searched list: a results list for reading (papers/results_list.py) ----------
+
+    # The library's list shows a search as results to read; the project pages built on
+    # this admin keep their columns.
+    results_list_when_searched = True
+
+    def _reading_list(self, request: HttpRequest) -> bool:
+        return self.results_list_when_searched and bool(_search_term(request))
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        return ["result"] if self._reading_list(request) else super().get_list_display(request)
+
+    def get_list_display_links(self, request: HttpRequest, list_display: Any) -> Any:
+        # The searched list's title links to the reading page and its "edit" to this form.
+        return (
+            None
+            if self._reading_list(request)
+            else super().get_list_display_links(request, list_display)
+        )
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        # A search's order is its relevance: no column to sort by, no arrow that says so.
+        return () if self._reading_list(request) else super().get_sortable_by(request)
+
+    @admin.display(description="Results, ordered by relevance")
+    def result(self, paper: Paper) -> str:
+        return result_row(paper)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if EXACT_VAR in request.GET:
+            # Not a list filter: the admin would refuse it as one.
+            params = request.GET.copy()
+            setattr(request, EXACT_SEARCH, params.pop(EXACT_VAR) == ["1"])
+            request.GET = params  # type: ignore[assignment]
+        query = _search_term(request)
+        context = {"title": f"Search: {query}" if query else "Papers", **(extra_context or {})}
+        response = super().changelist_view(request, context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is None or not self._reading_list(request):
+            return response
+        ranking = getattr(request, SEARCH_RANKING, None)
+        corrected = ranking.corrected if ranking is not None else None
+        changelist.result_list = list(changelist.result_list)
+        attach_passages(changelist.result_list, corrected or query)
+        response.context_data["searched"] = query  # type: ignore[attr-defined]
+        if corrected:
+            original = request.GET.copy()
+            original[EXACT_VAR] = "1"
+            response.context_data["corrected"] = {  # type: ignore[attr-defined]
+                "query": corrected,
+                "original": query,
+                "original_url": "?" + original.urlencode(),
+            }
+        return response
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return RelevanceChangeList

@@ -18,7 +18,7 @@ from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
 from papers.models import Paper
-from papers.search.local import local_search_ids
+from papers.search.local import LocalRanking, local_search_ids
 from papers.search.types import SearchFilters
 
 ADMIN_SEARCH_MAX_HITS = 10_000
@@ -94,21 +94,32 @@ def admin_search_filters(params: Mapping[str, str]) -> SearchFilters | None:
 def paper_search_admin(
     queryset: QuerySet[Paper], term: str, filters: SearchFilters | None = None
 ) -> QuerySet[Paper]:
+    """The admin's search box (see paper_search_admin_ranked), as a queryset only."""
+    return paper_search_admin_ranked(queryset, term, filters)[0]
+
+
+def paper_search_admin_ranked(
+    queryset: QuerySet[Paper], term: str, filters: SearchFilters | None = None
+) -> tuple[QuerySet[Paper], LocalRanking | None]:
     """The admin's search box: identifiers (paper_id, human id, citekey, DOI) match
     exactly, and words are ranked as search_papers ranks them (`local_search_ids`). The
-    result carries SEARCH_RANK (best first: identifier matches, then the search's
-    ranking). Text that is still not a valid query (a misused
-    operator) falls back to a plain title/author match, so the box never errors."""
+    queryset carries SEARCH_RANK (best first: identifier matches, then the search's
+    ranking); the ranking (None for an empty term or a query that is not one) tells the
+    results list whether the words were respelled. Text that is still not a valid query
+    (a misused operator) falls back to a plain title/author match, so the box never
+    errors."""
     term = term.strip()
     if not term:
-        return queryset
+        return queryset, None
     condition = identifier_match(term)
+    ranking: LocalRanking | None
     try:
-        ids = local_search_ids(query=term, filters=filters, limit=ADMIN_SEARCH_MAX_HITS).ids
+        ranking = local_search_ids(query=term, filters=filters, limit=ADMIN_SEARCH_MAX_HITS)
     except InvalidInput:
-        ids = []
+        ranking = None
         plain = " ".join(re.sub(r'["()*]', " ", term).split())
         condition |= Q(title__icontains=plain) | Q(authors_string__icontains=plain)
     else:
-        condition |= Q(pk__in=ids)
-    return with_search_rank(queryset.filter(condition), ids)
+        condition |= Q(pk__in=ranking.ids)
+    ids = ranking.ids if ranking is not None else []
+    return with_search_rank(queryset.filter(condition), ids), ranking

@@ -27,6 +27,7 @@ reads them change together (one migration, one layout per database).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,6 +60,7 @@ FUZZY_BELOW = 3
 # The note of a page that would have had typo-tolerant matches, had this process's
 # vocabulary been built (the first seconds after a start: papers/search/vocabulary.py).
 TYPO_TOLERANCE_LOADING = "typo tolerance is still loading; try again in a few seconds"
+_WORD_RE = re.compile(r"[^\W_]+")
 # paper_search_ids returns at most this many ids.
 MAX_IDS = 10_000
 # A hit with no query word in its text (found by meaning) shows this much of its abstract.
@@ -424,7 +426,7 @@ def paper_search(
     if not ranked.total_exact:
         page.notes.append(f"total is an estimate (about {ranked.total:,} papers match)")
     if ranked.total < FUZZY_BELOW:
-        _add_fuzzy(page, understood, restrictions)
+        _add_fuzzy(page, query, understood, restrictions)
     return page
 
 
@@ -488,7 +490,10 @@ def paper_search_ranked(
         extra = _fuzzy_extra(understood, restrictions, set(ranked.ids), vocabulary)
         ids = [*ranked.ids, *(pid for pid, _ in extra)][:depth]
         scores = [*ranked.scores, *(score for _, score in extra)][:depth]
-        ranked = Ranked(ids, scores, ranked.total + len(extra), ranked.total_exact)
+        corrected = (
+            query_correction(query, understood, vocabulary) if extra and not ranked.total else None
+        )
+        ranked = Ranked(ids, scores, ranked.total + len(extra), ranked.total_exact, corrected)
     return ranked
 
 
@@ -506,7 +511,9 @@ def search_hits(ids: list[int], scores: list[float], query: str) -> list[SearchH
 # --- typo tolerance --------------------------------------------------------------------
 
 
-def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Restriction]) -> None:
+def _add_fuzzy(
+    page: SearchPage, page_query: str, understood: q.Understood, restrictions: list[Restriction]
+) -> None:
     """Append typo-tolerant title/author matches to a page with few exact hits (a note
     instead while this process's vocabulary is still being built)."""
     vocabulary = current_vocabulary()
@@ -529,11 +536,12 @@ def _add_fuzzy(page: SearchPage, understood: q.Understood, restrictions: list[Re
     page.hits += _hits(ids, [score for _, score in chosen], corrected)
     page.total = exact_total + len(extra)
     page.mode = "fuzzy"
-    page.notes.append(
-        "few exact matches; added typo-tolerant matches on titles and authors"
-        if exact_total
-        else "no exact match; results are typo-tolerant matches on titles and authors"
-    )
+    if exact_total:
+        page.notes.append("few exact matches; added typo-tolerant matches on titles and authors")
+        return
+    note = "no exact match; results are typo-tolerant matches on titles and authors"
+    respelled = query_correction(page_query, understood, vocabulary)
+    page.notes.append(f"{note}, for: {respelled}" if respelled else note)
 
 
 def _fuzzy_words(understood: q.Understood) -> list[str]:
@@ -555,6 +563,21 @@ def _fuzzy_extra(
     excluded = q.excluded_parts(constraint) if constraint is not None else []
     found = native.fuzzy_matches(words, excluded, restrictions, vocabulary)
     return [(pid, score) for pid, score in found if pid not in seen]
+
+
+def query_correction(query: str, understood: q.Understood, vocabulary: Vocabulary) -> str | None:
+    """The query with each word that typo tolerance replaced by its closest indexed
+    spelling ("transfomer" -> "transformer"), for "showing results for ..." where nothing
+    matched the words as typed; None when no word was respelled."""
+    fixes = {}
+    for word in _fuzzy_words(understood):
+        typed = word.lower()
+        closest = vocabulary.close_terms(typed, most=1)
+        if closest and closest[0] != typed:
+            fixes[typed] = closest[0]
+    if not fixes:
+        return None
+    return _WORD_RE.sub(lambda found: fixes.get(found[0].lower(), found[0]), query)
 
 
 def _corrections(words: list[str], vocabulary: Vocabulary) -> list[str]:

@@ -90,6 +90,9 @@ class Ranked:
     scores: list[float]
     total: int
     total_exact: bool = True
+    # The query as respelled when nothing matched it as typed and its typo-tolerant
+    # matches are listed instead (fulltext.query_correction).
+    corrected: str | None = None
 
 
 @dataclass(frozen=True)

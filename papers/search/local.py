@@ -134,6 +134,8 @@ class LocalRanking:
     ids: list[int]
     total: int
     mode: str  # "fulltext" or "hybrid"
+    # The respelled query when nothing matched it as typed (fulltext.query_correction).
+    corrected: str | None = None
 
 
 def local_search_ids(
@@ -158,7 +160,7 @@ def local_search_ids(
         ranked = fulltext.paper_search_ranked(
             query=query, filters=filters, scope=scope, limit=limit
         )
-        return LocalRanking(ranked.ids, ranked.total, "fulltext")
+        return LocalRanking(ranked.ids, ranked.total, "fulltext", ranked.corrected)
     if reading == "hybrid":
         lexical = fulltext.paper_search_scored(
             query=query, filters=filters, scope=scope, limit=limit
@@ -168,7 +170,7 @@ def local_search_ids(
             query=query, filters=filters, scope=scope, limit=limit
         )
         if lexical.total < fulltext.FUZZY_BELOW:
-            return LocalRanking(lexical.ids, lexical.total, "fulltext")
+            return LocalRanking(lexical.ids, lexical.total, "fulltext", lexical.corrected)
     fused = semantic.hybrid_fuse(
         query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope
     )

@@ -22,10 +22,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, compress, repeat
 
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
 from core.markdown import escape_markdown
 from papers.search import analysis
 
-__all__ = ["Highlighter", "escape_markdown", "passages"]
+__all__ = ["Highlighter", "escape_markdown", "passage_html", "passages"]
 
 SNIPPET_WORDS = 30
 ELLIPSIS = "…"
@@ -45,6 +48,9 @@ _WINDOW_RE = re.compile(rb"a++ ++" * (SNIPPET_WORDS - 1) + rb"a++")
 _MARKUP_BYTES = bytes(b for b in range(128) if escape_markdown(chr(b)) != chr(b))
 _ODD_SPACE_BYTES = bytes(b for b in range(128) if chr(b).isspace() and b != 32)
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
+# A passage's markdown: an escaped character, an entity escape_markdown writes, a bold
+# mark, or a run of plain text.
+_PASSAGE_TOKEN_RE = re.compile(r"\\(.)|&(lt|gt);|(\*\*)|([^\\&*]+|[\\&*])", re.DOTALL)
 # The rest of a word, in a lower-cased ASCII text.
 _WORD_REST_RE = re.compile(rb"[a-z0-9]*")
 
@@ -347,3 +353,22 @@ def passages(
     for paper_id, title, abstract in rows:
         found[paper_id] = highlighter.passage(abstract or "") or highlighter.passage(title or "")
     return found
+
+
+def passage_html(markdown: str) -> SafeString:
+    """A passage (as search_papers' `snippet_markdown` gives it) as HTML for a page: the
+    bold query words in <mark>, every other character of the paper's text escaped, so the
+    only markup is the marks made here."""
+    out: list[str] = []
+    marked = False
+    for escaped, entity, bold, text in _PASSAGE_TOKEN_RE.findall(markdown):
+        if bold:
+            out.append("</mark>" if marked else "<mark>")
+            marked = not marked
+        elif entity:
+            out.append(escape("<" if entity == "lt" else ">"))
+        else:
+            out.append(escape(escaped or text))
+    if marked:
+        out.append("</mark>")
+    return mark_safe("".join(out))  # noqa: S308 (each piece is escaped or a mark above)

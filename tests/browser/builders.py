@@ -24,4 +24,6 @@ def log_in(page: Page, site: CurationSite) -> None:
 
 
 def listed_titles(page: Page) -> list[str]:
-    return page.locator("#result_list tbody td.field-short_title").all_inner_texts()
+    """The titles of a paper list, as a table's column or (searched) as results."""
+    titles = "#result_list tbody .result-title"
+    return page.locator(titles).all_inner_texts()

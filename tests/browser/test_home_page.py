@@ -18,7 +18,8 @@ from tests.mcp.conftest import mcp_client
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
-TITLES = "#result_list tbody td.field-short_title"
+# Each row's title, in a plain list's column or a searched list's results.
+TITLES = "#result_list tbody .result-title"
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -42,6 +42,8 @@ from papers.models import Paper  # noqa: E402
 SAMPLE = ROOT / "tests" / "fixtures" / "acl" / "acl_sample300.jsonl"
 STAFF = "ranker"
 ROW_ID = re.compile(r'name="_selected_action" value="(\d+)"')
+# The searched Paper list's titles, each a link to its paper's reading page.
+READ_LINK = re.compile(r'class="result-title" href="/admin/papers/paper/(\d+)/read/"')
 
 
 def seed() -> dict[str, Any]:
@@ -91,8 +93,10 @@ def probe(requests: list[dict[str, Any]]) -> list[dict[str, list[int]]]:
         query, year = request["query"], request["filters"].get("year", "")
         low, _, high = year.partition("-")
         params = {"q": query, **({"year": year} if year else {})}
+        listed = client.get("/admin/papers/paper/", params).content.decode()
         found = {
-            "admin": _rows(client, "/admin/papers/paper/", params),
+            "admin": [int(pk) for pk in ROW_ID.findall(listed)],
+            "admin_titles": [int(pk) for pk in READ_LINK.findall(listed)],
             "picker": _rows(client, f"/admin/projects/project/{project.pk}/papers/add/", params),
             "project": _rows(client, f"/admin/projects/project/{project.pk}/papers/", params),
         }

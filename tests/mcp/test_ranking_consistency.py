@@ -1,6 +1,7 @@
 """One ranking for every interface that searches the library, and long queries, through
 the real server: the same query and filters give the same papers in the same order over
-MCP (`search_papers` with the SDK client), REST `/api/search`, the admin's Paper list,
+MCP (`search_papers` with the SDK client), REST `/api/search`, the admin's Paper list
+(its checkboxes and its results' titles),
 autocomplete, library picker and project page, the review's search step, a saved search's
 run and `list_top_facets` over the query. The library (the 300-paper ACL sample) has
 vectors, so natural-language questions are ranked hybrid.
@@ -159,6 +160,8 @@ async def test_every_interface_ranks_a_query_the_same(
         )
         assert _rest(ranking_server, token, query, filters) == expected, label
         assert shown["admin"][:TOP_K] == expected, label
+        # The results list shows that order: each row's title, to its reading page.
+        assert shown["admin_titles"] == shown["admin"], label
         assert shown["picker"][:TOP_K] == outside_project, label
         assert shown["project"][:TOP_K] == _ids(in_project), label
         if "autocomplete" in shown:
