@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,6 +45,32 @@ def replay_server() -> Iterator[ReplayServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _database_reset_tries_again_after_a_deadlock() -> Iterator[None]:
+    """On the PostgreSQL + worker run a task a test sent (a PDF's passages, an embedding)
+    may still be writing when the test ends; the TRUNCATE that empties the database for the
+    next test can then deadlock with it, and PostgreSQL cancels one of the two (CI saw the
+    reset cancelled, as an error at teardown). The worker's transaction has ended by then:
+    empty the database again, a few times at most."""
+    from django.db import OperationalError
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    original = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self: DatabaseOperations, sql_list: list[str]) -> None:
+        for attempt in range(1, 6):
+            try:
+                return original(self, sql_list)
+            except OperationalError as error:
+                if attempt == 5 or "deadlock detected" not in str(error):
+                    raise
+                time.sleep(0.2 * attempt)
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign,assignment]
+    yield
+    DatabaseOperations.execute_sql_flush = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
