@@ -51,8 +51,11 @@ def _papers(value: int) -> str:
 
 
 def _svg(width: int, height: int, title: str, body: list[str], css_class: str) -> SafeString:
+    # An image hides what it holds from assistive technology, links included (axe-core's
+    # nested-interactive): a chart whose bars are links is a group of named links instead.
+    role = "group" if any(part.startswith("<a ") for part in body) else "img"
     head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="{role}" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'aria-label="{escape(title)}" style="{FONT};max-width:100%;height:auto">'
         f"<title>{escape(title)}</title>"

@@ -171,3 +171,12 @@ def test_editions_of_one_venue_are_one_bar_and_distinct_venues_stay_apart(
     listed = admin_client.get(f"{papers_url}?venue=acl").content.decode()
     assert listed.count("Annual Meeting of the ACL") >= 5
     assert "Oracle Parsing paper" not in listed and "Findings of the" not in listed
+
+
+def test_a_chart_of_links_is_a_group_and_one_without_is_an_image() -> None:
+    """An image's content is hidden from assistive technology, so links inside one are lost
+    (axe-core's nested-interactive): a chart whose bars are links is a group."""
+    linked = column_chart([Bar("2019", 3, href="/admin/?year=2019")], title="Papers by year")
+    plain = bar_chart([Bar("ACL", 2)], title="Venues")
+    assert re.search(r'<svg [^>]*role="group"', linked) and '<a href="' in linked
+    assert re.search(r'<svg [^>]*role="img"', plain) and "<a " not in plain
