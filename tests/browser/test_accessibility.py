@@ -38,12 +38,9 @@ if TYPE_CHECKING:
 AXE = Path(__file__).with_name("axe") / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 BLOCKING = ("critical", "serious")
-# Rules whose findings on a page come from files being rewritten elsewhere; each is listed in
-# docs/ACCESSIBILITY.md ("Known exceptions") and is to be removed when fixed.
-KNOWN: dict[str, set[str]] = {
-    # projects/templates/projects/paper_read.html's scrolling #pdf-pages cannot take focus.
-    "reading page": {"scrollable-region-focusable"},
-}
+# Rules tolerated on a page, each listed in docs/ACCESSIBILITY.md ("Known exceptions"):
+# none today.
+KNOWN: dict[str, set[str]] = {}
 RUN_AXE = """async (tags) => {
   const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
   return result.violations.map((v) => ({

@@ -86,7 +86,7 @@ async function showFocus(focus) {
   focusMark = { annotation_id: "focus", kind: "focus", page: focus.page, rects: focus.rects || [],
     color: "#ff8c00", text: "" };
   await loadPage(entry);
-  drawAnnotation(focusMark);
+  drawMarks(entry); // once: a page loaded just now has drawn its marks, the focus among them
   renderPage(entry);
   // At once, not smoothly: scrolling past the pages before it would render each of them.
   await jumpTo({ annotation_id: "focus", page: focus.page }, "instant");
