@@ -16,6 +16,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 INCLUDE = "include"
+# A screener's "come back later" (projects/review/screening.py): kept among the votes until
+# that screener decides, but not a vote: no status, no kappa, no disagreement.
+MAYBE = "maybe"
 # The key of a resolution among a record's votes. Screener names cannot start with "_"
 # (projects/review/screening.py), so it never collides with one.
 RESOLUTION = "_resolution"
@@ -42,8 +45,9 @@ def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float 
 
 
 def screener_votes(record: Mapping[str, Any]) -> dict[str, str]:
-    """The independent votes of one record's `votes` field (the resolution left out)."""
-    return {k: v for k, v in record.items() if not k.startswith(RESERVED_PREFIX)}
+    """The independent votes of one record's `votes` field (the resolution and the
+    screeners' "maybe"s left out)."""
+    return {k: v for k, v in record.items() if not k.startswith(RESERVED_PREFIX) and v != MAYBE}
 
 
 def is_disputed(record: Mapping[str, Any]) -> bool:
