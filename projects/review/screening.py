@@ -43,6 +43,7 @@ from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import stopping
 from projects.review.agreement import (
     MAYBE,
+    MAYBE_REASONS,
     RESERVED_PREFIX,
     RESOLUTION,
     agreement_summary,
@@ -64,8 +65,6 @@ ABSTRACT_MAX_CHARS = 1000
 TRUNCATED = " […]"
 DECISIONS = ("include", "exclude")
 CHOICES = (*DECISIONS, MAYBE)  # what a screener may answer; resolve takes DECISIONS only
-# Where the reasons of "maybe"s are kept among a record's votes: {screener: reason}.
-MAYBE_REASONS = f"{RESERVED_PREFIX}maybe"
 MAYBE_AGAIN = "you marked it maybe: back after the undecided records"
 MAX_SCREENER = 150
 SECOND_OPINION = "screened by another screener (decision hidden): your independent opinion"

@@ -5,6 +5,7 @@ stopping report in get_session, and decide at the screen checkpoint afterwards.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -387,3 +388,21 @@ def test_a_maybe_is_one_screeners_and_comes_back_to_that_screener_last(
     with pytest.raises(ToolError, match="already screened by ann"):
         tools("screen_decide", session_id=session_id, screener="ann",
               decisions=[{"paper": decided, "decision": "maybe"}])  # fmt: skip
+    # Left open by ann on a record the agent decided: in the candidates and the export.
+    tools("screen_decide", session_id=session_id, screener="ann",
+          decisions=[{"paper": unsure, "decision": "maybe", "reason": "ask the lead"}])  # fmt: skip
+    listed = tools("get_session", session_id=session_id, limit=24)["checkpoint"]["candidates"]
+    assert [c["maybe"] for c in listed["items"] if "maybe" in c] == [{"ann": "ask the lead"}]
+    tools(
+        "screen_decide", session_id=session_id, decisions=[{"paper": unsure, "decision": "include"}]
+    )
+    tools("screen_decide", session_id=session_id, screener="lead", resolve=True,
+          decisions=[{"paper": decided, "decision": "exclude", "reason": "grids"}])  # fmt: skip
+    assert tools("decide", session_id=session_id, action="approve", checkpoint=2)["is_complete"]
+    exported = tools("export_results", session_id=session_id, format="json")["content"]
+    assert json.loads(exported)["review"]["maybe"] == [{
+        "paper_id": unsure, "title": Paper.objects.get(pk=unsure).title, "status": "included",
+        "screeners": {"ann": "ask the lead"},
+    }]  # fmt: skip
+    markdown = tools("export_results", session_id=session_id, format="markdown")["content"]
+    assert "## Left maybe by a screener" in markdown and "ann: ask the lead" in markdown
