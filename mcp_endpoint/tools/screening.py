@@ -29,7 +29,7 @@ class ScreenDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     paper: int | Annotated[str, Field(max_length=200)]
-    decision: Literal["include", "exclude"]
+    decision: Literal["include", "exclude", "maybe"]
     reason: Annotated[str | None, Field(max_length=500)] = None
 
 
@@ -78,8 +78,9 @@ def screen_next(
     name="screen_decide",
     title="Record screening decisions",
     description=(
-        "Review at its screen checkpoint: include or exclude records (from screen_next), "
-        "one or a batch; all or none. Finish with decide approve when safe to stop. "
+        "Review at its screen checkpoint: include, exclude or maybe (come back later) "
+        "records from screen_next, one or a batch; all or none. Finish with decide "
+        "approve when safe to stop. "
         "resolve=true settles screeners' disagreements (get_session lists them; reason "
         "required)."
     ),
@@ -106,8 +107,12 @@ def _typed(item: ScreenDecision | dict[str, Any]) -> screening.ScreeningDecision
     check, with its own errors."""
     if not isinstance(item, ScreenDecision):
         return item
-    include = item.decision == "include"
-    return screening.ScreeningDecision(paper=item.paper, include=include, reason=item.reason or "")
+    return screening.ScreeningDecision(
+        paper=item.paper,
+        include=item.decision == "include",
+        reason=item.reason or "",
+        maybe=item.decision == "maybe",
+    )
 
 
 def register(registry: Registry) -> None:

@@ -16,10 +16,15 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 INCLUDE = "include"
+# A screener's "come back later" (projects/review/screening.py): kept among the votes until
+# that screener decides, but not a vote: no status, no kappa, no disagreement.
+MAYBE = "maybe"
 # The key of a resolution among a record's votes. Screener names cannot start with "_"
 # (projects/review/screening.py), so it never collides with one.
 RESOLUTION = "_resolution"
 RESERVED_PREFIX = "_"
+# Where the reasons of "maybe"s are kept among a record's votes: {screener: reason}.
+MAYBE_REASONS = f"{RESERVED_PREFIX}maybe"
 
 
 def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float | None:
@@ -42,8 +47,15 @@ def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float 
 
 
 def screener_votes(record: Mapping[str, Any]) -> dict[str, str]:
-    """The independent votes of one record's `votes` field (the resolution left out)."""
-    return {k: v for k, v in record.items() if not k.startswith(RESERVED_PREFIX)}
+    """The independent votes of one record's `votes` field (the resolution and the
+    screeners' "maybe"s left out)."""
+    return {k: v for k, v in record.items() if not k.startswith(RESERVED_PREFIX) and v != MAYBE}
+
+
+def maybes(record: Mapping[str, Any]) -> dict[str, str]:
+    """The screeners who left this record "maybe", with their reasons ("" for none)."""
+    reasons = record.get(MAYBE_REASONS) or {}
+    return {k: reasons.get(k, "") for k, v in record.items() if v == MAYBE}
 
 
 def is_disputed(record: Mapping[str, Any]) -> bool:

@@ -14,6 +14,13 @@ With two screeners, a record they disagree on is disputed until a third decision
 with who and why (projects/review/agreement.py); while any is unresolved, neither
 `approve` nor `edit` closes the screen checkpoint (`screening_unresolved_check`).
 
+A screener may also answer "maybe" (undecided, come back later): kept among the record's
+votes (`votes[screener] = "maybe"`, its reason under MAYBE_REASONS) until that screener
+decides, it sets no status, so it is not a label for the model, not a decision for the
+stopping rule and not a PRISMA count; the record comes back to that screener after every
+undecided one. `approve` is refused while a record is only "maybe" (screening_on_approve):
+it was seen and left open, so excluding it as not screened would misreport it.
+
 This module reads the session through the models, not projects/review/selectors.py, which
 imports `screening_status` from here for get_session.
 """
@@ -28,13 +35,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from core.errors import InvalidInput, NotFound
 from papers.models import Paper
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import stopping
 from projects.review.agreement import (
+    MAYBE,
+    MAYBE_REASONS,
     RESERVED_PREFIX,
     RESOLUTION,
     agreement_summary,
@@ -55,6 +64,8 @@ NOT_SCREENED = "not screened (screening stopped)"
 ABSTRACT_MAX_CHARS = 1000
 TRUNCATED = " […]"
 DECISIONS = ("include", "exclude")
+CHOICES = (*DECISIONS, MAYBE)  # what a screener may answer; resolve takes DECISIONS only
+MAYBE_AGAIN = "you marked it maybe: back after the undecided records"
 MAX_SCREENER = 150
 SECOND_OPINION = "screened by another screener (decision hidden): your independent opinion"
 Status = ReviewCandidate.Status
@@ -163,6 +174,13 @@ def screening_next(
     ranked = screening.ranked()
     report = screening.report(target_recall=target_recall, confidence=confidence)
     shown = ranked
+    # "maybe"s come back last: this screener's own, or (no screener) anyone's.
+    later = {
+        index
+        for index, c in enumerate(screening.candidates)
+        if (c.votes.get(screener) == MAYBE if screener else MAYBE in c.votes.values())
+        and RESOLUTION not in c.votes
+    }
     if screener:
         others = sorted(
             (
@@ -172,6 +190,11 @@ def screening_next(
             ),
         )
         shown = [Ranked(index, None, SECOND_OPINION) for _, index in others] + ranked
+    if later:
+        first = [item for item in shown if item.index not in later]
+        again = [Ranked(i.index, i.score, MAYBE_AGAIN) for i in ranked if i.index in later]
+        decided = sorted(later - {i.index for i in again}, key=_order_of(screening))
+        shown = first + again + [Ranked(index, None, MAYBE_AGAIN) for index in decided]
     records = []
     for item in shown[:limit]:
         paper: Paper = screening.candidates[item.index].paper
@@ -198,17 +221,23 @@ def screening_next(
     }
 
 
+def _order_of(screening: _Screening) -> Any:
+    return lambda index: screening.candidates[index].screened_order or 0
+
+
 @dataclass(frozen=True)
 class ScreeningDecision:
     """One screener's decision on one record: the paper (paper_id, human id or citekey),
-    include or exclude, and why (kept for an exclusion; required to resolve a
-    disagreement). The reason is checked and its whitespace collapsed when made.
+    include or exclude (or, with `maybe`, neither yet), and why (kept for an exclusion or
+    a maybe; required to resolve a disagreement). The reason is checked and its
+    whitespace collapsed when made.
 
     Raises InvalidInput for a reason over MAX_REASON characters or holding NUL."""
 
     paper: int | str
     include: bool
     reason: str = ""
+    maybe: bool = False
 
     def __post_init__(self) -> None:
         reason = " ".join(self.reason.split())
@@ -221,7 +250,7 @@ class ScreeningDecision:
 
     @property
     def decision(self) -> str:
-        return DECISIONS[0 if self.include else 1]
+        return MAYBE if self.maybe else DECISIONS[0 if self.include else 1]
 
 
 def screening_decisions_parse(entries: object) -> list[ScreeningDecision]:
@@ -240,16 +269,19 @@ def screening_decisions_parse(entries: object) -> list[ScreeningDecision]:
             continue
         if (
             not isinstance(entry, Mapping)
-            or entry.get("decision") not in DECISIONS
+            or entry.get("decision") not in CHOICES
             or not isinstance(entry.get("paper"), int | str)
         ):
             raise InvalidInput(
-                'Each decision is {"paper": ..., "decision": "include" | "exclude"}.',
+                'Each decision is {"paper": ..., "decision": "include" | "exclude" | "maybe"}.',
                 field="decisions",
             )
         include = entry["decision"] == DECISIONS[0]
         reason = str(entry.get("reason") or "")
-        parsed.append(ScreeningDecision(paper=entry["paper"], include=include, reason=reason))
+        maybe = entry["decision"] == MAYBE
+        parsed.append(
+            ScreeningDecision(paper=entry["paper"], include=include, reason=reason, maybe=maybe)
+        )
     return parsed
 
 
@@ -275,7 +307,9 @@ def screening_decide(
     """Record `decided_by`'s include/exclude decisions on records of a review at
     `screen`, in the order given, all or none: every decision is checked before any is
     saved. On a pending record the decision sets its status; on one another screener
-    decided, it is a second opinion, kept for the agreement.
+    decided, it is a second opinion, kept for the agreement. A "maybe" is kept for this
+    screener only (with its reason) and sets nothing; the screener's later include or
+    exclude replaces it.
 
     With `resolve`, each decision settles a disagreement instead: the record must be
     disputed (its screeners voted differently) and not yet resolved, and the reason (why)
@@ -294,6 +328,8 @@ def screening_decide(
     _at_screen(session)
     screener = _screener_name(decided_by)
     typed = screening_decisions_parse(decisions)
+    if resolve and any(d.maybe for d in typed):
+        raise InvalidInput("A resolution is include or exclude, not maybe.", field="decisions")
     if resolve and (unexplained := next((d for d in typed if not d.reason), None)):
         raise InvalidInput(
             f"The resolution of {unexplained.paper!r} needs a reason: why this decision "
@@ -351,7 +387,7 @@ def _candidates_checked(
             undisputed.append(ref)
         elif resolve and RESOLUTION in candidate.votes:
             resolved.append(ref)
-        elif not resolve and screener in candidate.votes:
+        elif not resolve and candidate.votes.get(screener, MAYBE) != MAYBE:
             decided.append(ref)
         chosen.append((candidate, decision))
     for what, refs in problems.items():
@@ -381,11 +417,19 @@ def _votes_record(
     *,
     screener: str,
 ) -> None:
-    """Each vote kept; a pending record takes it as its status, in screening order."""
+    """Each vote kept; a pending record takes it as its status, in screening order. A
+    maybe is kept with its reason and sets nothing; a decision replaces the screener's
+    maybe."""
     order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
     for candidate, decision in chosen:
-        candidate.votes = {**candidate.votes, screener: decision.decision}
-        if candidate.status != Status.PENDING:
+        reasons = {k: v for k, v in candidate.votes.get(MAYBE_REASONS, {}).items() if k != screener}
+        if decision.maybe and decision.reason:
+            reasons[screener] = decision.reason
+        votes = {k: v for k, v in candidate.votes.items() if k != MAYBE_REASONS}
+        candidate.votes = {**votes, screener: decision.decision}
+        if reasons:
+            candidate.votes[MAYBE_REASONS] = reasons
+        if decision.maybe or candidate.status != Status.PENDING:
             continue  # a second opinion: the first screener's decision stands
         order += 1
         candidate.status = Status.INCLUDED if decision.include else Status.EXCLUDED
@@ -409,8 +453,9 @@ def screening_status(
         _at_screen(session)
     except (NoPendingCheckpoint, SessionComplete, WorkflowFailed):
         return None
-    if not session.candidates.filter(source=SEARCH, screened_order__isnull=False).exists():
-        return None
+    searched = session.candidates.filter(source=SEARCH)
+    if not searched.filter(Q(screened_order__isnull=False) | ~Q(votes={})).exists():
+        return None  # record-by-record screening has not begun (a maybe begins it)
     screening = _load(session)
     report = screening.report(target_recall=target_recall, confidence=confidence)
     votes = {c.paper_id: c.votes for c in screening.candidates if c.votes}
@@ -446,18 +491,37 @@ def screening_unresolved_check(session: ReviewSession) -> None:
 def screening_on_approve(session: ReviewSession, pending: list[int]) -> dict[int, str] | None:
     """What `decide approve` at `screen` does to the still-pending records once some were
     screened record by record: excludes them as not screened (paper_id -> reason). None
-    when none were (approve includes every candidate)."""
+    when none were (approve includes every candidate).
+
+    Raises InvalidDecision naming the records some screener left "maybe" and no one has
+    decided: seen and left open, they are neither screened nor "not screened"."""
+    open_maybes = [
+        paper_id
+        for paper_id, votes in session.candidates.filter(source=SEARCH, status=Status.PENDING)
+        .exclude(votes={})
+        .order_by("rank")
+        .values_list("paper_id", "votes")
+        if MAYBE in votes.values()
+    ]
+    if open_maybes:
+        raise InvalidDecision(
+            f"{len(open_maybes)} records are only 'maybe' (papers {open_maybes[:20]}): decide "
+            "each with screen_decide (include or exclude), then approve.",
+            papers=[str(pk) for pk in open_maybes[:20]],
+        )
     began = session.candidates.filter(source=SEARCH, screened_order__isnull=False).exists()
     return {paper_id: NOT_SCREENED for paper_id in pending} if began else None
 
 
 def _tallies(candidates: list[ReviewCandidate]) -> dict[str, int]:
+    """The counts by status; `maybe`: of the pending, those some screener left maybe."""
     statuses = [c.status for c in candidates]
     return {
         "total": len(statuses),
         "pending": statuses.count(Status.PENDING),
         "included": statuses.count(Status.INCLUDED),
         "excluded": statuses.count(Status.EXCLUDED),
+        "maybe": sum(c.status == Status.PENDING and MAYBE in c.votes.values() for c in candidates),
     }
 
 
@@ -468,6 +532,9 @@ def _hint(screening: _Screening, report: stopping.StoppingReport, pending: int) 
         f"excludes the {pending} unscreened as '{NOT_SCREENED}'."
     )
     unresolved = sum(is_unresolved(c.votes) for c in screening.candidates if c.votes)
+    maybes = _tallies(screening.candidates)["maybe"]
+    if maybes:
+        finish = f"Decide the {maybes} left maybe first (include or exclude); then {finish}"
     if unresolved:
         finish = (
             f"Resolve the {unresolved} screening disagreements first (get_session lists "

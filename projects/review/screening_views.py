@@ -11,7 +11,7 @@ projects/static/projects/review_page.mjs to put in place, so the page never relo
 Views (ReviewSessionAdmin.get_urls wires them, behind `admin_view`: staff, CSRF):
 
 - `screening_json_view`, `<id>/screening/`: GET the panel as JSON; POST one decision as
-  JSON `{"paper", "decision": "include"|"exclude", "reason", "resolve"}` to
+  JSON `{"paper", "decision": "include"|"exclude"|"maybe", "reason", "resolve"}` to
   `screening_decide` as `admin:<user>`, then the panel. Errors are
   `{"error": {"code", "message"}}`: 400 bad input or a decision that does not fit, 403
   without the change permission or on a read-only server, 404 no such review, 409 the
@@ -46,7 +46,8 @@ from projects.models import ReviewSession
 from projects.review.figures import review_figures
 from projects.review.prisma import prisma_svg
 from projects.review.screening import (
-    DECISIONS,
+    CHOICES,
+    MAYBE,
     screening_decide,
     screening_next,
     screening_status,
@@ -62,7 +63,7 @@ PANEL_TEMPLATE = "admin/projects/reviewsession/screening.html"
 FIGURES_TEMPLATE = "admin/projects/reviewsession/figures.html"
 AUTHORS_SHOWN = 8
 READ_ONLY = "This server is read-only (MCP_READ_ONLY=true): nothing can be decided."
-PAST_TENSE = {"include": "Included", "exclude": "Excluded"}
+PAST_TENSE = {"include": "Included", "exclude": "Excluded", MAYBE: "Maybe (back later)"}
 
 
 def screener_of(request: HttpRequest) -> str:
@@ -107,6 +108,8 @@ def screening_panel(
             "screened": total - left,
             "total": total,
             "pending": left,
+            "maybe": upcoming["maybe"],
+            "to_go": left - upcoming["maybe"],
             "included": upcoming["included"],
             "excluded": upcoming["excluded"],
         },
@@ -199,8 +202,8 @@ def _parsed(body: bytes) -> dict[str, Any]:
     if isinstance(paper, bool) or not isinstance(paper, int) or paper < 1:
         raise InvalidInput("paper must be a paper_id (a whole number).", field="paper")
     decision = data.get("decision")
-    if decision not in DECISIONS:
-        raise InvalidInput("decision must be include or exclude.", field="decision")
+    if decision not in CHOICES:
+        raise InvalidInput("decision must be include, exclude or maybe.", field="decision")
     reason = data.get("reason") or ""
     if not isinstance(reason, str):
         raise InvalidInput("reason must be text.", field="reason")
@@ -220,7 +223,8 @@ def _confirmation(decision: dict[str, Any]) -> str:
         return f"Resolved as {decision['decision']}: {title}"
     done = PAST_TENSE[decision["decision"]]
     reason = " ".join(decision["reason"].split())
-    return f"{done}: {title}" + (f" (reason: {reason})" if reason and done == "Excluded" else "")
+    kept = reason and decision["decision"] != "include"
+    return f"{done}: {title}" + (f" (reason: {reason})" if kept else "")
 
 
 @require_http_methods(["GET", "POST"])
@@ -293,8 +297,10 @@ def screening_form_view(
         return back
     resolve = "resolve" in request.POST
     decision, _, paper = request.POST.get("resolve" if resolve else "screen", "").partition(":")
-    if decision not in DECISIONS or not paper.isdigit():
-        model_admin.message_user(request, "Choose include or exclude on a record.", messages.ERROR)
+    if decision not in CHOICES or not paper.isdigit():
+        model_admin.message_user(
+            request, "Choose include, exclude or maybe on a record.", messages.ERROR
+        )
         return back
     reason = request.POST.get(f"{'resolve-' if resolve else ''}reason-{paper}", "")
     chosen = {"paper": int(paper), "decision": decision, "reason": reason, "resolve": resolve}

@@ -22,6 +22,7 @@ from papers.models import Paper
 from papers.scoping import client_project_ids
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
+from projects.review.agreement import maybes
 from projects.review.dedup import duplicates_of
 from projects.review.prisma import grouped_tally, prisma_counts
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
@@ -191,6 +192,8 @@ def review_candidates(
                 "reason": candidate.reason or None,
             }
         )
+        if left_open := maybes(candidate.votes):
+            items[-1]["maybe"] = left_open  # {screener: reason}: undecided by them
         if candidate.pk in versions:
             # Other versions of this work (a preprint, the same paper from another
             # source), screened through this one; split_duplicate undoes a wrong grouping.
@@ -201,6 +204,22 @@ def review_candidates(
 def review_prisma(*, session: ReviewSession) -> dict[str, Any]:
     """The review's PRISMA 2020 flow numbers (projects/review/prisma.py)."""
     return prisma_counts(session=session, counts=review_counts(session=session))
+
+
+def review_maybes(*, session: ReviewSession) -> list[dict[str, Any]]:
+    """The search records some screener left "maybe" and never decided, by rank: paper_id,
+    title, status (another screener's decision, or pending), {screener: reason}."""
+    rows = (
+        session.candidates.filter(source="search")
+        .exclude(votes={})
+        .order_by("rank")
+        .values_list("paper_id", "paper__title", "status", "votes")
+    )
+    return [
+        {"paper_id": pk, "title": title, "status": status, "screeners": left_open}
+        for pk, title, status, votes in rows
+        if (left_open := maybes(votes))
+    ]
 
 
 def review_included_papers(*, session: ReviewSession) -> list[Paper]:
@@ -264,6 +283,7 @@ def _summary(session: ReviewSession) -> dict[str, Any]:
         "plan": session.plan,
         "counts": review_counts(session=session),
         "decisions": review_decisions(session=session),
+        "maybe": review_maybes(session=session),
         "search_log": list(session.search_log or []),
         "project_id": session.project_id,
         "completed_at": session.completed_at.isoformat() if session.completed_at else None,
@@ -287,6 +307,13 @@ def _markdown(session: ReviewSession, papers: list[Paper]) -> str:
         lines += _count_rows(counts["citation_search"], "citation search: ")
     lines.append(f"| included in total | {counts['included_total']} |")
     lines += _search_log_lines(session.search_log or [])
+    if left_open := review_maybes(session=session):
+        lines += ["", "## Left maybe by a screener", ""]
+        lines += [
+            f"- {item['title']} ({item['status']}): "
+            + "; ".join(f"{who}: {why or 'no reason'}" for who, why in item["screeners"].items())
+            for item in left_open
+        ]
     lines += ["", f"## Included papers ({len(papers)})", ""]
     if papers:
         rendered = render_export(papers, "markdown")

@@ -67,7 +67,16 @@ print(json.dumps({
     "decisions": [[d.checkpoint.sequence, d.action, d.decided_by, d.data]
                   for d in decisions.select_related("checkpoint").order_by("checkpoint__sequence")],
     "screened": {c.paper.title: [c.status, c.reason, c.screened_by] for c in decided},
+    "maybe": {c.paper.title: c.votes for c in session.candidates.filter(votes__has_key="_maybe")},
 }))
+"""
+DECIDE_MAYBE = """
+from projects.models import ReviewSession
+from projects.review.screening import screening_decide
+session = ReviewSession.objects.get()
+paper = session.candidates.get(paper__title={title!r}).paper_id
+screening_decide(session_id=session.pk, decided_by="admin:lead", decisions=[
+    {{"paper": paper, "decision": "exclude", "reason": "off topic"}}])
 """
 SECOND_SCREENER = """
 from projects.models import ReviewSession
@@ -253,6 +262,24 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
         outline = "getComputedStyle(document.activeElement).outlineStyle"
         assert page.evaluate(outline) != "none"  # the focus is visible
         decided[title] = "included" if title in RELEVANT else "excluded"
+    # "m": maybe, with a reason; the record goes to the back of the queue, nothing counted.
+    expect(page.locator("#screening-keys")).to_contain_text("m maybe")
+    unsure = record.get_attribute("data-title") or ""
+    page.locator("#screening-record").focus()
+    page.keyboard.press("r")
+    page.keyboard.type("check the methods")
+    page.keyboard.press("Escape")
+    expect(page.locator("#screening-record")).to_be_focused()
+    page.keyboard.press("m")
+    expect(page.locator("#screening-status")).to_contain_text(
+        f"Maybe (back later): {unsure} (reason: check the methods)"
+    )
+    expect(page.locator("#screening-counts")).to_contain_text("Screened 10 of 40")
+    expect(page.locator("#screening-counts")).to_contain_text("1 maybe, 29 to go")
+    assert record.get_attribute("data-title") != unsure
+    assert review_state(site)["maybe"] == {
+        unsure: {"admin:lead": "maybe", "_maybe": {"admin:lead": "check the methods"}}
+    }
     assert page.evaluate("window.__screeningPage") == "still here"
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
     assert page.evaluate("window.__violations") == []  # the script and SVG within the CSP
@@ -269,6 +296,8 @@ def test_a_researcher_starts_a_review_edits_the_plan_and_screens_by_keyboard(
     expect(page.locator("#prisma-figure svg")).to_be_visible()
     expect(page.locator("#prisma-figure")).to_contain_text("Records screened (n = 40)")
     assert page.evaluate(TEXT_OUTSIDE_ITS_BOX) == []
+    # Decided later (outside this page), so that the next test can finish screening.
+    manage_shell(site, DECIDE_MAYBE.format(title=unsure))
 
 
 def test_screeners_disagree_side_by_side_and_a_resolution_needs_no_reload(

@@ -292,3 +292,31 @@ async def test_two_screeners_over_mcp_get_kappa_and_a_third_resolves_disagreemen
     assert {paper["title"] for paper in json.loads(exported["content"])["papers"]} == {
         titles[pk] for pk in disputed
     }
+
+
+async def test_a_maybe_over_mcp_comes_back_last_and_holds_the_checkpoint_open(
+    screening_server: LiveServer,
+) -> None:
+    url = screening_server.mcp_url
+    session_id = (await at_screen(url))["session_id"]
+    first = await ok(url, "screen_next", session_id=session_id, limit=40)
+    order = [r["paper_id"] for r in first["records"]]
+    unsure = order[0]
+    answer = await ok(url, "screen_decide", session_id=session_id, screener="ann", decisions=[
+        {"paper": unsure, "decision": "maybe", "reason": "the methods section decides"},
+    ])  # fmt: skip
+    assert (answer["recorded"], answer["pending"], answer["maybe"]) == (1, 40, 1)
+    assert answer["stopping"] == first["stopping"]  # not a screening decision
+    again = await ok(url, "screen_next", session_id=session_id, limit=40, screener="ann")
+    assert [r["paper_id"] for r in again["records"]] == [*order[1:], unsure]
+    assert "maybe" in again["records"][-1]["rank_reason"]
+    state = await ok(url, "get_session", session_id=session_id)
+    assert state["screening"]["maybe"] == 1
+    refused = tool_error(await call(url, "decide", session_id=session_id, action="approve",
+                                    checkpoint=state["checkpoint"]["sequence"]))  # fmt: skip
+    assert refused["code"] == "invalid_decision" and refused["papers"] == [str(unsure)]
+    await ok(url, "screen_decide", session_id=session_id, screener="ann",
+             decisions=[{"paper": unsure, "decision": "include"}])  # fmt: skip
+    state = await ok(url, "decide", session_id=session_id, action="approve",
+                     checkpoint=state["checkpoint"]["sequence"])  # fmt: skip
+    assert state["is_complete"] and state["result"]["included"] == 1

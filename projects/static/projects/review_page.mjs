@@ -6,11 +6,12 @@
 // as JSON to the panel's data-json-url instead (projects/review/screening_views.py); the
 // answer's `html` replaces the panel, `figures_html` the PRISMA diagram and recall curve,
 // and the status line names the recorded paper by its title. Keys, ignored while typing in
-// a field: i include, e exclude, r the reason box (Enter there excludes with the reason,
-// Esc leaves it). There is no "maybe": the service records include or exclude only.
+// a field: i include, e exclude, m maybe (undecided: the record comes back after the
+// others), r the reason box (Enter there excludes with the reason, Esc leaves it). The
+// reason goes with an exclusion or a maybe.
 const form = document.getElementById("screening-form");
 const status = document.getElementById("screening-status");
-const KEYS = new Set(["i", "e"]);
+const KEYS = new Set(["i", "e", "m"]);
 let busy = false;
 
 function panel() {

@@ -5,6 +5,7 @@ stopping report in get_session, and decide at the screen checkpoint afterwards.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from papers.services import papers_upsert
 from projects.models import ReviewCandidate
 from projects.review import screening as screening_module
 from projects.review.prioritise import SEARCH_RANK
-from projects.review.screening import NOT_SCREENED
+from projects.review.screening import MAYBE_AGAIN, NOT_SCREENED
 from tests.projects.review.screening_builders import ToolError, Tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,7 +141,7 @@ def test_screen_decide_refuses_the_whole_batch_with_what_is_wrong(
     assert "listed twice" in str(twice.value)
     with pytest.raises(MCPError) as bad:
         tools("screen_decide", session_id=session_id,
-              decisions=[{"paper": other, "decision": "maybe"}])  # fmt: skip
+              decisions=[{"paper": other, "decision": "perhaps"}])  # fmt: skip
     assert bad.value.error.code == -32602
     with pytest.raises(MCPError):
         tools("screen_next", session_id=session_id, target_recall=1.5)
@@ -301,3 +302,107 @@ def test_an_unresolved_disagreement_keeps_the_screen_checkpoint_open(
     assert candidate.votes["agent"] == agent[0]["decision"]  # the independent vote is kept
     state = tools("decide", session_id=session_id, action="approve", checkpoint=2)
     assert state["is_complete"]
+
+
+def test_a_maybe_is_no_decision_for_the_model_the_stopping_rule_or_prisma(
+    at_screen: tuple[Tools, str], relevant: set[int]
+) -> None:
+    tools, session_id = at_screen
+    every = tools("screen_next", session_id=session_id, limit=24)
+    order = [r["paper_id"] for r in every["records"]]
+    unsure, known = order[0], sorted(relevant)[0]
+    answer = tools("screen_decide", session_id=session_id, decisions=[
+        {"paper": unsure, "decision": "maybe", "reason": "  method   unclear "},
+    ])  # fmt: skip
+    assert answer["recorded"] == 1 and (answer["pending"], answer["maybe"]) == (24, 1)
+    assert answer["stopping"] == every["stopping"]  # nothing screened as far as it knows
+    candidate = ReviewCandidate.objects.get(session_id=session_id, paper_id=unsure)
+    assert (candidate.status, candidate.screened_order, candidate.reason) == ("pending", None, "")
+    assert candidate.votes == {"agent": "maybe", "_maybe": {"agent": "method unclear"}}
+    # It comes back after every undecided record, saying why.
+    again = tools("screen_next", session_id=session_id, limit=24)["records"]
+    assert [r["paper_id"] for r in again] == [*order[1:], unsure]
+    assert again[-1]["rank_reason"] == MAYBE_AGAIN
+    assert tools("get_session", session_id=session_id)["screening"]["maybe"] == 1
+
+    # Not a label for the model: with one inclusion only it still cannot learn.
+    tools(
+        "screen_decide", session_id=session_id, decisions=[{"paper": known, "decision": "include"}]
+    )
+    session = ReviewCandidate.objects.get(session_id=session_id, paper_id=known).session
+    loaded = screening_module._load(session)
+    assert list(loaded.labels().values()) == [True] and loaded.labels_in_order() == [True]
+
+    # Approve refuses while it is only maybe; deciding it replaces the maybe.
+    with pytest.raises(ToolError) as refused:
+        tools("decide", session_id=session_id, action="approve", checkpoint=2)
+    assert refused.value.code == "invalid_decision" and refused.value.body["papers"] == [
+        str(unsure)
+    ]
+    assert "maybe" in str(refused.value)
+    tools("screen_decide", session_id=session_id,
+          decisions=[{"paper": unsure, "decision": "exclude", "reason": "grids"}])  # fmt: skip
+    candidate.refresh_from_db()
+    assert candidate.votes == {"agent": "exclude"} and candidate.status == "excluded"
+    state = tools("decide", session_id=session_id, action="approve", checkpoint=2)
+    counts = state["counts"]
+    assert (counts["included"], counts["excluded_reasons"]["grids"]) == (1, 1)
+    assert counts["excluded_reasons"][NOT_SCREENED] == 22
+
+
+def test_a_maybe_is_one_screeners_and_comes_back_to_that_screener_last(
+    at_screen: tuple[Tools, str], relevant: set[int]
+) -> None:
+    tools, session_id = at_screen
+    order = [
+        r["paper_id"] for r in tools("screen_next", session_id=session_id, limit=24)["records"]
+    ]
+    decided, unsure = order[0], order[1]
+    tools("screen_decide", session_id=session_id,
+          decisions=[{"paper": decided, "decision": "exclude"}])  # fmt: skip
+    # ann: maybe on the agent's record (a second opinion left open) and on a pending one.
+    tools("screen_decide", session_id=session_id, screener="ann", decisions=[
+        {"paper": decided, "decision": "maybe"}, {"paper": unsure, "decision": "maybe"},
+    ])  # fmt: skip
+    anns = tools("screen_next", session_id=session_id, limit=24, screener="ann")["records"]
+    agents = tools("screen_next", session_id=session_id, limit=24, screener="agent")["records"]
+    # ann's maybes last (the pending one, then the decided one); another screener's maybe
+    # leaves the record where the ranking puts it.
+    assert [r["paper_id"] for r in anns] == [
+        *(r["paper_id"] for r in agents if r["paper_id"] != unsure),
+        unsure,
+        decided,
+    ]
+    assert unsure in [r["paper_id"] for r in agents[:-1]]
+    # Not a vote: no disagreement, no kappa; ann's "maybe" on a decided record is no count.
+    status = tools("get_session", session_id=session_id)["screening"]
+    assert "agreement" not in status and status["maybe"] == 1
+    # A resolution is never maybe; ann's later decision replaces her maybe.
+    with pytest.raises(MCPError, match="not maybe"):
+        tools("screen_decide", session_id=session_id, resolve=True, screener="lead",
+              decisions=[{"paper": decided, "decision": "maybe", "reason": "x"}])  # fmt: skip
+    tools("screen_decide", session_id=session_id, screener="ann",
+          decisions=[{"paper": decided, "decision": "include"}])  # fmt: skip
+    agreement = tools("get_session", session_id=session_id)["screening"]["agreement"]
+    assert agreement["unresolved"] == 1 and agreement["screeners"] == {"agent": 1, "ann": 1}
+    with pytest.raises(ToolError, match="already screened by ann"):
+        tools("screen_decide", session_id=session_id, screener="ann",
+              decisions=[{"paper": decided, "decision": "maybe"}])  # fmt: skip
+    # Left open by ann on a record the agent decided: in the candidates and the export.
+    tools("screen_decide", session_id=session_id, screener="ann",
+          decisions=[{"paper": unsure, "decision": "maybe", "reason": "ask the lead"}])  # fmt: skip
+    listed = tools("get_session", session_id=session_id, limit=24)["checkpoint"]["candidates"]
+    assert [c["maybe"] for c in listed["items"] if "maybe" in c] == [{"ann": "ask the lead"}]
+    tools(
+        "screen_decide", session_id=session_id, decisions=[{"paper": unsure, "decision": "include"}]
+    )
+    tools("screen_decide", session_id=session_id, screener="lead", resolve=True,
+          decisions=[{"paper": decided, "decision": "exclude", "reason": "grids"}])  # fmt: skip
+    assert tools("decide", session_id=session_id, action="approve", checkpoint=2)["is_complete"]
+    exported = tools("export_results", session_id=session_id, format="json")["content"]
+    assert json.loads(exported)["review"]["maybe"] == [{
+        "paper_id": unsure, "title": Paper.objects.get(pk=unsure).title, "status": "included",
+        "screeners": {"ann": "ask the lead"},
+    }]  # fmt: skip
+    markdown = tools("export_results", session_id=session_id, format="markdown")["content"]
+    assert "## Left maybe by a screener" in markdown and "ann: ask the lead" in markdown

@@ -146,9 +146,9 @@ def test_the_plain_form_records_a_decision_named_by_its_title(
     assert "already screened by admin:admin" in again.content.decode()
     assert candidate(session, shannon).status == "excluded"
     bad = browser.post(
-        screen_url(session), {"csrfmiddlewaretoken": token, "screen": "maybe:x"}, follow=True
+        screen_url(session), {"csrfmiddlewaretoken": token, "screen": "perhaps:x"}, follow=True
     )
-    assert "Choose include or exclude" in bad.content.decode()
+    assert "Choose include, exclude or maybe" in bad.content.decode()
     assert browser.get(screen_url(session)).status_code == 405
     assert ReviewSession.objects.get(pk=session.pk).iteration == 1  # no checkpoint decided
 

@@ -80,7 +80,8 @@ def test_the_panel_comes_as_json_with_the_record_and_the_stopping_rule(
     assert record["url"] == reverse("admin:papers_paper_read", args=[record["paper_id"]])
     total = review.candidates.count()
     assert data["progress"] == {
-        "screened": 0, "total": total, "pending": total, "included": 0, "excluded": 0,
+        "screened": 0, "total": total, "pending": total, "maybe": 0, "to_go": total,
+        "included": 0, "excluded": 0,
     }  # fmt: skip
     assert data["stopping"]["safe_to_stop"] is False and data["checkpoint"] == 2
     assert f'data-paper="{record["paper_id"]}"' in data["html"]
@@ -134,7 +135,8 @@ def test_a_decision_is_recorded_and_the_next_record_comes_back(
         ([1, 2], "Send a JSON object"),
         ({"decision": "include"}, "paper must be a paper_id"),
         ({"paper": True, "decision": "include"}, "paper must be a paper_id"),
-        ({"paper": "{paper}", "decision": "maybe"}, "decision must be include or exclude."),
+        ({"paper": "{paper}", "decision": "perhaps"}, "decision must be include, exclude or"),
+        ({"paper": "{paper}", "decision": "maybe", "resolve": True, "reason": "x"}, "not maybe"),
         ({"paper": "{paper}", "decision": "exclude", "reason": 3}, "reason must be text."),
         ({"paper": "{paper}", "decision": "include", "resolve": "yes"}, "resolve must be true"),
         ({"paper": "{paper}", "decision": "exclude", "reason": "x" * 501}, "at most 500"),
@@ -159,6 +161,21 @@ def test_bad_input_is_a_400_that_says_what_is_wrong(
     assert answer.status_code == 400, answer.content
     assert message in answer.json()["error"]["message"]
     assert not review.candidates.exclude(status="pending").exists()
+
+
+def test_a_maybe_is_kept_and_the_record_comes_back_after_the_others(
+    admin_client: Client, review: ReviewSession, library: dict[str, int]
+) -> None:
+    first = admin_client.get(url(review)).json()["record"]["paper_id"]
+    body = {"paper": first, "decision": "maybe", "reason": "read the  methods"}
+    answer = post(admin_client, review, body).json()
+    assert answer["recorded"]["message"].startswith("Maybe (back later): ")
+    assert answer["recorded"]["message"].endswith("(reason: read the methods)")
+    total = review.candidates.count()
+    assert answer["progress"]["maybe"] == 1 and answer["progress"]["to_go"] == total - 1
+    assert answer["progress"]["screened"] == 0 and answer["record"]["paper_id"] != first
+    assert "1 maybe" in answer["html"] and 'data-key="m"' in answer["html"]
+    assert review.candidates.get(paper_id=first).status == "pending"
 
 
 def test_a_record_screened_twice_is_refused(
