@@ -1,4 +1,4 @@
-"""Screenshots of the pages people use, at 1280 px and 768 px, into docs/screenshots/.
+"""Screenshots of the pages people use, at 1366 px and 768 px, into docs/screenshots/.
 
     make screenshots          # or: .venv/bin/python scripts/screenshots.py [--out DIR]
 
@@ -36,7 +36,7 @@ from tests.mcp.conftest import (  # noqa: E402
 )
 
 PDF = ROOT / "tests" / "fixtures" / "pdfs" / "2304.02623v1.pdf"
-WIDTHS = (1280, 768)
+WIDTHS = (1366, 768)
 
 
 async def make_project(url: str, paper_ids: list[int]) -> None:
@@ -104,7 +104,7 @@ def take(base: str, out: Path, user: str, password: str, ids: dict[str, int]) ->
     """Sign in, make a highlight on a reading page, then take every page at each width."""
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1366, "height": 900})
         log_in(page, base, user, password)
         highlight_on_the_reading_page(page, base, ids["lstm"])
         pages = {
@@ -113,6 +113,7 @@ def take(base: str, out: Path, user: str, password: str, ids: dict[str, int]) ->
             "reading-page": f"/admin/papers/paper/{ids['lstm']}/read/",
             "project-papers": "/admin/projects/project/sequence-models/papers/",
             "project-trends": "/admin/projects/project/sequence-models/trends/",
+            "saved-search-form": "/admin/projects/savedsearch/add/",
         }
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
