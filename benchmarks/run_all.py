@@ -246,6 +246,15 @@ BENCHMARKS = (
         "docs/ADMIN.md",
     ),
     Benchmark(
+        "pages",
+        "Page timings in the browser (home, search, reading page, review page)",
+        "Debian's Chromium driven by Playwright on `manage.py serve`, signed in as a curator: "
+        "first byte, load, first PDF page drawn, first screening record shown",
+        (PY, "benchmarks/bench_pages.py", "--corpus", ACL, "--limit", "0"),
+        (PY, "benchmarks/bench_pages.py", "--corpus", ACL, "--limit", "3000"),
+        "benchmarks/README.md",
+    ),
+    Benchmark(
         "load",
         "/mcp under 1-200 clients (production setup)",
         "`serve --workers 4` + PostgreSQL + Redis + Celery, tools over /mcp",
