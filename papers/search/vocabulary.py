@@ -56,6 +56,9 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def _trigrams(word: str) -> set[str]:
     padded = f"  {word} "
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
@@ -108,7 +111,8 @@ class Vocabulary:
     def close_terms(self, word: str, most: int = 5) -> list[str]:
         """The word itself if indexed, and indexed words within max_edits of it, closest
         then most frequent first. Words under FUZZY_MIN_CHARS are only matched exactly:
-        'you' has dozens of neighbours, each in thousands of titles."""
+        'you' has dozens of neighbours, each in thousands of titles. A correction never
+        changes a number: 'topic4' is not 'topic0', nor 'gpt4' 'gpt3'."""
         if len(word) < FUZZY_MIN_CHARS:
             return [word] if word in self.known else []
         limit = max_edits(word)
@@ -120,10 +124,13 @@ class Vocabulary:
         # close spelling shares at least half of them, which keeps the candidates few.
         needed = max(len(grams) - 4 * limit, (len(grams) + 1) // 2, 1)
         found = []
+        numbers = _DIGITS.findall(word)
         for index, shared in counts.items():
             if shared < needed:
                 continue
             term = self.terms[index]
+            if _DIGITS.findall(term) != numbers:  # 'gpt4' is no typo of 'gpt3'
+                continue
             distance = edit_distance(word, term, limit)
             if distance <= limit:
                 found.append((distance, -self.docs[index], term))

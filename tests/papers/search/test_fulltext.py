@@ -260,6 +260,11 @@ def test_vocabulary_finds_words_within_the_edit_budget() -> None:
     assert words.close_terms("vaswanni") == ["vaswani"]
     assert words.close_terms("bert") == []
     assert words.close_terms("vaswnai") == ["vaswani"]  # a transposition is one edit
+    numbered = vocabulary.Vocabulary([("topic0", 4), ("gpt3", 2), ("llama2", 2), ("bert2vec", 1)])
+    assert numbered.close_terms("topic4") == []  # a number is never corrected
+    assert numbered.close_terms("llama3") == []
+    assert numbered.close_terms("llamq2") == ["llama2"]  # the letters around it may be
+    assert numbered.close_terms("bert2vce") == ["bert2vec"]
     assert vocabulary.edit_distance("kitten", "sitting", 3) == 3
     assert vocabulary.edit_distance("kitten", "sitting", 1) == 2  # stopped past the limit
 
