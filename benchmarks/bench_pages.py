@@ -59,7 +59,7 @@ QUERIES = (
     "named entity recognition",
     "speech recognition corpus",
 )
-WARM_UP_DONE = ("Typo-tolerance vocabulary loaded", "Search models loaded")
+WARM_UP_DONE = ("Search warm-up done",)
 # Marks taken in the page, installed before its own scripts run.
 MARKS = """
 window.__marks = {};

@@ -134,7 +134,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-WARM_UP_DONE = ("Typo-tolerance vocabulary loaded", "Search models loaded")
+WARM_UP_DONE = ("Search warm-up done",)
 # The kinds of start: which queries come first, and whether the client waits for the
 # server's warm-up to log that it is done before its first call.
 STARTS = (("typo", False), ("question", False), ("typo", True))

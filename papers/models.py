@@ -415,8 +415,10 @@ class PaperEmbedding(StoredVector):
 
     class Meta:
         indexes = [
-            # loading the index: every vector of the current model.
-            models.Index(fields=["model"], name="paperembedding_model_idx"),
+            # loading the index (every vector of the current model) and its freshness
+            # check on the search path (count and newest updated_at): answered from the
+            # index alone, without reading the rows' vectors.
+            models.Index(fields=["model", "updated_at"], name="paperembedding_model_upd_idx"),
         ]
 
 
@@ -432,8 +434,8 @@ class PaperStrongEmbedding(StoredVector):
 
     class Meta:
         indexes = [
-            # loading the second-tier index: every vector of the configured strong model.
-            models.Index(fields=["model"], name="paperstrongemb_model_idx"),
+            # loading the second-tier index and its freshness check, as above.
+            models.Index(fields=["model", "updated_at"], name="paperstrongemb_model_upd_idx"),
         ]
 
 

@@ -81,7 +81,10 @@ class VectorIndex:
 
     def _refreshed(self, current: Snapshot | None, model: EmbeddingModel) -> Snapshot:
         table = self._table.objects.filter(model=model.name)
-        state = table.aggregate(count=Count("pk"), latest=Max("updated_at"))
+        # COUNT(*), not COUNT(pk): the (model, updated_at) index answers it alone; counting
+        # the key read every row, vectors and all (12 ms at 3k papers on a fresh connection,
+        # paid by a search once a second).
+        state = table.aggregate(count=Count("*"), latest=Max("updated_at"))
         count, latest = state["count"], state["latest"]
         if current is None or current.model != model.name:
             return self._load(table, model, count, latest)

@@ -24,11 +24,14 @@ async def test_the_first_typo_query_after_a_start_is_corrected_once_warm_up_ends
 ) -> None:
     with running_server(knowledge_base) as server:
         deadline = time.monotonic() + 120
-        while VOCABULARY_LOADED not in server.log() and time.monotonic() < deadline:
+        while "Search warm-up done" not in server.log() and time.monotonic() < deadline:
             assert "typo-tolerance vocabulary failed" not in server.log()
+            assert "search warm-up failed" not in server.log()
             time.sleep(0.1)
         log = server.log()
         assert VOCABULARY_LOADED in log, log
+        # The rehearsed searches ran after the vocabulary was built, inside the server.
+        assert log.index(VOCABULARY_LOADED) < log.index("Search warm-up done"), log
         assert "tools/call" not in log  # built at start, not by a query
         async with mcp_client(server.mcp_url) as client:
             result = await client.call_tool("search_papers", {"query": "atention"})

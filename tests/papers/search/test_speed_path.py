@@ -160,3 +160,49 @@ def test_a_thread_keeps_its_connection_between_tool_calls(make_paper: Callable[.
     worker.join()
     assert len(seen) == 2
     assert seen[0] == seen[1]
+
+
+def test_the_vector_index_freshness_check_reads_the_index_alone(embedded: list[Paper]) -> None:
+    """A search checks once a second whether the embedding table changed (its count and
+    newest updated_at); that must not read every row's vector."""
+    from django.test.utils import CaptureQueriesContext
+
+    from papers.search.tiers import current_tiers
+
+    index = semantic.vector_index()
+    model = current_tiers().first.model
+    index.snapshot(model)
+    index.invalidate()
+    with CaptureQueriesContext(connection) as captured:
+        snapshot = index.snapshot(model)
+    assert snapshot.count == len(embedded)
+    (check,) = [query["sql"] for query in captured.captured_queries]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(f"EXPLAIN QUERY PLAN {check}")
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+            assert "COVERING INDEX paperembedding_model_upd_idx" in plan, plan
+        else:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute(f"EXPLAIN {check}")
+            plan = " ".join(row[0] for row in cursor.fetchall())
+            assert "Index Only Scan using paperembedding_model_upd_idx" in plan, plan
+
+
+def test_the_warm_up_rehearses_both_search_paths_and_writes_nothing(
+    embedded: list[Paper],
+) -> None:
+    """The searches a server rehearses at start take the typo-tolerant path and the
+    hybrid one, as a first misspelt word and a first question would, and change nothing."""
+    from django.test.utils import CaptureQueriesContext
+
+    from papers.search import warmup
+    from papers.search.local import local_search
+
+    typo, question = warmup.REHEARSED
+    assert local_search(query=typo, limit=10).hits == []
+    assert semantic.hybrid_page(query=question, limit=10, lazy=False) is not None
+    with CaptureQueriesContext(connection) as captured:
+        warmup._rehearse()
+    statements = [query["sql"].split(None, 1)[0].upper() for query in captured.captured_queries]
+    assert statements and set(statements) <= {"SELECT", "WITH", "SAVEPOINT", "RELEASE"}, statements
