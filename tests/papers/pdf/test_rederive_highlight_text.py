@@ -120,9 +120,7 @@ def test_a_project_limits_the_run_to_its_papers(library: dict[str, Any]) -> None
     project_add_papers(project=project.pk, paper_ids=[library["specter"].pk])
     out, _ = run("--apply", "--project", "SPECTER reading")
     assert "1 highlights checked: 1 changed" in out
-    assert Annotation.objects.get(pk=library["specter_highlight"].pk).text == (
-        SPECTER_HIGHLIGHT[2]
-    )
+    assert Annotation.objects.get(pk=library["specter_highlight"].pk).text == SPECTER_HIGHLIGHT[2]
     untouched = library["graph_highlights"][0]
     assert Annotation.objects.get(pk=untouched.pk).text == "published scientific litera- ture into"
     with pytest.raises(CommandError, match="No project 'nothing like it'"):
