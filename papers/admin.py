@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR, ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, PAGE_VAR, SEARCH_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connections
@@ -47,7 +47,14 @@ from papers.models import (
     PaperPdf,
     Venue,
 )
-from papers.results_list import attach_passages, result_row
+from papers.results_list import (
+    SORT_VAR,
+    SORTS,
+    attach_records,
+    chosen_sort,
+    result_row,
+    sort_choices,
+)
 from papers.retraction_admin import RetractionFilter
 from papers.search.admin_search import (
     SEARCH_RANK,
@@ -72,9 +79,10 @@ class TextInputFilter(admin.SimpleListFilter):
             "query_string": changelist.get_query_string(remove=[self.parameter_name]),
             "parameter_name": self.parameter_name,
             "value": self.value() or "",
+            # Everything else the list shows stays, as the admin's filter links keep it:
+            # the other filters, the search and the sort (one value each).
             "other_params": [
-                (k, v) for k, v in changelist.get_filters_params().items()
-                if k != self.parameter_name
+                (k, v) for k, v in changelist.params.items() if k != self.parameter_name
             ],
         }  # fmt: skip
 
@@ -346,17 +354,32 @@ def _search_term(request: HttpRequest) -> str:
 
 class RelevanceChangeList(ChangeList):
     """A search lists the best matches first (SEARCH_RANK, set by paper_search_admin)
-    unless a column was clicked; without a search, the model admin's ordering."""
+    unless a column was clicked or another sort chosen (`?sort=`, papers.results_list
+    SORTS); without a search, the chosen sort, else the model admin's ordering."""
+
+    def get_filters_params(self, params: Any = None) -> Any:
+        # The chosen sort is no filter; it stays in self.params, so the filter, page and
+        # search links keep it.
+        lookup_params = super().get_filters_params(params)
+        lookup_params.pop(SORT_VAR, None)
+        return lookup_params
+
+    def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
+        sort = SORTS.get(self.params.get(SORT_VAR, ""))
+        if sort is not None and ORDER_VAR not in self.params:
+            return list(sort.ordering)
+        return super().get_ordering(request, queryset)
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
         queryset = super().get_queryset(request, exclude_parameters)
         # Django orders before it searches, so the rank is applied here, after both.
         ranked = SEARCH_RANK in queryset.query.annotations
-        if self.query and ranked and ORDER_VAR not in self.params:
+        chosen = ORDER_VAR in self.params or self.params.get(SORT_VAR) in SORTS
+        if self.query and ranked and not chosen:
             queryset = queryset.order_by(SEARCH_RANK, "-paper_id")
         elif self.query and ranked:
             # The search orders by its rank (the autocomplete keeps that order); a clicked
-            # column wins in the list, so its ordering is applied again over the search's.
+            # column or a chosen sort wins in the list, so it is applied again over it.
             queryset = queryset.order_by(*self.get_ordering(request, queryset))
         return queryset
 
@@ -454,31 +477,25 @@ class PaperAdmin(PaperCurationAdmin):
         setattr(request, SEARCH_RANKING, ranking)
         return found, False
 
-    # --- the searched list: a results list for reading (papers/results_list.py) ----------
+    # --- the list: a results list for reading (papers/results_list.py) ------------------
 
-    # The library's list shows a search as results to read; the project pages built on
-    # this admin keep their columns.
-    results_list_when_searched = True
-
-    def _reading_list(self, request: HttpRequest) -> bool:
-        return self.results_list_when_searched and bool(_search_term(request))
+    # The library's list shows its papers, searched or not, as results to read; the
+    # project pages built on this admin keep their columns.
+    results_list = True
 
     def get_list_display(self, request: HttpRequest) -> Any:
-        return ["result"] if self._reading_list(request) else super().get_list_display(request)
+        return ["result"] if self.results_list else super().get_list_display(request)
 
     def get_list_display_links(self, request: HttpRequest, list_display: Any) -> Any:
-        # The searched list's title links to the reading page and its "edit" to this form.
-        return (
-            None
-            if self._reading_list(request)
-            else super().get_list_display_links(request, list_display)
-        )
+        # The title links to the reading page and "edit" to this form.
+        return None if self.results_list else super().get_list_display_links(request, list_display)
 
     def get_sortable_by(self, request: HttpRequest) -> Any:
-        # A search's order is its relevance: no column to sort by, no arrow that says so.
-        return () if self._reading_list(request) else super().get_sortable_by(request)
+        # The order is the sort chosen above the list (relevance for a search): no column
+        # to sort by, no arrow on one.
+        return () if self.results_list else super().get_sortable_by(request)
 
-    @admin.display(description="Results, ordered by relevance")
+    @admin.display(description="Papers")
     def result(self, paper: Paper) -> str:
         return result_row(paper)
 
@@ -494,13 +511,15 @@ class PaperAdmin(PaperCurationAdmin):
         context = {"title": f"Search: {query}" if query else "Papers", **(extra_context or {})}
         response = super().changelist_view(request, context)
         changelist = (getattr(response, "context_data", None) or {}).get("cl")
-        if changelist is None or not self._reading_list(request):
+        if changelist is None or not self.results_list:
             return response
         ranking = getattr(request, SEARCH_RANKING, None)
-        corrected = ranking.corrected if ranking is not None else None
+        corrected = ranking.corrected if ranking is not None and query else None
         changelist.result_list = list(changelist.result_list)
-        attach_passages(changelist.result_list, corrected or query)
+        attach_records(changelist.result_list, corrected or query)
         response.context_data["searched"] = query  # type: ignore[attr-defined]
+        sorts = self._sort_links(changelist, searched=bool(query))
+        response.context_data["sorts"] = sorts  # type: ignore[attr-defined]
         if corrected:
             original = request.GET.copy()
             original[EXACT_VAR] = "1"
@@ -513,6 +532,20 @@ class PaperAdmin(PaperCurationAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return RelevanceChangeList
+
+    @staticmethod
+    def _sort_links(changelist: ChangeList, *, searched: bool) -> list[dict[str, Any]]:
+        """The sorts the list offers, each a link keeping the query and filters (back to
+        the first page), the one shown marked."""
+        shown = chosen_sort(changelist.params, searched=searched)
+        return [
+            {
+                "label": label,
+                "current": key == shown,
+                "url": changelist.get_query_string({SORT_VAR: key}, [PAGE_VAR, ORDER_VAR]),
+            }
+            for key, label in sort_choices(searched=searched)
+        ]
 
     # --- the paper page ----------------------------------------------------------------
 

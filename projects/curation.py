@@ -143,7 +143,7 @@ class ProjectPapersAdmin(LibraryPaperAdmin):
 
     change_list_template = "admin/projects/project/papers.html"
     library_wide_delete = False
-    results_list_when_searched = False  # a project's page keeps its columns
+    results_list = False  # a project's page keeps its columns
     actions = [
         "remove_from_project", "move_to_project", "add_to_project", "add_keywords",
         "set_keywords", "remove_keywords", "export_bibtex", "export_csv", "export_ris",
@@ -230,7 +230,7 @@ class LibraryPickerAdmin(LibraryPaperAdmin):
     change_list_template = "admin/projects/project/library_picker.html"
     actions = ["add_to_this_project"]
     library_wide_delete = False
-    results_list_when_searched = False  # the picker keeps its columns
+    results_list = False  # the picker keeps its columns
 
     def __init__(self, project: Project, admin_site: admin.AdminSite) -> None:
         super().__init__(Paper, admin_site)

@@ -37,7 +37,7 @@ def test_a_search_lists_the_best_match_first(
     assert titles != sorted(titles)
     assert titles[0] != "Transformer-XL: Attentive Language Models beyond a Fixed-Length Context"
     # Relevance is the order, said so, with no column to sort by.
-    expect(page.locator(".results-order")).to_have_text("Ordered by relevance.")
+    expect(page.locator(".results-sort a[aria-current=true]")).to_have_text("Relevance")
     expect(page.locator("#result_list thead th.sortable")).to_have_count(0)
 
 

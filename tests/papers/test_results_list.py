@@ -1,6 +1,7 @@
-"""The searched Paper list as results to read (issue 36): each row's full title links to
-the reading page, with authors, short venue, year, markers and the passage search_papers
-gives, highlighted and escaped; a corrected typo is said; the page is titled by the search."""
+"""The Paper list as results to read (issue 36), searched or not: each row's full title
+links to the reading page, with authors, short venue, year, markers and, searched, the
+passage search_papers gives, highlighted and escaped; a corrected typo is said; the page is
+titled by the search; the sort is shown and can be changed, keeping query and filters."""
 
 from __future__ import annotations
 
@@ -19,6 +20,27 @@ pytestmark = pytest.mark.django_db
 
 CHANGELIST = "/admin/papers/paper/"
 TITLE_LINK = re.compile(r'class="result-title" href="/admin/papers/paper/(\d+)/read/"')
+SORT_LINK = re.compile(r'<li><a href="([^"]*)"( aria-current="true" class="current")?>([^<]+)</a>')
+
+
+def sort_nav(page: str) -> list[tuple[str, str, str]]:
+    nav = page[page.index('<nav class="results-sort"') :]
+    return SORT_LINK.findall(nav[: nav.index("</nav>")])
+
+
+def sort_links(page: str) -> list[tuple[str, bool]]:
+    """The sorts offered above the list: (label, whether it is the one shown)."""
+    return [(label, bool(current)) for _, current, label in sort_nav(page)]
+
+
+def sort_url(page: str, label: str) -> str:
+    return next(url for url, _, shown in sort_nav(page) if shown == label)
+
+
+def listed(page: str) -> list[int]:
+    return [int(pk) for pk in TITLE_LINK.findall(page)]
+
+
 ABSTRACT = (
     "We propose the Transformer, a network architecture based solely on attention "
     "mechanisms, dispensing with recurrence and convolutions entirely."
@@ -60,7 +82,8 @@ def test_each_result_reads_as_a_result(admin_client: Client, library: dict[str, 
     assert response.context["title"] == "Search: attention mechanisms"
     assert "<title>Search: attention mechanisms" in page
     assert "Select paper to change" not in page
-    assert "Ordered by relevance." in page
+    assert sort_links(page) == [("Relevance", True), ("Recently added", False),
+                                ("Newest", False), ("Title", False)]  # fmt: skip
     # The full title, to the reading page; the edit form one link away.
     assert f'href="/admin/papers/paper/{attention.pk}/read/">{attention.title}</a>' in page
     assert f'class="result-edit" href="/admin/papers/paper/{attention.pk}/change/"' in page
@@ -117,19 +140,93 @@ def test_a_corrected_typo_is_said_with_a_way_back(
     assert "Showing results for" not in exact.content.decode()
 
 
-def test_the_unsearched_list_is_titled_papers_and_its_titles_lead_to_reading(
+def test_the_unsearched_list_reads_as_results_newest_added_first(
     admin_client: Client, library: dict[str, Paper]
 ) -> None:
     response = admin_client.get(CHANGELIST)
     page = response.content.decode()
     assert response.context["title"] == "Papers"
     assert "Select paper to change" not in page
-    attention = library["attention"]
+    attention, retracted, hostile = library["attention"], library["retracted"], library["hostile"]
+    assert listed(page) == [hostile.pk, retracted.pk, attention.pk]  # the last added first
+    assert sort_links(page) == [("Recently added", True), ("Newest", False), ("Title", False)]
+    # The same row as a search's, without a passage: one rendering (results_list.result_row).
     assert len(attention.title) > 90  # shown whole
     assert f'href="/admin/papers/paper/{attention.pk}/read/">{attention.title}</a>' in page
-    assert f'href="/admin/papers/paper/{attention.pk}/change/"' in page  # by its id
+    assert f'class="result-edit" href="/admin/papers/paper/{attention.pk}/change/"' in page
+    assert "Ashish Vaswani, Noam Shazeer, Niki Parmar et al. · NEURIPS · 2017" in page
+    assert "Jakob Uszkoreit" not in page
+    row = page[page.index(f"/{attention.pk}/read/") :]
+    assert row.index("result-pdf") < row.index("</tr>")
+    retracted_row = page[page.index(f"/{retracted.pk}/read/") :]
+    assert 'result-retraction">Retracted</span>' in retracted_row[: retracted_row.index("</tr>")]
+    assert "result-passage" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; Attention hijacked" in page
     assert "<script>alert" not in page
+    assert "sortable" not in page  # the sort is chosen above the list, not by a column
+    assert 'name="_selected_action"' in page and 'name="action"' in page
+
+
+def test_the_chosen_sort_orders_the_list_and_keeps_its_filters(
+    admin_client: Client, library: dict[str, Paper], make_paper: Callable[..., Paper]
+) -> None:
+    undated = make_paper("Attention without a date", year=None, authors=["Nobody"])
+    attention, retracted, hostile = library["attention"], library["retracted"], library["hostile"]
+    page = admin_client.get(CHANGELIST).content.decode()
+    newest = admin_client.get(CHANGELIST + sort_url(page, "Newest").replace("&amp;", "&"))
+    assert listed(newest.content.decode()) == [hostile.pk, attention.pk, retracted.pk, undated.pk]
+    assert sort_links(newest.content.decode())[1] == ("Newest", True)
+    by_title = admin_client.get(CHANGELIST, {"sort": "title"}).content.decode()
+    # Case and markup folded (title_key): "<script>..." files under "script".
+    assert listed(by_title) == [attention.pk, undated.pk, retracted.pk, hostile.pk]
+    # A filter keeps the sort, and the sort's links keep the filter.
+    filtered = admin_client.get(CHANGELIST, {"sort": "newest", "year": "2010-2018"})
+    assert filtered.status_code == 200 and "?e=1" not in filtered.get("Location", "")
+    page = filtered.content.decode()
+    assert listed(page) == [attention.pk, retracted.pk]
+    assert "year=2010-2018" in sort_url(page, "Title")
+    assert '<input type="hidden" name="sort" value="newest">' in page  # the venue box's form
+    # An unknown sort is the default order, not an error.
+    unknown = admin_client.get(CHANGELIST, {"sort": "colour"}).content.decode()
+    assert listed(unknown)[0] == undated.pk
+    assert sort_links(unknown)[0] == ("Recently added", True)
+
+
+def test_a_search_can_be_sorted_and_a_new_search_starts_by_relevance(
+    admin_client: Client, library: dict[str, Paper]
+) -> None:
+    relevant = listed(admin_client.get(CHANGELIST, {"q": "attention images"}).content.decode())
+    response = admin_client.get(CHANGELIST, {"q": "attention images", "sort": "newest"})
+    page = response.content.decode()
+    years = {paper.pk: paper.year or 0 for paper in library.values()}
+    assert sorted(listed(page)) == sorted(relevant)
+    assert [years[pk] for pk in listed(page)] == sorted(
+        (years[pk] for pk in relevant), reverse=True
+    )
+    assert ("Newest", True) in sort_links(page)
+    assert "q=attention+images" in sort_url(page, "Relevance")
+    assert "<mark>" in page  # still the search's passages
+    # The search box does not carry the sort into the next search.
+    search_form = page[page.index('id="changelist-search"') : page.index("</form>")]
+    assert 'name="sort"' not in search_form
+
+
+def test_an_unsearched_page_costs_the_same_queries_at_any_length(
+    admin_client: Client, make_paper: Callable[..., Paper]
+) -> None:
+    def queries() -> int:
+        admin_client.get(CHANGELIST)
+        with CaptureQueriesContext(connection) as captured:
+            assert admin_client.get(CHANGELIST, {"sort": "newest"}).status_code == 200
+        return len(captured.captured_queries)
+
+    for n in range(3):
+        make_paper(f"Paper {n}", authors=[f"A {n}"], year=2001)
+    few = queries()
+    for n in range(12):
+        make_paper(f"Study {n}", authors=[f"Author {n}", "B", "C", "D"], year=2002,
+                   keywords=["k"])  # fmt: skip
+    assert queries() == few
 
 
 def test_a_searched_page_costs_the_same_queries_at_any_length(
@@ -151,11 +248,12 @@ def test_a_searched_page_costs_the_same_queries_at_any_length(
     assert queries() == few
 
 
-def test_a_bulk_action_still_acts_on_the_searched_list(
-    admin_client: Client, library: dict[str, Paper]
+@pytest.mark.parametrize("listing", ["?q=attention", "?sort=title"])
+def test_a_bulk_action_still_acts_on_the_list(
+    admin_client: Client, library: dict[str, Paper], listing: str
 ) -> None:
     response = admin_client.post(
-        CHANGELIST + "?q=attention",
+        CHANGELIST + listing,
         {"action": "add_keywords", "_selected_action": [library["attention"].pk],
          "keywords": "transformers", "apply": "1"},
     )  # fmt: skip

@@ -4,7 +4,9 @@
 // - autocomplete boxes (select2) are named by their field's label, not by their value alone;
 // - the related-objects filter's search icon, an aria-label on a plain span, becomes an image;
 // - a list of results gets a "Skip to results" link after "Skip to main content", which puts
-//   the focus on the first result's link.
+//   the focus on the first result's link;
+// - a list's filters, first in Django's markup but drawn after the list (CSS `order`), move
+//   after it, so Tab reaches the search box and the results before the filter column.
 // Django builds some of these after the page loads (select2, inline rows), so the names are
 // given again whenever the page's elements change.
 "use strict";
@@ -80,6 +82,12 @@
     skip.after(link);
   };
 
+  const filtersAfterList = () => {
+    const filters = document.getElementById("changelist-filter");
+    const container = filters?.parentElement;
+    if (container && container.lastElementChild !== filters) container.append(filters);
+  };
+
   let pending = false;
   const observer = new MutationObserver(() => {
     if (pending) return;
@@ -90,6 +98,7 @@
     });
   });
   document.addEventListener("DOMContentLoaded", () => {
+    filtersAfterList();
     addSkipToResults();
     nameControls();
     observer.observe(document.body, { childList: true, subtree: true });
