@@ -97,12 +97,11 @@ def topic_parts(topic: str) -> tuple[list[str], list[list[str]]]:
 
     words, phrases = [], []
     for index, part in enumerate(topic.split('"')):
-        found = [s for s in analysis.stems(part) if s not in FILLERS]
         if index % 2:
-            if found:
+            if found := analysis.stems(part):
                 phrases.append(found)
         else:
-            words += found
+            words += [s for s in analysis.stems(part) if s not in FILLERS]
     return words, phrases
 
 
@@ -323,14 +322,15 @@ def table(result: dict[str, Any], args: argparse.Namespace, papers: int, backend
         group = rows if name == "all" else by[name]
         if not group:
             continue
+        judged = [r for r in group if r["relevant"]]
         right = sum(r["right"] for r in group)
         plain = sum(r["plain_right"] for r in group)
         lines.append(
             f"| {'**all**' if name == 'all' else name} | {len(group)} | "
             f"{plain}/{len(group)} ({plain / len(group):.2f}) | "
             f"{right}/{len(group)} ({right / len(group):.2f}) | "
-            f"{statistics.fmean(r['off'] for r in group):.3f} | "
-            f"{statistics.fmean(r['on'] for r in group):.3f} | "
+            f"{statistics.fmean(r['off'] for r in judged):.3f} | "
+            f"{statistics.fmean(r['on'] for r in judged):.3f} | "
             f"{statistics.median(r['relevant'] for r in group):,.0f} |"
         )
     reading = sorted(r["ms"] for r in rows)
@@ -346,6 +346,11 @@ def table(result: dict[str, Any], args: argparse.Namespace, papers: int, backend
         "filters by construction, so read the 'off' column as how much of what the question "
         "asks for the words alone retrieve.",
     ]
+    unjudged = [r["id"] for r in rows if not r["relevant"]]
+    if unjudged:
+        lines.append(
+            f"- nDCG@10 is over the queries with a relevant paper; none for {', '.join(unjudged)}."
+        )
     missed = [r for r in rows if not r["right"]]
     if missed:
         lines.append(
