@@ -174,8 +174,8 @@ def local_search_ids(
     query's words (plus those found by meaning only, in hybrid). Errors as local_search.
     """
     fulltext.check_query(query, 1, 0)
-    reading = _understood(query, filters, scope, understand)
-    query, filters = reading.query, reading.filters
+    understood = _understood(query, filters, scope, understand)
+    query, filters = understood.query, understood.filters
     reading = _reading(query, rerank)
     if reading == "fulltext":
         ranked = fulltext.paper_search_ranked(

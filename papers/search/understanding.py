@@ -30,8 +30,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
+from django.db.models.functions import Lower
+from django.db.models.lookups import Exact
 
-from papers.models import Venue
+from papers.models import Author, Venue
 from papers.scoping import papers_in_scope
 from papers.search import analysis
 from papers.search import filters as search_filters
@@ -141,10 +143,16 @@ class _Reader:
         return papers_in_scope(self.scope)
 
     def author_papers(self, name: str) -> int:
+        if "*" in name and not self.family_exists(name.rsplit("*", 1)[-1]):
+            return 0  # the indexed family name first: a pattern scans every author
         found = search_filters.apply_filters(
             self.papers(), SearchFilters(author=name), scope=self.scope
         )
         return found.count()
+
+    @staticmethod
+    def family_exists(family: str) -> bool:
+        return Author.objects.filter(Exact(Lower("family_name"), family.lower())).exists()
 
     def venues(self) -> dict[str, str]:
         """The library's venue series by short name (lower case)."""
