@@ -203,7 +203,8 @@ def build_library(records: list[dict[str, Any]], directory: str) -> dict[int, st
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps({k: v for k, v in record.items() if k != "_stems"}) + "\n")
-    call_command("import_jsonl", str(path), no_progress=True, verbosity=0)
+    # The import's summary goes to the log, not into the table.
+    call_command("import_jsonl", str(path), no_progress=True, stdout=sys.stderr)
     rows = PaperIdentifier.objects.filter(scheme="acl").values_list("paper_id", "value")
     return dict(rows)
 
