@@ -246,6 +246,15 @@ BENCHMARKS = (
         "docs/ADMIN.md",
     ),
     Benchmark(
+        "understanding",
+        "Query understanding: authors, years and venues read from 100 labelled ACL queries",
+        "`local_search` (what `search_papers` runs on the library) with query understanding "
+        "on and off, over an `import_jsonl` library",
+        (PY, "benchmarks/bench_understanding.py", "--corpus", ACL, "--limit", "0"),
+        (PY, "benchmarks/bench_understanding.py", "--corpus", ACL, "--limit", "4000"),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "pages",
         "Page timings in the browser (home, search, reading page, review page)",
         "Debian's Chromium driven by Playwright on `manage.py serve`, signed in as a curator: "

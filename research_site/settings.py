@@ -212,6 +212,9 @@ MCP_LIBRARY_CALLS = env_int(
 # --- search (docs/SEARCH.md) ---------------------------------------------------------
 # Fuse full-text and semantic rankings in search_papers by default (a tool can still ask).
 SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
+# Read authors ('by Vaswani'), years ('since 2020') and venues ('ACL 2023') named in a
+# library search as filters (papers/search/understanding.py); off: every word is searched.
+SEARCH_UNDERSTAND = env_bool("SEARCH_UNDERSTAND", True)
 # Facets over a query count its best-ranked papers, at most this many (10,000 at most).
 FACETS_QUERY_CAP = env_int("FACETS_QUERY_CAP", 10_000, minimum=1)
 # Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a

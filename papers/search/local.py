@@ -13,7 +13,7 @@ from django.conf import settings
 
 from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
-from papers.search import fulltext, semantic
+from papers.search import fulltext, semantic, understanding
 from papers.search.types import SearchFilters, SearchPage
 
 LOCAL_ENGINE = "local"
@@ -53,6 +53,7 @@ def local_search(
     offset: int = 0,
     scope: Sequence[str] | None = None,
     rerank: bool | None = None,
+    understand: bool = True,
 ) -> SearchPage:
     """Search the library as `search_papers` (engine `local`) and REST /api/search do.
 
@@ -66,15 +67,31 @@ def local_search(
 
     When the filters name one project (its id or name, no pattern), every hit carries that
     project's `project_id`, as engine results do.
+
+    `understand` (and the SEARCH_UNDERSTAND setting): authors, years and venues the query
+    names are read as filters where the intent is clear, with a note
+    (papers/search/understanding.py).
     """
+    fulltext.check_query(query, limit, offset)
+    reading = _understood(query, filters, scope, understand)
     page = _search(
-        query=query, filters=filters, limit=limit, offset=offset, scope=scope, rerank=rerank
-    )
+        query=reading.query, filters=reading.filters, limit=limit, offset=offset, scope=scope,
+        rerank=rerank,
+    )  # fmt: skip
+    page.notes[:0] = reading.notes
     project_id = _filtered_project(filters, scope)
     if project_id is not None:
         for hit in page.hits:
             hit.record["project_id"] = project_id
     return page
+
+
+def _understood(
+    query: str, filters: SearchFilters | None, scope: Sequence[str] | None, understand: bool
+) -> understanding.Reading:
+    if not understand:
+        return understanding.Reading(query=query, filters=filters, topic=query)
+    return understanding.read_query(query, filters, scope=scope)
 
 
 def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None) -> str | None:
@@ -145,6 +162,7 @@ def local_search_ids(
     scope: Sequence[str] | None = None,
     limit: int = fulltext.MAX_IDS,
     rerank: bool | None = None,
+    understand: bool = True,
 ) -> LocalRanking:
     """The order `local_search` pages through, as ids, `limit` deep (at most MAX_IDS):
     for the interfaces that list or count a search's papers rather than show a page of
@@ -155,6 +173,9 @@ def local_search_ids(
     the remaining full-text matches in their order. `total`: the papers matching the
     query's words (plus those found by meaning only, in hybrid). Errors as local_search.
     """
+    fulltext.check_query(query, 1, 0)
+    understood = _understood(query, filters, scope, understand)
+    query, filters = understood.query, understood.filters
     reading = _reading(query, rerank)
     if reading == "fulltext":
         ranked = fulltext.paper_search_ranked(

@@ -1,0 +1,447 @@
+"""Query understanding: authors, years and venues named in a natural-language question
+turned into filters (when the intent is clear) or left as ranking words (when it is not),
+with a note saying what was understood and how to undo it.
+
+    "papers by Vaswani on attention"     author filter Vaswani, words "attention"
+    "Neubig et al. 2019 low-resource MT" author filter Neubig, year 2019, words "low-resource MT"
+    "ACL 2023 papers on summarization"   venue filter acl, year 2023, words "summarization"
+    "dialogue state tracking since 2020" year 2020- , words "dialogue state tracking"
+    "Manning dependency parsing"         no filter: Manning is mostly an author's name in the
+                                         library, so his papers rank higher (the word matches
+                                         their author field); a note says 'by Manning' filters
+
+Only clear cues make a filter: `by X`, `X et al.`, an author's full name as the library
+spells it, `since|after|before|until|in|from YEAR`, `YEAR-YEAR`, `between Y and Y`, a venue
+of the library followed by a year or introduced as one (`at NAACL`, `EMNLP papers`). Names
+are checked against the library's own authors (with papers the client can see) and venues;
+a word that the library uses more often as a word than as a name ('Brown' clustering,
+'Markov') is never taken for one. Quoted text is never read (quote the words to undo a
+reading), nor are queries in the query language (AND/OR/NOT), long texts, or parts the
+explicit filters already set. The filters it adds are merged into the request's filters
+and go through the same path (`filters.apply_filters`, scope, both databases).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.conf import settings
+from django.db.models.functions import Lower
+from django.db.models.lookups import Exact
+
+from papers.models import Author, Venue
+from papers.scoping import papers_in_scope
+from papers.search import analysis
+from papers.search import filters as search_filters
+from papers.search.query import PLAIN_TEXT_FROM_CHARS
+from papers.search.types import SearchFilters
+
+# A capitalised word is read as a bare author name (a boost, never a filter), or a lower-case
+# word after "by" as one ('by hand', 'by reading' are not), only when the
+# library's titles hold it at most once for every TITLE_SHARE**-1 papers by people of that
+# family name: names are rarely in titles ('Manning' 1 title for 255 papers, 'Vaswani' 0
+# for 23), topic words are ('Markov' 191 for 26, 'Brown' clustering 8 for 123).
+TITLE_SHARE = 0.05
+FIRST_YEAR = 1900
+
+_OPERATOR_RE = re.compile(r"(?:^|[\s(])(AND|OR|NOT)(?=[\s()]|$)")
+_YEAR_RE = re.compile(r"^(1[89]\d\d|20\d\d)$")
+_RANGE_RE = re.compile(r"^(1[89]\d\d|20\d\d)\s*[-\u2013\u2014]\s*(1[89]\d\d|20\d\d|\d\d)$")
+_NAME_RE = re.compile(r"^[^\W\d_][\w.'\u2019-]*$")
+_EDGE = ",;:?!()[]{}"
+
+_SINCE = {"since", "after", "starting", "post"}
+_FROM = {"from"}
+_BEFORE = {"before", "until", "till", "through", "pre", "prior"}
+_IN = {"in", "during", "of"}
+_VENUE_BEFORE = {"at", "in", "from", "to"}
+_VENUE_AFTER = {"papers", "paper", "proceedings", "submissions", "publications"}
+FILLERS = {
+    "papers", "paper", "articles", "article", "publications", "publication", "work", "works",
+    "published",
+}  # fmt: skip
+_TOPIC_CUES = {"about", "on", "regarding", "concerning"}
+_NAME_STOPS = {"on", "about", "in", "at", "since", "from", "for", "with", "and", "or", "the"}
+
+
+@dataclass
+class _Token:
+    text: str  # as typed, punctuation kept
+    word: str  # without edge punctuation
+    quoted: bool = False
+    used: bool = False
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A query read for filters: the text searched, the filters (the request's, with what
+    was understood merged in), what was understood, and notes."""
+
+    query: str
+    filters: SearchFilters | None
+    understood: dict[str, Any] = field(default_factory=dict)  # filters added
+    boosts: dict[str, list[str]] = field(default_factory=dict)  # names left as words
+    topic: str = ""  # the words left once the filters' words are out
+    notes: tuple[str, ...] = ()
+
+
+def _tokens(query: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    for index, part in enumerate(query.split('"')):
+        if index % 2:
+            tokens.append(_Token(f'"{part}"', part, quoted=True))
+            continue
+        for raw in part.split():
+            tokens.append(_Token(raw, raw.strip(_EDGE).rstrip(".")))
+    return tokens
+
+
+def _unpossessive(word: str) -> str:
+    return word.removesuffix("'s").removesuffix("\u2019s")
+
+
+def _year(word: str) -> int | None:
+    if not _YEAR_RE.match(word):
+        return None
+    year = int(word)
+    return year if FIRST_YEAR <= year <= datetime.date.today().year + 1 else None
+
+
+class _Reader:
+    def __init__(self, query: str, filters: SearchFilters | None, scope: Sequence[str] | None):
+        self.tokens = _tokens(query)
+        self.filters = filters or SearchFilters()
+        self.scope = scope
+        self.understood: dict[str, Any] = {}
+        self.boosts: dict[str, list[str]] = {}
+        self.notes: list[str] = []
+        self.phrases: list[str] = []  # what was read, for the note
+        self._venues: dict[str, str] | None = None
+
+    # --- helpers ---------------------------------------------------------------------
+    def word(self, index: int) -> str:
+        if 0 <= index < len(self.tokens) and not self.tokens[index].quoted:
+            return self.tokens[index].word
+        return ""
+
+    def lower(self, index: int) -> str:
+        return self.word(index).lower()
+
+    def free(self, index: int) -> bool:
+        return 0 <= index < len(self.tokens) and not self.tokens[index].used
+
+    def use(self, *indexes: int) -> str:
+        for index in indexes:
+            self.tokens[index].used = True
+        return " ".join(self.tokens[i].text.strip(_EDGE) for i in sorted(indexes))
+
+    def papers(self) -> Any:
+        return papers_in_scope(self.scope)
+
+    def author_papers(self, name: str) -> int:
+        if "*" in name and not self.family_exists(name.rsplit("*", 1)[-1]):
+            return 0  # the indexed family name first: a pattern scans every author
+        found = search_filters.apply_filters(
+            self.papers(), SearchFilters(author=name), scope=self.scope
+        )
+        return found.count()
+
+    @staticmethod
+    def family_exists(family: str) -> bool:
+        return Author.objects.filter(Exact(Lower("family_name"), family.lower())).exists()
+
+    def venues(self) -> dict[str, str]:
+        """The library's venue series by short name (lower case)."""
+        if self._venues is None:
+            names = Venue.objects.exclude(short_name="").values_list("short_name", flat=True)
+            self._venues = {name.lower(): name for name in names}
+        return self._venues
+
+    def name_like(self, word: str, papers: int) -> bool:
+        """Whether the titles hold `word` rarely enough for a name (TITLE_SHARE)."""
+        return self.title_mentions(word, int(papers * TITLE_SHARE)) <= papers * TITLE_SHARE
+
+    def title_mentions(self, word: str, most: int) -> int:
+        """Titles holding `word` as a word, counted up to most + 1."""
+        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+        found = 0
+        titles = self.papers().filter(title__icontains=word).values_list("title", flat=True)
+        for title in titles.iterator(chunk_size=500):
+            found += bool(pattern.search(title))
+            if found > most:
+                break
+        return found
+
+    # --- years -------------------------------------------------------------------------
+    def years(self) -> None:
+        f = self.filters
+        if f.year is not None or f.year_from is not None or f.year_to is not None:
+            return
+        found: tuple[int | None, int | None] | None = None
+        for i, token in enumerate(self.tokens):
+            if token.used or token.quoted:
+                continue
+            word = token.word.lower()
+            span: list[int] = []
+            if match := _RANGE_RE.match(word):
+                start, end = int(match.group(1)), match.group(2)
+                stop = int(end) if len(end) == 4 else start // 100 * 100 + int(end)
+                if start <= stop and _year(str(start)) and _year(str(stop)):
+                    found, span = (start, stop), [i]
+                    if self.lower(i - 1) in _FROM | _IN | {"between"}:
+                        span.append(i - 1)
+            elif (
+                word in {"between", "from"}
+                and (a := _year(self.word(i + 1)))
+                and self.lower(i + 2) in {"and", "to", "until"}
+                and (b := _year(self.word(i + 3)))
+                and a <= b
+            ):
+                found, span = (a, b), [i, i + 1, i + 2, i + 3]
+            elif (year := _year(self.word(i + 1))) and word in _SINCE | _FROM | _BEFORE | _IN:
+                if word in _SINCE:
+                    found = (year + 1 if word == "after" else year, None)
+                elif word in _BEFORE:
+                    found = (None, year - 1 if word in {"before", "pre", "prior"} else year)
+                else:
+                    found = (year, year)
+                span = [i, i + 1]
+            elif (year := _year(word)) and (
+                self.lower(i + 1) in _VENUE_AFTER or self.lower(i - 1) == "al"
+            ):
+                # '2022 papers on ...', 'Socher et al. 2013' (a citation)
+                found, span = (year, year), [i]
+            elif (
+                word in {"prior", "up"}
+                and self.lower(i + 1) == "to"
+                and (year := _year(self.word(i + 2)))
+            ):
+                found = (None, year - 1 if word == "prior" else year)
+                span = [i, i + 1, i + 2]
+            if found is not None:
+                self.set_years(found, self.use(*span))
+                return
+
+    def set_years(self, years: tuple[int | None, int | None], text: str) -> None:
+        start, end = years
+        if start is not None and start == end:
+            self.understood["year"] = start
+            said = f"published in {start}"
+        elif start is not None and end is not None:
+            self.understood.update(year_from=start, year_to=end)
+            said = f"published {start}-{end}"
+        elif start is not None:
+            self.understood["year_from"] = start
+            said = f"published in {start} or later"
+        else:
+            self.understood["year_to"] = end
+            said = f"published in {end} or earlier"
+        self.phrases.append(f"{text!r} as {said}")
+
+    # --- venues ------------------------------------------------------------------------
+    def venue(self) -> None:
+        if self.filters.venue:
+            return
+        venues = self.venues()
+        for i, token in enumerate(self.tokens):
+            if token.used or token.quoted:
+                continue
+            raw = token.word
+            match = re.match(r"^([A-Za-z*]+)[-']?(\d{2}|\d{4})$", raw)
+            name, glued = (match.group(1), match.group(2)) if match else (raw, "")
+            short = venues.get(name.lower())
+            if short is None or not name[:1].isupper():
+                continue
+            year = _year(glued if len(glued) == 4 else "") or (
+                _year(f"20{glued}") if len(glued) == 2 else None
+            )
+            span = [i]
+            if year is None and (year := _year(self.word(i + 1))) is not None:
+                span.append(i + 1)
+            shouted = name.isupper() and len(name) > 1
+            introduced = self.lower(i - 1) in _VENUE_BEFORE and shouted
+            named = self.lower(i + 1) in _VENUE_AFTER and shouted
+            if year is None and not (introduced or named):
+                continue
+            if self.lower(i - 1) in _VENUE_BEFORE:
+                span.append(i - 1)
+            text = self.use(*span)
+            self.understood["venue"] = short
+            said = f"the venue {short}"
+            years_set = any(key in self.understood for key in ("year", "year_from", "year_to"))
+            if year is not None and not years_set and self._years_free():
+                self.understood["year"] = year
+                said += f", published in {year}"
+            self.phrases.append(f"{text!r} as {said}")
+            return
+
+    def _years_free(self) -> bool:
+        f = self.filters
+        return f.year is None and f.year_from is None and f.year_to is None
+
+    # --- authors -----------------------------------------------------------------------
+    def authors(self) -> None:
+        if self.filters.author:
+            return
+        for i, token in enumerate(self.tokens):
+            if token.used or token.quoted:
+                continue
+            word = token.word.lower()
+            if word == "by" and self.by(i):
+                return
+            if word == "et" and self.lower(i + 1).startswith("al") and self.et_al(i):
+                return
+        if self.full_name():
+            return
+        self.bare_names()
+
+    def name_words(self, start: int, step: int, most: int = 3) -> list[int]:
+        found: list[int] = []
+        index = start
+        while len(found) < most and self.free(index):
+            token = self.tokens[index]
+            if token.quoted or not _NAME_RE.match(token.word) or _year(token.word):
+                break
+            if token.word.lower() in _NAME_STOPS or analysis.is_stop_word(token.word.lower()):
+                break
+            found.append(index)
+            index += step
+        return sorted(found)
+
+    def match_name(
+        self, indexes: list[int], *, lower_ok: bool, from_end: bool = False
+    ) -> tuple[str, list[int]] | None:
+        """The longest run of the words (from the first, or back from the last) that names
+        an author with papers the client can see."""
+        for size in range(len(indexes), 0, -1):
+            run = indexes[-size:] if from_end else indexes[:size]
+            words = [_unpossessive(self.tokens[i].word) for i in run]
+            name = " ".join(words)
+            capital = all(w[:1].isupper() for w in words)
+            if not capital and not lower_ok:
+                continue
+            if size > 1:
+                # 'Christopher Manning' is also 'Christopher D. Manning'; 'C. Manning' any C.
+                name = f"{words[0]}*{words[-1]}"
+                if len(words[0].rstrip(".")) == 1:
+                    name = f"{words[0][0]}. {words[-1]}"
+            papers = self.author_papers(name)
+            if not papers:
+                continue
+            if not capital and size == 1 and not self.name_like(name, papers):
+                continue
+            return name, run
+        return None
+
+    def set_author(self, name: str, text: str) -> None:
+        self.understood["author"] = name
+        self.phrases.append(f"{text!r} as the author {name}")
+
+    def by(self, i: int) -> bool:
+        found = self.match_name(self.name_words(i + 1, 1), lower_ok=True)
+        if found is None:
+            return False
+        name, run = found
+        after = run[-1] + 1
+        if self.lower(after) == "et" and self.lower(after + 1).startswith("al"):
+            run = [*run, after, after + 1]
+        self.set_author(name, self.use(i, *run))
+        return True
+
+    def et_al(self, i: int) -> bool:
+        found = self.match_name(self.name_words(i - 1, -1, 2), lower_ok=False, from_end=True)
+        if found is None:
+            return False
+        name, run = found
+        self.set_author(name, self.use(*run, i, i + 1))
+        return True
+
+    def full_name(self) -> bool:
+        """Two or three capitalised words that are an author's full name in the library."""
+        for i in range(len(self.tokens)):
+            run = self.name_words(i, 1)
+            if len(run) < 2 or run[0] != i or self.lower(i - 1) in _TOPIC_CUES:
+                continue
+            for size in range(len(run), 1, -1):
+                words = [self.tokens[j].word for j in run[:size]]
+                if not all(w[:1].isupper() and not w.isupper() for w in words):
+                    continue
+                name = f"{words[0]}*{words[-1]}"
+                if self.author_papers(name):
+                    self.set_author(name, self.use(*run[:size]))
+                    return True
+        return False
+
+    def bare_names(self) -> None:
+        """A capitalised word that the library mostly holds as a family name: left as a
+        word (it matches the author field) and said, never a filter."""
+        for i, token in enumerate(self.tokens):
+            word = _unpossessive(token.word)
+            if token.used or token.quoted or len(word) < 3 or not _NAME_RE.match(word):
+                continue
+            if not word[:1].isupper() or word.isupper() or self.lower(i - 1) in _TOPIC_CUES:
+                continue
+            if analysis.is_stop_word(word.lower()) or word.lower() in FILLERS:
+                continue
+            papers = self.author_papers(word)
+            if papers and self.name_like(word, papers):
+                self.boosts.setdefault("author", []).append(word)
+
+    # --- result ------------------------------------------------------------------------
+    def topic(self) -> str:
+        kept = [t.text for t in self.tokens if not t.used]
+        if self.understood:
+            kept = [t for t in kept if t.strip(_EDGE).lower() not in FILLERS]
+        return " ".join(kept).strip()
+
+
+def read_query(
+    query: str, filters: SearchFilters | None = None, *, scope: Sequence[str] | None = None
+) -> Reading:
+    """The query read for authors, years and venues (see the module's docstring). A query
+    in the query language, a long text or one with nothing understood is returned as it
+    came, with the filters as they came."""
+    unchanged = Reading(query=query, filters=filters, topic=query)
+    if not getattr(settings, "SEARCH_UNDERSTAND", True):
+        return unchanged
+    if len(query) > PLAIN_TEXT_FROM_CHARS or _OPERATOR_RE.search(query) or query.count('"') % 2:
+        return unchanged
+    reader = _Reader(query, filters, scope)
+    reader.years()
+    reader.venue()
+    reader.authors()
+    notes: list[str] = []
+    if reader.boosts.get("author"):
+        for name in reader.boosts["author"]:
+            notes.append(
+                f"query: {name!r} is mostly an author's name in the library: papers by "
+                f"{name} rank higher; write 'by {name}' to keep only theirs"
+            )
+    if not reader.understood:
+        return replace(unchanged, boosts=reader.boosts, notes=tuple(notes))
+    topic = reader.topic()
+    searched = topic
+    if not analysis.words(topic) or all(analysis.is_stop_word(w) for w in analysis.words(topic)):
+        # Nothing but filters ("papers by Vaswani"): the names still rank their papers.
+        searched = " ".join(t.text for t in reader.tokens if t.used) or query
+    merged = search_filters.filters_merge(filters, **reader.understood)
+    notes.insert(
+        0,
+        "query: understood "
+        + "; ".join(reader.phrases)
+        + " (filters "
+        + ", ".join(f"{k}={v}" for k, v in reader.understood.items())
+        + "); put words in double quotes to search them as written",
+    )
+    return Reading(
+        query=searched,
+        filters=merged,
+        understood=dict(reader.understood),
+        boosts=reader.boosts,
+        topic=topic,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,166 @@
+"""Query understanding (issue 38): authors, years and venues named in a library search read
+as filters where the intent is clear, through the same filter path as explicit filters,
+with a note; names that the library uses as words are not taken for names. Runs on SQLite
+and, with DATABASE_URL, on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from papers.schemas import PaperRecord
+from papers.search.local import local_search, local_search_ids, search_filters_build
+from papers.search.understanding import read_query
+from papers.services import papers_upsert
+from projects.services import project_add_papers, project_create
+
+pytestmark = pytest.mark.django_db
+
+
+def paper(key: str, title: str, authors: list[str], year: int, venue: str = "") -> PaperRecord:
+    return PaperRecord.build(
+        title=title, authors=authors, year=year, venue=venue.upper() + " proceedings",
+        venue_short=venue, identifiers={"test": key},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def shelf(db: None) -> dict[str, int]:
+    records = [
+        paper("vaswani17", "Attention for translation", ["Ashish Vaswani", "N. Shazeer"], 2017),
+        paper("vaswani19", "Attention in music generation", ["Ashish Vaswani"], 2019, "acl"),
+        paper("other_att", "Attention over sentences", ["Maria Rossi"], 2019, "emnlp"),
+        paper("manning", "Dependency parsing with trees", ["Christopher D. Manning"], 2014),
+        paper("manning2", "Parsing English", ["Chris Manning"], 2021, "acl"),
+        paper("parse23", "Dependency parsing revisited", ["Li Wei"], 2023, "acl"),
+        paper("parse10", "Dependency parsing of Czech", ["Jan Novak"], 2010, "emnlp"),
+        paper("brown_a", "Brown clustering for tagging", ["Li Wei"], 2012),
+        paper("brown_b", "Brown clusters as features", ["Jan Novak"], 2013),
+        paper("brown_c", "Word classes from Brown clustering", ["Maria Rossi"], 2015),
+        paper("brown_p", "Statistical translation", ["Peter F. Brown"], 1993),
+    ]
+    records += [
+        paper(f"f{n}", f"Filler study number {n}", ["Filler Person"], 1990) for n in range(20)
+    ]
+    ids = papers_upsert(records=records).paper_ids
+    return {r.identifiers["test"]: pid for r, pid in zip(records, ids, strict=True)}
+
+
+def keys(page: object, shelf: dict[str, int]) -> set[str]:
+    by_id = {pid: key for key, pid in shelf.items()}
+    return {by_id.get(hit.record["paper_id"], "?") for hit in page.hits}  # type: ignore[attr-defined]
+
+
+def test_by_author_is_a_filter_with_a_note(shelf: dict[str, int]) -> None:
+    page = local_search(query="papers by Vaswani on attention", rerank=False)
+    assert keys(page, shelf) == {"vaswani17", "vaswani19"}
+    assert any("as the author Vaswani" in note for note in page.notes)
+    assert any("double quotes" in note for note in page.notes)
+    # Off: every word searched, the other attention paper found too.
+    off = local_search(query="papers by Vaswani on attention", rerank=False, understand=False)
+    assert "other_att" in keys(off, shelf)
+    # Quoted, the words are searched as written (the way to undo a reading).
+    quoted = read_query('papers "by Vaswani" on attention')
+    assert quoted.understood == {}
+
+
+def test_author_forms_et_al_full_name_and_nickname(shelf: dict[str, int]) -> None:
+    assert read_query("Vaswani et al. attention").understood == {"author": "Vaswani"}
+    full = local_search(query="Christopher Manning parsing", rerank=False)
+    assert keys(full, shelf) == {"manning"}  # 'Christopher D. Manning' is him too
+    nickname = local_search(query="dependency parsing by Chris Manning", rerank=False)
+    assert keys(nickname, shelf) == {"manning", "manning2"}
+    assert read_query("by vaswani").understood == {"author": "vaswani"}
+
+
+def test_a_bare_surname_ranks_but_does_not_filter(shelf: dict[str, int]) -> None:
+    reading = read_query("Vaswani attention")
+    assert reading.understood == {} and reading.boosts == {"author": ["Vaswani"]}
+    assert any("by Vaswani" in note for note in reading.notes)
+    page = local_search(query="Vaswani attention", rerank=False)
+    assert "other_att" in keys(page, shelf)  # not filtered
+
+
+def test_a_name_the_library_uses_as_a_word_is_not_a_name(shelf: dict[str, int]) -> None:
+    reading = read_query("Brown clustering")
+    assert reading.understood == {} and reading.boosts == {} and reading.notes == ()
+    assert keys(local_search(query="Brown clustering", rerank=False), shelf) >= {
+        "brown_a", "brown_b", "brown_c",
+    }  # fmt: skip
+    for negative in ("attention is all you need", "learning by reading", "transformer 2",
+                     "tweets about the 2020 election", "papers about Vaswani"):  # fmt: skip
+        assert read_query(negative).understood == {}, negative
+
+
+@pytest.mark.parametrize(
+    ("query", "years"),
+    [
+        ("dependency parsing since 2020", {"year_from": 2020}),
+        ("dependency parsing after 2020", {"year_from": 2021}),
+        ("dependency parsing before 2015", {"year_to": 2014}),
+        ("dependency parsing until 2014", {"year_to": 2014}),
+        ("dependency parsing in 2010", {"year": 2010}),
+        ("dependency parsing 2010-2014", {"year_from": 2010, "year_to": 2014}),
+        ("dependency parsing between 2010 and 2014", {"year_from": 2010, "year_to": 2014}),
+        ("2023 papers on dependency parsing", {"year": 2023}),
+    ],
+)
+def test_years(shelf: dict[str, int], query: str, years: dict[str, int]) -> None:
+    reading = read_query(query)
+    assert reading.understood == years
+    low, high = (
+        years.get("year", years.get("year_from", 0)),
+        years.get("year", years.get("year_to", 9999)),
+    )
+    wanted = {
+        k for k, y in [("manning", 2014), ("parse23", 2023), ("parse10", 2010)] if low <= y <= high
+    }
+    assert (
+        keys(local_search(query=query, rerank=False), shelf) & {"manning", "parse23", "parse10"}
+        == wanted
+    )
+
+
+def test_venues_of_the_library(shelf: dict[str, int]) -> None:
+    reading = read_query("ACL 2023 papers on dependency parsing")
+    assert reading.understood == {"venue": "acl", "year": 2023}
+    assert reading.topic == "on dependency parsing"
+    assert keys(
+        local_search(query="ACL 2023 papers on dependency parsing", rerank=False), shelf
+    ) == {"parse23"}
+    assert read_query("parsing at EMNLP").understood == {"venue": "emnlp"}
+    assert keys(local_search(query="EMNLP papers on parsing", rerank=False), shelf) == {"parse10"}
+    # Not a venue of the library, or not introduced as one: words.
+    assert read_query("NAACL 2019 parsing").understood.get("venue") is None
+    assert read_query("acl parsing").understood == {}
+
+
+def test_explicit_filters_win_and_understood_ones_merge(shelf: dict[str, int]) -> None:
+    explicit = search_filters_build(payload={"author": "Li Wei"})
+    reading = read_query("parsing by Vaswani since 2020", explicit)
+    assert reading.filters is not None and reading.filters.author == "Li Wei"
+    assert reading.understood == {"year_from": 2020}
+    page = local_search(
+        query="dependency parsing by Vaswani since 2020", filters=explicit, rerank=False
+    )
+    assert keys(page, shelf) == {"parse23"}
+
+
+def test_the_scope_limits_what_a_name_can_mean(shelf: dict[str, int]) -> None:
+    project = project_create(name="Parsing only")
+    project_add_papers(project=project, paper_ids=[shelf["parse23"], shelf["parse10"]])
+    scope = [project.id]
+    reading = read_query("parsing by Vaswani", scope=scope)
+    assert reading.understood == {} and reading.notes == ()  # nothing of his in scope
+    page = local_search(query="dependency parsing since 2020", scope=scope, rerank=False)
+    assert keys(page, shelf) == {"parse23"}
+
+
+def test_ids_follow_the_same_reading_and_the_setting_turns_it_off(shelf: dict[str, int]) -> None:
+    ranking = local_search_ids(query="attention by Vaswani", rerank=False)
+    assert set(ranking.ids) == {shelf["vaswani17"], shelf["vaswani19"]}
+    with override_settings(SEARCH_UNDERSTAND=False):
+        assert read_query("attention by Vaswani").understood == {}
+        assert (
+            shelf["other_att"] in local_search_ids(query="attention by Vaswani", rerank=False).ids
+        )
