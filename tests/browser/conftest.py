@@ -11,14 +11,16 @@ Screenshots go to test-artifacts/browser/ (git-ignored), one folder per test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
     base_env,
+    copy_sqlite_database,
     running_server,
     server_database,
 )
@@ -80,34 +83,96 @@ class CurationSite:
     username: str
     password: str
     data: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)  # the server's environment
 
     def url(self, path: str) -> str:
         return self.server.base_url + path
 
 
-@pytest.fixture(scope="module")
-def curation_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
-    """A served knowledge base with five papers and a staff user in the Curators group.
-    Background work runs in the server process (no broker), on its own database."""
-    directory = tmp_path_factory.mktemp("browser-kb")
+@dataclass
+class SeededCuration:
+    """seed_curation.py's knowledge base, seeded once for the package (not served): each
+    module serves a copy of its own, so no module sees what another one changed."""
+
+    directory: Path
+    database_url: str | None
+    password: str
+    data: dict[str, Any]
+
+
+@pytest.fixture(scope="package")
+def seeded_curation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededCuration]:
+    directory = tmp_path_factory.mktemp("browser-kb-seeded")
     password = secrets.token_urlsafe(16)
-    with server_database("browser") as database_url:
+    with server_database("browserseed") as database_url:
         env = base_env(directory, database_url)
         for name in ("REDIS_URL", "CELERY_BROKER_URL"):
             env.pop(name, None)
-        env["EMBEDDINGS_ENABLED"] = "false"  # nothing here searches by meaning
+        env["EMBEDDINGS_ENABLED"] = "false"
         seeded = subprocess.run(
             [PYTHON, str(SEED_SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=120,
             check=False, env={**env, "BROWSER_USER_PASSWORD": password},
         )  # fmt: skip
         assert seeded.returncode == 0, seeded.stderr
         data = json.loads(seeded.stdout.strip().splitlines()[-1])
-        with running_server(KnowledgeBase(directory, env)) as server:
-            yield CurationSite(server, data["user"], password, data)
+        yield SeededCuration(directory, database_url, password, data)
+
+
+@contextlib.contextmanager
+def served_curation_copy(
+    seeded: SeededCuration,
+    directory: Path,
+    env: dict[str, str] | None = None,
+    superuser: bool = False,
+) -> Iterator[CurationSite]:
+    """A copy of `seeded` in `directory` (and a PostgreSQL database of its own), served;
+    `env` adds to the server's environment; `superuser` makes the seeded user one."""
+    shutil.copytree(
+        seeded.directory, directory, dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("research.db*", "server-*.log"),
+    )  # fmt: skip
+    if seeded.database_url is None:
+        copy_sqlite_database(seeded.directory / "research.db", directory / "research.db")
+    with server_database("browser", copy_of=seeded.database_url) as database_url:
+        served = base_env(directory, database_url)
+        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+            served.pop(name, None)
+        served["EMBEDDINGS_ENABLED"] = "false"  # nothing here searches by meaning
+        served.update(env or {})
+        if superuser:
+            _make_superuser(directory, database_url, seeded.data["user"])
+        with running_server(KnowledgeBase(directory, served)) as server:
+            yield CurationSite(server, seeded.data["user"], seeded.password, seeded.data, served)
+
+
+def _make_superuser(directory: Path, database_url: str | None, username: str) -> None:
+    update = "UPDATE auth_user SET is_superuser = %s WHERE username = %s"
+    if database_url is None:
+        with contextlib.closing(sqlite3.connect(directory / "research.db")) as conn, conn:
+            changed = conn.execute(update.replace("%s", "?"), (True, username)).rowcount
+    else:
+        import psycopg
+
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            changed = conn.execute(update, (True, username)).rowcount
+    assert changed == 1, username
 
 
 @pytest.fixture(scope="module")
+def curation_site(
+    tmp_path_factory: pytest.TempPathFactory, seeded_curation: SeededCuration
+) -> Iterator[CurationSite]:
+    """A served knowledge base with five papers and a staff user in the Curators group:
+    a fresh copy of `seeded_curation` for each module. Background work runs in the server
+    process (no broker), on its own database."""
+    directory = tmp_path_factory.mktemp("browser-kb")
+    with served_curation_copy(seeded_curation, directory) as site:
+        yield site
+
+
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
+    """One Chromium for the whole package: each test still gets a context of its own."""
     assert sync_playwright is not None
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(

@@ -10,25 +10,14 @@ project with papers, a saved search and an alert. The pages are the admin index'
 
 from __future__ import annotations
 
-import json
-import secrets
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.browser.builders import log_in
+from tests.browser.builders import log_in, seeded_site
 from tests.browser.conftest import PLAYWRIGHT_MISSING, TIMEOUT_MS, CurationSite
-from tests.mcp.conftest import (
-    PYTHON,
-    ROOT,
-    KnowledgeBase,
-    base_env,
-    running_server,
-    server_database,
-)
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
@@ -101,21 +90,8 @@ print(json.dumps({"session_id": str(session.pk), "acl": acl.pk, "project": proje
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
     directory = tmp_path_factory.mktemp("browser-a11y-kb")
-    password = secrets.token_urlsafe(16)
-    with server_database("browsera11y") as database_url:
-        env = base_env(directory, database_url)
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            env.pop(name, None)  # the PDF's index task runs in the seeding process
-        env["EMBEDDINGS_ENABLED"] = "false"
-        env["EXTRACTION_STRICT"] = "false"
-        seeded = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-c", SEED], cwd=ROOT, capture_output=True,
-            text=True, timeout=180, check=False, env={**env, "BROWSER_USER_PASSWORD": password},
-        )  # fmt: skip
-        assert seeded.returncode == 0, seeded.stderr
-        data = json.loads(seeded.stdout.strip().splitlines()[-1])
-        with running_server(KnowledgeBase(directory, env)) as server:
-            yield CurationSite(server, "lead", password, data)
+    with seeded_site(directory, "browsera11y", SEED, {"EXTRACTION_STRICT": "false"}) as site:
+        yield site
 
 
 @pytest.fixture

@@ -7,26 +7,15 @@ windows. Screenshots: the test's tmp dir."""
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser.builders import log_in
+from tests.browser.builders import log_in, seeded_site
 from tests.browser.conftest import PLAYWRIGHT_MISSING, CurationSite, Shots
-from tests.mcp.conftest import (
-    PYTHON,
-    ROOT,
-    KnowledgeBase,
-    base_env,
-    running_server,
-    server_database,
-)
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
@@ -99,21 +88,8 @@ OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clie
 @pytest.fixture(scope="module")
 def extraction_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
     directory = tmp_path_factory.mktemp("browser-extraction-kb")
-    password = secrets.token_urlsafe(16)
-    with server_database("browserextract") as database_url:
-        env = base_env(directory, database_url)
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            env.pop(name, None)  # the PDF's index task runs in the seeding process
-        env["EMBEDDINGS_ENABLED"] = "false"
-        env["EXTRACTION_STRICT"] = "false"
-        seeded = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-c", SEED], cwd=ROOT, capture_output=True,
-            text=True, timeout=180, check=False, env={**env, "BROWSER_USER_PASSWORD": password},
-        )  # fmt: skip
-        assert seeded.returncode == 0, seeded.stderr
-        data = json.loads(seeded.stdout.strip().splitlines()[-1])
-        with running_server(KnowledgeBase(directory, env)) as server:
-            yield CurationSite(server, "lead", password, data)
+    with seeded_site(directory, "browserextract", SEED, {"EXTRACTION_STRICT": "false"}) as site:
+        yield site
 
 
 def test_a_researcher_edits_the_form_follows_a_quote_and_adjudicates(

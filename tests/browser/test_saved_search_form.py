@@ -5,23 +5,18 @@ any page fails (the favicon included)."""
 
 from __future__ import annotations
 
-import json
-import secrets
-import subprocess
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.browser.builders import log_in
-from tests.browser.conftest import PLAYWRIGHT_MISSING, SEED_SCRIPT, CurationSite, Shots
-from tests.mcp.conftest import (
-    PYTHON,
-    ROOT,
-    KnowledgeBase,
-    base_env,
-    running_server,
-    server_database,
+from tests.browser.conftest import (
+    PLAYWRIGHT_MISSING,
+    CurationSite,
+    SeededCuration,
+    Shots,
+    served_curation_copy,
 )
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
@@ -36,30 +31,15 @@ MAKE_SUPERUSER = (
 
 
 @pytest.fixture(scope="module")
-def watch_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
+def watch_site(
+    tmp_path_factory: pytest.TempPathFactory, seeded_curation: SeededCuration
+) -> Iterator[CurationSite]:
     """The browser tests' knowledge base, with arXiv and Crossref enabled (saving a search
     asks no engine) and its user allowed to keep saved searches."""
     directory = tmp_path_factory.mktemp("browser-watch-kb")
-    password = secrets.token_urlsafe(16)
-    with server_database("browserwatch") as database_url:
-        env = base_env(directory, database_url)
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            env.pop(name, None)
-        env.update(EMBEDDINGS_ENABLED="false", ENGINES_ENABLED="arxiv,crossref",
-                   SAVED_SEARCH_SCHEDULER="false")  # fmt: skip
-        seeded = subprocess.run(
-            [PYTHON, str(SEED_SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-            check=False, env={**env, "BROWSER_USER_PASSWORD": password},
-        )  # fmt: skip
-        assert seeded.returncode == 0, seeded.stderr
-        data = json.loads(seeded.stdout.strip().splitlines()[-1])
-        promoted = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-c", MAKE_SUPERUSER.format(data["user"])], cwd=ROOT,
-            capture_output=True, text=True, timeout=120, check=False, env=env,
-        )  # fmt: skip
-        assert promoted.returncode == 0, promoted.stderr
-        with running_server(KnowledgeBase(directory, env)) as server:
-            yield CurationSite(server, data["user"], password, data)
+    env = {"ENGINES_ENABLED": "arxiv,crossref", "SAVED_SEARCH_SCHEDULER": "false"}
+    with served_curation_copy(seeded_curation, directory, env, superuser=True) as site:
+        yield site
 
 
 def test_a_search_is_saved_from_the_form_and_listed_on_the_home_page(

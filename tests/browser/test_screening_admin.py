@@ -8,22 +8,15 @@ test_review_screen_view.py.) Screenshots: test-artifacts/browser/."""
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.browser.builders import seeded_site
 from tests.browser.conftest import PLAYWRIGHT_MISSING, TIMEOUT_MS, CurationSite, Shots
-from tests.mcp.conftest import (
-    PYTHON,
-    ROOT,
-    KnowledgeBase,
-    base_env,
-    running_server,
-    server_database,
-)
+from tests.mcp.conftest import PYTHON, ROOT
 
 expect = pytest.importorskip("playwright.sync_api", reason=PLAYWRIGHT_MISSING).expect
 
@@ -59,27 +52,15 @@ print(json.dumps({{str(c.paper_id): [c.status, c.reason, c.screened_by] for c in
 @pytest.fixture(scope="module")
 def review_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CurationSite]:
     directory = tmp_path_factory.mktemp("browser-screening-kb")
-    password = secrets.token_urlsafe(16)
-    with server_database("browserscreen") as database_url:
-        env = base_env(directory, database_url)
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            env.pop(name, None)
-        env["EMBEDDINGS_ENABLED"] = "false"
-        seeded = subprocess.run(
-            [PYTHON, "manage.py", "shell", "-c", SEED], cwd=ROOT, capture_output=True,
-            text=True, timeout=180, check=False, env={**env, "BROWSER_USER_PASSWORD": password},
-        )  # fmt: skip
-        assert seeded.returncode == 0, seeded.stderr
-        data = json.loads(seeded.stdout.strip().splitlines()[-1])
-        with running_server(KnowledgeBase(directory, env)) as server:
-            yield CurationSite(server, "lead", password, {**data, "env": env})
+    with seeded_site(directory, "browserscreen", SEED) as site:
+        yield site
 
 
 def decided(site: CurationSite) -> dict[str, Any]:
     done = subprocess.run(
         [PYTHON, "manage.py", "shell", "-c", STATE.format(session_id=site.data["session_id"])],
         cwd=ROOT,
-        capture_output=True, text=True, timeout=120, check=False, env=site.data["env"],
+        capture_output=True, text=True, timeout=120, check=False, env=site.env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -11,13 +11,17 @@ the pytest process:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -80,12 +84,92 @@ def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
     env.pop("DATABASE_URL", None)
     if database_url:
         env["DATABASE_URL"] = database_url
+    else:
+        _start_migrated(directory)
     return env
 
 
+# Every knowledge base of the suite starts from one migrated template instead of migrating
+# its own (some 2 s of CPU each, sixty-odd times a run): SQLite copies the template's
+# research.db into a new directory, PostgreSQL creates `server_database`'s databases from a
+# template database. Migrating from scratch is still tested (tests/core/test_runtime.py, and
+# every run's own test database); `serve` and the seeding scripts still run `migrate`, which
+# finds nothing to do.
+_TEMPLATE: dict[str, Any] = {}
+
+
+def _scrubbed_env(directory: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env.update(RESEARCH_DIRECTORY=str(directory), PYTHONPATH=str(ROOT))
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def _migrate(env: dict[str, str]) -> None:
+    migrated = subprocess.run(
+        [PYTHON, "manage.py", "migrate", "--verbosity", "0"], env=env, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr
+
+
+def _sqlite_template() -> Path:
+    if "sqlite" not in _TEMPLATE:
+        directory = Path(tempfile.mkdtemp(prefix="research-mcp-template-"))
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        _migrate(_scrubbed_env(directory))
+        _TEMPLATE["sqlite"] = directory / "research.db"
+    return Path(_TEMPLATE["sqlite"])
+
+
+def copy_sqlite_database(source: Path, target: Path) -> None:
+    """Copy a SQLite database file (through SQLite: its WAL included)."""
+    with (
+        contextlib.closing(sqlite3.connect(source)) as original,
+        contextlib.closing(sqlite3.connect(target)) as copy,
+    ):
+        original.backup(copy)
+
+
+def _start_migrated(directory: Path) -> None:
+    """Give a new SQLite knowledge base directory the template's migrated database."""
+    target = Path(directory) / "research.db"
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    copy_sqlite_database(_sqlite_template(), target)
+
+
+def _postgres_template(url: str) -> str:
+    """The name of a migrated PostgreSQL database to copy (made once a run)."""
+    if "postgres" not in _TEMPLATE:
+        import psycopg
+
+        parts = urlsplit(url)
+        name = f"test_template_{os.getpid()}"
+        admin_url = urlunsplit(parts._replace(path="/postgres"))
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+        def drop() -> None:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+        atexit.register(drop)
+        directory = Path(tempfile.mkdtemp(prefix="research-mcp-template-"))
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        env = _scrubbed_env(directory)
+        env["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{name}"))
+        _migrate(env)
+        _TEMPLATE["postgres"] = name
+    return str(_TEMPLATE["postgres"])
+
+
 @contextlib.contextmanager
-def server_database(label: str = "mcp") -> Iterator[str | None]:
-    """A PostgreSQL database of its own (`test_<label>_<pid>`) for server processes,
+def server_database(label: str = "mcp", copy_of: str | None = None) -> Iterator[str | None]:
+    """A PostgreSQL database of its own (`test_<label>_<pid>`, migrated, or a copy of the
+    database at URL `copy_of`, which nothing may be connected to) for server processes,
     dropped afterwards; None for SQLite."""
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
@@ -96,9 +180,10 @@ def server_database(label: str = "mcp") -> Iterator[str | None]:
     parts = urlsplit(url)
     name = f"test_{label}_{os.getpid()}"
     admin_url = urlunsplit(parts._replace(path="/postgres"))
+    template = urlsplit(copy_of).path.lstrip("/") if copy_of else _postgres_template(url)
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
