@@ -64,9 +64,13 @@ DEPTH = quality.DEPTH
 SETS = ("scifact-train", "scifact-test", "cranfield", "acl-lead", "acl-title")
 # The sets parameters may be chosen on (scifact-test is held out from every choice).
 TRAINING_SETS = ("scifact-train", "cranfield", "acl-lead", "acl-title")
+WORK = ROOT / "benchmarks" / ".work" / "lexical"
 ACL_QUERIES = 300
 ACL_SEED = 38
 BM25S = {"k1": 1.5, "b": 0.75}
+# The product's parameters before issue 38 (chosen on SciFact train and Cranfield's odd
+# questions), simulated beside the current ones in every --cv run.
+PREVIOUS = {"k1": 1.4, "b": 0.6, "weights": (4.0, 1.0, 2.0, 3.0, 1.0), "length": "all"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 
 
@@ -158,13 +162,14 @@ def bm25s_lucene(docs: list[dict]) -> Callable[[str], list[str]]:
 
 def _grid() -> list[dict[str, Any]]:
     grid = []
+    # Keywords weigh as much as the title (no set here has keywords); venue 1.
     for title, authors, venue, length, k1, b in itertools.product(
-        (1.0, 1.5, 2.0, 3.0, 4.0),
+        (1.0, 2.0, 3.0, 4.0, 5.0),
         (0.0, 1.0, 2.0),
-        (0.0, 1.0),
+        (1.0,),
         ("all", "weighted"),
         (0.9, 1.2, 1.5, 1.8),
-        (0.5, 0.65, 0.75, 0.85),
+        (0.6, 0.75, 0.9),
     ):
         grid.append(
             {"k1": k1, "b": b, "weights": (title, 1.0, authors, title, venue), "length": length}
@@ -224,6 +229,20 @@ def sweep(
     selector = sparse.csr_matrix(
         (np.ones(len(qr)), (qr, qc)), shape=(len(judged), shape[1])
     ).multiply(idf.reshape(1, -1)).tocsr()
+    # Graded gains by (query, document) and each query's ideal DCG@10, as ndcg_at_10.
+    position = {doc: i for i, doc in enumerate(order) if doc}
+    gr, gc, gv = [], [], []
+    ideal = np.zeros(len(judged))
+    discounts = 1.0 / np.log2(np.arange(10) + 2)
+    for i, qid in enumerate(judged):
+        for doc, gain in qrels[qid].items():
+            if doc in position and gain:
+                gr.append(i)
+                gc.append(position[doc])
+                gv.append(float(gain))
+        best = sorted(qrels[qid].values(), reverse=True)[:10]
+        ideal[i] = sum(g * discounts[k] for k, g in enumerate(best))
+    gains = sparse.csr_matrix((gv, (gr, gc)), shape=(len(judged), n))
     results = []
     cache: dict[tuple[Any, ...], Any] = {}
     for params in grid:
@@ -243,14 +262,16 @@ def sweep(
         row_norm = np.repeat(norm, np.diff(part.indptr))
         part.data = part.data * (k1 + 1) / (part.data + row_norm)
         scores = (selector @ part.T).toarray()
-        tops = np.argpartition(-scores, min(10, n - 1), axis=1)[:, :10]
-        ndcgs = []
-        for i, qid in enumerate(judged):
-            row = scores[i]
-            top = sorted(tops[i], key=lambda j, row=row: (-row[j], j))
-            ranked = [order[j] for j in top if row[j] > 0]
-            ndcgs.append(quality.ndcg_at_10(ranked, qrels[qid]))
-        results.append(statistics.fmean(ndcgs) if ndcgs else 0.0)
+        depth = min(10, n)
+        tops = np.sort(np.argpartition(-scores, depth - 1, axis=1)[:, :depth], axis=1)
+        top_scores = np.take_along_axis(scores, tops, axis=1)
+        by_score = np.argsort(-top_scores, axis=1, kind="stable")  # ties: by document order
+        tops = np.take_along_axis(tops, by_score, axis=1)
+        top_scores = np.take_along_axis(top_scores, by_score, axis=1)
+        found = np.asarray(gains[np.arange(len(judged))[:, None], tops].todense())
+        found[top_scores <= 0] = 0.0
+        dcg = (found * discounts[: found.shape[1]]).sum(axis=1)
+        results.append(float(np.mean(np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0))))
     return results
 
 
@@ -336,15 +357,47 @@ def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
             rows = [row for s in range(0, len(ids), 500) for row in postings._texts(cursor, ids[s : s + 500])]
         current = {
             "k1": postings.K1, "b": postings.B, "weights": tuple(postings.FIELD_WEIGHTS),
-            "length": getattr(postings, "LENGTH", "all"),
+            "length": postings.LENGTH,
         }  # fmt: skip
         grid = _grid()
-        scores = sweep(rows, mapping, queries, qrels, [current, *grid])
-        result["cv"] = {"current": scores[0], "grid": scores[1:]}
+        scores = sweep(rows, mapping, queries, qrels, [current, PREVIOUS, *grid])
+        result["cv"] = {"current": scores[0], "previous": scores[1], "grid": scores[2:]}
     return result
 
 
 # --- the driver ----------------------------------------------------------------------------
+
+
+def sweep_texts(set_name: str) -> dict[str, Any]:
+    """The sweep on a set's five search fields built from its documents as import_docs
+    gives them to the library (no venue short name, no keywords), without a library."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "research_site.settings")
+    os.environ.setdefault("RESEARCH_DIRECTORY", tempfile.mkdtemp(prefix="bench-lexical-"))
+    sys.path.insert(0, str(ROOT))
+    django.setup()  # the analyzer and the formula only: no database is opened
+    from papers.search import postings
+
+    docs, queries, qrels = load(set_name)
+    qrels = {qid: rel for qid, rel in qrels.items() if qid in queries}
+    rows = [
+        (i, d["title"] or f"Document {d['id']}", d["text"], ", ".join(d.get("authors") or []),
+         "", d.get("venue") or "")
+        for i, d in enumerate(docs)
+    ]  # fmt: skip
+    mapping = {i: d["id"] for i, d in enumerate(docs)}
+    current = {
+        "k1": postings.K1, "b": postings.B, "weights": tuple(postings.FIELD_WEIGHTS),
+        "length": postings.LENGTH,
+    }  # fmt: skip
+    scores = sweep(rows, mapping, queries, qrels, [current, PREVIOUS, *_grid()])
+    baseline = quality.score(bm25s_lucene(docs), queries, qrels)
+    baseline.pop("rankings")
+    return {
+        "bm25s": baseline,
+        "cv": {"current": scores[0], "previous": scores[1], "grid": scores[2:]},
+    }
 
 
 def _label(params: dict[str, Any]) -> str:
@@ -399,14 +452,53 @@ def main() -> None:
     parser.add_argument("--cv", action="store_true", help="sweep and cross-validate parameters")
     parser.add_argument("--limit-queries", type=int, default=0)
     parser.add_argument("--save", help="also write the children's results (JSON) here")
+    parser.add_argument(
+        "--from-work",
+        action="store_true",
+        help="print the tables from the sets' results kept in benchmarks/.work/lexical",
+    )
+    parser.add_argument(
+        "--sweep-only",
+        action="store_true",
+        help="only the cross-validation, on the sets' texts as they would be imported",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--set", help=argparse.SUPPRESS)
     parser.add_argument("--backend", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_child(args)))
+        result = run_child(args)
+        # Kept beside the logs too, so a long run's finished sets survive an interrupted one.
+        WORK.mkdir(parents=True, exist_ok=True)
+        (WORK / f"{args.set}-{args.backend}.json").write_text(json.dumps(result), encoding="utf-8")
+        print(json.dumps(result))
         return
     results: dict[tuple[str, str], dict[str, Any]] = {}
+    if args.sweep_only:
+        swept = {}
+        WORK.mkdir(parents=True, exist_ok=True)
+        for set_name in args.sets.split(","):
+            kept = WORK / f"sweep-{set_name}.json"
+            if args.from_work:
+                swept[set_name] = json.loads(kept.read_text(encoding="utf-8"))
+                continue
+            swept[set_name] = sweep_texts(set_name)
+            kept.write_text(json.dumps(swept[set_name]), encoding="utf-8")
+            print(f"{set_name}: swept", file=sys.stderr)
+        print("\n".join(cross_validate(swept)))
+        return
+    if args.from_work:
+        for set_name in args.sets.split(","):
+            for backend in args.backends.split(","):
+                path = WORK / f"{set_name}-{backend}.json"
+                results[(set_name, backend)] = json.loads(path.read_text(encoding="utf-8"))
+                swept = WORK / f"sweep-{set_name}.json"
+                if swept.exists() and "cv" not in results[(set_name, backend)]:
+                    kept = json.loads(swept.read_text(encoding="utf-8"))
+                    results[(set_name, backend)]["cv"] = kept["cv"]
+                    args.cv = True
+        print_table(results, args)
+        return
     for set_name in args.sets.split(","):
         for backend in args.backends.split(","):
             command = [
@@ -453,12 +545,22 @@ def print_table(results: dict[tuple[str, str], dict[str, Any]], args: argparse.N
             )
     by_set = {s: r for (s, b), r in results.items() if b == args.backends.split(",")[0]}
     if args.cv:
+        print(
+            "\nThe product's formula simulated (numpy, same analyzer and texts) at its current "
+            "parameters (checked against the product's own figure, same run) and at the "
+            "parameters before issue 38 (k1 1.4, b 0.6, title 4, keywords 3, authors 2, "
+            "abstract and venue 1, length = all terms unweighted):"
+        )
+        print("\n| set | product, rerank=false | simulated, current | simulated, before | bm25s |")
+        print("|---|---|---|---|---|")
         for name, result in by_set.items():
-            if "bm25" in result["modes"]:
-                print(
-                    f"\n{name}: simulation at the current parameters {result['cv']['current']:.3f}"
-                    f", product {result['modes']['bm25']['ndcg']:.3f}"
-                )
+            product = result["modes"].get("bm25", {}).get("ndcg", float("nan"))
+            cv, base = result["cv"], result["bm25s"]["ndcg"]
+            print(
+                f"| {name} | {product:.3f} | {cv['current']:.3f} ({cv['current'] / base:.3f}x) | "
+                f"{cv.get('previous', float('nan')):.3f} "
+                f"({cv.get('previous', float('nan')) / base:.3f}x) | {base:.3f} |"
+            )
         print("\n".join(cross_validate(by_set)))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
