@@ -30,17 +30,19 @@ Sets (documents go in through the importers' service, as a user's papers do):
   venue, as it does for a user's papers.)
 
 With `--cv`, each set's child also sweeps the product's formula (postings.py: BM25 with
-field-weighted term frequencies) over a grid of k1, b, field weights and the variants of
-the length normalisation, on the same analyzer and the same texts, simulated in numpy
-(`--cv` checks the simulation against the product at its current parameters), and the
-driver prints leave-one-set-out cross-validation: for each set, the parameters best on the
-mean nDCG@10 of the other training sets, scored on it. scifact-test is never used to choose.
+field-weighted term frequencies) over a grid of k1, b, field weights and two length
+normalisations, on the same analyzer and the same texts, simulated in numpy (checked
+against the product at its current parameters in the same run), and the driver prints
+leave-one-set-out cross-validation: for each training set, the parameters best on the mean
+nDCG@10 of the other training sets, scored on it. scifact-test is never used to choose.
+`--sweep-only` runs the sweep (and bm25s) without a library, on the fields as the import
+writes them; each set's results are kept in benchmarks/.work/lexical (`--from-work`
+tabulates them, e.g. after running the sets in parallel).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import os
@@ -56,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_search_quality as quality  # noqa: E402
+import bench_search_quality as quality
 
 ROOT = quality.ROOT
 CORPUS = quality.CORPUS
@@ -68,8 +70,8 @@ WORK = ROOT / "benchmarks" / ".work" / "lexical"
 ACL_QUERIES = 300
 ACL_SEED = 38
 BM25S = {"k1": 1.5, "b": 0.75}
-# The product's parameters before issue 38 (chosen on SciFact train and Cranfield's odd
-# questions), simulated beside the current ones in every --cv run.
+# The parameters the product had when the cross-validation was added (chosen on SciFact
+# train and Cranfield's odd questions), simulated beside the current ones in every --cv run.
 PREVIOUS = {"k1": 1.4, "b": 0.6, "weights": (4.0, 1.0, 2.0, 3.0, 1.0), "length": "all"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 
@@ -187,8 +189,9 @@ def sweep(
     """Mean nDCG@10 of the product's formula (postings.py) for each parameter set of the
     grid, on the papers' five search fields (`rows`: postings._texts), in numpy.
 
-    `length`: "all" = a paper's length is its number of terms in all fields (postings.py
-    today), "weighted" = each field's terms counted with its weight (BM25F's length)."""
+    `length`: "all" = a paper's length is its number of terms in all fields (postings.py),
+    "weighted" = each field's terms counted with its weight (BM25F's length: a variant
+    measured here, not an option of the product)."""
     import numpy as np
     from scipy import sparse
 
@@ -226,9 +229,11 @@ def sweep(
     for i, columns in enumerate(query_columns):
         qr += [i] * len(columns)
         qc += columns
-    selector = sparse.csr_matrix(
-        (np.ones(len(qr)), (qr, qc)), shape=(len(judged), shape[1])
-    ).multiply(idf.reshape(1, -1)).tocsr()
+    selector = (
+        sparse.csr_matrix((np.ones(len(qr)), (qr, qc)), shape=(len(judged), shape[1]))
+        .multiply(idf.reshape(1, -1))
+        .tocsr()
+    )
     # Graded gains by (query, document) and each query's ideal DCG@10, as ndcg_at_10.
     position = {doc: i for i, doc in enumerate(order) if doc}
     gr, gc, gv = [], [], []
@@ -271,7 +276,9 @@ def sweep(
         found = np.asarray(gains[np.arange(len(judged))[:, None], tops].todense())
         found[top_scores <= 0] = 0.0
         dcg = (found * discounts[: found.shape[1]]).sum(axis=1)
-        results.append(float(np.mean(np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0))))
+        results.append(
+            float(np.mean(np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)))
+        )
     return results
 
 
@@ -354,10 +361,14 @@ def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT paper_id FROM {postings.DOC_TABLE} ORDER BY paper_id")  # noqa: S608
             ids = [row[0] for row in cursor.fetchall()]
-            rows = [row for s in range(0, len(ids), 500) for row in postings._texts(cursor, ids[s : s + 500])]
+            rows = [
+                row
+                for s in range(0, len(ids), 500)
+                for row in postings._texts(cursor, ids[s : s + 500])
+            ]
         current = {
             "k1": postings.K1, "b": postings.B, "weights": tuple(postings.FIELD_WEIGHTS),
-            "length": postings.LENGTH,
+            "length": getattr(postings, "LENGTH", "all"),
         }  # fmt: skip
         grid = _grid()
         scores = sweep(rows, mapping, queries, qrels, [current, PREVIOUS, *grid])
@@ -389,15 +400,47 @@ def sweep_texts(set_name: str) -> dict[str, Any]:
     mapping = {i: d["id"] for i, d in enumerate(docs)}
     current = {
         "k1": postings.K1, "b": postings.B, "weights": tuple(postings.FIELD_WEIGHTS),
-        "length": postings.LENGTH,
+        "length": getattr(postings, "LENGTH", "all"),
     }  # fmt: skip
     scores = sweep(rows, mapping, queries, qrels, [current, PREVIOUS, *_grid()])
     baseline = quality.score(bm25s_lucene(docs), queries, qrels)
     baseline.pop("rankings")
+    baseline["queries"] = len(qrels)
     return {
         "bm25s": baseline,
         "cv": {"current": scores[0], "previous": scores[1], "grid": scores[2:]},
     }
+
+
+def print_sweep(swept: dict[str, dict[str, Any]]) -> None:
+    """Per set: bm25s, the product's formula at its current parameters and at bm25s's
+    (title 1, no authors: the analyzer alone), and the grid's best (chosen on that set)."""
+    grid = _grid()
+    same = next(
+        i
+        for i, p in enumerate(grid)
+        if (p["k1"], p["b"], p["weights"][0], p["weights"][2], p["length"])
+        == (BM25S["k1"], BM25S["b"], 1.0, 0.0, "all")
+    )
+    print(
+        "\nnDCG@10, the product's formula simulated on the set's texts (the product's analyzer;"
+        " equal to the product's own figure at the current parameters) beside bm25s-Lucene:"
+    )
+    print(
+        "\n| set | queries | bm25s-Lucene | current parameters | same parameters as bm25s | "
+        "best of the grid on this set (not a choice) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name, result in swept.items():
+        cv = result["cv"]
+        base = result.get("bm25s", {}).get("ndcg", float("nan"))
+        best = max(cv["grid"])
+        print(
+            f"| {name} | {result.get('bm25s', {}).get('queries', '')} | {base:.3f} | "
+            f"{cv['current']:.3f} ({cv['current'] / base:.3f}x) | "
+            f"{cv['grid'][same]:.3f} ({cv['grid'][same] / base:.3f}x) | "
+            f"{best:.3f} ({best / base:.3f}x) |"
+        )
 
 
 def _label(params: dict[str, Any]) -> str:
@@ -422,14 +465,19 @@ def cross_validate(results: dict[str, dict[str, Any]]) -> list[str]:
         others = [s for s in training if s != held]
         if not others:
             continue
-        means = [statistics.fmean(results[s]["cv"]["grid"][i] for s in others) for i in range(len(grid))]
+        means = [
+            statistics.fmean(results[s]["cv"]["grid"][i] for s in others) for i in range(len(grid))
+        ]
         best = max(range(len(grid)), key=lambda i: (means[i], -i))
         lines.append(
             f"| {held} | {_label(grid[best])} | {results[held]['cv']['grid'][best]:.3f} | "
             f"{results[held]['cv']['current']:.3f} |"
         )
     if training:
-        means = [statistics.fmean(results[s]["cv"]["grid"][i] for s in training) for i in range(len(grid))]
+        means = [
+            statistics.fmean(results[s]["cv"]["grid"][i] for s in training)
+            for i in range(len(grid))
+        ]
         best = max(range(len(grid)), key=lambda i: (means[i], -i))
         lines.append(f"\nChosen on all training sets ({', '.join(training)}): {_label(grid[best])}")
         for name, result in results.items():
@@ -485,6 +533,7 @@ def main() -> None:
             swept[set_name] = sweep_texts(set_name)
             kept.write_text(json.dumps(swept[set_name]), encoding="utf-8")
             print(f"{set_name}: swept", file=sys.stderr)
+        print_sweep(swept)
         print("\n".join(cross_validate(swept)))
         return
     if args.from_work:
@@ -512,7 +561,9 @@ def main() -> None:
                 print(done.stderr[-3000:], file=sys.stderr)
                 raise SystemExit(f"{set_name} on {backend} failed")
             results[(set_name, backend)] = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"{set_name} on {backend}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            print(
+                f"{set_name} on {backend}: {time.perf_counter() - started:.0f} s", file=sys.stderr
+            )
     if args.save:
         Path(args.save).write_text(
             json.dumps({f"{s}|{b}": r for (s, b), r in results.items()}), encoding="utf-8"
@@ -548,7 +599,8 @@ def print_table(results: dict[tuple[str, str], dict[str, Any]], args: argparse.N
         print(
             "\nThe product's formula simulated (numpy, same analyzer and texts) at its current "
             "parameters (checked against the product's own figure, same run) and at the "
-            "parameters before issue 38 (k1 1.4, b 0.6, title 4, keywords 3, authors 2, "
+            "parameters before the cross-validation (k1 1.4, b 0.6, title 4, keywords 3, "
+            "authors 2, "
             "abstract and venue 1, length = all terms unweighted):"
         )
         print("\n| set | product, rerank=false | simulated, current | simulated, before | bm25s |")

@@ -369,9 +369,7 @@ def _evaluate(args: argparse.Namespace, directory: str, database_url: str | None
                 same = sum(1 for q in qrels if over_mcp[q] == service_rankings[mode][q])
                 result[key] = {
                     "ndcg": statistics.fmean(ndcg_at_10(over_mcp[q], qrels[q]) for q in qrels),
-                    "recall": statistics.fmean(
-                        recall_at_100(over_mcp[q], qrels[q]) for q in qrels
-                    ),
+                    "recall": statistics.fmean(recall_at_100(over_mcp[q], qrels[q]) for q in qrels),
                     "identical_rankings": same,
                 }
     return result

@@ -106,7 +106,14 @@ BENCHMARKS = (
         "the service behind `search_papers` with `rerank=false` (and default arguments) beside "
         "bm25s-Lucene, with the leave-one-set-out cross-validation of its parameters (`--cv`)",
         (PY, "benchmarks/bench_lexical.py", "--cv", "--backends", "sqlite,postgres"),
-        (PY, "benchmarks/bench_lexical.py", "--sets", "cranfield,acl-lead", "--limit-queries", "100"),
+        (
+            PY,
+            "benchmarks/bench_lexical.py",
+            "--sets",
+            "cranfield,acl-lead",
+            "--limit-queries",
+            "100",
+        ),
         "docs/SEARCH.md",
     ),
     Benchmark(
