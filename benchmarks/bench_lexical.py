@@ -427,16 +427,16 @@ def print_sweep(swept: dict[str, dict[str, Any]]) -> None:
         " equal to the product's own figure at the current parameters) beside bm25s-Lucene:"
     )
     print(
-        "\n| set | queries | bm25s-Lucene | current parameters | same parameters as bm25s | "
+        "\n| set | bm25s-Lucene | current parameters | same parameters as bm25s | "
         "best of the grid on this set (not a choice) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for name, result in swept.items():
         cv = result["cv"]
         base = result.get("bm25s", {}).get("ndcg", float("nan"))
         best = max(cv["grid"])
         print(
-            f"| {name} | {result.get('bm25s', {}).get('queries', '')} | {base:.3f} | "
+            f"| {name} | {base:.3f} | "
             f"{cv['current']:.3f} ({cv['current'] / base:.3f}x) | "
             f"{cv['grid'][same]:.3f} ({cv['grid'][same] / base:.3f}x) | "
             f"{best:.3f} ({best / base:.3f}x) |"
@@ -473,6 +473,13 @@ def cross_validate(results: dict[str, dict[str, Any]]) -> list[str]:
             f"| {held} | {_label(grid[best])} | {results[held]['cv']['grid'][best]:.3f} | "
             f"{results[held]['cv']['current']:.3f} |"
         )
+    held_out = [
+        line.split(" | ")[2] for line in lines if line.startswith("| ") and "held-out" not in line
+    ]
+    if held_out and len(held_out) == len(training):
+        current = statistics.fmean(results[s]["cv"]["current"] for s in training)
+        chosen = statistics.fmean(float(value) for value in held_out)
+        lines.append(f"| mean | | {chosen:.3f} | {current:.3f} |")
     if training:
         means = [
             statistics.fmean(results[s]["cv"]["grid"][i] for s in training)
