@@ -548,9 +548,9 @@ def main() -> None:
             for backend in args.backends.split(","):
                 path = WORK / f"{set_name}-{backend}.json"
                 results[(set_name, backend)] = json.loads(path.read_text(encoding="utf-8"))
-                swept = WORK / f"sweep-{set_name}.json"
-                if swept.exists() and "cv" not in results[(set_name, backend)]:
-                    kept = json.loads(swept.read_text(encoding="utf-8"))
+                sweep_file = WORK / f"sweep-{set_name}.json"
+                if sweep_file.exists() and "cv" not in results[(set_name, backend)]:
+                    kept = json.loads(sweep_file.read_text(encoding="utf-8"))
                     results[(set_name, backend)]["cv"] = kept["cv"]
                     args.cv = True
         print_table(results, args)
