@@ -17,10 +17,11 @@ function behind the interface a user calls:
 - semantic: `papers.search.semantic.semantic_search(query, top_k=100)`, what
             `search_papers_semantic` returns.
 
-With `--mcp` the default mode is also run through `search_papers` over `/mcp` with the
-MCP SDK client against `manage.py serve` on the same knowledge base, and the rankings of
-the tool and of the service function are compared query by query (tests/
-tests/papers/search/test_quality_path.py holds them equal on a small sample in CI).
+With `--mcp` the default and bm25 modes are also run through `search_papers` over `/mcp`
+(bm25 as `rerank=false`) with the MCP SDK client against `manage.py serve` on the same
+knowledge base, and the rankings of the tool and of the service function are compared
+query by query (tests/papers/search/test_quality_path.py holds them equal on a small
+sample in CI).
 
 Beside them, in the same run: a plain SQLite FTS5 BM25 over the OR of the query's words
 (title weight 2, abstract 1, unicode61 tokenizer; the reference Cranfield's SOURCE.txt
@@ -266,7 +267,9 @@ def mcp_ranker(directory: str, database_url: str | None, mapping: dict[int, str]
                     socket.create_connection(("127.0.0.1", port), 0.2).close()
                     break
                 time.sleep(0.2)
-            yield lambda queries: mcp_rankings(f"http://127.0.0.1:{port}/mcp", queries, mapping)
+            yield lambda queries, **extra: mcp_rankings(
+                f"http://127.0.0.1:{port}/mcp", queries, mapping, **extra
+            )
         finally:
             process.terminate()
             process.wait(30)
@@ -275,9 +278,10 @@ def mcp_ranker(directory: str, database_url: str | None, mapping: dict[int, str]
 
 
 def mcp_rankings(
-    url: str, queries: dict[str, str], mapping: dict[int, str]
+    url: str, queries: dict[str, str], mapping: dict[int, str], **extra: Any
 ) -> dict[str, list[str]]:
-    """search_papers(query, engines='local', max_results=100) for each query, with the SDK."""
+    """search_papers(query, engines='local', max_results=100, **extra) for each query, with
+    the SDK (extra: `rerank=False` for the full-text ranking)."""
     import anyio
     import httpx2
     import mcp
@@ -291,7 +295,12 @@ def mcp_rankings(
                 for qid, text in queries.items():
                     result = await client.call_tool(
                         "search_papers",
-                        {"query": query_text(text), "engines": "local", "max_results": DEPTH},
+                        {
+                            "query": query_text(text),
+                            "engines": "local",
+                            "max_results": DEPTH,
+                            **extra,
+                        },
                     )
                     body = json.loads(getattr(result.content[0], "text", "{}"))
                     found[qid] = [
@@ -339,6 +348,7 @@ def _evaluate(args: argparse.Namespace, directory: str, database_url: str | None
     result["reference"] = {k: v for k, v in reference.items() if k != "rankings"}
     reference_empty = {q for q, r in reference["rankings"].items() if not r}
     result["modes"] = {}
+    service_rankings: dict[str, dict[str, list[str]]] = {}
     for mode in modes:
         figures = score(rankers[mode], queries, qrels)
         empty_where_reference_finds = sum(
@@ -347,17 +357,21 @@ def _evaluate(args: argparse.Namespace, directory: str, database_url: str | None
         rankings = figures.pop("rankings")
         figures["empty_vs_reference"] = empty_where_reference_finds
         result["modes"][mode] = figures
-        if mode == "default":
-            default_rankings = rankings
-    if args.mcp and "default" in modes:
+        service_rankings[mode] = rankings
+    # Over /mcp: `default` as search_papers' default arguments, `bm25` as rerank=false.
+    over_modes = {"default": ("mcp", {}), "bm25": ("mcp_bm25", {"rerank": False})}
+    wanted = [mode for mode in over_modes if mode in modes] if args.mcp else []
+    if wanted:
         with mcp_ranker(directory, database_url, mapping) as rank_over_mcp:
-            over_mcp = rank_over_mcp({q: queries[q] for q in qrels})
-        same = sum(1 for q in qrels if over_mcp[q] == default_rankings[q])
-        result["mcp"] = {
-            "ndcg": statistics.fmean(ndcg_at_10(over_mcp[q], qrels[q]) for q in qrels),
-            "recall": statistics.fmean(recall_at_100(over_mcp[q], qrels[q]) for q in qrels),
-            "identical_rankings": same,
-        }
+            for mode in wanted:
+                key, extra = over_modes[mode]
+                over_mcp = rank_over_mcp({q: queries[q] for q in qrels}, **extra)
+                same = sum(1 for q in qrels if over_mcp[q] == service_rankings[mode][q])
+                result[key] = {
+                    "ndcg": statistics.fmean(ndcg_at_10(over_mcp[q], qrels[q]) for q in qrels),
+                    "recall": statistics.fmean(recall_at_100(over_mcp[q], qrels[q]) for q in qrels),
+                    "identical_rankings": same,
+                }
     return result
 
 
@@ -413,13 +427,14 @@ def print_table(results: dict[tuple[str, str], dict[str, Any]], args: argparse.N
                 f"{figures['ndcg']:.3f} | {figures['recall']:.3f} | {figures['ms']:.1f} | "
                 f"{figures['empty']} | {ratio:.2f}x |"
             )
-        if "mcp" in result:
-            mcp = result["mcp"]
-            print(
-                f"| {set_name} | {backend} | default over /mcp (search_papers) | "
-                f"{mcp['ndcg']:.3f} | {mcp['recall']:.3f} | | | "
-                f"{mcp['identical_rankings']}/{result['queries']} rankings identical |"
-            )
+        for key, label in (("mcp", "default"), ("mcp_bm25", "bm25 (rerank=false)")):
+            if key in result:
+                mcp = result[key]
+                print(
+                    f"| {set_name} | {backend} | {label} over /mcp (search_papers) | "
+                    f"{mcp['ndcg']:.3f} | {mcp['recall']:.3f} | | | "
+                    f"{mcp['identical_rankings']}/{result['queries']} rankings identical |"
+                )
         if set_name in PUBLISHED and args.split == "test":
             label, ndcg, recall = PUBLISHED[set_name]
             print(f"| {set_name} | | {label} | {ndcg:.3f} | {recall:.3f} | | | |")

@@ -101,6 +101,22 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "lexical",
+        "Lexical ranker against bm25s (SciFact, Cranfield, ACL sets)",
+        "the service behind `search_papers` with `rerank=false` (and default arguments) beside "
+        "bm25s-Lucene, with the leave-one-set-out cross-validation of its parameters (`--cv`)",
+        (PY, "benchmarks/bench_lexical.py", "--cv", "--backends", "sqlite,postgres"),
+        (
+            PY,
+            "benchmarks/bench_lexical.py",
+            "--sets",
+            "cranfield,acl-lead",
+            "--limit-queries",
+            "100",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "pdf",
         "PDF tools",
         "`get_pdf_outline`, `read_pdf_pages`, `create_highlight` over /mcp",

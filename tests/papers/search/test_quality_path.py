@@ -42,3 +42,27 @@ def test_benchmark_ranking_is_the_tool_ranking_over_mcp() -> None:
     # Natural-language questions: none comes back empty where plain BM25 finds something.
     assert result["modes"]["default"]["empty_vs_reference"] == 0
     assert result["modes"]["default"]["ndcg"] > 0.2
+
+
+@pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
+def test_lexical_benchmark_ranking_is_the_tool_ranking_with_rerank_false() -> None:
+    """benchmarks/bench_lexical.py scores `local_search(rerank=False)`: it must be what
+    `search_papers(rerank=false)` returns over /mcp, query by query."""
+    database_url = os.environ.get("DATABASE_URL", "")
+    backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    if backend == "postgres":
+        env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
+    command = [
+        sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
+        "--modes", "bm25", "--split", "all", "--limit-queries", "12", "--mcp",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "mcp" not in result  # the default mode was not asked for
+    assert result["mcp_bm25"]["identical_rankings"] == 12
+    assert result["mcp_bm25"]["ndcg"] == pytest.approx(result["modes"]["bm25"]["ndcg"])
+    assert result["modes"]["bm25"]["ndcg"] > 0.2
