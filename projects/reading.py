@@ -41,8 +41,8 @@ from papers.passages.quotes import MAX_QUOTE_CHARS
 from papers.passages.selectors import quote_find
 from papers.pdf.files import stored_path
 from papers.pdf.selectors import annotation_list, annotation_record
-from papers.pdf.serving import pdf_version
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
+from papers.pdf.serving import pdf_version
 from papers.pickers import ProjectPicker
 from papers.selectors import paper_record, with_relations
 from projects.models import Project

@@ -11,6 +11,11 @@
 // frames sized from page 1 until then so the scroll height is right. Around them: the page
 // number ("n / N", a box to jump to a page), zoom (−, +, fit width), full width (the record
 // column hidden) and the PDF's outline, when it has one.
+// Page 1 waits for nothing else: pdf.js and its worker are started from the page's <head>
+// (reader-start.mjs), the PDF is preloaded there, and the annotations and the text layer
+// come in beside the drawing. The `reader:*` performance marks (pdf.js loaded, document
+// open, page 1 loaded, its canvas and text layer done) say where the time goes
+// (benchmarks/bench_pages.py reports them).
 import { loadingPdfjs, worker } from "./reader-start.mjs";
 
 performance.mark("reader:start");
@@ -761,7 +766,12 @@ async function main() {
   pdfDocument = document_;
   const annotationsShown = loadingAnnotations.then(
     (listed) => showAnnotations(listed.annotations),
-    (error) => say(`The annotations could not be loaded: ${error.message || error}`, true),
+    (error) => {
+      const failed = document.createElement("li");
+      failed.className = "errornote";
+      failed.textContent = `The annotations could not be loaded: ${error.message || error}`;
+      listElement.replaceChildren(failed);
+    },
   );
   // Only page 1 is fetched before drawing: the other frames take its size until theirs
   // are loaded, as they come near the view.
