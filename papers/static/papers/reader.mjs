@@ -796,6 +796,7 @@ async function main() {
     pagesElement.append(frame);
     frames.set(number, entry);
   }
+  drawMarks(frames.get(1)); // the annotations, if they came before page 1 (else when they come)
   await renderPage(frames.get(1));
   await annotationsShown;
   observer = new IntersectionObserver(
