@@ -337,7 +337,9 @@ def table(results: Any, args: argparse.Namespace, data: dict[str, Any]) -> tuple
                 f"first visit {first[mark]:.0f} ms)."
             )
     lines += ["", pdf_line]
-    reading = next((runs for _, mark, _, runs in results if mark == "pdf"), [])
+    reading: list[dict[str, float]] = next(
+        (runs for _, mark, _, runs in results if mark == "pdf"), []
+    )
     steps = [
         f"{label} {statistics.median(r[key] for r in reading):.0f}"
         for key, label in READER_STEPS

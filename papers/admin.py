@@ -22,6 +22,7 @@ from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -599,7 +600,7 @@ class PaperAdmin(PaperCurationAdmin):
     def cite_view(self, request: HttpRequest, paper_id: int) -> HttpResponse:
         return cite_box_view(self, request, paper_id)
 
-    def pdf_view(self, request: HttpRequest, paper_id: int) -> HttpResponse:
+    def pdf_view(self, request: HttpRequest, paper_id: int) -> HttpResponseBase:
         """The paper's PDF file, shown in the browser; byte ranges and revalidation for the
         reading page's pdf.js (papers.pdf.serving)."""
         from papers.pdf.files import stored_path

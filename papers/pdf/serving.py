@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.cache import get_conditional_response
 from django.utils.http import http_date, parse_http_date_safe, quote_etag
 
@@ -67,7 +68,7 @@ def _requested_range(request: HttpRequest, size: int, etag: str, mtime: int) -> 
     return range(start, end)
 
 
-def pdf_file_response(request: HttpRequest, path: Path, *, file_name: str) -> HttpResponse:
+def pdf_file_response(request: HttpRequest, path: Path, *, file_name: str) -> HttpResponseBase:
     """The PDF at `path` (checked by the caller) as 200, 206, 304 or 416; see the module
     docstring."""
     stat = path.stat()
@@ -85,8 +86,8 @@ def pdf_file_response(request: HttpRequest, path: Path, *, file_name: str) -> Ht
     conditional = get_conditional_response(
         request, etag=etag, last_modified=mtime, response=validators
     )
-    if conditional is not validators:
-        return conditional
+    if conditional is not None and conditional is not validators:
+        return conditional  # 304 (or 412): the copy the browser holds is current
     try:
         part = _requested_range(request, size, etag, mtime)
     except ValueError:
@@ -94,7 +95,7 @@ def pdf_file_response(request: HttpRequest, path: Path, *, file_name: str) -> Ht
         refused["Content-Range"] = f"bytes */{size}"
         return refused
     if part is None:
-        response: HttpResponse | FileResponse = FileResponse(
+        response: HttpResponseBase = FileResponse(
             path.open("rb"), content_type="application/pdf", filename=file_name
         )
     else:
