@@ -24,7 +24,9 @@ screening step (until the first record is shown), on a library built as a user b
    - load: `loadEventEnd` (from the navigation's start);
    - first PDF page: when `#page-1` gets `data-rendered="true"` (a MutationObserver
      installed before the page's scripts, `performance.now()` from the navigation's start);
-   - first record: when `#screening-record[data-paper]` is in the document.
+   - first record: when `#screening-record[data-paper]` is in the document;
+   - page 1's path: the reader's own `reader:*` performance marks (reader.mjs running,
+     pdf.js loaded, the PDF open, page 1 loaded, its canvas and its text layer done).
    The search visits cycle through a few queries.
 
 Prints a markdown table (p50 / p95 over the visits, and the first visit) and the goal:
@@ -79,6 +81,17 @@ NAVIGATION = """() => {
   return {ttfb: n.responseStart - n.requestStart, load: n.loadEventEnd,
           bytes: n.transferSize, status: n.responseStatus || 0};
 }"""
+# The reader's own performance marks (papers/static/papers/reader.mjs), page 1's path.
+READER_MARKS = """() => Object.fromEntries(performance.getEntriesByType('mark')
+  .filter((m) => m.name.startsWith('reader:')).map((m) => [m.name, m.startTime]))"""
+READER_STEPS = (
+    ("reader:start", "reader.mjs runs"),
+    ("reader:pdfjs", "pdf.js loaded"),
+    ("reader:document", "PDF open (worker up, document parsed)"),
+    ("reader:page1", "page 1 loaded"),
+    ("reader:canvas-1", "page 1's canvas drawn"),
+    ("reader:text-1", "its text layer laid out"),
+)
 SEED = """
 import json, random
 from django.contrib.auth.models import Group, Permission, User
@@ -225,6 +238,8 @@ def visit(page: Any, url: str, mark: str | None) -> dict[str, float]:
     if mark:
         page.wait_for_function(f"() => window.__marks && window.__marks.{mark}", timeout=120_000)
         figures[mark] = page.evaluate(f"() => window.__marks.{mark}")
+    if mark == "pdf":
+        figures.update(page.evaluate(READER_MARKS))
     return figures
 
 
@@ -322,6 +337,19 @@ def table(results: Any, args: argparse.Namespace, data: dict[str, Any]) -> tuple
                 f"first visit {first[mark]:.0f} ms)."
             )
     lines += ["", pdf_line]
+    reading: list[dict[str, float]] = next(
+        (runs for _, mark, _, runs in results if mark == "pdf"), []
+    )
+    steps = [
+        f"{label} {statistics.median(r[key] for r in reading):.0f}"
+        for key, label in READER_STEPS
+        if reading and all(key in r for r in reading)
+    ]
+    if steps:
+        lines.append(
+            "- Page 1's path on the reading page (the reader's performance marks, p50 over the "
+            f"visits, ms from the navigation's start): {'; '.join(steps)}."
+        )
     if args.limit:
         lines.append(
             f"- Library of {data['papers']:,} papers, not the issue's 95k: `--limit 0` for those."

@@ -21,7 +21,8 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import Count, Prefetch, QuerySet
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -616,7 +617,9 @@ class PaperAdmin(PaperCurationAdmin):
             path("add-by-identifier/", view(self.add_by_identifier),
                  name="papers_paper_add_by_identifier"),
             path("import-bibtex/", view(self.import_bibtex), name="papers_paper_import_bibtex"),
-            path("<int:paper_id>/pdf/", view(self.pdf_view), name="papers_paper_pdf"),
+            # Cacheable: the PDF view sets its own Cache-Control (papers.pdf.serving).
+            path("<int:paper_id>/pdf/", view(self.pdf_view, cacheable=True),
+                 name="papers_paper_pdf"),
             path("<int:paper_id>/cite.json", view(self.cite_view), name="papers_paper_cite"),
             *super().get_urls(),
         ]  # fmt: skip
@@ -630,9 +633,11 @@ class PaperAdmin(PaperCurationAdmin):
     def cite_view(self, request: HttpRequest, paper_id: int) -> HttpResponse:
         return cite_box_view(self, request, paper_id)
 
-    def pdf_view(self, request: HttpRequest, paper_id: int) -> FileResponse:
-        """The paper's PDF file, shown in the browser."""
+    def pdf_view(self, request: HttpRequest, paper_id: int) -> HttpResponseBase:
+        """The paper's PDF file, shown in the browser; byte ranges and revalidation for the
+        reading page's pdf.js (papers.pdf.serving)."""
         from papers.pdf.files import stored_path
+        from papers.pdf.serving import pdf_file_response
 
         record = PaperPdf.objects.select_related("paper").filter(paper_id=paper_id).first()
         if record is None:
@@ -645,8 +650,7 @@ class PaperAdmin(PaperCurationAdmin):
             raise Http404("This PDF's file name is invalid.") from None
         if not path.is_file():
             raise Http404("The PDF file is missing from the downloads folder.")
-        return FileResponse(path.open("rb"), content_type="application/pdf",
-                            filename=record.file_name)  # fmt: skip
+        return pdf_file_response(request, path, file_name=record.file_name)
 
     @admin.action(description="Convert PDFs to source markdown", permissions=["change"])
     def convert_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:

@@ -39,8 +39,10 @@ from papers.cite_box import cite_box
 from papers.models import Citation, Paper, PaperPdf
 from papers.passages.quotes import MAX_QUOTE_CHARS
 from papers.passages.selectors import quote_find
+from papers.pdf.files import stored_path
 from papers.pdf.selectors import annotation_list, annotation_record
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
+from papers.pdf.serving import pdf_version
 from papers.pickers import ProjectPicker
 from papers.selectors import paper_record, with_relations
 from projects.models import Project
@@ -118,13 +120,26 @@ def _citations(paper: Paper) -> dict[str, Any]:
     }
 
 
+def _pdf_url(paper: Paper, stored: PaperPdf | None) -> str:
+    """The PDF's address for pdf.js, with the file's version: the browser keeps that one
+    (papers.pdf.serving) and a replaced PDF gets a new address."""
+    url = reverse("admin:papers_paper_pdf", args=[paper.pk])
+    if stored is None:
+        return url
+    try:
+        return f"{url}?v={pdf_version(stored_path(stored.file_name))}"
+    except (DomainError, OSError):  # a bad name or a missing file: the view says so
+        return url
+
+
 def paper_read_view(
     request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
 ) -> HttpResponse:
     """The reading page."""
     paper = _paper(model_admin, request, paper_id)
     record = paper_record(paper)
-    has_pdf = PaperPdf.objects.filter(paper=paper).exists()
+    stored = PaperPdf.objects.filter(paper=paper).only("file_name").first()
+    has_pdf = stored is not None
     can_change = not settings.MCP_READ_ONLY and model_admin.has_change_permission(request, paper)
     can_annotate = not settings.MCP_READ_ONLY and request.user.has_perm("papers.add_annotation")
     member_of = set(record["projects"])
@@ -146,7 +161,7 @@ def paper_read_view(
         "colours": HIGHLIGHT_COLOURS,
         "reader_config": (
             {
-                "pdf": reverse("admin:papers_paper_pdf", args=[paper.pk]),
+                "pdf": _pdf_url(paper, stored),
                 "annotations": reverse("admin:papers_paper_annotations", args=[paper.pk]),
                 "worker": settings.STATIC_URL + "papers/pdfjs/pdf.worker.min.mjs",
                 "canAnnotate": can_annotate and has_pdf,

@@ -11,8 +11,18 @@
 // frames sized from page 1 until then so the scroll height is right. Around them: the page
 // number ("n / N", a box to jump to a page), zoom (−, +, fit width), full width (the record
 // column hidden) and the PDF's outline, when it has one.
-const script = document.getElementById("reader-script");
+// Page 1 waits for nothing else: pdf.js and its worker are started from the page's <head>
+// (reader-start.mjs), the PDF is preloaded there, and the annotations and the text layer
+// come in beside the drawing. The `reader:*` performance marks (pdf.js loaded, document
+// open, page 1 loaded, its canvas and text layer done) say where the time goes
+// (benchmarks/bench_pages.py reports them).
+import { loadingPdfjs, worker } from "./reader-start.mjs";
+
+performance.mark("reader:start");
 const config = JSON.parse(document.getElementById("reader-config").textContent);
+// Asked for at once: page 1 is drawn without waiting for them (showAnnotations).
+const loadingAnnotations = fetch(config.annotations, { credentials: "same-origin" })
+  .then((response) => (response.ok ? response.json() : Promise.reject(new Error(`HTTP ${response.status}`))));
 const pagesElement = document.getElementById("pdf-pages");
 const statusElement = document.getElementById("reader-status");
 const listElement = document.getElementById("annotation-list");
@@ -177,15 +187,18 @@ async function drawPage(entry) {
   entry.frame.querySelector(".canvas-slot").replaceChildren(canvas);
   const transform = outputScale !== 1 ? [outputScale, 0, 0, outputScale, 0, 0] : undefined;
   entry.task = entry.page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport: entry.viewport, transform });
-  await entry.task.promise;
-  if (generation !== entry.generation) return;
+  // The text layer is laid out while the canvas is drawn, not after it: the page is
+  // selectable as soon as it shows.
   const layer = entry.frame.querySelector(".textLayer");
   entry.textLayer = new pdfjs.TextLayer({
     textContentSource: entry.page.streamTextContent(),
     container: layer,
     viewport: entry.viewport,
   });
-  await entry.textLayer.render();
+  await Promise.all([
+    entry.task.promise.then(() => performance.mark(`reader:canvas-${entry.number}`)),
+    entry.textLayer.render().then(() => performance.mark(`reader:text-${entry.number}`)),
+  ]);
   if (generation !== entry.generation) return;
   trackSelection(layer);
   entry.frame.dataset.rendered = "true";
@@ -730,23 +743,41 @@ function showOutline(outline) {
   panel.hidden = false;
 }
 
+// The stored annotations, drawn on the pages loaded so far and listed; they arrive
+// while page 1 is drawn, which does not wait for them. A highlight made meanwhile is kept.
+function showAnnotations(listed) {
+  const known = new Set(listed.map((annotation) => annotation.annotation_id));
+  annotations = [...listed, ...annotations.filter((annotation) => !known.has(annotation.annotation_id))];
+  for (const entry of frames.values()) if (entry.page) drawMarks(entry);
+  showList();
+}
+
 async function main() {
-  pdfjs = await import(script.dataset.pdfjs);
+  pdfjs = await loadingPdfjs;
+  performance.mark("reader:pdfjs");
   pdfjs.GlobalWorkerOptions.workerSrc = config.worker;
+  if (worker) pdfjs.GlobalWorkerOptions.workerPort = worker;
   say("Loading the PDF…");
-  const [document_, listed] = await Promise.all([
-    // isEvalSupported: false: pdf.js would otherwise try `new Function` for fonts, which
-    // the Content-Security-Policy (no 'unsafe-eval') refuses and reports.
-    pdfjs.getDocument({ url: config.pdf, withCredentials: true, isEvalSupported: false })
-      .promise,
-    fetch(config.annotations, { credentials: "same-origin" }).then((r) => r.json()),
-  ]);
+  // isEvalSupported: false: pdf.js would otherwise try `new Function` for fonts, which
+  // the Content-Security-Policy (no 'unsafe-eval') refuses and reports.
+  const document_ = await pdfjs.getDocument({ url: config.pdf, withCredentials: true, isEvalSupported: false })
+    .promise;
+  performance.mark("reader:document");
   pdfDocument = document_;
-  annotations = listed.annotations;
+  const annotationsShown = loadingAnnotations.then(
+    (listed) => showAnnotations(listed.annotations),
+    (error) => {
+      const failed = document.createElement("li");
+      failed.className = "errornote";
+      failed.textContent = `The annotations could not be loaded: ${error.message || error}`;
+      listElement.replaceChildren(failed);
+    },
+  );
   // Only page 1 is fetched before drawing: the other frames take its size until theirs
   // are loaded, as they come near the view.
   const [first, outline] = await Promise.all([
     document_.getPage(1), document_.getOutline().catch(() => null)]);
+  performance.mark("reader:page1");
   showOutline(outline);
   view.first = first;
   view.scale = fitScale();
@@ -765,9 +796,9 @@ async function main() {
     pagesElement.append(frame);
     frames.set(number, entry);
   }
-  drawMarks(frames.get(1));
-  showList();
+  drawMarks(frames.get(1)); // the annotations, if they came before page 1 (else when they come)
   await renderPage(frames.get(1));
+  await annotationsShown;
   observer = new IntersectionObserver(
     (entries) => {
       for (const seen of entries) {
