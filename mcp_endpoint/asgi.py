@@ -83,6 +83,7 @@ def to_http_request(scope: dict[str, Any], body: bytes, oversized: bool) -> http
         query_string=scope.get("query_string", b"").decode("latin-1"),
         body=body,
         client_host=client[0] if client else None,
+        scheme=scope.get("scheme", "http"),
         oversized=oversized,
     )
 
