@@ -65,7 +65,7 @@ MAX_CLIENT_NAME = 100
 
 
 def mcp_resource(request: HttpRequest) -> str:
-    return identity.mcp_resource_url(request.scheme, request.get_host())
+    return identity.mcp_resource_url(request.scheme or "http", request.get_host())
 
 
 def allowed_resources(request: HttpRequest) -> list[str]:
@@ -125,7 +125,7 @@ class ConsentView(dot.AuthorizationView):
             # RFC 8707 is optional for clients: bind the token to /mcp anyway.
             query = request.GET.copy()
             query["resource"] = mcp_resource(request)
-            request.GET = query
+            request.GET = query  # type: ignore[assignment]
         response = super().get(request, *args, **kwargs)
         return self._with_redirect_target(response, request.GET.get("redirect_uri", ""))
 
@@ -268,8 +268,9 @@ def check_client_metadata(data: Any) -> str | None:
 @method_decorator(csrf_exempt, name="dispatch")
 class RegistrationView(dot.DynamicClientRegistrationView):
     """RFC 7591, open (MCP clients register themselves) but strict and limited: a small
-    JSON body, the metadata above checked (others ignored, RFC 7591 §2), at most OAUTH_REGISTRATION_LIMIT registrations per
-    address per AUTH_FAILURE_WINDOW_SECONDS and OAUTH_MAX_CLIENTS registered clients."""
+    JSON body, the metadata above checked (others ignored, RFC 7591 §2), at most
+    OAUTH_REGISTRATION_LIMIT registrations per address per AUTH_FAILURE_WINDOW_SECONDS and
+    OAUTH_MAX_CLIENTS registered clients."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if settings.MCP_READ_ONLY:

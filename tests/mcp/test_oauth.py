@@ -37,20 +37,27 @@ from tests.mcp.conftest import (
     post,
     rpc,
     running_server,
+    tool_data,
 )
 
 pytestmark = [pytest.mark.server]
 
-PASSWORD = "correct horse battery staple"  # noqa: S105 - a test user's password
+PASSWORD = "correct horse battery staple"
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # never opened: the test reads the redirect
-OTHER_RESOURCE = "http://127.0.0.1:1/mcp"  # another lab server this one issues tokens for
+OTHER_RESOURCE = "http://127.0.0.1:1/mcp"
+SERVICE_TOKEN = "service-token-0123456789"
 
 
 def _manage_shell(kb: KnowledgeBase, code: str) -> str:
     done = subprocess.run(
-        [PYTHON, "manage.py", "shell", "-c", code], cwd=ROOT, env=kb.env,
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [PYTHON, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=kb.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
@@ -91,6 +98,7 @@ def oauth_server(knowledge_base: KnowledgeBase) -> Iterator[OAuthServer]:
         # A shared server: loopback clients authenticate too (else they are the owner).
         "MCP_LOOPBACK_OWNER": "false",
         "OAUTH_REGISTRATION_LIMIT": "200",  # every test registers its own client
+        "MCP_AUTH_TOKEN": SERVICE_TOKEN,
         "LOG_LEVEL": "DEBUG",
     }
     with running_server(knowledge_base, env=env) as server:
@@ -157,8 +165,12 @@ def redirect_params(response: httpx2.Response) -> dict[str, str]:
 
 
 def register(base: str, **metadata: Any) -> httpx2.Response:
-    body = {"redirect_uris": [REDIRECT_URI], "client_name": "test client",
-            "token_endpoint_auth_method": "none", **metadata}  # fmt: skip
+    body = {
+        "redirect_uris": [REDIRECT_URI],
+        "client_name": "test client",
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
     return httpx2.post(f"{base}/oauth/register/", json=body, timeout=30)
 
 
@@ -169,15 +181,29 @@ def pkce() -> tuple[str, str]:
 
 
 def authorization_url(base: str, client_id: str, challenge: str, **extra: str) -> str:
-    params = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI,
-              "state": "st-1", "code_challenge": challenge, "code_challenge_method": "S256",
-              "scope": "read write", "resource": f"{base}/mcp", **extra}  # fmt: skip
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "state": "st-1",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "scope": "read write",
+        "resource": f"{base}/mcp",
+        **extra,
+    }
     return f"{base}/oauth/authorize/?{urlencode({k: v for k, v in params.items() if v})}"
 
 
 def exchange(base: str, client_id: str, code: str, verifier: str, **extra: str) -> httpx2.Response:
-    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-            "client_id": client_id, "code_verifier": verifier, **extra}  # fmt: skip
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        **extra,
+    }
     return httpx2.post(f"{base}/oauth/token/", data=data, timeout=30)
 
 
@@ -187,8 +213,9 @@ def token_by_hand(
     base = server.base
     client_id = register(base).json()["client_id"]
     verifier, challenge = pkce()
-    url = authorization_url(base, client_id, challenge, scope=scope,
-                            resource=resource or f"{base}/mcp")  # fmt: skip
+    url = authorization_url(
+        base, client_id, challenge, scope=scope, resource=resource or f"{base}/mcp"
+    )
     params = redirect_params(Browser(base, username).consent(url))
     answer = exchange(base, client_id, params["code"], verifier)
     assert answer.status_code == 200, answer.text
@@ -256,7 +283,7 @@ def sdk_provider(server: OAuthServer, username: str, storage: MemoryStorage) -> 
 async def _tool(client: mcp.Client, name: str, arguments: dict[str, Any]) -> Any:
     result = await client.call_tool(name, arguments)
     assert not result.is_error, result.content
-    return json.loads(result.content[0].text)
+    return tool_data(result)
 
 
 @pytest.mark.anyio
@@ -267,8 +294,9 @@ async def test_sdk_client_discovers_registers_consents_and_acts_as_the_user(
     provider = sdk_provider(oauth_server, "alice", storage)
     url = f"{oauth_server.base}/mcp"
     async with httpx2.AsyncClient(auth=provider, timeout=30) as http_client:
-        async with mcp.Client(streamable_http_client(url, http_client=http_client),
-                              mode="legacy") as client:  # fmt: skip
+        async with mcp.Client(
+            streamable_http_client(url, http_client=http_client), mode="legacy"
+        ) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             created = await _tool(client, "create_project", {"name": "OAuth made this"})
             # Refresh with rotation: the client's access token has "expired".
@@ -287,16 +315,19 @@ async def test_sdk_client_discovers_registers_consents_and_acts_as_the_user(
 
     log = oauth_server.server.log()
     assert "tools/call create_project" in log
-    assert re.search(r"create_project.*as alice \(oauth: OAuth client SDK test client\)", log), (
-        log[-3000:]
-    )
+    assert re.search(r"create_project.*as alice \(oauth: OAuth client SDK test client\)", log), log[
+        -3000:
+    ]
 
     # The rotated-away refresh token is spent: reusing it is refused (and, reuse detection,
     # revokes its family, so the newest token stops working too).
     reused = httpx2.post(
         f"{oauth_server.base}/oauth/token/",
-        data={"grant_type": "refresh_token", "refresh_token": first.refresh_token,
-              "client_id": storage.client_info.client_id},  # fmt: skip
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": first.refresh_token,
+            "client_id": storage.client_info.client_id,
+        },
         timeout=30,
     )
     assert reused.status_code == 400
@@ -406,7 +437,9 @@ def test_wrong_pkce_verifier_is_refused(oauth_server: OAuthServer) -> None:
     base = oauth_server.base
     client_id = register(base).json()["client_id"]
     _verifier, challenge = pkce()
-    params = redirect_params(Browser(base, "alice").consent(authorization_url(base, client_id, challenge)))
+    params = redirect_params(
+        Browser(base, "alice").consent(authorization_url(base, client_id, challenge))
+    )
     answer = exchange(base, client_id, params["code"], pkce()[0])
     assert answer.status_code == 400
     assert answer.json()["error"] == "invalid_grant"
@@ -456,8 +489,7 @@ def test_consent_needs_a_signed_in_user_and_a_csrf_token(oauth_server: OAuthServ
     browser = Browser(base, "alice")
     form = _hidden_fields(browser.client.get(url).text)
     form.pop("csrfmiddlewaretoken")
-    forged = browser.client.post(url, data={**form, "allow": "Allow"},
-                                 headers={"referer": url})  # fmt: skip
+    forged = browser.client.post(url, data={**form, "allow": "Allow"}, headers={"referer": url})
     assert forged.status_code == 403
 
 
@@ -504,8 +536,9 @@ def test_read_scoped_oauth_token_cannot_call_write_tools(oauth_server: OAuthServ
     url = f"{oauth_server.base}/mcp"
     served = call_tool_raw(url, "list_projects", {}, headers=bearer(issued["access_token"]))
     assert served.status_code == 200 and "error" not in served.json()
-    refused = call_tool_raw(url, "create_project", {"name": "Nope"},
-                            headers=bearer(issued["access_token"]))  # fmt: skip
+    refused = call_tool_raw(
+        url, "create_project", {"name": "Nope"}, headers=bearer(issued["access_token"])
+    )
     assert refused.status_code == 403
     assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
     assert refused.json()["error"]["data"]["required_scope"] == "write"
@@ -525,13 +558,17 @@ def test_api_tokens_on_mcp_keep_their_scope(oauth_server: OAuthServer) -> None:
     assert refused.status_code == 403
     assert "scope 'read'" in refused.json()["error"]["message"]
     # In a batch, the refusal is that request's answer.
-    batch = post(url, [rpc("tools/call", {"name": "create_project",
-                                          "arguments": {"name": "Batched"}}, 7)],
-                 headers=bearer(read))  # fmt: skip
+    batch = post(
+        url,
+        [rpc("tools/call", {"name": "create_project", "arguments": {"name": "Batched"}}, 7)],
+        headers=bearer(read),
+    )
     assert batch.json()[0]["error"]["data"]["required_scope"] == "write"
     created = call_tool_raw(url, "create_project", {"name": "Write token"}, headers=bearer(write))
     assert created.status_code == 200 and not created.json()["result"]["isError"]
-    assert re.search(r"create_project.*as alice \(api-token: API token writer", oauth_server.server.log())
+    assert re.search(
+        r"create_project.*as alice \(api-token: API token writer", oauth_server.server.log()
+    )
 
 
 def test_revoked_api_token_is_refused_on_mcp(oauth_server: OAuthServer) -> None:
@@ -550,7 +587,38 @@ def test_host_and_origin_rules_still_apply_to_valid_tokens(oauth_server: OAuthSe
     issued = token_by_hand(oauth_server)
     url = f"{oauth_server.base}/mcp"
     for token in (issued["access_token"], oauth_server.api_tokens["write"]):
-        evil_origin = post(url, rpc("ping"), headers={**bearer(token), "origin": "https://evil.example"})
+        evil_origin = post(
+            url, rpc("ping"), headers={**bearer(token), "origin": "https://evil.example"}
+        )
         assert evil_origin.status_code == 403
         evil_host = post(url, rpc("ping"), headers={**bearer(token), "host": "evil.example"})
         assert evil_host.status_code == 421
+
+
+def test_shared_mcp_auth_token_is_the_service_identity(oauth_server: OAuthServer) -> None:
+    answer = call_tool_raw(
+        f"{oauth_server.base}/mcp", "list_projects", {}, headers=bearer(SERVICE_TOKEN)
+    )
+    assert answer.status_code == 200 and not answer.json()["result"]["isError"]
+    assert re.search(r"tools/call list_projects .*ok in .* as service", oauth_server.server.log())
+
+
+def test_denying_consent_answers_access_denied(oauth_server: OAuthServer) -> None:
+    base = oauth_server.base
+    client_id = register(base).json()["client_id"]
+    _verifier, challenge = pkce()
+    url = authorization_url(base, client_id, challenge)
+    params = redirect_params(Browser(base, "bob").consent(url, allow=False))
+    assert params["error"] == "access_denied"
+    assert "code" not in params
+
+
+def test_registrations_per_address_are_limited(knowledge_base: KnowledgeBase) -> None:
+    env = {"OAUTH_ENABLED": "true", "OAUTH_REGISTRATION_LIMIT": "2"}
+    with running_server(knowledge_base, env=env) as server:
+        answers = [register(server.base_url).status_code for _ in range(3)]
+        limited = register(server.base_url)
+    assert answers == [201, 201, 429]
+    assert limited.status_code == 429
+    assert int(limited.headers["retry-after"]) > 0
+    assert "OAUTH_REGISTRATION_LIMIT" in limited.json()["error_description"]
