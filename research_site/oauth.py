@@ -323,10 +323,29 @@ class RegistrationView(dot.DynamicClientRegistrationView):
         return response
 
 
+@csrf_exempt
+def read_only_refusal(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """A read-only server checks tokens but cannot store grants, tokens or clients."""
+    return JsonResponse(
+        {
+            "error": "temporarily_unavailable",
+            "error_description": "This server is read-only (MCP_READ_ONLY): it issues no "
+            "OAuth tokens and registers no clients.",
+        },
+        status=503,
+    )
+
+
 def urlpatterns() -> list[URLPattern]:
     """Mounted at the site's root (the well-known paths must be there) under the toolkit's
     namespace, so its own views find each other by name."""
     metadata = ResourceMetadataView.as_view()
+    if settings.MCP_READ_ONLY:
+        return [
+            path(".well-known/oauth-protected-resource", metadata),
+            path(".well-known/oauth-protected-resource/mcp", metadata),
+            path("oauth/<path:rest>", read_only_refusal),
+        ]
     return [
         path(
             ".well-known/oauth-authorization-server",

@@ -614,6 +614,12 @@ def test_denying_consent_answers_access_denied(oauth_server: OAuthServer) -> Non
 
 
 def test_registrations_per_address_are_limited(knowledge_base: KnowledgeBase) -> None:
+    # The counts are shared (Redis, or the knowledge base's cache folder): start from none.
+    _manage_shell(
+        knowledge_base,
+        "from core import throttle; from research_site.oauth import REGISTRATION_SCOPE; "
+        "throttle.clear(REGISTRATION_SCOPE, [throttle.address_key('127.0.0.1')])",
+    )
     env = {"OAUTH_ENABLED": "true", "OAUTH_REGISTRATION_LIMIT": "2"}
     with running_server(knowledge_base, env=env) as server:
         answers = [register(server.base_url).status_code for _ in range(3)]
@@ -622,3 +628,18 @@ def test_registrations_per_address_are_limited(knowledge_base: KnowledgeBase) ->
     assert limited.status_code == 429
     assert int(limited.headers["retry-after"]) > 0
     assert "OAUTH_REGISTRATION_LIMIT" in limited.json()["error_description"]
+
+
+def test_read_only_server_checks_tokens_but_issues_none(oauth_server: OAuthServer) -> None:
+    env = {"OAUTH_ENABLED": "true", "MCP_READ_ONLY": "true", "MCP_LOOPBACK_OWNER": "false"}
+    with running_server(oauth_server.kb, env=env) as server:
+        registered = register(server.base_url)
+        token = httpx2.post(f"{server.base_url}/oauth/token/", data={"grant_type": "x"})
+        read = post(
+            f"{server.base_url}/mcp", rpc("ping"), headers=bearer(oauth_server.api_tokens["read"])
+        )
+        anonymous = post(f"{server.base_url}/mcp", rpc("ping"))
+    assert registered.status_code == token.status_code == 503
+    assert registered.json()["error"] == "temporarily_unavailable"
+    assert read.status_code == 200
+    assert anonymous.status_code == 401
