@@ -9,9 +9,12 @@ exactly the same rules:
 1. Host must match ALLOWED_HOSTS (Django's matching rules) -> else 421.
 2. Origin, when sent, must match MCP_ALLOWED_ORIGINS -> else 403. An entry with a port
    matches that port only; an entry without a port matches any port of that scheme+host.
-3. With MCP_AUTH_TOKEN set, `Authorization: Bearer <token>` is required -> else 401 with
-   `WWW-Authenticate: Bearer`. Without a token only loopback clients are served -> else
-   403, so binding 0.0.0.0 never exposes an open library.
+3. Credentials (`check_access`, docs/AUTH.md), which also say who the request acts as
+   (core.identity): `Authorization: Bearer` with MCP_AUTH_TOKEN, a user's API token or an
+   OAuth access token for this resource -> else 401 `invalid_token`. No token: 401 with
+   MCP_AUTH_TOKEN set; loopback clients act as the local owner; others 401 naming the
+   resource metadata (OAUTH_ENABLED) or 403, so binding 0.0.0.0 never exposes an open
+   library. A read-only token calling a write tool -> 403 `insufficient_scope`.
 4. POST only -> else 405 with `Allow: POST`.
 5. `Accept` must allow application/json -> else 406; `Content-Type: application/json`
    -> else 415.
