@@ -45,7 +45,10 @@ pytestmark = [pytest.mark.server]
 PASSWORD = "correct horse battery staple"
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # never opened: the test reads the redirect
 OTHER_RESOURCE = "http://127.0.0.1:1/mcp"
-SERVICE_TOKEN = "service-token-0123456789"
+SERVICE_TOKEN = "service-token-0123456789"  # noqa: S105 - the shared MCP_AUTH_TOKEN
+# These tests send many refused tokens on purpose; the lockout has its own test below (the
+# counts are shared through Redis by every server of the run).
+NO_LOCKOUT = {"AUTH_FAILURE_LIMIT": "100000"}
 
 
 def _manage_shell(kb: KnowledgeBase, code: str) -> str:
@@ -93,6 +96,7 @@ class OAuthServer:
 def oauth_server(knowledge_base: KnowledgeBase) -> Iterator[OAuthServer]:
     tokens = json.loads(_manage_shell(knowledge_base, SETUP))
     env = {
+        **NO_LOCKOUT,
         "OAUTH_ENABLED": "true",
         "OAUTH_EXTRA_RESOURCES": OTHER_RESOURCE,
         # A shared server: loopback clients authenticate too (else they are the owner).
@@ -620,7 +624,7 @@ def test_registrations_per_address_are_limited(knowledge_base: KnowledgeBase) ->
         "from core import throttle; from research_site.oauth import REGISTRATION_SCOPE; "
         "throttle.clear(REGISTRATION_SCOPE, [throttle.address_key('127.0.0.1')])",
     )
-    env = {"OAUTH_ENABLED": "true", "OAUTH_REGISTRATION_LIMIT": "2"}
+    env = {**NO_LOCKOUT, "OAUTH_ENABLED": "true", "OAUTH_REGISTRATION_LIMIT": "2"}
     with running_server(knowledge_base, env=env) as server:
         answers = [register(server.base_url).status_code for _ in range(3)]
         limited = register(server.base_url)
@@ -631,7 +635,12 @@ def test_registrations_per_address_are_limited(knowledge_base: KnowledgeBase) ->
 
 
 def test_read_only_server_checks_tokens_but_issues_none(oauth_server: OAuthServer) -> None:
-    env = {"OAUTH_ENABLED": "true", "MCP_READ_ONLY": "true", "MCP_LOOPBACK_OWNER": "false"}
+    env = {
+        **NO_LOCKOUT,
+        "OAUTH_ENABLED": "true",
+        "MCP_READ_ONLY": "true",
+        "MCP_LOOPBACK_OWNER": "false",
+    }
     with running_server(oauth_server.kb, env=env) as server:
         registered = register(server.base_url)
         token = httpx2.post(f"{server.base_url}/oauth/token/", data={"grant_type": "x"})
@@ -643,3 +652,28 @@ def test_read_only_server_checks_tokens_but_issues_none(oauth_server: OAuthServe
     assert registered.json()["error"] == "temporarily_unavailable"
     assert read.status_code == 200
     assert anonymous.status_code == 401
+
+
+def test_refused_oauth_and_api_tokens_count_towards_the_lockout(
+    oauth_server: OAuthServer,
+) -> None:
+    issued = token_by_hand(oauth_server)
+    _manage_shell(
+        oauth_server.kb,
+        "from core import throttle; from mcp_endpoint.http import MCP_TOKEN_SCOPE; "
+        "throttle.clear(MCP_TOKEN_SCOPE, [throttle.address_key('127.0.0.1')])",
+    )
+    env = {"OAUTH_ENABLED": "true", "AUTH_FAILURE_LIMIT": "3"}
+    with running_server(oauth_server.kb, env=env) as server:
+        url = f"{server.base_url}/mcp"
+        before = post(url, rpc("ping"), headers=bearer(issued["access_token"])).status_code
+        refused = [
+            post(url, rpc("ping"), headers=bearer(secret)).status_code
+            for secret in ("not-an-oauth-token", "rmcp_not-an-api-token", "also-wrong")
+        ]
+        after = post(url, rpc("ping"), headers=bearer(issued["access_token"]))
+        api_after = post(url, rpc("ping"), headers=bearer(oauth_server.api_tokens["write"]))
+    assert before == 200
+    assert refused == [401, 401, 401]
+    assert after.status_code == api_after.status_code == 429
+    assert int(after.headers["retry-after"]) > 0
