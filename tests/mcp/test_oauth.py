@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.server]
 PASSWORD = "correct horse battery staple"
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # never opened: the test reads the redirect
 OTHER_RESOURCE = "http://127.0.0.1:1/mcp"
-SERVICE_TOKEN = "service-token-0123456789"  # noqa: S105 - the shared MCP_AUTH_TOKEN
+SERVICE_TOKEN = "service-token-0123456789"  # the shared MCP_AUTH_TOKEN
 # These tests send many refused tokens on purpose; the lockout has its own test below (the
 # counts are shared through Redis by every server of the run).
 NO_LOCKOUT = {"AUTH_FAILURE_LIMIT": "100000"}
