@@ -644,11 +644,12 @@ def test_read_only_server_checks_tokens_but_issues_none(oauth_server: OAuthServe
     with running_server(oauth_server.kb, env=env) as server:
         registered = register(server.base_url)
         token = httpx2.post(f"{server.base_url}/oauth/token/", data={"grant_type": "x"})
+        authorize = httpx2.get(f"{server.base_url}/oauth/authorize/?client_id=x")
         read = post(
             f"{server.base_url}/mcp", rpc("ping"), headers=bearer(oauth_server.api_tokens["read"])
         )
         anonymous = post(f"{server.base_url}/mcp", rpc("ping"))
-    assert registered.status_code == token.status_code == 503
+    assert registered.status_code == token.status_code == authorize.status_code == 503
     assert registered.json()["error"] == "temporarily_unavailable"
     assert read.status_code == 200
     assert anonymous.status_code == 401
@@ -657,7 +658,7 @@ def test_read_only_server_checks_tokens_but_issues_none(oauth_server: OAuthServe
 def test_refused_oauth_and_api_tokens_count_towards_the_lockout(
     oauth_server: OAuthServer,
 ) -> None:
-    issued = token_by_hand(oauth_server)
+    api_token = oauth_server.api_tokens["write"]
     _manage_shell(
         oauth_server.kb,
         "from core import throttle; from mcp_endpoint.http import MCP_TOKEN_SCOPE; "
@@ -666,14 +667,14 @@ def test_refused_oauth_and_api_tokens_count_towards_the_lockout(
     env = {"OAUTH_ENABLED": "true", "AUTH_FAILURE_LIMIT": "3"}
     with running_server(oauth_server.kb, env=env) as server:
         url = f"{server.base_url}/mcp"
-        before = post(url, rpc("ping"), headers=bearer(issued["access_token"])).status_code
+        before = post(url, rpc("ping"), headers=bearer(api_token)).status_code
         refused = [
             post(url, rpc("ping"), headers=bearer(secret)).status_code
             for secret in ("not-an-oauth-token", "rmcp_not-an-api-token", "also-wrong")
         ]
-        after = post(url, rpc("ping"), headers=bearer(issued["access_token"]))
-        api_after = post(url, rpc("ping"), headers=bearer(oauth_server.api_tokens["write"]))
+        after = post(url, rpc("ping"), headers=bearer(api_token))
     assert before == 200
     assert refused == [401, 401, 401]
-    assert after.status_code == api_after.status_code == 429
+    # The right token included, as for MCP_AUTH_TOKEN and the REST API.
+    assert after.status_code == 429
     assert int(after.headers["retry-after"]) > 0
