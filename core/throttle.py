@@ -159,8 +159,10 @@ def _cache_key(scope: str, key: str) -> str:
     return f"auth-failures:{scope}:{key}"
 
 
-def check(scope: str, keys: Iterable[str]) -> None:
-    """Raise Throttled when any of `keys` has reached the limit within the window."""
+def check(scope: str, keys: Iterable[str], *, limit: int | None = None) -> None:
+    """Raise Throttled when any of `keys` has reached the limit (AUTH_FAILURE_LIMIT unless
+    given) within the window."""
+    limit = settings.AUTH_FAILURE_LIMIT if limit is None else limit
     now = time.time()
     for key in keys:
         entry = _counts.get(_cache_key(scope, key))
@@ -168,7 +170,7 @@ def check(scope: str, keys: Iterable[str]) -> None:
             continue
         count, first = entry
         remaining = first + settings.AUTH_FAILURE_WINDOW_SECONDS - now
-        if count >= settings.AUTH_FAILURE_LIMIT and remaining > 0:
+        if count >= limit and remaining > 0:
             raise Throttled(retry_after=math.ceil(remaining))
 
 

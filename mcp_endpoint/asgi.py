@@ -83,6 +83,7 @@ def to_http_request(scope: dict[str, Any], body: bytes, oversized: bool) -> http
         query_string=scope.get("query_string", b"").decode("latin-1"),
         body=body,
         client_host=client[0] if client else None,
+        scheme=scope.get("scheme", "http"),
         oversized=oversized,
     )
 
@@ -342,6 +343,7 @@ class McpRouter:
                 # PostgreSQL's max_connections (40 threads each ran it out at 200 clients).
                 to_thread.current_default_thread_limiter().total_tokens = settings.MCP_MAX_THREADS
                 open_world_tools()  # now, rather than in the event loop of a first request
+                http.write_tools()  # likewise (a read-scoped token's first call asks)
                 get_server()  # the default tool set's server: not built by a first initialize
                 # Saved searches on their schedule, in this server process when there is
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.

@@ -9,9 +9,12 @@ exactly the same rules:
 1. Host must match ALLOWED_HOSTS (Django's matching rules) -> else 421.
 2. Origin, when sent, must match MCP_ALLOWED_ORIGINS -> else 403. An entry with a port
    matches that port only; an entry without a port matches any port of that scheme+host.
-3. With MCP_AUTH_TOKEN set, `Authorization: Bearer <token>` is required -> else 401 with
-   `WWW-Authenticate: Bearer`. Without a token only loopback clients are served -> else
-   403, so binding 0.0.0.0 never exposes an open library.
+3. Credentials (`check_access`, docs/AUTH.md), which also say who the request acts as
+   (core.identity): `Authorization: Bearer` with MCP_AUTH_TOKEN, a user's API token or an
+   OAuth access token for this resource -> else 401 `invalid_token`. No token: 401 with
+   MCP_AUTH_TOKEN set; loopback clients act as the local owner; others 401 naming the
+   resource metadata (OAUTH_ENABLED) or 403, so binding 0.0.0.0 never exposes an open
+   library. A read-only token calling a write tool -> 403 `insufficient_scope`.
 4. POST only -> else 405 with `Allow: POST`.
 5. `Accept` must allow application/json -> else 406; `Content-Type: application/json`
    -> else 415.
@@ -51,6 +54,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+from anyio import to_thread
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http.request import split_domain_port, validate_host
@@ -79,10 +83,10 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from core import throttle
+from core import identity, throttle
 from core.clients import ClientPlace, client_at
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import get_server, lowlevel
+from mcp_endpoint.registry import TOOLSET_MODULES, build_registry, get_server, lowlevel
 from mcp_endpoint.scope import (
     COLLECTIONS_HEADER,
     TOOLSETS_HEADER,
@@ -116,6 +120,7 @@ class HttpRequest:
     query_string: str = ""
     body: bytes = b""
     client_host: str | None = None
+    scheme: str = "http"
     # The adapter stopped reading past MCP_MAX_BODY_BYTES; answered 413 after the
     # access and method rules, so an unauthenticated client learns nothing more.
     oversized: bool = False
@@ -261,8 +266,8 @@ def _host_served(host: str | None, allowed_hosts: tuple[str, ...], debug: bool) 
 _loopback_client = functools.lru_cache(maxsize=64)(is_loopback)
 
 
-def check_access(request: HttpRequest) -> HttpResponse | None:
-    """Host, Origin and credentials; None when the request may proceed."""
+def check_transport(request: HttpRequest) -> HttpResponse | None:
+    """Host and Origin (rules 1 and 2); None when the request may proceed."""
     if not _host_served(request.header("host"), tuple(settings.ALLOWED_HOSTS), settings.DEBUG):
         return jsonrpc_error(
             HOST_REJECTED_STATUS,
@@ -276,12 +281,45 @@ def check_access(request: HttpRequest) -> HttpResponse | None:
             INVALID_REQUEST,
             "Origin not allowed: add it to MCP_ALLOWED_ORIGINS (scheme://host[:port])",
         )
-    token = settings.MCP_AUTH_TOKEN
-    if token:
+    return None
+
+
+def resource_url(request: HttpRequest) -> str:
+    """This endpoint's canonical URI as an OAuth protected resource (RFC 8707)."""
+    return identity.mcp_resource_url(request.scheme, request.header("host") or "")
+
+
+def _challenge(request: HttpRequest, error: str | None = None, **params: str) -> str:
+    """`WWW-Authenticate: Bearer ...`; with OAuth on, it names the protected resource
+    metadata (RFC 9728 §5.1), where MCP clients discover the authorization server."""
+    parts = ['realm="mcp"']
+    if error:
+        parts.append(f'error="{error}"')
+    parts += [f'{name}="{value}"' for name, value in params.items()]
+    if settings.OAUTH_ENABLED:
+        metadata = identity.resource_metadata_url(resource_url(request))
+        parts.append(f'resource_metadata="{metadata}"')
+    return "Bearer " + ", ".join(parts)
+
+
+async def check_access(request: HttpRequest) -> HttpResponse | identity.Principal:
+    """Host, Origin and credentials: the refusal, or the principal the request acts as.
+
+    - `Authorization: Bearer <secret>`: MCP_AUTH_TOKEN (the service identity), a per-user
+      API token (its scope applies) or an OAuth access token issued for this resource.
+      Anything else is 401 `invalid_token`, counted towards the address's lockout.
+    - no token: with MCP_AUTH_TOKEN set, 401; from loopback, the local owner
+      (MCP_LOOPBACK_OWNER); else 401 naming the resource metadata when OAuth is on,
+      403 when it is off (binding 0.0.0.0 never exposes an open library).
+    """
+    if (refused := check_transport(request)) is not None:
+        return refused
+    supplied = _bearer_token(request.header("authorization"))
+    keys = [throttle.address_key(request.client_host)]
+    if supplied is not None or settings.MCP_AUTH_TOKEN:
         # As for REST API tokens: after AUTH_FAILURE_LIMIT wrong tokens from one address,
         # every request from it is refused (the right token included) until the window
         # has passed; other addresses are not affected.
-        keys = [throttle.address_key(request.client_host)]
         try:
             throttle.check(MCP_TOKEN_SCOPE, keys)
         except throttle.Throttled as exc:
@@ -292,28 +330,83 @@ def check_access(request: HttpRequest) -> HttpResponse | None:
                 headers=[("retry-after", str(exc.retry_after))],
                 data={"retry_after_seconds": exc.retry_after},
             )
-        supplied = _bearer_token(request.header("authorization"))
-        if supplied is None or not hmac.compare_digest(
-            supplied.encode("utf-8"), token.encode("utf-8")
-        ):
-            challenge = 'Bearer realm="mcp"'
-            if supplied is not None:
-                throttle.record_failure(MCP_TOKEN_SCOPE, keys)
-                challenge += ', error="invalid_token"'
+    if supplied is None:
+        if settings.MCP_AUTH_TOKEN:
             return jsonrpc_error(
                 401,
                 INVALID_REQUEST,
-                "Unauthorized: send the header 'Authorization: Bearer <MCP_AUTH_TOKEN>'",
-                headers=[("www-authenticate", challenge)],
+                "Unauthorized: send the header 'Authorization: Bearer <MCP_AUTH_TOKEN>' "
+                "(or a user's API token)",
+                headers=[("www-authenticate", _challenge(request))],
             )
-    elif not _loopback_client(request.client_host):
+        if settings.MCP_LOOPBACK_OWNER and _loopback_client(request.client_host):
+            return _LOCAL_OWNER
+        if settings.OAUTH_ENABLED:
+            return jsonrpc_error(
+                401,
+                INVALID_REQUEST,
+                "Unauthorized: sign in with OAuth (the resource_metadata of WWW-Authenticate "
+                "names the authorization server) or send 'Authorization: Bearer <API token>'",
+                headers=[("www-authenticate", _challenge(request))],
+            )
         return jsonrpc_error(
             403,
             INVALID_REQUEST,
             "Forbidden: this server has no MCP_AUTH_TOKEN, so it only answers clients on "
-            "this machine (loopback). Set MCP_AUTH_TOKEN to serve other machines.",
+            "this machine (loopback) and clients with a user's API token. Set "
+            "MCP_AUTH_TOKEN or OAUTH_ENABLED to serve other machines.",
         )
-    return None
+    token = settings.MCP_AUTH_TOKEN
+    if token and hmac.compare_digest(supplied.encode("utf-8"), token.encode("utf-8")):
+        return _SERVICE
+    try:
+        return await to_thread.run_sync(
+            identity.authenticate_bearer, supplied, resource_url(request)
+        )
+    except identity.CredentialRejected as exc:
+        throttle.record_failure(MCP_TOKEN_SCOPE, keys)
+        return jsonrpc_error(
+            401,
+            INVALID_REQUEST,
+            f"Unauthorized: {exc.reason} Send 'Authorization: Bearer <token>' with "
+            "MCP_AUTH_TOKEN, a user's API token or an OAuth access token for this server.",
+            headers=[("www-authenticate", _challenge(request, "invalid_token"))],
+        )
+
+
+_LOCAL_OWNER = identity.local_owner_principal()
+_SERVICE = identity.service_principal()
+
+
+@functools.cache
+def write_tools() -> frozenset[str]:
+    """Every tool, in every tool set, that changes something (read_only_hint False)."""
+    registry = build_registry(toolsets=list(TOOLSET_MODULES), read_only=False)
+    return frozenset(
+        name
+        for name, tool in registry.tools.items()
+        if tool.annotations is None or not tool.annotations.read_only_hint
+    )
+
+
+def write_refusal(message: JSONRPCRequest) -> dict[str, Any] | None:
+    """The JSON-RPC error for a write tool called by a principal that may only read (a
+    read-scoped API token, an OAuth token without `write`); None when it may proceed."""
+    if identity.current_can_write() or message.method != "tools/call":
+        return None
+    params = message.params or {}
+    name = params.get("name") if isinstance(params, Mapping) else None
+    if not isinstance(name, str) or name not in write_tools():
+        return None
+    principal = identity.current_principal()
+    who = f"{principal.client!r} " if principal is not None and principal.client else ""
+    return jsonrpc.error_body(
+        INVALID_REQUEST,
+        f"Forbidden: the token {who}has scope 'read', so it cannot call {name}, which "
+        "changes the library. Use a token with scope 'write'.",
+        request_id=message.id,
+        data={"required_scope": identity.WRITE_SCOPE, "tool": name},
+    )
 
 
 def _bearer_token(value: str | None) -> str | None:
@@ -398,8 +491,9 @@ class McpEndpoint:
         return self._server if self._server is not None else get_server(current_toolsets())
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
-        if (denied := check_access(request)) is not None:
-            return denied
+        access = await check_access(request)
+        if isinstance(access, HttpResponse):
+            return access
         if request.method.upper() != "POST":
             return jsonrpc_error(
                 405,
@@ -434,7 +528,12 @@ class McpEndpoint:
         if isinstance(decoded, jsonrpc.Rejection):
             return _rejected(decoded, version)
         place: ClientPlace = "loopback" if _loopback_client(request.client_host) else "remote"
-        with client_scope(scope), client_toolsets(toolsets), client_at(place):
+        with (
+            client_scope(scope),
+            client_toolsets(toolsets),
+            client_at(place),
+            identity.acting_as(access),
+        ):
             if isinstance(decoded, list):
                 return await self._batch(request, decoded, version)
             message = jsonrpc.classify(decoded)
@@ -450,6 +549,15 @@ class McpEndpoint:
         self, request: HttpRequest, message: jsonrpc.Message, version: str | None
     ) -> HttpResponse:
         assert message.request is not None
+        if (refusal := write_refusal(message.request)) is not None:
+            # RFC 6750 §3.1: a valid token without the scope the call needs is 403
+            # insufficient_scope (the MCP spec's step-up: an OAuth client may ask again).
+            challenge = _challenge(
+                request, "insufficient_scope", scope=f"{identity.READ_SCOPE} {identity.WRITE_SCOPE}"
+            )
+            return HttpResponse(
+                403, [*JSON_HEADERS, ("www-authenticate", challenge)], jsonrpc.dump(refusal)
+            )
         if version in MODERN_PROTOCOL_VERSIONS:
             return await self._dispatch_modern(request, message.decoded, message.request)
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
@@ -589,12 +697,14 @@ def _over_budget(request_id: RequestId, budget: int) -> dict[str, Any]:
 
 def _log_request(message: JSONRPCRequest, started: float, outcome: str) -> None:
     if logger.isEnabledFor(logging.DEBUG):
+        principal = identity.current_principal()
         logger.debug(
-            "HTTP %s (id %r): %s in %.1f ms",
+            "HTTP %s (id %r): %s in %.1f ms, as %s",
             jsonrpc.describe(message.method, message.params),
             message.id,
             outcome,
             (time.perf_counter() - started) * 1000,
+            principal.describe() if principal is not None else "nobody",
         )
 
 

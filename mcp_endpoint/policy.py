@@ -20,9 +20,10 @@ from typing import Any
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from pydantic import ValidationError
 
+from core import identity
 from core.text import has_lone_surrogate
 from mcp_endpoint.scope import current_scope
 
@@ -131,6 +132,17 @@ class PolicyMiddleware:
                 code=INVALID_PARAMS,
                 message=f"Unknown tool: {_printable(name)}",
                 data={"tool": _printable(name), "available": sorted(self._tools)},
+            )
+        if not identity.current_can_write() and not (
+            tool.annotations is not None and tool.annotations.read_only_hint
+        ):
+            # A read-scoped API token or an OAuth token without `write`: every transport
+            # (over HTTP a single call is answered 403 insufficient_scope before this).
+            raise MCPError(
+                code=INVALID_REQUEST,
+                message=f"Forbidden: this token has scope 'read', so it cannot call {name}, "
+                "which changes the library. Use a token with scope 'write'.",
+                data={"required_scope": identity.WRITE_SCOPE, "tool": name},
             )
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):

@@ -26,6 +26,7 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import INVALID_REQUEST, JSONRPCError, jsonrpc_message_adapter
 from starlette.requests import Request
 
+from core import identity
 from mcp_endpoint import http, jsonrpc
 from mcp_endpoint.asgi import ClientDisconnected, read_body, send_response, to_http_request
 from mcp_endpoint.registry import get_server, lowlevel
@@ -85,8 +86,9 @@ class LegacySseApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         request = to_http_request(scope, b"", False)
-        if (denied := http.check_access(request)) is not None:
-            await send_response(send, denied)
+        access = await http.check_access(request)
+        if isinstance(access, http.HttpResponse):
+            await send_response(send, access)
             return
         try:
             chosen = http.requested_scope(request)
@@ -95,7 +97,9 @@ class LegacySseApp:
                 send, http.jsonrpc_error(400, INVALID_REQUEST, f"Invalid collections: {exc}")
             )
             return
-        with client_scope(chosen):
+        # The session's server loop runs in this task (GET /sse): its tools act as the
+        # principal that opened the stream.
+        with client_scope(chosen), identity.acting_as(access):
             if scope["path"] == SSE_PATH:
                 if scope["method"] != "GET":
                     await send_response(

@@ -45,6 +45,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, RequestId, jsonrpc_message_adapter
 
 from core.clients import set_process_place
+from core.identity import local_owner_principal, set_process_principal
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import get_server, lowlevel
 from mcp_endpoint.scope import client_scope
@@ -319,6 +320,8 @@ async def strict_stdio_server() -> AsyncIterator[
 async def serve_stdio() -> None:
     # The one client is the process that started us, on this machine (attach_pdf's path).
     set_process_place("stdio")
+    # And it acts as the local owner (core.identity), as a loopback HTTP client does.
+    set_process_principal(local_owner_principal("stdio"))
     server = lowlevel(get_server())
     # The command line's --collections (the process default) scopes every request.
     with client_scope(None):

@@ -33,6 +33,7 @@ async def mcp(request: HttpRequest) -> HttpResponse:
             query_string=request.META.get("QUERY_STRING", ""),
             body=b"" if oversized else request.body,
             client_host=request.META.get("REMOTE_ADDR"),
+            scheme=request.scheme or "http",
             oversized=oversized,
         )
     )

@@ -25,9 +25,10 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from core import throttle
+from core import identity, throttle
 from core.errors import ReadOnlyMode
 from research_site.api_errors import BEARER_REALM, ApiError
+from research_site.identity import principal_for_api_token
 from research_site.models import ApiToken
 from research_site.tokens import TokenRejected, api_token_authenticate, user_is_reader
 
@@ -86,6 +87,8 @@ class BearerToken(HttpBearer):
                 headers={"WWW-Authenticate": f'{BEARER_REALM}, error="invalid_token"'},
             ) from None
         request.api_token = api_token  # type: ignore[attr-defined]
+        # The rest of this request acts as the token's user, with its scope (core.identity).
+        identity.set_current(principal_for_api_token(api_token))
         authorize(request, api_token.user, api_token)
         return api_token.user
 

@@ -14,6 +14,11 @@ class ResearchSiteConfig(AppConfig):
 
         app.autodiscover_tasks(force=True)
 
+        # /mcp accepts this layer's API tokens and OAuth access tokens (core.identity).
+        from research_site.identity import register_authenticators
+
+        register_authenticators()
+
         if settings.MCP_READ_ONLY:
             # django.contrib.auth saves `last_login` on every login: a write the read-only
             # database refuses. (Sessions are signed cookies in this mode: settings.py.)

@@ -11,7 +11,8 @@ without being listed here:
   need nothing but the view permission (the exports).
 - `ReadOnlyMiddleware`: any other request that could write (a method other than GET, HEAD
   or OPTIONS) answers 403, except signing in and out (sessions are signed cookies in this
-  mode) and /mcp and /api/, which refuse writes themselves with their own error shapes.
+  mode) and /mcp, /api/ and /oauth/, which refuse writes themselves with their own error
+  shapes.
   Custom admin views (add by identifier, import BibTeX, upload a PDF, "run now") and
   /alerts/read are refused here. Actions POST to the change list, so the view-only
   actions still pass: their name is checked against the same rule as above.
@@ -38,7 +39,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _READ_PERMISSIONS = frozenset({"view", "module", "view_or_change"})
 _PERMISSION = re.compile(r"^has_(\w+)_permission$")
 # Paths that refuse writes themselves (JSON-RPC / JSON errors), not with this page.
-_SELF_GUARDED = ("/mcp", "/api/")
+# /oauth/ answers OAuth clients in their own JSON error shape (research_site/oauth.py).
+_SELF_GUARDED = ("/mcp", "/api/", "/oauth/")
 
 
 def forbidden(message: str = MESSAGE) -> HttpResponse:

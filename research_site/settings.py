@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "projects",
     "engines",
     "mcp_endpoint",
+    # OAuth 2.1 for MCP clients (docs/AUTH.md); always installed so its tables exist.
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -58,6 +60,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Pages act as the signed-in user (core.identity).
+    "research_site.identity.ActingUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -187,6 +191,16 @@ MCP_SERVER_VERSION = env_str("MCP_SERVER_VERSION", _PACKAGE_VERSION)
 MCP_TOOLSETS = env_list("MCP_TOOLSETS", [])  # empty: every tool set
 MCP_REQUIRE_COLLECTION = env_bool("MCP_REQUIRE_COLLECTION", False)
 MCP_AUTH_TOKEN = env_str("MCP_AUTH_TOKEN")
+# Who requests act as (core.identity, docs/AUTH.md). MCP_AUTH_TOKEN is one service user;
+# loopback clients without a token (and stdio) act as the local owner: LOCAL_OWNER_USERNAME
+# if that user exists, else the first superuser. MCP_LOOPBACK_OWNER=false makes loopback
+# clients authenticate like any other (a shared server behind a proxy on the same machine).
+MCP_SERVICE_USER = env_str("MCP_SERVICE_USER", "mcp-service")
+LOCAL_OWNER_USERNAME = env_str("LOCAL_OWNER_USERNAME")
+MCP_LOOPBACK_OWNER = env_bool("MCP_LOOPBACK_OWNER", True)
+# The canonical URL of /mcp as an OAuth protected resource (RFC 8707 audience), e.g.
+# https://lab.example.org/mcp behind a TLS proxy; empty: the request's scheme and Host.
+MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL")
 MCP_ALLOWED_ORIGINS = env_list(
     "MCP_ALLOWED_ORIGINS",
     ["http://127.0.0.1", "http://localhost", "http://[::1]"],
@@ -397,6 +411,51 @@ ZOTERO_TIMEOUT = env_int("ZOTERO_TIMEOUT", 10, minimum=1)
 
 # --- REST API (docs/API.md) ----------------------------------------------------------------
 API_ENABLED = env_bool("API_ENABLED", True)
+
+# --- OAuth 2.1 for MCP clients (docs/AUTH.md) --------------------------------------------
+# The built-in authorization server (django-oauth-toolkit) and /mcp as its protected
+# resource. Off: /mcp accepts MCP_AUTH_TOKEN, API tokens and loopback clients, as before.
+OAUTH_ENABLED = env_bool("OAUTH_ENABLED", False)
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+OAUTH_REFRESH_TOKEN_SECONDS = env_int("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400, minimum=3600)
+# Other resources (URLs of other MCP servers of the lab) this server issues tokens for;
+# a token for one of them is refused at this server's /mcp.
+OAUTH_EXTRA_RESOURCES = env_list("OAUTH_EXTRA_RESOURCES", [])
+# Dynamic client registration (RFC 7591): registrations per client address per
+# AUTH_FAILURE_WINDOW_SECONDS, clients in all, body size, private-use redirect schemes
+# (e.g. "cursor,vscode"; https and loopback http are always allowed).
+OAUTH_REGISTRATION_LIMIT = env_int("OAUTH_REGISTRATION_LIMIT", 10, minimum=1)
+OAUTH_MAX_CLIENTS = env_int("OAUTH_MAX_CLIENTS", 1000, minimum=1)
+OAUTH_REGISTRATION_MAX_BYTES = 8192
+OAUTH_REDIRECT_SCHEMES = env_list("OAUTH_REDIRECT_SCHEMES", [])
+LOGIN_URL = "/admin/login/"  # the consent page asks people to sign in here
+OAUTH2_PROVIDER = {
+    "SCOPES": {"read": "Read the library", "write": "Change the library (add, edit, delete)"},
+    "DEFAULT_SCOPES": ["read"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,  # a reused refresh token revokes its family
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", *OAUTH_REDIRECT_SCHEMES],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "DCR_ENABLED": OAUTH_ENABLED,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    # RFC 9700: no implicit or password grant, no plain PKCE, tokens hashed at rest,
+    # `iss` on authorization responses, no tokens in query strings.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
 
 # --- limits (applied by every interface) --------------------------------------------
 # A query may be a pasted abstract; past 500 characters it is read as plain words

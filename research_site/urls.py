@@ -28,6 +28,10 @@ if settings.API_ENABLED:
     from research_site.api import api, unknown_endpoint
 
     urlpatterns += [path("api/", api.urls), re_path(r"^api/", unknown_endpoint)]
+if settings.OAUTH_ENABLED:
+    from research_site.oauth import urlpatterns as oauth_urlpatterns
+
+    urlpatterns.append(path("", include((oauth_urlpatterns(), "oauth2_provider"))))
 urlpatterns.append(path("", include("mcp_endpoint.urls")))
 if settings.MCP_READ_ONLY:
     # An add or delete page opened by its address says why it is refused.
