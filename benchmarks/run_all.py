@@ -293,7 +293,7 @@ BENCHMARKS = (
             "--corpus",
             str(SHARED / "corpus" / "scifact"),
             "--papers",
-            "128",
+            "96",
             "--rounds",
             "2",
             "--queries",
