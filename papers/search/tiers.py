@@ -3,8 +3,8 @@
 - The first tier (EMBEDDING_MODEL, WordLlama by default) is computed as papers are
   written, everywhere: instant, weak (SciFact nDCG@10 0.509).
 - The second tier (EMBEDDING_MODEL_STRONG, all-MiniLM-L6-v2 int8 by default) is computed
-  afterwards in the background (papers/search/strong_tier.py), ~20 papers/s on one core,
-  and only where its package is installed. Until it has caught up, some papers have both
+  afterwards in the background (papers/search/strong_tier.py), on every core at a low
+  priority, and only where its package is installed. Until it has caught up, some papers have both
   vectors and some only the first.
 
 A query is encoded by both models. A paper with a second-tier vector is scored by its

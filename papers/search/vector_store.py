@@ -52,14 +52,17 @@ def embed_with(
     *,
     force: bool = False,
     chunk: int = EMBED_CHUNK,
+    threads: int = 1,
 ) -> EmbedOutcome:
     """embed_papers for either tier: `model`'s vectors into `table`, `chunk` papers per
-    transaction, and `index` told to look again."""
+    transaction (encoded on `threads` threads), and `index` told to look again."""
     started = time.perf_counter()
     ids = sorted({int(i) for i in paper_ids})
     outcome = EmbedOutcome()
     for start in range(0, len(ids), chunk):
-        outcome.add(_embed_chunk(model, table, ids[start : start + chunk], force=force))
+        outcome.add(
+            _embed_chunk(model, table, ids[start : start + chunk], force=force, threads=threads)
+        )
         if outcome.embedded:
             index.invalidate()  # each chunk is committed: searches may use it at once
     outcome.seconds = time.perf_counter() - started
@@ -67,7 +70,7 @@ def embed_with(
 
 
 def _embed_chunk(
-    model: EmbeddingModel, table: EmbeddingTable, ids: list[int], *, force: bool
+    model: EmbeddingModel, table: EmbeddingTable, ids: list[int], *, force: bool, threads: int
 ) -> EmbedOutcome:
     rows = list(Paper.objects.filter(pk__in=ids).values_list("pk", "title", "abstract"))
     stored = {
@@ -86,7 +89,7 @@ def _embed_chunk(
     outcome = EmbedOutcome(unchanged=len(rows) - len(todo), missing=len(ids) - len(rows))
     if not todo:
         return outcome
-    vectors = model.encode_documents([text for _, text, _ in todo])
+    vectors = model.encode_documents([text for _, text, _ in todo], threads=threads)
     objects = [
         table(
             paper_id=pk,

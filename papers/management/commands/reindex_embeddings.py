@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -38,7 +40,8 @@ class Command(BaseCommand):
             "--tier",
             choices=["first", "strong"],
             default="first",
-            help="strong: the second tier (EMBEDDING_MODEL_STRONG), ~20 papers/s a core.",
+            help="strong: the second tier (EMBEDDING_MODEL_STRONG), on every core "
+            "(STRONG_EMBEDDING_THREADS).",
         )
         parser.add_argument("--batch-size", type=int, default=semantic.EMBED_CHUNK)
         parser.add_argument(
@@ -61,7 +64,9 @@ class Command(BaseCommand):
             ids = strong_tier.papers_missing_strong()
         else:
             ids = semantic.papers_missing_embeddings()
-        embed = strong_tier.embed_papers_strong if strong else semantic.embed_papers
+        embed: Callable[..., semantic.EmbedOutcome] = semantic.embed_papers
+        if strong:
+            embed = partial(strong_tier.embed_papers_strong, threads=strong_tier.writer_threads())
         outcome = semantic.EmbedOutcome()
         failed = 0
         with progress_bar(

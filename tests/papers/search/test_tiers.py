@@ -410,6 +410,72 @@ def test_minilm_reads_long_texts_only_up_to_its_token_limit(
     assert float(a @ b) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_minilm_vectors_do_not_depend_on_batching_or_threads(
+    real_strong: embedding.EmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts of very different lengths, encoded one per call (no padding), then in
+    length-sorted batches of 8 and 32 and on 3 threads: the same vector for each text, in
+    the order given (padding is masked out; only float rounding differs)."""
+    texts = [
+        " ".join(part[: 20 + 37 * i] for part in pair) + " " + "filler " * (i * 9 % 70)
+        for i, pair in enumerate([PROTEIN, GALAXIES, BREAD, TRANSLATION] * 5)
+    ]
+    texts += [PROTEIN[1] * 12, "x", BREAD[0]]
+    monkeypatch.setattr(embedding, "MINILM_BATCH", 1)
+    alone = real_strong.encode_documents(texts)
+    for batch, threads in [(8, 1), (8, 3), (32, 1), (32, 2)]:
+        monkeypatch.setattr(embedding, "MINILM_BATCH", batch)
+        vectors = real_strong.encode_documents(texts, threads=threads)
+        cosines = (alone * vectors).sum(axis=1)
+        assert cosines.min() > 0.9999, (batch, threads, cosines.min())
+
+
+def test_run_on_threads_shares_the_items_keeps_the_priority_and_raises_the_first_error() -> None:
+    import os
+    import threading
+
+    seen: dict[int, tuple[int, int]] = {}
+    meet = threading.Barrier(2, timeout=20)  # items 0 and 1 must be on two threads at once
+
+    def work(item: int) -> None:
+        if item < 2:
+            meet.wait()
+        seen[item] = (threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0))
+
+    caller: dict[str, int] = {}
+
+    def background() -> None:  # as the background writer: this thread alone at nice +5
+        os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+        caller["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+        embedding.run_on_threads(work, list(range(12)), 3)
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join(60)
+    assert sorted(seen) == list(range(12))
+    assert len({native for native, _ in seen.values()}) >= 2
+    assert {nice for _, nice in seen.values()} == {caller["nice"]}
+
+    before = threading.active_count()
+
+    def failing(item: int) -> None:
+        if item == 3:
+            raise ValueError("batch 3")
+
+    with pytest.raises(ValueError, match="batch 3"):
+        embedding.run_on_threads(failing, list(range(8)), 2)
+    assert threading.active_count() == before  # the helpers were joined
+
+
+def test_the_writer_uses_the_configured_threads_or_every_core(settings: Any) -> None:
+    import os
+
+    settings.STRONG_EMBEDDING_THREADS = 3
+    assert strong_tier.writer_threads() == 3
+    settings.STRONG_EMBEDDING_THREADS = 0
+    assert strong_tier.writer_threads() == len(os.sched_getaffinity(0))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_second_tier_follows_in_the_background_in_process_or_by_the_worker(
     real_strong: embedding.EmbeddingModel,
@@ -431,7 +497,11 @@ def test_the_second_tier_follows_in_the_background_in_process_or_by_the_worker(
     while not PaperStrongEmbedding.objects.filter(paper=paper).exists():
         assert time.monotonic() < deadline, "the paper never got a second-tier vector"
         time.sleep(0.2)
-    assert PaperEmbedding.objects.filter(paper=paper).exists()  # the first tier too
+    # The first tier too. A worker of two processes starts the two tasks in order but may
+    # finish the second first (a loaded machine, the first tier's model still loading).
+    while not PaperEmbedding.objects.filter(paper=paper).exists():
+        assert time.monotonic() < deadline, "the paper never got a first-tier vector"
+        time.sleep(0.2)
     stored = PaperStrongEmbedding.objects.get(paper=paper)
     assert stored.model == real_strong.name and stored.dimensions == 384
     if settings.CELERY_TASK_ALWAYS_EAGER:
