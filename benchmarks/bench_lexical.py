@@ -285,28 +285,6 @@ def sweep(
 # --- one (set, backend) in a child process -------------------------------------------------
 
 
-def import_docs(docs: list[dict]) -> dict[int, str]:
-    """quality.import_docs, with the venue when the set has one."""
-    from papers.models import PaperIdentifier
-    from papers.schemas import PaperRecord
-    from papers.services import papers_upsert
-
-    for start in range(0, len(docs), 1000):
-        records = [
-            PaperRecord.build(
-                title=d["title"] or f"Document {d['id']}",
-                abstract=d["text"],
-                authors=d.get("authors") or [],
-                year=d.get("year"),
-                venue=d.get("venue") or "",
-                identifiers={"bench": d["id"]},
-            )
-            for d in docs[start : start + 1000]
-        ]
-        papers_upsert(records=records)
-    return dict(PaperIdentifier.objects.filter(scheme="bench").values_list("paper_id", "value"))
-
-
 def per_query(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     return {qid: quality.ndcg_at_10(rankings[qid], qrels[qid]) for qid in qrels}
 
@@ -337,7 +315,7 @@ def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit_queries:
         qrels = dict(list(qrels.items())[: args.limit_queries])
     started = time.perf_counter()
-    mapping = import_docs(docs)
+    mapping = quality.import_docs(docs)
     result: dict[str, Any] = {"import_s": time.perf_counter() - started, "queries": len(qrels)}
     modes = args.modes.split(",")
     if "default" in modes:

@@ -181,7 +181,13 @@ def setup_django(directory: str, database_url: str | None) -> None:
     os.environ["RESEARCH_DIRECTORY"] = directory
     os.environ["EMBEDDINGS_ENABLED"] = "false"  # embedded below, explicitly
     os.environ["ENGINES_ENABLED"] = "local"
-    for name in ("REDIS_URL", "SEARCH_RERANK", "MCP_READ_ONLY", "MCP_TOOLSETS"):
+    for name in (
+        "REDIS_URL",
+        "SEARCH_RERANK",
+        "SEARCH_UNDERSTAND",
+        "MCP_READ_ONLY",
+        "MCP_TOOLSETS",
+    ):
         os.environ.pop(name, None)
     os.environ.pop("DATABASE_URL", None)
     if database_url:
@@ -196,7 +202,8 @@ def setup_django(directory: str, database_url: str | None) -> None:
 
 
 def import_docs(docs: list[dict]) -> dict[int, str]:
-    """Upsert every document through the importers' service; paper id -> document id."""
+    """Upsert every document (its venue when the set has one) through the importers'
+    service; paper id -> document id."""
     from papers.models import PaperIdentifier
     from papers.schemas import PaperRecord
     from papers.services import papers_upsert
@@ -208,6 +215,7 @@ def import_docs(docs: list[dict]) -> dict[int, str]:
                 abstract=d["text"],
                 authors=d.get("authors") or [],
                 year=d.get("year"),
+                venue=d.get("venue") or "",
                 identifiers={"bench": d["id"]},
             )
             for d in docs[start : start + 1000]

@@ -39,7 +39,6 @@ import argparse
 import gzip
 import json
 import math
-import os
 import random
 import statistics
 import sys
@@ -48,6 +47,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+import bench_search_quality as quality
 
 ROOT = Path(__file__).resolve().parent.parent
 SET = ROOT / "benchmarks" / "data" / "understanding" / "acl_queries.json"
@@ -173,25 +174,6 @@ def choose(records: list[dict[str, Any]], queries: list[dict[str, Any]], limit: 
 
 
 # --- the library -----------------------------------------------------------------------
-
-
-def setup_django(directory: str, database_url: str | None) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "research_site.settings"
-    os.environ["RESEARCH_DIRECTORY"] = directory
-    os.environ["EMBEDDINGS_ENABLED"] = "false"
-    os.environ["ENGINES_ENABLED"] = "local"
-    for name in ("REDIS_URL", "SEARCH_RERANK", "SEARCH_UNDERSTAND", "MCP_READ_ONLY"):
-        os.environ.pop(name, None)
-    os.environ.pop("DATABASE_URL", None)
-    if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def build_library(records: list[dict[str, Any]], directory: str) -> dict[int, str]:
@@ -374,7 +356,7 @@ def main() -> None:
     args = parser.parse_args()
     queries = load_set()
     with tempfile.TemporaryDirectory(prefix="bench-understanding-") as directory:
-        setup_django(directory, args.database_url)
+        quality.setup_django(directory, args.database_url)
         log("reading the corpus")
         records = read_corpus(args.corpus)
         add_stems(records)
