@@ -70,7 +70,10 @@ def _load(building: threading.Thread | None) -> None:
         _rehearse()
     except Exception:  # a search will load them again, and say what is wrong
         _state = "failed"
-        logger.warning("The search warm-up failed", exc_info=True)
+        if _process_ending():  # e.g. stdio's input closed at once: nothing is wrong
+            logger.info("Search warm-up left: the process is ending")
+        else:
+            logger.warning("The search warm-up failed", exc_info=True)
     else:
         _state = "ready"
         logger.info("Search warm-up done in %.1f s", time.perf_counter() - started)
@@ -84,4 +87,12 @@ def _rehearse() -> None:
     from papers.search.local import local_search
 
     for query in REHEARSED:
+        if _process_ending():
+            return
         local_search(query=query, limit=10)
+
+
+def _process_ending() -> bool:
+    """True once the interpreter is shutting down: the main thread has ended and is
+    waiting for this one (a search's thread pool then refuses new work)."""
+    return not threading.main_thread().is_alive()
