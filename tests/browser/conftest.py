@@ -153,8 +153,8 @@ def _make_superuser(directory: Path, database_url: str | None, username: str) ->
     else:
         import psycopg
 
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            changed = conn.execute(update, (True, username)).rowcount
+        with psycopg.connect(database_url, autocommit=True) as pg_conn:
+            changed = pg_conn.execute(update, (True, username)).rowcount
     assert changed == 1, username
 
 
