@@ -5,6 +5,8 @@ screening step (until the first record is shown), on a library built as a user b
     benchmarks/bench_pages.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
         [--limit 3000] [--visits 20] [--pdf tests/fixtures/pdfs/papermage.pdf]
     (--limit 0: the whole corpus, the 95k ACL library; an hour or more with the embeddings)
+    [--library DIR]: build the library in DIR once and keep it; later runs with the same DIR
+    reuse it (migrated, a new curator password, a new paper without a PDF to read)
 
 1. Builds a library in a scratch knowledge base (SQLite): `import_jsonl` of the corpus's
    first `--limit` records, then `reindex_embeddings`, as the README tells a user to; then
@@ -115,6 +117,19 @@ ReviewCheckpoint.objects.create(session=session, sequence=1, kind="screen", roun
 reader = next(pk for pk in rng.sample(ids, len(ids)) if pk not in picked)
 print(json.dumps({{"session": str(session.pk), "paper": reader, "papers": len(ids)}}))
 """
+# A kept library used again: the curator's new password and a paper without a PDF to read.
+RESEED = """
+import json, random
+from django.contrib.auth.models import User
+from papers.models import Paper
+user = User.objects.get(username="bench-curator")
+user.set_password({password!r})
+user.save()
+data = json.loads({data!r})
+ids = list(Paper.objects.filter(pdf__isnull=True).values_list("pk", flat=True)[:5000])
+data["paper"] = random.Random().choice(ids)
+print(json.dumps(data))
+"""
 
 
 def log(message: str) -> None:
@@ -165,6 +180,12 @@ def manage(env: dict[str, str], *command: str, stdin: str | None = None) -> str:
 
 
 def build_library(args: argparse.Namespace, env: dict[str, str], password: str) -> dict[str, Any]:
+    kept = args.library / "bench-pages-library.json" if args.library else None
+    if kept is not None and kept.is_file():
+        manage(env, "migrate", "-v0")
+        reseed = RESEED.format(password=password, data=kept.read_text())
+        log(f"reusing the library in {args.library}")
+        return dict(json.loads(manage(env, "shell", "-c", reseed).strip().splitlines()[-1]))
     started = time.perf_counter()
     manage(env, "migrate", "-v0")
     manage(env, "import_jsonl", "--no-progress", "-", stdin=read_lines(args.corpus, args.limit))
@@ -174,6 +195,8 @@ def build_library(args: argparse.Namespace, env: dict[str, str], password: str) 
         log(f"embedded; library built in {time.perf_counter() - started:.0f} s")
     seed = SEED.format(password=password, candidates=args.candidates)
     data: dict[str, Any] = json.loads(manage(env, "shell", "-c", seed).strip().splitlines()[-1])
+    if kept is not None:
+        kept.write_text(json.dumps(data))
     return data
 
 
@@ -375,7 +398,11 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=200, help="Pending review records.")
     parser.add_argument("--pdf", type=Path, default=PDF)
     parser.add_argument("--no-embeddings", action="store_true", help="Skip reindex_embeddings.")
+    parser.add_argument("--library", type=Path, help="Build the library here once and reuse it.")
+    parser.add_argument("--build-only", action="store_true", help="Only build --library.")
     args = parser.parse_args()
+    if args.build_only and not args.library:
+        parser.error("--build-only needs --library")
     if args.limit < 0 or not 1 <= args.visits <= 1000 or args.candidates < 1:
         parser.error("--limit must be >= 0, --visits 1-1000, --candidates >= 1")
     if not args.pdf.is_file():
@@ -384,11 +411,16 @@ def main() -> None:
     import secrets
 
     password = secrets.token_urlsafe(16)
-    directory = Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    if args.library:
+        args.library.mkdir(parents=True, exist_ok=True)
+    directory = args.library or Path(tempfile.mkdtemp(prefix="bench-pages-"))
     env = server_env(directory)
     process = None
     try:
         data = build_library(args, env, password)
+        if args.build_only:
+            log(f"library kept in {directory}")
+            return
         data["candidates"] = min(args.candidates, data["papers"])
         process, base = start_server(env, directory)
         results = measure(args, base, data, password)
@@ -396,7 +428,8 @@ def main() -> None:
         if process is not None:
             process.terminate()
             process.wait(60)
-        shutil.rmtree(directory, ignore_errors=True)
+        if not args.library:
+            shutil.rmtree(directory, ignore_errors=True)
     text, goal_met = table(results, args, data)
     print(text)
     sys.exit(0 if goal_met else 1)
