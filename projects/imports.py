@@ -26,6 +26,9 @@ from papers.imports import (
     import_records,
 )
 from papers.schemas import PaperRecord
+from papers.search.embedding import load_model
+from papers.search.semantic import embed_papers
+from papers.search.vector_store import embed_in_batches
 from papers.services import OnSaved
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
@@ -41,6 +44,15 @@ def add_open_access_argument(parser: CommandParser) -> None:
     )
 
 
+def add_embeddings_argument(parser: CommandParser) -> None:
+    parser.add_argument(
+        "--no-embeddings",
+        action="store_true",
+        help="Do not build the imported papers' vectors now (`reindex_embeddings` does it "
+        "later; until then searches rank them by their words alone).",
+    )
+
+
 class ImportCommand(BaseCommand):
     """Shared shape of import commands: a file, --project, --batch-size, a progress bar,
     a summary line, failures listed with their location, and the exit codes above."""
@@ -53,6 +65,7 @@ class ImportCommand(BaseCommand):
             "--no-progress", action="store_true", help="Do not draw a progress bar."
         )
         add_open_access_argument(parser)
+        add_embeddings_argument(parser)
 
     def read_items(self, path: str, options: dict[str, Any]) -> Iterator[RawItem]:
         raise NotImplementedError
@@ -96,6 +109,7 @@ class ImportCommand(BaseCommand):
         if report.failed > MAX_REPORTED_FAILURES:
             self.stderr.write(f"... and {report.failed - MAX_REPORTED_FAILURES} more failures")
         self.stdout.write(report.summary())
+        self.embed_imported(report.paper_ids, options)
         self.find_open_access(report.paper_ids, options)
         if report.total == 0:
             raise CommandError(f"{path} holds no records.", returncode=EXIT_BAD_INPUT)
@@ -103,6 +117,40 @@ class ImportCommand(BaseCommand):
             raise CommandError(
                 f"{report.failed} of {report.total} records failed", returncode=EXIT_SOME_FAILED
             )
+
+    def embed_imported(self, paper_ids: list[int], options: dict[str, Any]) -> None:
+        """The first tier's vectors of the imported papers, so the new library searches at
+        its default (hybrid) quality as soon as the command ends. With a Celery broker the
+        workers were given them as each batch committed; on the embedded default (no
+        broker) an import batch only drops stale vectors, so they are made here, with a
+        progress bar. A failure here loses no record: it says how to build them later."""
+        if options.get("no_embeddings") or not settings.EMBEDDINGS_ENABLED or not paper_ids:
+            return
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            self.stdout.write(f"{len(paper_ids)} papers queued for the workers to embed")
+            return
+        later = "`manage.py reindex_embeddings` builds them"
+        try:
+            model = load_model()
+        except (ImportError, ValueError) as error:
+            self.stderr.write(f"vectors not built ({error}); {later}")
+            return
+        with progress_bar(
+            total=len(paper_ids), desc="Embedding", unit=" papers", hidden=options["no_progress"]
+        ) as bar:
+            outcome, failed = embed_in_batches(
+                embed_papers,
+                paper_ids,
+                on_progress=bar.update,
+                on_error=lambda chunk, error: self.stderr.write(
+                    f"vectors of the batch from paper {chunk[0]} not built: {error}"
+                ),
+            )
+        self.stdout.write(
+            f"{outcome.embedded} papers embedded, {outcome.unchanged} unchanged "
+            f"({model.name}, {outcome.seconds:.1f} s)"
+            + (f"; {failed} not embedded: {later}" if failed else "")
+        )
 
     def find_open_access(self, paper_ids: list[int], options: dict[str, Any]) -> None:
         """--open-access: look for an open-access PDF of each imported paper that has no

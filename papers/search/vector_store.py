@@ -6,11 +6,11 @@ transactions; semantic.py (first tier) and strong_tier.py (second tier) both use
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
@@ -67,6 +67,31 @@ def embed_with(
             index.invalidate()  # each chunk is committed: searches may use it at once
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def embed_in_batches(
+    embed: Callable[[list[int]], EmbedOutcome],
+    paper_ids: Sequence[int],
+    *,
+    batch_size: int = EMBED_CHUNK,
+    on_progress: Callable[[int], object] = lambda done: None,
+    on_error: Callable[[list[int], DatabaseError], object] = lambda chunk, error: None,
+) -> tuple[EmbedOutcome, int]:
+    """Run `embed` (either tier's embed_papers) over `paper_ids`, `batch_size` at a time:
+    what the commands that embed many papers share (reindex_embeddings, the imports). A
+    batch the database refuses is reported to `on_error` and counted; the rest go on.
+    Returns the summed outcome and how many papers failed."""
+    outcome = EmbedOutcome()
+    failed = 0
+    for start in range(0, len(paper_ids), batch_size):
+        chunk = list(paper_ids[start : start + batch_size])
+        try:
+            outcome.add(embed(chunk))
+        except DatabaseError as error:
+            failed += len(chunk)
+            on_error(chunk, error)
+        on_progress(len(chunk))
+    return outcome, failed
 
 
 def _embed_chunk(

@@ -231,3 +231,25 @@ def test_acl_journal_volume_issue_pages_and_names_are_mapped() -> None:
     for line in ("journal = {Computational Linguistics}", "volume = {50}", "number = {1}",
                  "pages = {25--47}", "Yang, Baosong and Wong, Derek Fai"):  # fmt: skip
         assert line in bibtex
+
+
+def test_the_import_builds_the_first_tiers_vectors_on_the_embedded_default() -> None:
+    from django.conf import settings
+
+    from papers.models import PaperEmbedding
+    from papers.search.embedding import load_model
+
+    out, _ = run(str(SAMPLE), "--no-embeddings")
+    assert not PaperEmbedding.objects.exists()
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        # With a broker the workers embed each batch once it commits (this test's
+        # transaction never commits, so only the command's own words can be checked).
+        out, _ = run(str(SAMPLE))
+        assert "300 papers queued for the workers to embed" in out
+        return
+    out, _ = run(str(SAMPLE))  # the same records again: skipped, but still without vectors
+    assert "0 created, 0 updated, 300 skipped" in out
+    assert f"300 papers embedded, 0 unchanged ({load_model().name}" in out
+    assert PaperEmbedding.objects.filter(model=load_model().name).count() == 300
+    out, _ = run(str(SAMPLE))
+    assert "0 papers embedded, 300 unchanged" in out

@@ -8,7 +8,6 @@ from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError
 
 from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
@@ -20,6 +19,7 @@ from papers.search.embedding import (
     load_strong_model,
     strong_tier_unavailable_reason,
 )
+from papers.search.vector_store import embed_in_batches
 
 
 class Command(BaseCommand):
@@ -67,22 +67,21 @@ class Command(BaseCommand):
         embed: Callable[..., semantic.EmbedOutcome] = semantic.embed_papers
         if strong:
             embed = partial(strong_tier.embed_papers_strong, threads=strong_tier.writer_threads())
-        outcome = semantic.EmbedOutcome()
-        failed = 0
         with progress_bar(
             total=len(ids),
             desc="Embedding",
             unit=" papers",
             hidden=options["no_progress"],
         ) as bar:
-            for start in range(0, len(ids), batch_size):
-                chunk = ids[start : start + batch_size]
-                try:
-                    outcome.add(embed(chunk, force=options["force"]))
-                except DatabaseError as error:
-                    failed += len(chunk)
-                    self.stderr.write(f"batch from paper {chunk[0]} failed: {error}")
-                bar.update(len(chunk))
+            outcome, failed = embed_in_batches(
+                partial(embed, force=options["force"]),
+                ids,
+                batch_size=batch_size,
+                on_progress=bar.update,
+                on_error=lambda chunk, error: self.stderr.write(
+                    f"batch from paper {chunk[0]} failed: {error}"
+                ),
+            )
         rate = outcome.embedded / outcome.seconds if outcome.seconds else 0.0
         self.stdout.write(
             f"{len(ids)} papers: {outcome.embedded} embedded, {outcome.unchanged} unchanged, "

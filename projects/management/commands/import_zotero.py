@@ -27,7 +27,7 @@ from papers.imports import (
 )
 from papers.zotero.errors import ZoteroError
 from papers.zotero.imports import zotero_import
-from projects.imports import ImportCommand, add_open_access_argument
+from projects.imports import ImportCommand, add_embeddings_argument, add_open_access_argument
 from projects.services import projects_adder
 
 
@@ -47,6 +47,7 @@ class Command(ImportCommand):
         parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
         parser.add_argument("--no-pdfs", action="store_true", help="Do not attach PDFs.")
         add_open_access_argument(parser)
+        add_embeddings_argument(parser)
         parser.add_argument(
             "--no-progress", action="store_true", help="Do not draw a progress bar."
         )
@@ -84,6 +85,7 @@ class Command(ImportCommand):
         for location, path in result.pdfs_missing[:MAX_REPORTED_FAILURES]:
             self.stderr.write(f"warning: the PDF of {location} is not on this machine: {path}")
         self.stdout.write(result.summary())
+        self.embed_imported(result.records.paper_ids, options)
         self.find_open_access(result.records.paper_ids, options)
         if result.records.total == 0:
             where = [f"matching {options['search']!r}"] if options.get("search") else []
