@@ -1,4 +1,6 @@
-"""Import throughput and peak memory of `import_jsonl` on SQLite and PostgreSQL.
+"""Import throughput and peak memory of `import_jsonl` on SQLite and PostgreSQL: the
+command as a user runs it, so the papers, their full-text postings and (on the embedded
+default) their first-tier vectors; with a broker the workers embed, outside the timing.
 
 Each run imports the corpus into an empty database in a fresh process, then imports it
 again (which must create nothing). Prints medians over the runs.

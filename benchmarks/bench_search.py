@@ -356,8 +356,8 @@ def main() -> None:
     parser.add_argument(
         "--embed-first",
         action="store_true",
-        help="Run `manage.py reindex_embeddings` after the import, as a user would before "
-        "searching by meaning (else semantic search embeds missing papers lazily, 3 s a call).",
+        help="Also time `manage.py reindex_embeddings` after the import (which builds the "
+        "first tier's vectors itself now, so this finds little to do).",
     )
     args = parser.parse_args()
 
