@@ -53,6 +53,14 @@ def match_restriction(node: q.Node) -> Restriction:
     )
 
 
+# How the FTS5 table's rowid is compared with a restriction's ids: `+rowid`, an expression,
+# is not offered to FTS5 as a constraint, so SQLite scans the query's matches once and
+# checks each against the restriction's list. Given `rowid IN (...)`, FTS5 looks every
+# listed id up in the match's doclists instead: 22k papers of a year filter against a
+# common word took 41 s at 95k papers, against 54 ms this way (the same rows).
+FTS_ROWID = "+rowid"
+
+
 def rank(node: q.Node, restrictions: Sequence[Restriction], limit: int, offset: int) -> Ranked:
     """Papers matching `node`, ranked by the engine (bm25 / ts_rank), with the count."""
     where, params = "", list[Any]()
@@ -76,7 +84,7 @@ def rank(node: q.Node, restrictions: Sequence[Restriction], limit: int, offset: 
                 [*query_params, *params],
             )
         else:
-            condition = f"{FTS_TABLE} MATCH %s{where.format(id='rowid')}"
+            condition = f"{FTS_TABLE} MATCH %s{where.format(id=FTS_ROWID)}"
             match = q.to_fts5(node)
             cursor.execute(
                 f"SELECT rowid, {bm25_sql()} AS r FROM {FTS_TABLE} WHERE {condition} "  # noqa: S608
@@ -123,7 +131,7 @@ def fuzzy_matches(
             match = f"({match}) NOT ({' OR '.join(q.to_fts5(part) for part in excluded)})"
         cursor.execute(
             f"SELECT rowid, r FROM (SELECT rowid, {bm25_sql()} AS r FROM {FTS_TABLE} "  # noqa: S608
-            f"WHERE {FTS_TABLE} MATCH %s{where.format(id='rowid')} ORDER BY rowid DESC "
+            f"WHERE {FTS_TABLE} MATCH %s{where.format(id=FTS_ROWID)} ORDER BY rowid DESC "
             f"LIMIT {FUZZY_CANDIDATES}) ORDER BY r LIMIT %s",
             [match, *params, FUZZY_MAX_HITS],
         )
