@@ -424,7 +424,7 @@ def paper_search(
         notes=[f"query: {note}" for note in understood.notes],
     )
     if not ranked.total_exact:
-        page.notes.append(f"total is an estimate (about {ranked.total:,} papers match)")
+        page.notes.append(estimate_note(ranked.total))
     if ranked.total < FUZZY_BELOW:
         _add_fuzzy(page, query, understood, restrictions)
     return page
@@ -447,6 +447,12 @@ def paper_search_ids(
     depth = min(limit or MAX_IDS, MAX_IDS)
     ids = _rank(understood, _restrictions(filters, scope), depth, 0).ids
     return ids if ranked else sorted(ids)
+
+
+def estimate_note(total: int) -> str:
+    """The note of a page whose total was estimated (a broad query: finding the top did
+    not need every match counted), on every path that shows that total."""
+    return f"total is an estimate (about {total:,} papers match)"
 
 
 def paper_search_scored(

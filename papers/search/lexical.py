@@ -161,6 +161,11 @@ def rank(
             scored, total = _maxscore(cursor, terms, depth, restrictions)
         else:
             scored, total = _threshold(cursor, terms, depth, restrictions)
+        if restrictions:
+            # The estimate scales the terms' matches by the share of the papers met that
+            # the restrictions keep, a sample skewed by rank (a year filter keeps more of
+            # a topic's best papers than of the rest): never more than the papers allowed.
+            total = max(len(scored), min(total, _allowed_count(cursor, restrictions)))
     return _page((scored, total), offset, limit, exact=False)
 
 
@@ -207,6 +212,12 @@ def rank_papers(
     unscored = sorted(set(papers) - {p for p, _ in scored})
     everything = (scored + [(p, 0.0) for p in unscored], len(papers))
     return _page(everything, offset, limit, exact=True)
+
+
+def _allowed_count(cursor: Any, restrictions: Sequence[Restriction]) -> int:
+    sql, params = intersection(restrictions)
+    cursor.execute(f"SELECT count(*) FROM ({sql}) allowed", params)  # noqa: S608
+    return int(cursor.fetchone()[0])
 
 
 def _small_set(cursor: Any, restrictions: Sequence[Restriction]) -> list[int] | None:
@@ -663,8 +674,10 @@ def _maxscore(
         best.append(posting.weight * rows[0][0] if rows else 0.0)
         for impact, paper in rows:
             parts.setdefault(paper, {})[index] = posting.weight * impact
+    share = 1.0  # of the papers met, the share the restrictions keep (for the total)
     if restrictions and parts:
         members = _members(cursor, restrictions, list(parts))
+        share = len(members) / len(parts)
         parts = {p: v for p, v in parts.items() if p in members}
     promising = sorted(parts, key=lambda p: -sum(parts[p].values()))[: 10 * depth]
     exact = _exact_scores(cursor, lists, promising)
@@ -697,7 +710,7 @@ def _maxscore(
         candidates = [paper for paper in candidates if paper in members]
     exact.update(_exact_scores(cursor, lists, candidates))
     scored = sorted(exact.items(), key=lambda item: (-item[1], item[0]))
-    return scored[:depth], max(estimated_total(terms), len(exact))
+    return scored[:depth], max(round(estimated_total(terms) * share), len(exact))
 
 
 def _exact_scores(cursor: Any, lists: list[_List], papers: Sequence[int]) -> dict[int, float]:

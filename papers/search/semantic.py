@@ -50,7 +50,7 @@ from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search.embedding import load_model, paper_text, text_hash
-from papers.search.fulltext import paper_search_scored, search_hits
+from papers.search.fulltext import estimate_note, paper_search_scored, search_hits
 from papers.search.tiers import QueryVectors, Scored, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
@@ -634,6 +634,8 @@ def hybrid_page(
     page_items = fused[offset : offset + limit]
     hits = search_hits([pk for pk, _ in page_items], [score for _, score in page_items], query)
     total = max(len(fused), lexical.total)
+    if not lexical.total_exact:
+        notes.append(estimate_note(total))
     return SearchPage(
         hits=hits, total=total, limit=limit, offset=offset, mode="hybrid", notes=notes
     )

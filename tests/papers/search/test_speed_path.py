@@ -243,3 +243,37 @@ def test_a_restricted_engine_ranking_scans_the_matches_once(
             cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
             plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
             assert "VIRTUAL TABLE INDEX" in plan and ":=" not in plan, plan
+
+
+def test_an_estimated_total_never_exceeds_the_papers_a_filter_allows(
+    make_paper: Callable[..., Paper], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broad filtered query's total is estimated from the papers met while finding the
+    top: the best postings, which a filter may keep more of than of the rest (a year
+    filter and a topic of that year). The estimate is capped at the papers allowed, and
+    every page showing it, full text and hybrid, says it is an estimate."""
+    from papers.search.local import local_search, search_filters_build
+
+    for number in range(30):  # one mention each, in a long abstract, before 2002
+        make_paper(
+            f"Study {number} of parsing",
+            abstract="A long abstract about grammars and parsing of sentences " * 8
+            + "with one translation.",
+            year=2000,
+        )
+    for number in range(6):  # the best matches, all from 2002
+        make_paper(f"Translation translation {number}", abstract="Translation.", year=2002)
+    semantic.embed_papers(list(Paper.objects.values_list("pk", flat=True)))
+    monkeypatch.setattr(lexical, "SMALL_SET", 0)  # the plans for large filtered sets
+    monkeypatch.setattr(lexical, "FIRST_BLOCK", 4)
+    filters = search_filters_build(date_from="2002")
+    note = "total is an estimate"
+    try:
+        for rerank in (False, True):
+            page = local_search(query="translation", filters=filters, limit=2, rerank=rerank)
+            assert len(page.hits) == 2
+            assert {hit.record["year"] for hit in page.hits} == {2002}
+            assert page.total <= 6, (rerank, page.total, page.notes)
+            assert any(n.startswith(note) for n in page.notes), (rerank, page.notes)
+    finally:
+        semantic.vector_index().reset()
