@@ -88,8 +88,10 @@ new MutationObserver(__mark).observe(document, {
 // Page 1's picture painted (Element Timing: the frame it was first shown in).
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
-    if (entry.identifier === 'reader-page-1' && !window.__marks.picture)
+    if (entry.identifier === 'reader-page-1' && !window.__marks.picture) {
       window.__marks.picture = entry.renderTime || entry.loadTime;
+      window.__marks.pictureLoaded = entry.loadTime;
+    }
   }
 }).observe({ type: 'element', buffered: true });
 """
@@ -101,7 +103,12 @@ NAVIGATION = """() => {
 # The reader's own performance marks (papers/static/papers/reader.mjs), page 1's path.
 READER_MARKS = """() => Object.fromEntries(performance.getEntriesByType('mark')
   .filter((m) => m.name.startsWith('reader:')).map((m) => [m.name, m.startTime]))"""
+FIRST_PAINT = """() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime
+  || 0"""
 READER_STEPS = (
+    ("fcp", "first contentful paint"),
+    ("picture-loaded", "page 1's picture loaded"),
+    ("picture", "painted"),
     ("reader:start", "reader.mjs runs"),
     ("reader:pdfjs", "pdf.js loaded"),
     ("reader:document", "PDF open (worker up, document parsed)"),
@@ -281,6 +288,9 @@ def visit(page: Any, url: str, mark: str | None) -> dict[str, float]:
         # Page 1 visible: its picture painted, else pdf.js's page drawn.
         picture = page.evaluate("() => window.__marks.picture || 0")
         figures["picture"] = picture
+        if picture:
+            figures["picture-loaded"] = page.evaluate("() => window.__marks.pictureLoaded")
+        figures["fcp"] = page.evaluate(FIRST_PAINT)
         figures["visible"] = min(picture, figures["pdf"]) if picture else figures["pdf"]
     return figures
 
@@ -430,7 +440,7 @@ def table(results: Any, args: argparse.Namespace, data: dict[str, Any]) -> tuple
         steps = [
             f"{name} {statistics.median(r[key] for r in reading):.0f}"
             for key, name in READER_STEPS
-            if reading and all(key in r for r in reading)
+            if reading and all(r.get(key) for r in reading)
         ]
         if steps:
             lines.append(

@@ -620,7 +620,7 @@ class PaperAdmin(PaperCurationAdmin):
             # Cacheable: the PDF view sets its own Cache-Control (papers.pdf.serving).
             path("<int:paper_id>/pdf/", view(self.pdf_view, cacheable=True),
                  name="papers_paper_pdf"),
-            path("<int:paper_id>/pdf/page-1.png", view(self.page_image_view, cacheable=True),
+            path("<int:paper_id>/pdf/page-1/", view(self.page_image_view, cacheable=True),
                  name="papers_paper_page_image"),
             path("<int:paper_id>/cite.json", view(self.cite_view), name="papers_paper_cite"),
             *super().get_urls(),
@@ -655,11 +655,11 @@ class PaperAdmin(PaperCurationAdmin):
         return pdf_file_response(request, path, file_name=record.file_name)
 
     def page_image_view(self, request: HttpRequest, paper_id: int) -> HttpResponseBase:
-        """Page 1 of the paper's PDF as a PNG (papers.pdf.page_image), which the reading page
+        """Page 1 of the paper's PDF as a picture (papers.pdf.page_image), which the reading page
         shows until pdf.js has drawn it; the same permission as the PDF. A PDF that cannot
         be drawn (damaged, no pages) is a 422 saying so, a missing one a 404."""
         from papers.pdf.errors import PdfFileMissing
-        from papers.pdf.page_image import image_version, image_width, page_image
+        from papers.pdf.page_image import CONTENT_TYPE, image_version, image_width, page_image
         from papers.pdf.serving import page_image_response
 
         record = PaperPdf.objects.select_related("paper").filter(paper_id=paper_id).first()
@@ -679,7 +679,9 @@ class PaperAdmin(PaperCurationAdmin):
                 status=422,
                 content_type="text/plain; charset=utf-8",
             )
-        return page_image_response(request, path, version=image_version(record))
+        return page_image_response(
+            request, path, version=image_version(record), content_type=CONTENT_TYPE
+        )
 
     @admin.action(description="Convert PDFs to source markdown", permissions=["change"])
     def convert_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Route
 
 PDF = Path(__file__).resolve().parent.parent / "fixtures" / "pdfs" / "2304.02623v1.pdf"
-# The PDF's own address (`/pdf/`, `/pdf/?v=…`), not its picture's (`/pdf/page-1.png`).
+# The PDF's own address (`/pdf/`, `/pdf/?v=…`), not its picture's (`/pdf/page-1/`).
 PDF_REQUEST = re.compile(r"/admin/papers/paper/\d+/pdf/(\?.*)?$")
 PICTURE_SHOWN = """() => {
   const picture = document.querySelector('#page-1 .page-image');

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -58,10 +58,11 @@ def image_url(paper: Paper) -> str:
     return reverse("admin:papers_paper_page_image", args=[paper.pk])
 
 
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    return int(width), int(height)
+def picture_size(data: bytes) -> tuple[int, int]:
+    """A JPEG's width and height in pixels, as MuPDF reads it back."""
+    assert data[:3] == b"\xff\xd8\xff"  # JPEG
+    picture = pymupdf.Pixmap(data)
+    return int(picture.width), int(picture.height)
 
 
 def reading_page(client: Client, paper: Paper) -> str:
@@ -75,9 +76,9 @@ def test_attaching_a_pdf_makes_its_picture_which_is_then_served_from_the_cache(
 ) -> None:
     paper = attached(EXPOSITORY)
     sha = hashlib.sha256(EXPOSITORY.read_bytes()).hexdigest()
-    made = page_image.cache_dir() / f"{sha}-600.png"
+    made = page_image.cache_dir() / f"{sha}-600.jpg"
     assert made.is_file() and (page_image.cache_dir() / f"{sha}.json").is_file()
-    width, height = png_size(made.read_bytes())
+    width, height = picture_size(made.read_bytes())
     assert width == 600 and abs(height - 600 * 792 / 612) < 1.5  # a US letter page
 
     def no_pdf(*args: Any, **kwargs: Any) -> Any:
@@ -85,7 +86,7 @@ def test_attaching_a_pdf_makes_its_picture_which_is_then_served_from_the_cache(
 
     monkeypatch.setattr(page_image, "pdf_open", no_pdf)
     response = admin_client.get(image_url(paper))
-    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert response.status_code == 200 and response["Content-Type"] == "image/jpeg"
     assert response.content == made.read_bytes()
     assert response["Cache-Control"] == "private, no-cache"
     assert response["ETag"] == f'"{sha[:16]}-600"'
@@ -135,11 +136,11 @@ def test_a_picture_not_cached_is_made_on_the_first_request(
 ) -> None:
     paper = make_paper("Attached before pictures existed")
     services.pdf_attach_file(paper_id=paper.pk, path=QUANTUM)  # on_commit never runs here
-    assert not list(page_image.cache_dir().glob("*.png"))
+    assert not list(page_image.cache_dir().glob("*.jpg"))
     assert "page-image" in reading_page(admin_client, paper)
     response = admin_client.get(image_url(paper))
-    assert response.status_code == 200 and png_size(response.content)[0] == 600
-    assert len(list(page_image.cache_dir().glob("*.png"))) == 1
+    assert response.status_code == 200 and picture_size(response.content)[0] == 600
+    assert len(list(page_image.cache_dir().glob("*.jpg"))) == 1
 
 
 def test_the_width_is_the_settings_and_bounded(
@@ -148,7 +149,7 @@ def test_the_width_is_the_settings_and_bounded(
     paper = attached(EXPOSITORY)
     settings.READER_PAGE_IMAGE_WIDTH = 100_000
     response = admin_client.get(image_url(paper) + "?w=5000")
-    assert png_size(response.content)[0] == page_image.MAX_WIDTH  # the request cannot choose
+    assert picture_size(response.content)[0] == page_image.MAX_WIDTH  # the request cannot choose
     settings.READER_PAGE_IMAGE_WIDTH = 0  # turned off: the reading page as without it
     assert admin_client.get(image_url(paper)).status_code == 404
     page = reading_page(admin_client, paper)
