@@ -151,6 +151,7 @@ def _page_picture(paper: Paper, stored: PaperPdf | None) -> dict[str, Any] | Non
         "width": round(page.width, 3),
         "height": round(page.height, 3),
         "outline": page.outline,
+        "others": {str(number): list(size) for number, size in page.others.items()},
     }
 
 
@@ -169,6 +170,7 @@ def paper_read_view(
     can_change = not settings.MCP_READ_ONLY and model_admin.has_change_permission(request, paper)
     can_annotate = not settings.MCP_READ_ONLY and request.user.has_perm("papers.add_annotation")
     member_of = set(record["projects"])
+    picture = _page_picture(paper, stored)
     context = {
         **model_admin.admin_site.each_context(request),
         "title": paper.title,
@@ -185,7 +187,7 @@ def paper_read_view(
         "can_change": can_change,
         "can_annotate": can_annotate and has_pdf,
         "colours": HIGHLIGHT_COLOURS,
-        "page_picture": _page_picture(paper, stored),
+        "page_picture": picture,
         "reader_config": (
             {
                 "pdf": _pdf_url(paper, stored),
@@ -193,6 +195,8 @@ def paper_read_view(
                 "worker": settings.STATIC_URL + "papers/pdfjs/pdf.worker.min.mjs",
                 "canAnnotate": can_annotate and has_pdf,
                 "focus": _focus(request, paper) if has_pdf else None,
+                # Pages of another size than page 1, which their placeholders take.
+                "pageSizes": picture["others"] if picture else {},
             }
         ),
         "cite": cite_box(paper.pk, request.GET.get("cite_style")),

@@ -11,9 +11,10 @@ picture:
   the request cannot choose one, so the cache holds one file per PDF), at most
   MAX_HEIGHT_RATIO times as high (an odd, very long page is drawn smaller);
 - `<sha256>.json`: page 1's size in PDF points (the reading page sizes the picture's frame
-  as pdf.js will size page 1, so nothing moves when it is replaced) and whether the PDF
+  as pdf.js will size page 1, so nothing moves when it is replaced), whether the PDF
   has an outline (its panel is then shown from the start, so the pages' column does not
-  narrow when pdf.js fills it).
+  narrow when pdf.js fills it), and the sizes of the pages not of page 1's size (their
+  placeholders have their own size before pdf.js loads them, so they do not grow then).
 
 Both are written when a PDF is attached (papers.pdf.services, after commit), else on the
 first request that needs them. Names are made from a checked hex digest and a number only.
@@ -46,13 +47,21 @@ MAX_HEIGHT_RATIO = 4
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+# Pages whose size is looked at (the reading page's placeholders); past these, pages are
+# taken to be page 1's size until pdf.js loads them, as before.
+MAX_SIZED_PAGES = 1000
+
+
 @dataclass(frozen=True)
 class FirstPage:
-    """Page 1's size in PDF points (rotation applied, as pdf.js's viewport has it)."""
+    """Page 1's size in PDF points (rotation applied, as pdf.js's viewport has it), whether
+    the PDF has an outline, and the pages of another size than page 1 (1-based number ->
+    size), which the reading page's placeholders take until pdf.js has loaded them."""
 
     width: float
     height: float
     outline: bool
+    others: dict[int, tuple[float, float]]
 
 
 def image_width() -> int:
@@ -90,17 +99,29 @@ def first_page(record: PaperPdf) -> FirstPage:
     path = facts_path(record.sha256)
     try:
         data = json.loads(path.read_text())
-        return FirstPage(float(data["width"]), float(data["height"]), bool(data["outline"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # not made yet (or unreadable): made again
+        others = {int(k): (float(w), float(h)) for k, (w, h) in data["others"].items()}
+        return FirstPage(float(data["width"]), float(data["height"]), bool(data["outline"]), others)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # not made yet (or unreadable, or from before): made again
     with pdf_open(record) as document:
         if document.page_count < 1:
             raise _no_pages(record)
         rect = document[0].rect
-        facts = FirstPage(float(rect.width), float(rect.height), bool(document.get_toc()))
+        others = {}
+        for number in range(2, min(document.page_count, MAX_SIZED_PAGES) + 1):
+            size = document[number - 1].rect
+            if abs(size.width - rect.width) > 0.5 or abs(size.height - rect.height) > 0.5:
+                others[number] = (round(float(size.width), 3), round(float(size.height), 3))
+        outline = bool(document.get_toc())
+        facts = FirstPage(float(rect.width), float(rect.height), outline, others)
     if facts.width <= 0 or facts.height <= 0:
         raise _no_pages(record)
-    payload = {"width": facts.width, "height": facts.height, "outline": facts.outline}
+    payload = {
+        "width": facts.width,
+        "height": facts.height,
+        "outline": facts.outline,
+        "others": {str(k): list(v) for k, v in others.items()},
+    }
     write_atomic(path, json.dumps(payload).encode())
     return facts
 

@@ -143,11 +143,14 @@ function showList() {
 
 // A page's frame at the current scale: sized from its own viewport once it is loaded, from
 // page 1's before (a placeholder), with the variables pdf.js's text layer sizes itself by.
+// A page of another size than page 1 has its own size from the server (config.pageSizes,
+// in PDF points) before it is loaded, so it does not grow or shrink when drawn.
 function sizeFrame(entry) {
   const { frame } = entry;
   entry.viewport = (entry.page || view.first).getViewport({ scale: view.scale });
-  frame.style.width = `${entry.viewport.width}px`;
-  frame.style.height = `${entry.viewport.height}px`;
+  const known = entry.page ? null : config.pageSizes?.[entry.number];
+  frame.style.width = `${known ? known[0] * view.scale : entry.viewport.width}px`;
+  frame.style.height = `${known ? known[1] * view.scale : entry.viewport.height}px`;
   for (const [name, value] of [["--scale-factor", view.scale], ["--user-unit", 1],
     ["--total-scale-factor", view.scale], ["--scale-round-x", "1px"], ["--scale-round-y", "1px"]]) {
     frame.style.setProperty(name, value);

@@ -6,6 +6,7 @@ cannot be drawn is a clear 422 (and a reading page without the picture), never a
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -208,3 +209,20 @@ def test_a_pdf_that_cannot_be_drawn_is_a_clear_error_not_a_500(
     assert str(path.parent) not in text  # no path on the server
     page = reading_page(admin_client, paper)  # the reader without a picture; pdf.js says why
     assert "page-image" not in page and 'id="reader-config"' in page
+
+
+def test_pages_of_another_size_are_given_to_the_reader_for_their_placeholders(
+    admin_client: Client, attached: Callable[[Path], Paper], tmp_path: Path
+) -> None:
+    document = pymupdf.open()
+    for width, height in ((595, 842), (595, 842), (842, 595), (595, 842)):  # page 3 landscape
+        document.new_page(width=width, height=height).insert_text((72, 72), "Some text.")
+    mixed = tmp_path / "mixed.pdf"
+    document.save(mixed)
+    page = reading_page(admin_client, attached(mixed))
+    found = re.search(r'<script id="reader-config" type="application/json">(.*?)</script>', page)
+    assert found
+    assert json.loads(found.group(1))["pageSizes"] == {"3": [842.0, 595.0]}
+    same = reading_page(admin_client, attached(EXPOSITORY))  # every page the same size
+    config = re.search(r'<script id="reader-config" type="application/json">(.*?)</script>', same)
+    assert config and json.loads(config.group(1))["pageSizes"] == {}
