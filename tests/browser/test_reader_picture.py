@@ -105,3 +105,44 @@ def test_page_1_is_a_picture_first_then_pdfjs_page_in_its_place_and_highlighting
     expect(page.locator("#page-1 .mark-highlight").first).to_be_visible()
     blocking = [v for v in findings(page) if v["impact"] in BLOCKING]
     assert blocking == []
+
+
+# Each frame's size when it is put in the page (before pdf.js has loaded its page).
+RECORD_PLACEHOLDERS = """
+window.placeholders = {};
+new MutationObserver((records) => {
+  for (const record of records) for (const node of record.addedNodes) {
+    if (node.classList?.contains('page-frame') && !(node.id in window.placeholders))
+      window.placeholders[node.id] = [parseFloat(node.style.width), parseFloat(node.style.height)];
+  }
+}).observe(document, { subtree: true, childList: true });
+"""
+
+
+def test_a_page_of_another_size_has_its_size_before_it_is_drawn(
+    reader_page: Page, curation_site: CurationSite, tmp_path: Path
+) -> None:
+    import pymupdf
+
+    document = pymupdf.open()
+    for width, height in ((595, 842), (595, 842), (842, 595), (595, 842)):  # page 3 landscape
+        document.new_page(width=width, height=height).insert_text((72, 72), "Some text.")
+    mixed = tmp_path / "mixed.pdf"
+    document.save(mixed)
+    page, site = reader_page, curation_site
+    reading = site.url(f"/admin/papers/paper/{site.data['papers']['resnet']['paper_id']}/read/")
+    log_in(page, site)
+    page.goto(reading)
+    page.set_input_files("input[name=pdf]", str(mixed))
+    page.click(".upload-pdf button[type=submit]")
+    expect(page.locator("body[data-reader-ready=true]")).to_have_count(1)
+    page.add_init_script(RECORD_PLACEHOLDERS)
+    page.goto(reading)
+    expect(page.locator("body[data-reader-ready=true]")).to_have_count(1)
+    placeholders = page.evaluate("window.placeholders")
+    width, height = placeholders["page-3"]
+    assert abs(width / height - 842 / 595) < 0.01, placeholders  # landscape from the start
+    page.locator("#page-3").scroll_into_view_if_needed()
+    expect(page.locator("#page-3[data-rendered=true]")).to_have_count(1)
+    drawn = page.evaluate(BOX, "#page-3")
+    assert abs(drawn[2] - width) < 1 and abs(drawn[3] - height) < 1, (drawn, width, height)
