@@ -143,7 +143,7 @@ def _page_picture(paper: Paper, stored: PaperPdf | None) -> dict[str, Any] | Non
     try:
         page = first_page(stored)
         version = image_version(stored)
-    except DomainError:
+    except (DomainError, OSError):  # a cache that cannot be written is no reason for a 500
         return None
     url = reverse("admin:papers_paper_page_image", args=[paper.pk])
     return {
