@@ -620,6 +620,8 @@ class PaperAdmin(PaperCurationAdmin):
             # Cacheable: the PDF view sets its own Cache-Control (papers.pdf.serving).
             path("<int:paper_id>/pdf/", view(self.pdf_view, cacheable=True),
                  name="papers_paper_pdf"),
+            path("<int:paper_id>/pdf/page-1/", view(self.page_image_view, cacheable=True),
+                 name="papers_paper_page_image"),
             path("<int:paper_id>/cite.json", view(self.cite_view), name="papers_paper_cite"),
             *super().get_urls(),
         ]  # fmt: skip
@@ -651,6 +653,35 @@ class PaperAdmin(PaperCurationAdmin):
         if not path.is_file():
             raise Http404("The PDF file is missing from the downloads folder.")
         return pdf_file_response(request, path, file_name=record.file_name)
+
+    def page_image_view(self, request: HttpRequest, paper_id: int) -> HttpResponseBase:
+        """Page 1 of the paper's PDF as a picture (papers.pdf.page_image), which the reading page
+        shows until pdf.js has drawn it; the same permission as the PDF. A PDF that cannot
+        be drawn (damaged, no pages) is a 422 saying so, a missing one a 404."""
+        from papers.pdf.errors import PdfFileMissing
+        from papers.pdf.page_image import CONTENT_TYPE, image_version, image_width, page_image
+        from papers.pdf.serving import page_image_response
+
+        record = PaperPdf.objects.select_related("paper").filter(paper_id=paper_id).first()
+        if record is None:
+            raise Http404("This paper has no PDF.")
+        if not image_width():
+            raise Http404("Page pictures are turned off (READER_PAGE_IMAGE_WIDTH=0).")
+        if not self.has_view_permission(request, record.paper):
+            raise PermissionDenied
+        try:
+            path = page_image(record)
+        except PdfFileMissing:
+            raise Http404("The PDF file is missing from the downloads folder.") from None
+        except DomainError as error:
+            return HttpResponse(
+                f"Page 1 of this PDF cannot be drawn: {error.message}",
+                status=422,
+                content_type="text/plain; charset=utf-8",
+            )
+        return page_image_response(
+            request, path, version=image_version(record), content_type=CONTENT_TYPE
+        )
 
     @admin.action(description="Convert PDFs to source markdown", permissions=["change"])
     def convert_pdfs(self, request: HttpRequest, queryset: QuerySet[Paper]) -> None:

@@ -40,6 +40,7 @@ from papers.models import Citation, Paper, PaperPdf
 from papers.passages.quotes import MAX_QUOTE_CHARS
 from papers.passages.selectors import quote_find
 from papers.pdf.files import stored_path
+from papers.pdf.page_image import first_page, image_version, image_width
 from papers.pdf.selectors import annotation_list, annotation_record
 from papers.pdf.services import annotation_highlight_create, pdf_attach_upload
 from papers.pdf.serving import pdf_version
@@ -132,17 +133,44 @@ def _pdf_url(paper: Paper, stored: PaperPdf | None) -> str:
         return url
 
 
+def _page_picture(paper: Paper, stored: PaperPdf | None) -> dict[str, Any] | None:
+    """Page 1's picture for the first paint (papers.pdf.page_image): its URL (with its
+    version: the browser keeps it) and page 1's size in points, which the page's frame is
+    given so that pdf.js's page takes its place without moving; None without a PDF, with
+    the picture turned off, or when the PDF cannot be read (pdf.js then says why)."""
+    if stored is None or not image_width():
+        return None
+    try:
+        page = first_page(stored)
+        version = image_version(stored)
+    except (DomainError, OSError):  # a cache that cannot be written is no reason for a 500
+        return None
+    url = reverse("admin:papers_paper_page_image", args=[paper.pk])
+    return {
+        "url": f"{url}?v={version}",
+        "width": round(page.width, 3),
+        "height": round(page.height, 3),
+        "outline": page.outline,
+        "others": {str(number): list(size) for number, size in page.others.items()},
+    }
+
+
 def paper_read_view(
     request: HttpRequest, model_admin: ModelAdmin[Paper], paper_id: int
 ) -> HttpResponse:
     """The reading page."""
     paper = _paper(model_admin, request, paper_id)
     record = paper_record(paper)
-    stored = PaperPdf.objects.filter(paper=paper).only("file_name").first()
+    stored = (
+        PaperPdf.objects.filter(paper=paper)
+        .only("paper_id", "file_name", "sha256", "size", "page_count")
+        .first()
+    )
     has_pdf = stored is not None
     can_change = not settings.MCP_READ_ONLY and model_admin.has_change_permission(request, paper)
     can_annotate = not settings.MCP_READ_ONLY and request.user.has_perm("papers.add_annotation")
     member_of = set(record["projects"])
+    picture = _page_picture(paper, stored)
     context = {
         **model_admin.admin_site.each_context(request),
         "title": paper.title,
@@ -159,6 +187,7 @@ def paper_read_view(
         "can_change": can_change,
         "can_annotate": can_annotate and has_pdf,
         "colours": HIGHLIGHT_COLOURS,
+        "page_picture": picture,
         "reader_config": (
             {
                 "pdf": _pdf_url(paper, stored),
@@ -166,6 +195,8 @@ def paper_read_view(
                 "worker": settings.STATIC_URL + "papers/pdfjs/pdf.worker.min.mjs",
                 "canAnnotate": can_annotate and has_pdf,
                 "focus": _focus(request, paper) if has_pdf else None,
+                # Pages of another size than page 1, which their placeholders take.
+                "pageSizes": picture["others"] if picture else {},
             }
         ),
         "cite": cite_box(paper.pk, request.GET.get("cite_style")),

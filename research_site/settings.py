@@ -394,6 +394,10 @@ PDF_MAX_REDIRECTS = env_int("PDF_MAX_REDIRECTS", 5, minimum=0)
 # Allow downloads from loopback/private addresses (off: user-supplied URLs must not reach
 # the server's own network). Tests and closed intranets turn it on.
 PDF_ALLOW_PRIVATE_URLS = env_bool("PDF_ALLOW_PRIVATE_URLS", False)
+# The reading page's picture of page 1 (papers/pdf/page_image.py), shown at first paint
+# until pdf.js has drawn the page: its width in pixels (256-2048), 0 for none (the reading
+# page as before it: nothing shown until pdf.js has drawn page 1).
+READER_PAGE_IMAGE_WIDTH = env_int("READER_PAGE_IMAGE_WIDTH", 1024, minimum=0)
 # The one folder attach_pdf's `path` may read from (local clients only; docs/PDF.md). stdio
 # clients may always use it; loopback HTTP clients only when it is set here, because behind
 # a reverse proxy on this machine every HTTP client looks local.

@@ -44,6 +44,7 @@ from papers.pdf.files import (
 )
 from papers.pdf.locate import find_passage, text_key
 from papers.pdf.markdown import document_markdown
+from papers.pdf.page_image import page_image_make
 from papers.pdf.selectors import annotations_export_text, paper_pdf_get, pdf_open
 from papers.pdf.spec import color_resolve
 
@@ -159,6 +160,9 @@ def _attach_staged(
         place(staged, file_name)
         _annotated_rebuild(record)
         paper_pk = paper.pk
+        # First: the reading page's picture of page 1, before the slower conversions (which
+        # run in this request too without a broker), so that the first visit finds it.
+        transaction.on_commit(lambda: page_image_make(record), robust=True)
         transaction.on_commit(lambda: schedule_source_markdown(paper_pk), robust=True)
         transaction.on_commit(lambda: passages_index_enqueue(paper_pk), robust=True)
     logger.info("paper %s: PDF attached (%s, %s pages)", paper_pk, origin, facts.page_count)

@@ -108,3 +108,27 @@ def pdf_file_response(request: HttpRequest, path: Path, *, file_name: str) -> Ht
     for name in ("ETag", "Last-Modified", "Accept-Ranges", "Cache-Control"):
         response[name] = validators[name]
     return response
+
+
+def page_image_response(
+    request: HttpRequest, path: Path, *, version: str, content_type: str
+) -> HttpResponseBase:
+    """Page 1's picture (papers.pdf.page_image) as 200 or 304, with the PDF's caching: its
+    ETag is `version` (the PDF's sha256 and the width, which name the picture's content),
+    and the browser keeps it for a day when the URL carries that version (`?v=`), else it
+    revalidates every time."""
+    validators = HttpResponse()
+    validators["ETag"] = quote_etag(version)
+    validators["Cache-Control"] = (
+        f"private, max-age={VERSIONED_MAX_AGE}"
+        if request.GET.get("v") == version
+        else "private, no-cache"
+    )
+    conditional = get_conditional_response(request, etag=validators["ETag"], response=validators)
+    if conditional is not None and conditional is not validators:
+        return conditional
+    response = HttpResponse(path.read_bytes(), content_type=content_type)
+    response["Content-Length"] = str(len(response.content))
+    for name in ("ETag", "Cache-Control"):
+        response[name] = validators[name]
+    return response

@@ -11,6 +11,9 @@
 // frames sized from page 1 until then so the scroll height is right. Around them: the page
 // number ("n / N", a box to jump to a page), zoom (−, +, fit width), full width (the record
 // column hidden) and the PDF's outline, when it has one.
+// Before pdf.js has drawn anything, page 1 is shown as a picture the server drew
+// (papers/pdf/page_image.py) in a frame of page 1's final size: the canvas replaces it in
+// place once drawn, the text layer comes over it meanwhile.
 // Page 1 waits for nothing else: pdf.js and its worker are started from the page's <head>
 // (reader-start.mjs), the PDF is preloaded there, and the annotations and the text layer
 // come in beside the drawing. The `reader:*` performance marks (pdf.js loaded, document
@@ -140,11 +143,14 @@ function showList() {
 
 // A page's frame at the current scale: sized from its own viewport once it is loaded, from
 // page 1's before (a placeholder), with the variables pdf.js's text layer sizes itself by.
+// A page of another size than page 1 has its own size from the server (config.pageSizes,
+// in PDF points) before it is loaded, so it does not grow or shrink when drawn.
 function sizeFrame(entry) {
   const { frame } = entry;
   entry.viewport = (entry.page || view.first).getViewport({ scale: view.scale });
-  frame.style.width = `${entry.viewport.width}px`;
-  frame.style.height = `${entry.viewport.height}px`;
+  const known = entry.page ? null : config.pageSizes?.[entry.number];
+  frame.style.width = `${known ? known[0] * view.scale : entry.viewport.width}px`;
+  frame.style.height = `${known ? known[1] * view.scale : entry.viewport.height}px`;
   for (const [name, value] of [["--scale-factor", view.scale], ["--user-unit", 1],
     ["--total-scale-factor", view.scale], ["--scale-round-x", "1px"], ["--scale-round-y", "1px"]]) {
     frame.style.setProperty(name, value);
@@ -184,9 +190,14 @@ async function drawPage(entry) {
   canvas.width = Math.floor(entry.viewport.width * outputScale);
   canvas.height = Math.floor(entry.viewport.height * outputScale);
   canvas.setAttribute("role", "presentation");
-  entry.frame.querySelector(".canvas-slot").replaceChildren(canvas);
+  const slot = entry.frame.querySelector(".canvas-slot");
+  // Page 1's picture from the server stays over the canvas until the canvas is drawn.
+  const picture = slot.querySelector(".page-image");
+  if (picture) slot.replaceChildren(canvas, picture);
+  else slot.replaceChildren(canvas);
   const transform = outputScale !== 1 ? [outputScale, 0, 0, outputScale, 0, 0] : undefined;
   entry.task = entry.page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport: entry.viewport, transform });
+  if (picture) entry.task.promise.then(() => picture.remove(), () => {});
   // The text layer is laid out while the canvas is drawn, not after it: the page is
   // selectable as soon as it shows.
   const layer = entry.frame.querySelector(".textLayer");
@@ -738,7 +749,11 @@ function outlineList(items) {
 // Shown before the pages are sized, so that "fit width" fits the column left beside it.
 function showOutline(outline) {
   const panel = document.getElementById("pdf-outline");
-  if (!panel || !outline?.length) return; // stays hidden: this PDF has none
+  if (!panel) return;
+  if (!outline?.length) {
+    panel.hidden = true; // this PDF has none (the page shows the panel when the server found one)
+    return;
+  }
   panel.querySelector("nav").replaceChildren(outlineList(outline));
   panel.hidden = false;
 }
@@ -782,18 +797,24 @@ async function main() {
   view.first = first;
   view.scale = fitScale();
   view.fit = true;
+  // Page 1's frame may be in the page already, its picture shown (paper_read.html): kept,
+  // given the same size pdf.js's page has, and drawn over.
+  const shown = document.getElementById("page-1");
   for (let number = 1; number <= document_.numPages; number += 1) {
-    const frame = document.createElement("div");
-    frame.className = "page-frame";
-    frame.id = `page-${number}`;
-    frame.dataset.page = number;
-    frame.innerHTML = '<div class="canvas-slot"></div><div class="marks"></div><div class="textLayer"></div>';
-    frame.setAttribute("aria-label", `Page ${number}`);
-    frame.setAttribute("role", "region");
+    let frame = number === 1 ? shown : null;
+    if (!frame) {
+      frame = document.createElement("div");
+      frame.className = "page-frame";
+      frame.id = `page-${number}`;
+      frame.dataset.page = number;
+      frame.innerHTML = '<div class="canvas-slot"></div><div class="marks"></div><div class="textLayer"></div>';
+      frame.setAttribute("aria-label", `Page ${number}`);
+      frame.setAttribute("role", "region");
+    }
     const entry = { number, frame, viewport: null, page: number === 1 ? first : null, generation: 0,
       loading: number === 1 ? Promise.resolve(first) : null, rendering: null, task: null, textLayer: null };
     sizeFrame(entry);
-    pagesElement.append(frame);
+    if (frame !== shown) pagesElement.append(frame);
     frames.set(number, entry);
   }
   drawMarks(frames.get(1)); // the annotations, if they came before page 1 (else when they come)
