@@ -136,11 +136,18 @@ def test_filters_and_projects_narrow_the_ranked_search(shelf: dict[str, int]) ->
 def test_every_plan_returns_the_same_ranking(
     shelf: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Aggregate, MaxScore and the threshold algorithm (with and without a filter checked
-    on the way) and paper-by-paper scoring agree exactly."""
+    """Aggregate (with a filter: every posting summed, then the allowed papers kept),
+    MaxScore and the threshold algorithm (with and without a filter checked on the way)
+    and paper-by-paper scoring agree exactly."""
     question = "protein folding kinetics in yeast structure"
     filters = search_filters_build(date_from="2001")
     expected = [keys(local_search(query=question, filters=f), shelf) for f in (None, filters)]
+    exact_total = local_search(query=question, filters=filters).total
+    # A filter allowing many papers: every posting summed, the allowed kept (SQLite).
+    monkeypatch.setattr(lexical, "SMALL_SET", 0)
+    whole = local_search(query=question, filters=filters)
+    assert keys(whole, shelf) == expected[1]
+    assert whole.total == exact_total
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
     monkeypatch.setattr(lexical, "SMALL_SET", 0)
