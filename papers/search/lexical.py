@@ -10,7 +10,9 @@ How the top k is found (`rank`):
 - restrictions that leave at most SMALL_SET papers (a project, a strict query's matches)
   are scored paper by paper (random access);
 - no restriction and few postings in all, or a deep page: one aggregate over every
-  posting;
+  posting; on SQLite the same with larger restrictions (a year filter) when the lists are
+  short or held in memory: every posting summed here, the allowed papers' ids read once
+  and kept (an exact total; checking the papers met block by block cost ~10x more);
 - queries of MAXSCORE_FROM_TERMS terms or more: MaxScore (a lower bound theta from the
   best postings, then only the papers of the "essential" terms that can still reach it),
   or one aggregate when theta prunes too little;
