@@ -225,9 +225,14 @@ def rank_papers(
 
 
 def _allowed_ids(cursor: Any, restrictions: Sequence[Restriction]) -> np.ndarray:
+    """The ids the restrictions allow, sorted (SQLite: read as one comma-separated list, as
+    the postings are, not a row each: a year filter's 50k ids in ~a third of the time)."""
     sql, params = intersection(restrictions)
-    cursor.execute(sql, params)
-    return np.unique(np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64))
+    cursor.execute(f"SELECT group_concat(paper_id) FROM ({sql}) allowed", params)  # noqa: S608
+    packed = cursor.fetchone()[0]
+    if not packed:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.fromstring(packed, dtype=np.int64, sep=","))
 
 
 def _allowed_count(cursor: Any, restrictions: Sequence[Restriction]) -> int:
