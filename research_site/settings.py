@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # core's one table: the audit log (core/audit.py, docs/AUTH.md).
+    "core",
     "research_site",
     "papers",
     "projects",
