@@ -3,7 +3,6 @@ ISO] [--until ISO] [--output FILE]`: the audit log (docs/AUTH.md), oldest first.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from typing import Any
 
@@ -41,14 +40,10 @@ class Command(BaseCommand):
             since=_moment(options["since"]),
             until=_moment(options["until"]),
         ).iterator(chunk_size=2000)
-        out = (
-            open(options["output"], "w", encoding="utf-8", newline="")
-            if options["output"]
-            else sys.stdout
-        )
-        try:
+        if not options["output"]:
+            for piece in export_lines(rows, options["format"]):
+                self.stdout.write(piece, ending="")
+            return
+        with open(options["output"], "w", encoding="utf-8", newline="") as out:
             for piece in export_lines(rows, options["format"]):
                 out.write(piece)
-        finally:
-            if out is not sys.stdout:
-                out.close()
