@@ -21,9 +21,11 @@ columns written. Values are never recorded (no secrets, no abstracts): only fiel
 
 from __future__ import annotations
 
+import atexit
 import logging
 import re
 import threading
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connections, transaction
 from django.db.backends.signals import connection_created
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_migrate, post_save, pre_migrate
 from django.utils import timezone
 
 from core.identity import Principal, current_principal
@@ -84,6 +86,8 @@ NAME_FIELDS = ("citekey", "name", "title", "username", "query", "kind")
 PROJECT_PATH = ("project", "session", "checkpoint", "form", "saved_search")
 PROJECT_MODEL = "projects.project"
 SYSTEM = "system"
+AUTOCOMMIT_BATCH = 100
+AUTOCOMMIT_WAIT = 1.0
 
 _WRITE = re.compile(
     r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?([A-Za-z0-9_]+)"?', re.IGNORECASE
@@ -103,6 +107,10 @@ class _Buffer:
     columns: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
     in_transaction: bool = False
     flushing: bool = False
+    # Entries of committed writes not yet inserted (outside transactions they are inserted
+    # in batches: AUTOCOMMIT_BATCH of them, or AUTOCOMMIT_WAIT seconds after the first).
+    done: list[Any] = field(default_factory=list)
+    done_since: float = 0.0
 
     def empty(self) -> bool:
         return not self.objects and not self.rows
@@ -112,8 +120,23 @@ _tables: dict[str, str] = {}
 _tables_lock = threading.Lock()
 
 
+_migrating = threading.Event()
+
+
 def enabled() -> bool:
-    return bool(getattr(settings, "AUDIT_ENABLED", True)) and not settings.MCP_READ_ONLY
+    return (
+        bool(getattr(settings, "AUDIT_ENABLED", True))
+        and not settings.MCP_READ_ONLY
+        and not _migrating.is_set()
+    )
+
+
+def _migration_started(**_: Any) -> None:
+    _migrating.set()  # schema changes and data migrations are not people's writes
+
+
+def _migration_done(**_: Any) -> None:
+    _migrating.clear()
 
 
 def _model_of_table(table: str) -> str:
@@ -142,12 +165,14 @@ def _skipped(table: str) -> bool:
 def _execute_wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
     connection = context["connection"]
     buffer = getattr(connection, "_audit_buffer", None)
-    if buffer is not None and not buffer.empty() and not connection.in_atomic_block:
-        # Records of a transaction that ended without its commit hook: rolled back.
-        if buffer.in_transaction:
-            _reset(buffer)
-        elif not buffer.flushing:
-            flush(connection)
+    if buffer is not None and not buffer.flushing and not connection.in_atomic_block:
+        if not buffer.empty():
+            if buffer.in_transaction:
+                _reset(buffer)  # a transaction ended without its commit hook: rolled back
+            else:
+                _autocommit_done(connection, buffer)  # a raw write outside a transaction
+        elif buffer.done and time.monotonic() - buffer.done_since >= AUTOCOMMIT_WAIT:
+            _write(connection, buffer)
     matched = _WRITE.match(sql) if sql[:12].lstrip()[:1] in ("I", "U", "D", "i", "u", "d") else None
     if matched is None or (buffer is not None and buffer.flushing) or not enabled():
         return execute(sql, params, many, context)
@@ -194,7 +219,7 @@ def _note(connection: Any) -> _Buffer:
         _reset(buffer)  # its transaction (or the savepoint that hooked it) rolled back
     principal = current_principal()
     if not buffer.empty() and buffer.principal is not principal:
-        flush(connection)
+        _close_unit(connection, buffer)
     buffer.principal = principal
     return buffer
 
@@ -210,7 +235,7 @@ def _schedule(connection: Any, buffer: _Buffer) -> None:
 def _hook(connection: Any) -> Any:
     hook = getattr(connection, "_audit_hook", None)
     if hook is None:
-        hook = connection._audit_hook = lambda: flush(connection)
+        hook = connection._audit_hook = lambda: _committed(connection)
     return hook
 
 
@@ -236,7 +261,7 @@ def _object_record(sender: Any, instance: Any, action: str, using: str, fields: 
     if connection.in_atomic_block:
         _schedule(connection, buffer)
     else:
-        flush(connection)
+        _autocommit_done(connection, buffer)
 
 
 def _on_save(sender: Any, instance: Any, created: bool, using: str, **kwargs: Any) -> None:
@@ -270,27 +295,73 @@ def _reset(buffer: _Buffer) -> None:
     buffer.principal = None
 
 
-def flush(connection: Any = None) -> None:
-    """Write the connection's pending records (called after a commit, after a write
-    outside a transaction, and at the end of each request)."""
-    connection = connection or connections["default"]
-    buffer = getattr(connection, "_audit_buffer", None)
-    if buffer is None or buffer.empty() or buffer.flushing:
+def _close_unit(connection: Any, buffer: _Buffer) -> None:
+    """The records of one committed unit (a transaction, a write outside one) become
+    entries, waiting in `done` to be inserted."""
+    if buffer.empty():
         return
     principal = buffer.principal
     objects, rows, columns = buffer.objects, buffer.rows, buffer.columns
     _reset(buffer)
-    buffer.flushing = True
+    buffer.flushing = True  # the project look-ups are reads, but not the audit's own
     try:
-        from core.models import AuditEntry
-
         entries = _entries(principal, objects, rows, columns)
-        if entries:
-            AuditEntry.objects.using(connection.alias).bulk_create(entries)
     except Exception:
         logger.exception("The audit log could not record %d writes", len(objects) + len(rows))
+        entries = []
     finally:
         buffer.flushing = False
+    if entries and not buffer.done:
+        buffer.done_since = time.monotonic()
+    buffer.done.extend(entries)
+
+
+def _write(connection: Any, buffer: _Buffer) -> None:
+    if not buffer.done or buffer.flushing or connection.in_atomic_block:
+        return
+    entries, buffer.done = buffer.done, []
+    buffer.flushing = True
+    try:
+        _insert(connection, entries)
+    except Exception:
+        logger.exception("The audit log could not write %d entries", len(entries))
+    finally:
+        buffer.flushing = False
+
+
+def _committed(connection: Any) -> None:
+    """A transaction's commit hook: its entries (and any waiting) are inserted now."""
+    buffer = _buffer(connection)
+    buffer.in_transaction = False
+    _close_unit(connection, buffer)
+    _write(connection, buffer)
+
+
+def _autocommit_done(connection: Any, buffer: _Buffer) -> None:
+    """A write outside a transaction: its entries are inserted with the next ones, when
+    AUTOCOMMIT_BATCH wait or the first has waited AUTOCOMMIT_WAIT seconds (a save each
+    its own commit would otherwise pay a second commit for its entry), or at the end of
+    the request, tool call or task."""
+    _close_unit(connection, buffer)
+    if (
+        len(buffer.done) >= AUTOCOMMIT_BATCH
+        or time.monotonic() - buffer.done_since >= AUTOCOMMIT_WAIT
+    ):
+        _write(connection, buffer)
+
+
+def flush(connection: Any = None) -> None:
+    """Insert the connection's waiting entries now (the end of a request, an MCP tool
+    call, a Celery task; process exit). Inside a transaction, nothing: its commit does."""
+    connection = connection or connections["default"]
+    buffer = getattr(connection, "_audit_buffer", None)
+    if buffer is None or buffer.flushing or connection.in_atomic_block:
+        return
+    if buffer.in_transaction:
+        _reset(buffer)  # rolled back
+    else:
+        _close_unit(connection, buffer)
+    _write(connection, buffer)
 
 
 def flush_all(**_: Any) -> None:
@@ -316,12 +387,10 @@ def _entries(
     rows: Counter[tuple[str, str]],
     columns: dict[tuple[str, str], set[str]],
 ) -> list[Any]:
-    from core.models import AuditEntry
-
     who = {**_who(principal), "at": timezone.now()}
     cap = int(getattr(settings, "AUDIT_OBJECTS_PER_MODEL", 20))
     projects = _Projects()
-    entries: list[AuditEntry] = []
+    entries: list[dict[str, Any]] = []
     named: Counter[tuple[str, str]] = Counter()
     for action, label, pk, name, changed, instance in objects:
         named[(label, action)] += 1
@@ -329,7 +398,7 @@ def _entries(
             continue
         summary = f"fields: {changed}" if changed else ""
         entries.append(
-            AuditEntry(
+            _entry(
                 **who,
                 action=action,
                 model=label,
@@ -340,12 +409,12 @@ def _entries(
             )
         )
     # One project for the whole transaction: its unnamed rows belong to it too.
-    seen = {entry.project_id for entry in entries}
+    seen = {entry["project_id"] for entry in entries}
     shared = seen.pop() if len(seen) == 1 else ""
     for (label, action), count in named.items():
         if count > cap:
             entries.append(
-                AuditEntry(
+                _entry(
                     **who,
                     action=f"bulk-{action}",
                     model=label,
@@ -365,7 +434,7 @@ def _entries(
             written = sorted(_columns_of(label, action, columns))
             summary = f"{unnamed} rows" + (f"; columns: {', '.join(written)}" if written else "")
             entries.append(
-                AuditEntry(
+                _entry(
                     **who,
                     action=f"bulk-{action}",
                     model=label,
@@ -383,6 +452,33 @@ def _columns_of(label: str, action: str, columns: dict[tuple[str, str], set[str]
         if what == action and _model_of_table(table) == label:
             found |= names
     return found
+
+
+COLUMNS = (
+    "at", "user_id", "username", "kind", "client", "action", "model", "object_id",
+    "object_repr", "count", "summary", "project_id",
+)  # fmt: skip
+
+
+def _entry(**values: Any) -> dict[str, Any]:
+    return {"object_id": "", "object_repr": "", "count": 1, "summary": "", **values}
+
+
+def _insert(connection: Any, entries: list[dict[str, Any]]) -> None:
+    """One executemany (Django's bulk_create compiles SQL per object: most of the cost of
+    an entry when each save is its own commit)."""
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(AUDIT_TABLE)} ({', '.join(quote(c) for c in COLUMNS)}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(COLUMNS))})"
+    )
+    rows = []
+    for entry in entries:
+        row = [entry[c] for c in COLUMNS]
+        row[0] = connection.ops.adapt_datetimefield_value(row[0])
+        rows.append(row)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 class _Projects:
@@ -436,6 +532,8 @@ def install() -> None:
     for connection in connections.all(initialized_only=True):
         _install_wrapper(connection)
     post_save.connect(_on_save, dispatch_uid="core.audit.save")
+    pre_migrate.connect(_migration_started, dispatch_uid="core.audit.pre_migrate")
+    post_migrate.connect(_migration_done, dispatch_uid="core.audit.post_migrate")
     for label in DELETE_TRACKED:
         try:
             model = apps.get_model(label)
@@ -445,3 +543,7 @@ def install() -> None:
     from django.core.signals import request_finished
 
     request_finished.connect(flush_all, dispatch_uid="core.audit.request_finished")
+    from celery.signals import task_postrun
+
+    task_postrun.connect(flush_all, dispatch_uid="core.audit.task_postrun", weak=False)
+    atexit.register(flush_all)

@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
+from core import audit
 from core.identity import Principal, acting_as
 from core.models import AuditEntry
 from papers.models import Paper
@@ -29,7 +30,10 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 @pytest.fixture
 def alice() -> User:
-    return User.objects.create_user("alice", password="x")
+    user = User.objects.create_user("alice", password="x")
+    audit.flush_all()
+    AuditEntry.objects.all().delete()
+    return user
 
 
 def as_token(user: User, name: str = "laptop") -> Any:
@@ -37,6 +41,7 @@ def as_token(user: User, name: str = "laptop") -> Any:
 
 
 def entries(**filters: Any) -> list[AuditEntry]:
+    audit.flush_all()  # what the end of a request, tool call or task does
     return list(AuditEntry.objects.filter(**filters).order_by("id"))
 
 
@@ -77,6 +82,7 @@ def test_commands_and_workers_are_the_system_and_a_rollback_leaves_nothing(
     assert [(e.action, e.count) for e in created] == [("bulk-create", 1)]
     assert all(e.kind == "system" and e.username == "" and not e.client for e in entries())
 
+    audit.flush_all()
     before = AuditEntry.objects.count()
     with pytest.raises(RuntimeError), transaction.atomic():
         Paper.objects.filter(pk=paper.pk).update(title="Never committed")
@@ -85,11 +91,13 @@ def test_commands_and_workers_are_the_system_and_a_rollback_leaves_nothing(
     assert AuditEntry.objects.count() == before
     # The next write is recorded alone, with nothing of the rolled-back transaction.
     Project.objects.create(pk="kept", name="Kept")
+    audit.flush_all()
     assert [e.object_repr for e in AuditEntry.objects.order_by("id")[before:]] == ["Kept"]
 
 
 def test_bulk_writes_are_one_entry_per_table_with_counts_and_columns(alice: User) -> None:
     papers_upsert(records=records(30))
+    audit.flush_all()
     AuditEntry.objects.all().delete()
     with as_token(alice), transaction.atomic():
         changed = Paper.objects.filter(title__startswith="Paper").update(year=2021)
@@ -125,6 +133,7 @@ def test_saves_beyond_the_cap_become_one_counting_entry(alice: User, settings: A
 
 def test_deleting_a_project_names_it(alice: User, make_project: Callable[..., Project]) -> None:
     project = make_project("Doomed")
+    audit.flush_all()
     AuditEntry.objects.all().delete()
     with as_token(alice):
         project.delete()
@@ -133,9 +142,11 @@ def test_deleting_a_project_names_it(alice: User, make_project: Callable[..., Pr
 
 
 def test_switched_off_records_nothing(settings: Any) -> None:
+    audit.flush_all()
     settings.AUDIT_ENABLED = False
     AuditEntry.objects.all().delete()
     Project.objects.create(pk="unrecorded", name="Unrecorded")
+    audit.flush_all()
     assert AuditEntry.objects.count() == 0
 
 
@@ -146,6 +157,7 @@ def test_the_command_exports_csv_and_json_filtered(
     with as_token(alice):
         project = make_project("=cmd|' /C calc'!A0")
     make_project("By the system")
+    audit.flush_all()
     out = io.StringIO()
     call_command("audit_export", "--format", "json", "--user", "alice", stdout=out)
     rows = json.loads(out.getvalue())
@@ -167,6 +179,7 @@ def test_the_admin_lists_filters_and_exports(
     with as_token(alice):
         project = make_project("Shown")
     make_project("Other")
+    audit.flush_all()
     admin = User.objects.create_superuser("root", "root@example.org", "pw")
     client = Client()
     client.force_login(admin)
