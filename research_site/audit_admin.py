@@ -102,12 +102,6 @@ class AuditEntryAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        # Export needs only the view permission (Django's default bulk delete is off).
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
-
     def _export(self, queryset: QuerySet[AuditEntry], fmt: str) -> StreamingHttpResponse:
         rows = queryset.order_by("at", "id")[:EXPORT_LIMIT].iterator(chunk_size=2000)
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

@@ -9,7 +9,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.contrib.auth.models import User
@@ -197,12 +197,16 @@ def test_the_admin_lists_filters_and_exports(
         "/admin/core/auditentry/", {"action": "export_json", "_selected_action": selected}
     )
     assert exported.status_code == 200
-    rows = json.loads(b"".join(exported.streaming_content))
+    rows = json.loads(b"".join(cast(Any, exported).streaming_content))
     assert {r["username"] for r in rows} == {"alice"} and len(rows) == len(selected)
     exported = client.post(
         "/admin/core/auditentry/", {"action": "export_csv", "_selected_action": selected}
     )
-    assert b"".join(exported.streaming_content).decode().startswith("at,username,kind,client")
+    assert (
+        b"".join(cast(Any, exported).streaming_content)
+        .decode()
+        .startswith("at,username,kind,client")
+    )
     # Staff without the permission do not see it.
     staff = User.objects.create_user("staff", password="pw", is_staff=True)
     client.force_login(staff)

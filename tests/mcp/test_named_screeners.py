@@ -69,7 +69,7 @@ class Lab:
         headers = {"Authorization": f"Bearer {self.tokens[person]}"}
         async with mcp_client(self.server.mcp_url, headers=headers) as client:
             result = await client.call_tool(tool, arguments)
-        assert not result.is_error, result.content[0].text
+        assert not result.is_error, getattr(result.content[0], "text", "")
         return tool_data(result)
 
     def audit(self, *args: str) -> list[dict[str, Any]]:
