@@ -135,7 +135,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
                 ("Pending checkpoint", {"fields": ["checkpoint_view"], "classes": folded})
             )
         fieldsets += [
-            ("Checkpoints and decisions", {"fields": ["decisions_view"]}),
+            ("Checkpoints and decisions", {"fields": ["decisions_view", "screeners_view"]}),
             ("Plan", {"fields": ["plan_view"], "classes": [] if at_plan else ["collapse"]}),
             ("Review", {"fields": SUMMARY_FIELDS, "classes": ["collapse"]}),
             ("Step", {"fields": ["task_id", "attempt"], "classes": ["collapse"]}),
