@@ -61,6 +61,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
+from core import audit
 from core.errors import DomainError, InvalidInput, NotFound, database_unavailable
 from mcp_endpoint.policy import PolicyMiddleware, current_request_id, validated_arguments
 
@@ -274,6 +275,7 @@ def _guard_tool(fn: FnT, name: str, *, read_only: bool = False) -> FnT:
             raise _internal_error(f"tool {name}") from None
         finally:
             _serving_read_only.reset(read_only_token)
+            audit.flush_all()  # the entries of this call's writes (core/audit.py)
             close_old_connections()
 
     guarded.__annotations__ = {**fn.__annotations__, "return": CallToolResult}

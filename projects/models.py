@@ -205,8 +205,16 @@ class ReviewDecision(TimeStamped):
     action = models.CharField(max_length=16, choices=Action.choices)
     data = models.JSONField(default=dict, blank=True)
     note = models.TextField(blank=True)
-    decided_by = models.CharField(max_length=150, help_text="'agent' or 'admin:<username>'.")
+    decided_by = models.CharField(
+        max_length=150, help_text="'agent', 'admin:<username>' or 'user:<username>'."
+    )
     iteration = models.PositiveIntegerField(help_text="The session's iteration it made.")
+    # Who decided (core/attribution.py): the person, and the client that acted for them.
+    # Empty on decisions made before issue 39 (decided_by says who).
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    client = models.CharField(max_length=200, blank=True)
 
     def __str__(self) -> str:
         return f"{self.action} at {self.checkpoint}"
@@ -243,6 +251,13 @@ class ReviewCandidate(models.Model):
     # Every screener's decision, {screener: "include" | "exclude"}: the first decides the
     # status, the others are second opinions for the agreement (Cohen's kappa).
     votes = models.JSONField(default=dict, blank=True)
+    # Who each screener of `votes` is: {screener: {"user", "user_id", "client", "at"}}
+    # (core/attribution.py); the person whose decision set the status. Empty for decisions
+    # recorded before issue 39.
+    voters = models.JSONField(default=dict, blank=True)
+    screened_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         constraints = [
@@ -602,6 +617,8 @@ class ExtractionValue(AnchoredValue):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     agent = models.CharField(max_length=150, blank=True)
+    # The client that recorded it (an API token's or OAuth client's name; core.identity).
+    client = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [
@@ -633,6 +650,10 @@ class ExtractionAdjudication(AnchoredValue):
     )
     decided_by = models.CharField(max_length=300)
     reason = models.TextField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    client = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [

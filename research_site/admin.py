@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from research_site import audit_admin  # noqa: F401 - registers the audit log's admin
 from research_site.models import ApiToken
 from research_site.tokens import api_token_create, api_token_revoke
 

@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # core's one table: the audit log (core/audit.py, docs/AUTH.md).
+    "core",
     "research_site",
     "papers",
     "projects",
@@ -198,6 +200,13 @@ MCP_AUTH_TOKEN = env_str("MCP_AUTH_TOKEN")
 MCP_SERVICE_USER = env_str("MCP_SERVICE_USER", "mcp-service")
 LOCAL_OWNER_USERNAME = env_str("LOCAL_OWNER_USERNAME")
 MCP_LOOPBACK_OWNER = env_bool("MCP_LOOPBACK_OWNER", True)
+# The audit log of every write (core/audit.py, docs/AUTH.md): on unless switched off; at
+# most AUDIT_OBJECTS_PER_MODEL entries naming objects per model and action in one
+# transaction (the rest: one entry with their count); AUDIT_SKIP_TABLES: more tables
+# whose writes are not recorded.
+AUDIT_ENABLED = env_bool("AUDIT_ENABLED", True)
+AUDIT_OBJECTS_PER_MODEL = env_int("AUDIT_OBJECTS_PER_MODEL", 20)
+AUDIT_SKIP_TABLES = env_list("AUDIT_SKIP_TABLES", [])
 # The canonical URL of /mcp as an OAuth protected resource (RFC 8707 audience), e.g.
 # https://lab.example.org/mcp behind a TLS proxy; empty: the request's scheme and Host.
 MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL")

@@ -12,6 +12,9 @@ tools.
   decision is `review_decide`'s, as `admin:<username>`, with the page's checkpoint number,
   so a page someone else answered first is refused.
 - The page shows the PRISMA 2020 diagram, the recall curve and the counts as tables.
+- Who decided what (issue 39 item 4): the history names the person and client of each
+  checkpoint decision, and "screeners" lists each screener with the person and clients
+  behind it, their decisions and Cohen's kappa between the two busiest.
 
 Decision buttons are the change form's own (`name="action"`); the screening panel's
 buttons belong to a form of their own outside it (HTML `form` attribute), so neither can
@@ -48,7 +51,7 @@ from projects.review.screening_views import (
     screening_json_view,
     screening_panel,
 )
-from projects.review.selectors import review_pending_checkpoint
+from projects.review.selectors import review_pending_checkpoint, screeners
 from projects.review.services import review_cleanup, review_decide, review_start, review_wait
 
 ABSTRACT_PREVIEW = 300
@@ -88,7 +91,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "query", "domain", "max_results", "status", "stage", "iteration", "round", "error",
         "project", "created_at", "completed_at", "task_id", "attempt", "checkpoint_view",
-        "decisions_view", "plan_view",
+        "decisions_view", "screeners_view", "plan_view",
     ]  # fmt: skip
 
     def get_form(
@@ -132,7 +135,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
                 ("Pending checkpoint", {"fields": ["checkpoint_view"], "classes": folded})
             )
         fieldsets += [
-            ("Checkpoints and decisions", {"fields": ["decisions_view"]}),
+            ("Checkpoints and decisions", {"fields": ["decisions_view", "screeners_view"]}),
             ("Plan", {"fields": ["plan_view"], "classes": [] if at_plan else ["collapse"]}),
             ("Review", {"fields": SUMMARY_FIELDS, "classes": ["collapse"]}),
             ("Step", {"fields": ["task_id", "attempt"], "classes": ["collapse"]}),
@@ -196,7 +199,8 @@ class ReviewSessionAdmin(admin.ModelAdmin):
     @admin.display(description="history")
     def decisions_view(self, session: ReviewSession) -> SafeString:
         rows = []
-        for checkpoint in session.checkpoints.select_related("decision").order_by("sequence"):
+        checkpoints = session.checkpoints.select_related("decision", "decision__user")
+        for checkpoint in checkpoints.order_by("sequence"):
             decision = getattr(checkpoint, "decision", None)
             rows.append(
                 (
@@ -205,7 +209,7 @@ class ReviewSessionAdmin(admin.ModelAdmin):
                     checkpoint.round,
                     checkpoint.created_at.strftime("%Y-%m-%d %H:%M:%S"),
                     decision.action if decision else "pending",
-                    decision.decided_by if decision else "",
+                    _decider(decision) if decision else "",
                     decision.note if decision else "",
                 )
             )
@@ -217,6 +221,41 @@ class ReviewSessionAdmin(admin.ModelAdmin):
             "<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>",
             SafeString(head),
             format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        )
+
+    @admin.display(description="screeners")
+    def screeners_view(self, session: ReviewSession) -> SafeString:
+        """Each screener (the label its decisions are kept under), the person and clients
+        behind it, its decisions; Cohen's kappa of the two busiest."""
+        people = screeners(session)
+        if not people["screeners"]:
+            return SafeString("No screening decisions recorded one by one.")
+        rows = [
+            (row["screener"], row["user"] or "-", ", ".join(row["clients"]) or "-",
+             row["include"], row["exclude"], row["maybe"], row["resolved"])
+            for row in people["screeners"]
+        ]  # fmt: skip
+        head = "".join(
+            f"<th scope='col'>{name}</th>"
+            for name in ("screener", "person", "clients", "include", "exclude", "maybe",
+                         "resolutions")
+        )  # fmt: skip
+        agreement = people["agreement"]
+        kappa = (
+            format_html(
+                "<p>Cohen's kappa {} vs {}: {} over {} records both screened.</p>",
+                *agreement["compared"],
+                "n/a" if agreement["kappa"] is None else agreement["kappa"],
+                agreement["both_screened"],
+            )
+            if agreement
+            else ""
+        )
+        return format_html(
+            "<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}",
+            SafeString(head),
+            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+            kappa,
         )
 
     @admin.display(description="plan")
@@ -473,3 +512,10 @@ def _buttons(
         main = [("approve", "Include them all", "default"), ("reject", "Exclude them all", "")]
         return {"main": main, "several": [("edit", "Exclude the ticked, include the rest", "")]}
     return {"main": [], "several": []}
+
+
+def _decider(decision: Any) -> str:
+    """`user:alice (alice, API token laptop (rmcp_ab…))`; the label alone for decisions
+    recorded before people were named."""
+    who = ", ".join(x for x in (getattr(decision.user, "username", ""), decision.client) if x)
+    return f"{decision.decided_by} ({who})" if who else decision.decided_by

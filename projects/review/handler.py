@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from core.attribution import actor_label, attribution
 from projects.models import ReviewCheckpoint, ReviewDecision, ReviewSession
 from projects.review.workflow import Checkpoint, Decision, NoPendingCheckpoint
 
@@ -59,12 +60,15 @@ class DatabaseCheckpointHandler:
                 session_id=str(self.session.pk),
                 pending=pending.sequence,
             )
+        who = attribution()
         ReviewDecision.objects.create(
             checkpoint=pending,
             action=decision.action.value,
             data=decision.data,
             note=decision.note,
-            decided_by=decision.decided_by,
+            decided_by=actor_label(decision.decided_by, who)[:150],
+            user=who.user,
+            client=who.client[:200],
             iteration=self.session.iteration + 1,
         )
         pending.resolved_at = timezone.now()

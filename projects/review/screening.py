@@ -36,7 +36,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Q
+from django.utils import timezone
 
+from core.attribution import USER_PREFIX, Attribution, actor_label, attribution
 from core.errors import InvalidInput, NotFound
 from papers.models import Paper
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
@@ -170,6 +172,9 @@ def screening_next(
     if not 1 <= limit <= settings.MAX_PAGE_SIZE:
         raise InvalidInput(f"limit must be 1-{settings.MAX_PAGE_SIZE}.", field="limit")
     _checked_target(target_recall, confidence)
+    who = attribution()
+    if screener or who.named:
+        screener = actor_label(screener, who)  # the label screening_decide records
     screening = _load(session)
     ranked = screening.ranked()
     report = screening.report(target_recall=target_recall, confidence=confidence)
@@ -285,8 +290,14 @@ def screening_decisions_parse(entries: object) -> list[ScreeningDecision]:
     return parsed
 
 
-def _screener_name(decided_by: str) -> str:
+def _screener_name(decided_by: str, who: Attribution | None = None) -> str:
     screener = " ".join(str(decided_by).split())
+    if who is not None and not who.named and screener.startswith(USER_PREFIX):
+        raise InvalidInput(
+            f"screener cannot start with {USER_PREFIX!r}: the server names people signed in "
+            "with their own token so (docs/AUTH.md).",
+            field="screener",
+        )
     if not 1 <= len(screener) <= MAX_SCREENER or not screener.isprintable():
         raise InvalidInput(f"screener must be 1-{MAX_SCREENER} characters.", field="screener")
     if screener.startswith(RESERVED_PREFIX):
@@ -326,7 +337,8 @@ def screening_decide(
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
     _at_screen(session)
-    screener = _screener_name(decided_by)
+    who = attribution()
+    screener = _screener_name(actor_label(decided_by, who), who)
     typed = screening_decisions_parse(decisions)
     if resolve and any(d.maybe for d in typed):
         raise InvalidInput("A resolution is include or exclude, not maybe.", field="decisions")
@@ -338,10 +350,10 @@ def screening_decide(
         )
     chosen = _candidates_checked(session, typed, screener=screener, resolve=resolve)
     if resolve:
-        _resolutions_record(chosen, screener=screener)
+        _resolutions_record(chosen, screener=screener, who=who)
         counted = {"resolved": len(chosen)}
     else:
-        _votes_record(session, chosen, screener=screener)
+        _votes_record(session, chosen, screener=screener, who=who)
         counted = {"recorded": len(chosen)}
     session.save(update_fields=["updated_at"])
     status = screening_status(session=session) or {}
@@ -400,15 +412,39 @@ def _candidates_checked(
 
 
 def _resolutions_record(
-    chosen: list[tuple[ReviewCandidate, ScreeningDecision]], *, screener: str
+    chosen: list[tuple[ReviewCandidate, ScreeningDecision]], *, screener: str, who: Attribution
 ) -> None:
-    """The resolutions become the records' status, kept beside the votes."""
+    """The resolutions become the records' status, kept beside the votes (who resolved,
+    under RESOLUTION among the voters)."""
     for candidate, decision in chosen:
         resolution = {"decision": decision.decision, "by": screener, "reason": decision.reason}
         candidate.votes = {**candidate.votes, RESOLUTION: resolution}
+        candidate.voters = {**candidate.voters, RESOLUTION: _voter(who)}
         candidate.status = Status.INCLUDED if decision.include else Status.EXCLUDED
         candidate.reason = "" if decision.include else decision.reason
-    ReviewCandidate.objects.bulk_update([c for c, _ in chosen], ["status", "reason", "votes"])
+    ReviewCandidate.objects.bulk_update(
+        [c for c, _ in chosen], ["status", "reason", "votes", "voters"]
+    )
+
+
+SCREENING_FIELDS = (
+    "status",
+    "reason",
+    "screened_order",
+    "screened_by",
+    "screened_by_user",
+    "votes",
+)
+
+
+def _voter(who: Attribution) -> dict[str, Any]:
+    """Who a screener is, as kept in ReviewCandidate.voters."""
+    return {
+        "user": who.username,
+        "user_id": getattr(who.user, "pk", None),
+        "client": who.client,
+        "at": timezone.now().isoformat(timespec="seconds"),
+    }
 
 
 def _votes_record(
@@ -416,12 +452,15 @@ def _votes_record(
     chosen: list[tuple[ReviewCandidate, ScreeningDecision]],
     *,
     screener: str,
+    who: Attribution,
 ) -> None:
-    """Each vote kept; a pending record takes it as its status, in screening order. A
-    maybe is kept with its reason and sets nothing; a decision replaces the screener's
-    maybe."""
+    """Each vote kept, with who cast it (`voters`); a pending record takes it as its
+    status, in screening order. A maybe is kept with its reason and sets nothing; a
+    decision replaces the screener's maybe."""
     order = session.candidates.aggregate(last=Max("screened_order"))["last"] or 0
+    voter = _voter(who)
     for candidate, decision in chosen:
+        candidate.voters = {**candidate.voters, screener: voter}
         reasons = {k: v for k, v in candidate.votes.get(MAYBE_REASONS, {}).items() if k != screener}
         if decision.maybe and decision.reason:
             reasons[screener] = decision.reason
@@ -436,8 +475,10 @@ def _votes_record(
         candidate.reason = "" if decision.include else (decision.reason or NO_REASON)
         candidate.screened_order = order
         candidate.screened_by = screener
+        candidate.screened_by_user = who.user
     ReviewCandidate.objects.bulk_update(
-        [c for c, _ in chosen], ["status", "reason", "screened_order", "screened_by", "votes"]
+        [c for c, _ in chosen],
+        [*SCREENING_FIELDS, "voters"],
     )
 
 

@@ -22,7 +22,13 @@ from papers.models import Paper
 from papers.scoping import client_project_ids
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
-from projects.review.agreement import maybes
+from projects.review.agreement import (
+    MAYBE,
+    RESOLUTION,
+    agreement_summary,
+    maybes,
+    screener_votes,
+)
 from projects.review.dedup import duplicates_of
 from projects.review.prisma import grouped_tally, prisma_counts
 from projects.review.workflow import SessionNotComplete, WorkflowFailed
@@ -105,6 +111,49 @@ def review_decisions(*, session: ReviewSession) -> list[dict[str, Any]]:
             }
         )
     return history
+
+
+def screeners(session: ReviewSession) -> dict[str, Any]:
+    """Who screened a review (issue 39 item 4): each screener label with the person and
+    clients behind it (ReviewCandidate.voters; none for votes recorded before), its
+    include / exclude / maybe counts and resolutions; the agreement of the two busiest
+    (agreement.agreement_summary)."""
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(label: str) -> dict[str, Any]:
+        return rows.setdefault(
+            label,
+            {"screener": label, "user": "", "clients": [], "include": 0, "exclude": 0,
+             "maybe": 0, "resolved": 0},
+        )  # fmt: skip
+
+    def who(entry: dict[str, Any], voter: dict[str, Any] | None) -> None:
+        if voter:
+            entry["user"] = entry["user"] or voter.get("user", "")
+            client = voter.get("client", "")
+            if client and client not in entry["clients"]:
+                entry["clients"].append(client)
+
+    candidates = session.candidates.exclude(votes={}).values_list("paper_id", "votes", "voters")
+    votes: dict[int, Any] = {}
+    for paper_id, record, voters in candidates:
+        votes[paper_id] = record
+        for label, vote in screener_votes(record).items():
+            entry = row(label)
+            entry[vote] = entry.get(vote, 0) + 1
+            who(entry, (voters or {}).get(label))
+        for label in maybes(record):
+            entry = row(label)
+            entry[MAYBE] += 1
+            who(entry, (voters or {}).get(label))
+        if RESOLUTION in record:
+            entry = row(str(record[RESOLUTION].get("by", "")))
+            entry["resolved"] += 1
+            who(entry, (voters or {}).get(RESOLUTION))
+    return {
+        "screeners": sorted(rows.values(), key=lambda r: r["screener"]),
+        "agreement": agreement_summary(votes, {}, shown=0),
+    }
 
 
 def review_counts(*, session: ReviewSession) -> dict[str, Any]:

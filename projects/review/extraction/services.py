@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from core.attribution import DEFAULT_AGENT, attribution
 from core.errors import Conflict, InvalidInput, ReadOnlyMode
 from projects.models import (
     AnchorStatus,
@@ -165,11 +166,21 @@ class Extractor:
     label: str
     user: Any = None
     agent: str = ""
+    client: str = ""
 
 
 def extractor_resolve(*, user: Any = None, agent: str | None = None) -> Extractor:
     """The extractor of a call. Raises InvalidInput when neither is given, or for an agent
-    name that is not 1-150 printable characters."""
+    name that is not 1-150 printable characters.
+
+    A client proved by its person's own token (core/attribution.py) extracts as that
+    person: `user:<name>`, or `user:<name>+agent:<agent>` when it names itself other than
+    the default `agent`; the client is recorded beside."""
+    who = attribution()
+    if user is None and who.named:
+        user = who.user
+        if agent == DEFAULT_AGENT:
+            agent = None
     name = " ".join(str(agent or "").split())
     if agent is not None and name and (len(name) > MAX_AGENT or not name.isprintable()):
         raise InvalidInput(f"agent must be 1-{MAX_AGENT} printable characters.", field="agent")
@@ -182,7 +193,7 @@ def extractor_resolve(*, user: Any = None, agent: str | None = None) -> Extracto
         parts.append(f"user:{user.get_username()}")
     if name:
         parts.append(f"agent:{name}")
-    return Extractor(label="+".join(parts), user=user, agent=name)
+    return Extractor(label="+".join(parts), user=user, agent=name, client=who.client[:200])
 
 
 @dataclass(frozen=True)
@@ -343,6 +354,7 @@ def extract_record(
                     "form": form,
                     "user": extractor.user,
                     "agent": extractor.agent,
+                    "client": extractor.client,
                     "value": entry.value,
                     "quote": entry.quote,
                     "page": entry.page,
@@ -482,6 +494,8 @@ def adjudicate(
             value=entry.value,
             decided_by=decider.label,
             reason=why,
+            user=decider.user,
+            client=decider.client,
             **kept,
         )
     # A new quote's highlight (one kept from an extractor is theirs already).
