@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from papers.models import Paper
-from papers.scoping import client_project_ids
+from papers.scoping import alerts_visible, project_scope
 from papers.selectors import paper_brief, with_relations
 from projects.models import Alert, SavedSearch, SavedSearchRun
 
@@ -88,9 +88,9 @@ def alerts_list(
     when `project_ids` is given (a client scoped to collections: not the library-wide ones,
     which name papers outside them)."""
     alerts = Alert.objects.all()
-    allowed = client_project_ids()  # never more than the current client's collections
+    allowed = project_scope(None)  # the client's collections, the principal's projects
     if allowed is not None:
-        alerts = alerts.filter(project_id__in=allowed)
+        alerts = alerts.filter(alerts_visible(allowed))
     if since is not None:
         alerts = alerts.filter(created_at__gt=since)
     if unread:

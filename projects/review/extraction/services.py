@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.errors import Conflict, InvalidInput, ReadOnlyMode
+from projects import permissions
 from projects.models import (
     AnchorStatus,
     ExtractionAdjudication,
@@ -113,6 +114,7 @@ def form_create(
     Conflict when it already has a form (form_update changes it), ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     text = form_name_clean(name)
     specs = fields_parse(fields)
     _lock_owner(owner)
@@ -143,6 +145,7 @@ def form_update(
     Raises InvalidInput, NotFound (owner, or no form yet), ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     specs = fields_parse(fields)
     _lock_owner(owner)
     current = form_get(owner)
@@ -316,6 +319,7 @@ def extract_record(
     ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.SCREEN)
     form = form_get(owner)
     fields = form_fields(form)
     study = owner_paper(owner, paper)
@@ -413,6 +417,7 @@ def adjudicate(
     not disagree), Conflict (already adjudicated), NotFound, ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     form = form_get(owner)
     study = owner_paper(owner, paper)
     decider = extractor_resolve(user=user, agent=agent)
