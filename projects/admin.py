@@ -167,9 +167,12 @@ class ProjectAdmin(admin.ModelAdmin):
                             project=project, username=inline_form.instance.user.get_username()
                         )
                 elif inline_form.has_changed():
-                    old = inline_form.instance.pk and ProjectMember.objects.filter(
-                        pk=inline_form.instance.pk
-                    ).values_list("user__username", flat=True).first()
+                    old = (
+                        inline_form.instance.pk
+                        and ProjectMember.objects.filter(pk=inline_form.instance.pk)
+                        .values_list("user__username", flat=True)
+                        .first()
+                    )
                     if old and old != user.get_username():
                         members.member_remove(project=project, username=old)
                     members.member_set(

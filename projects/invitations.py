@@ -37,5 +37,7 @@ def invitation_view(request: HttpRequest, token: str) -> HttpResponse:
                 status=403,
             )
         invitation_accept(token=token, user=request.user)
-        return HttpResponseRedirect(reverse("admin:projects_project_change", args=[invitation.project_id]))
+        return HttpResponseRedirect(
+            reverse("admin:projects_project_change", args=[invitation.project_id])
+        )
     return render(request, "projects/invitation.html", {**context, "invitation": invitation})

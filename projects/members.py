@@ -129,7 +129,10 @@ def token_hash(token: str) -> str:
 
 @transaction.atomic
 def invitation_create(
-    *, project: Project | str, role: str = ProjectMember.Role.VIEWER, days: int = INVITE_DAYS_DEFAULT
+    *,
+    project: Project | str,
+    role: str = ProjectMember.Role.VIEWER,
+    days: int = INVITE_DAYS_DEFAULT,
 ) -> dict[str, Any]:
     """An invite link's token for `role`, valid `days` (1-30) days (owners only). The
     token is returned once: the link is `/invite/<token>/`."""
@@ -192,4 +195,8 @@ def invitation_accept(*, token: str, user: Any) -> dict[str, Any]:
     invitation.accepted_by = user
     invitation.accepted_at = timezone.now()
     invitation.save(update_fields=["accepted_by", "accepted_at"])
-    return {"project_id": invitation.project_id, "project": invitation.project.name, "role": member.role}
+    return {
+        "project_id": invitation.project_id,
+        "project": invitation.project.name,
+        "role": member.role,
+    }

@@ -7,7 +7,7 @@ and everything a lower role allows:
 |---|---|---|
 | `read` | viewer | the project, its papers, reviews, extraction, saved searches, alerts, exports |
 | `screen` | screener | screening decisions and extraction records in its reviews |
-| `edit` | editor | its papers, name, reviews (start, checkpoints, remove), extraction forms, saved searches |
+| `edit` | editor | its papers, name, reviews (checkpoints, removal), forms, saved searches |
 | `manage` | owner | members, invitations, deleting the project |
 
 Reads are narrowed where the project is looked up (papers.scoping: a principal bound by
@@ -48,7 +48,12 @@ READ = "read"
 SCREEN = "screen"
 EDIT = "edit"
 MANAGE = "manage"
-LEAST_ROLE: dict[str, str] = {READ: Role.VIEWER, SCREEN: Role.SCREENER, EDIT: Role.EDITOR, MANAGE: Role.OWNER}
+LEAST_ROLE: dict[str, str] = {
+    READ: Role.VIEWER,
+    SCREEN: Role.SCREENER,
+    EDIT: Role.EDITOR,
+    MANAGE: Role.OWNER,
+}
 ACTION_TEXT = {
     READ: "read it",
     SCREEN: "screen or extract in its reviews",
@@ -139,9 +144,7 @@ def require_review(session_id: uuid.UUID | str, action: str) -> None:
     NotFound for a review the principal may not see (as for an unknown id)."""
     if not bound():
         return
-    row = (
-        ReviewSession.objects.filter(pk=session_id).values("project_id", "collections").first()
-    )
+    row = ReviewSession.objects.filter(pk=session_id).values("project_id", "collections").first()
     if row is None:
         raise NotFound(f"No review session {str(session_id)!r}.", session_id=str(session_id))
     projects = [row["project_id"]] if row["project_id"] else []
@@ -203,9 +206,7 @@ def projects_with(action: str) -> list[str] | None:
     least = RANK[LEAST_ROLE[action]]
     roles = [role for role in ROLES if RANK[role] >= least]
     return list(
-        ProjectMember.objects.filter(user=user, role__in=roles).values_list(
-            "project_id", flat=True
-        )
+        ProjectMember.objects.filter(user=user, role__in=roles).values_list("project_id", flat=True)
     )
 
 

@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core import identity
 from core.errors import InvalidInput, NotFound
 from core.redaction import redact
 from engines import search_strings
@@ -43,7 +44,6 @@ from engines.open_access import papers_find_and_attach
 from engines.registry import LOCAL_ENGINE, registry
 from engines.services import engine_ids_known, engine_ids_resolve, engine_searches
 from papers.models import Paper, PaperIdentifier
-from core import identity
 from papers.scoping import alerts_visible, effective_scope, project_ids_for, project_scope
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchPage

@@ -43,23 +43,28 @@ REST_RULES: dict[str, tuple[str, dict[str, Any]]] = {
     "GET /api/projects/reviews/{session_id}/extraction/form": ("read", {}),
     "PUT /api/projects/reviews/{session_id}/extraction/form": ("edit", {"body": FORM}),
     "POST /api/projects/reviews/{session_id}/extraction/values": (
-        "screen", {"body": {"paper": "{paper}", "values": {"n": {"value": "x"}}}},
+        "screen",
+        {"body": {"paper": "{paper}", "values": {"n": {"value": "x"}}}},
     ),
     "POST /api/projects/reviews/{session_id}/extraction/adjudications": (
-        "edit", {"body": {"paper": "{paper}", "field": "n", "value": "x", "reason": "r"}},
+        "edit",
+        {"body": {"paper": "{paper}", "field": "n", "value": "x", "reason": "r"}},
     ),
     "GET /api/projects/reviews/{session_id}/extraction/agreement": ("read", {}),
     "GET /api/projects/reviews/{session_id}/extraction/evidence": ("read", {}),
     "GET /api/projects/reviews/{session_id}/extraction/evidence/export": (
-        "read", {"query": "?format=csv"},
+        "read",
+        {"query": "?format=csv"},
     ),
     "GET /api/projects/{ref}/extraction/form": ("read", {}),
     "PUT /api/projects/{ref}/extraction/form": ("edit", {"body": FORM}),
     "POST /api/projects/{ref}/extraction/values": (
-        "screen", {"body": {"paper": "{paper}", "values": {"n": {"value": "x"}}}},
+        "screen",
+        {"body": {"paper": "{paper}", "values": {"n": {"value": "x"}}}},
     ),
     "POST /api/projects/{ref}/extraction/adjudications": (
-        "edit", {"body": {"paper": "{paper}", "field": "n", "value": "x", "reason": "r"}},
+        "edit",
+        {"body": {"paper": "{paper}", "field": "n", "value": "x", "reason": "r"}},
     ),
     "GET /api/projects/{ref}/extraction/agreement": ("read", {}),
     "GET /api/projects/{ref}/extraction/evidence": ("read", {}),
@@ -69,14 +74,20 @@ REST_RULES: dict[str, tuple[str, dict[str, Any]]] = {
     "POST /api/papers/export": ("read", {"body": {"format": "json", "project_id": "{ref}"}}),
     "GET /api/search": ("read", {"query": "?query=attention&project_id={ref}"}),
     "POST /api/engines/search": (
-        "edit", {"body": {"query": "attention", "engines": ["local"], "project_id": "{ref}"}},
+        "edit",
+        {"body": {"query": "attention", "engines": ["local"], "project_id": "{ref}"}},
     ),
     "POST /api/engines/search/author": (
-        "edit", {"body": {"author_name": "Vaswani", "engines": ["local"], "project_id": "{ref}"}},
+        "edit",
+        {"body": {"author_name": "Vaswani", "engines": ["local"], "project_id": "{ref}"}},
     ),
-    "POST /api/engines/add-paper": ("edit", {"body": {"identifier": "10.1/x", "project_id": "{ref}"}}),
+    "POST /api/engines/add-paper": (
+        "edit",
+        {"body": {"identifier": "10.1/x", "project_id": "{ref}"}},
+    ),
     "POST /api/engines/citing": (
-        "edit", {"body": {"paper_id": "{paper}", "engines": ["local"], "project_id": "{ref}"}},
+        "edit",
+        {"body": {"paper_id": "{paper}", "engines": ["local"], "project_id": "{ref}"}},
     ),
 }
 
@@ -106,7 +117,7 @@ def project_operations() -> set[str]:
 def private(
     library: Library, make_user: Callable[..., User], make_token: Callable[..., str]
 ) -> dict[str, Any]:
-    """"Private", owned by olga, with a member of each role, bob outside, and a review."""
+    """ "Private", owned by olga, with a member of each role, bob outside, and a review."""
     users = {"owner": "olga", "editor": "eddie", "screener": "sam", "viewer": "vera", None: "bob"}
     made = {role: make_user(name) for role, name in users.items()}
     with acting_as(Principal.for_user(made["owner"], "api-token")):
@@ -187,7 +198,9 @@ def _filled(value: Any, values: dict[str, str]) -> Any:
 
 
 def test_lists_show_members_their_projects_and_open_ones(api: Api, private: dict[str, Any]) -> None:
-    listed = {p["project_id"] for p in api.get("/api/projects", token=private["tokens"][None]).json()}
+    listed = {
+        p["project_id"] for p in api.get("/api/projects", token=private["tokens"][None]).json()
+    }
     assert private["project"].pk not in listed
     assert "transformers" in listed  # open: no members (made outside any request)
     for role in ROLES:
@@ -206,14 +219,18 @@ def test_owner_manages_members_by_user_name(
     make_user("newcomer")
     added = api.put(f"/api/projects/{ref}/members/newcomer", {"role": "editor"}, token=owner)
     assert added.status_code == 200 and added.json()["role"] == "editor"
-    refused = error(api.put(f"/api/projects/{ref}/members/bob", {"role": "owner"}, token=editor), 403)
+    refused = error(
+        api.put(f"/api/projects/{ref}/members/bob", {"role": "owner"}, token=editor), 403
+    )
     assert refused["code"] == "forbidden" and refused["required_role"] == "owner"
     assert "editor" in refused["message"]
-    assert error(api.put(f"/api/projects/{ref}/members/ghost", {"role": "viewer"}, token=owner), 404)
+    assert error(
+        api.put(f"/api/projects/{ref}/members/ghost", {"role": "viewer"}, token=owner), 404
+    )
     last = error(api.delete(f"/api/projects/{ref}/members/olga", token=owner), 409)
     assert "last owner" in last["message"]
     listed = api.get(f"/api/projects/{ref}/members", token=private["tokens"]["viewer"]).json()
-    assert [m["username"] for m in listed][0] == "olga"
+    assert listed[0]["username"] == "olga"
     assert {m["username"]: m["role"] for m in listed}["newcomer"] == "editor"
     removed = api.delete(f"/api/projects/{ref}/members/newcomer", token=owner)
     assert removed.status_code == 200
@@ -246,10 +263,17 @@ def test_invite_link_makes_a_signed_in_user_a_member_once(
     assert ProjectMember.objects.get(project_id=ref, user=newcomer).role == "screener"
     again = client.post(path)  # used up
     assert again.status_code == 404
-    assert error(
-        api.post(f"/api/projects/{ref}/invitations", {"role": "viewer"}, token=private["tokens"]["editor"]),
-        403,
-    )["required_role"] == "owner"
+    assert (
+        error(
+            api.post(
+                f"/api/projects/{ref}/invitations",
+                {"role": "viewer"},
+                token=private["tokens"]["editor"],
+            ),
+            403,
+        )["required_role"]
+        == "owner"
+    )
 
 
 def test_expired_or_unknown_invite_links_say_so_alike(
@@ -313,7 +337,9 @@ def test_unrestricted_principals_and_open_projects_keep_working(private: dict[st
     with acting_as(Principal.for_user(private["users"]["viewer"], "api-token")):
         from projects.watch.services import saved_search_save, saved_searches_in_scope
 
-        mine, _ = saved_search_save(name="vera's", query="attention", engines=["local"], schedule="manual")
+        mine, _ = saved_search_save(
+            name="vera's", query="attention", engines=["local"], schedule="manual"
+        )
         assert mine.owner == private["users"]["viewer"]
     with acting_as(Principal.for_user(private["users"][None], "api-token")):
         assert not saved_searches_in_scope().filter(pk=mine.pk).exists()

@@ -130,7 +130,9 @@ PRIVATE_MARKERS = (
 REFUSAL_PREFIXES = ("No project", "No review session", "No saved search")
 
 
-def representative_call(name: str, schema: dict[str, Any], kb: KnowledgeBase, user: str) -> dict[str, Any]:
+def representative_call(
+    name: str, schema: dict[str, Any], kb: KnowledgeBase, user: str
+) -> dict[str, Any]:
     """One call naming everything of "NLP Reading" the tool takes (the scope test's
     arguments, merged), with what each user removes or creates of its own."""
     calls = tool_calls(name, schema, targets(kb))
@@ -206,7 +208,9 @@ def _bearer(kb: KnowledgeBase, user: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {kb.data['tokens'][user]}"}
 
 
-async def _call(client: Any, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+async def _call(
+    client: Any, name: str, arguments: dict[str, Any]
+) -> tuple[str, dict[str, Any] | None]:
     try:
         result = await client.call_tool(name, arguments)
     except MCPError as exc:  # -32602 (bad input, e.g. the wrong confirm_name): the answer
@@ -286,7 +290,12 @@ def test_a_token_for_another_user_cannot_reach_a_private_project(
                 (
                     "export to a file",
                     "export_search_results",
-                    {"format": "bibtex", "project_id": nlp, "to_file": True, "filename": f"nlp-{user}"},
+                    {
+                        "format": "bibtex",
+                        "project_id": nlp,
+                        "to_file": True,
+                        "filename": f"nlp-{user}",
+                    },
                 ),
                 ("saved search", "run_saved_search", {"name": "secret-watch"}),
                 ("saved search by project", "run_saved_search", {"name": f"{nlp}/secret-watch"}),
@@ -310,8 +319,16 @@ def test_a_token_for_another_user_cannot_reach_a_private_project(
             assert "projects" not in json.loads(text) or json.loads(text)["projects"] == []
             continue
         assert error is not None and error.get("code") == "not_found", (key, text)
-        assert not private_shown(text, {"a": nlp, "b": "secret-watch", "c": "nlp reading",
-                                        "d": "NLP Reading", "e": f"{nlp}/secret-watch"}), text
+        assert not private_shown(
+            text,
+            {
+                "a": nlp,
+                "b": "secret-watch",
+                "c": "nlp reading",
+                "d": "NLP Reading",
+                "e": f"{nlp}/secret-watch",
+            },
+        ), text
     for key, (text, error) in olga.items():
         if key in ("saved search", "saved search by project"):
             continue  # runs it: not a refusal, whatever the engines answer
@@ -326,13 +343,22 @@ def test_a_token_for_another_user_cannot_reach_a_private_project(
     )
     assert feed.status_code == 200
     # REST with bob's token: the project by id and name, its papers, an export of it.
-    rest = httpx2.Client(base_url=roles_server.base_url, headers=_bearer(roles_kb, "bob"), timeout=20)
-    for path in (f"/api/projects/{nlp}", "/api/projects/NLP%20Reading", f"/api/projects/{nlp}/papers",
-                 f"/api/projects/{nlp}/members", f"/api/papers/export?format=json&project_id={nlp}",
-                 f"/api/projects/reviews/{roles_kb.data['review']}/prisma"):
+    rest = httpx2.Client(
+        base_url=roles_server.base_url, headers=_bearer(roles_kb, "bob"), timeout=20
+    )
+    for path in (
+        f"/api/projects/{nlp}",
+        "/api/projects/NLP%20Reading",
+        f"/api/projects/{nlp}/papers",
+        f"/api/projects/{nlp}/members",
+        f"/api/papers/export?format=json&project_id={nlp}",
+        f"/api/projects/reviews/{roles_kb.data['review']}/prisma",
+    ):
         answer = rest.get(path)
         assert answer.status_code == 404, (path, answer.text[:300])
     listed = rest.get("/api/projects").json()
     assert nlp not in {p["project_id"] for p in listed}
-    exported = rest.post("/api/papers/export", json={"format": "json", "project_id": nlp, "filename": "x"})
+    exported = rest.post(
+        "/api/papers/export", json={"format": "json", "project_id": nlp, "filename": "x"}
+    )
     assert exported.status_code == 404, exported.text[:300]
