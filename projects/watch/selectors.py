@@ -11,6 +11,7 @@ from papers.models import Paper
 from papers.scoping import alerts_visible, project_scope
 from papers.selectors import paper_brief, with_relations
 from projects.models import Alert, SavedSearch, SavedSearchRun
+from projects.permissions import saved_searches_visible
 
 
 def saved_searches_list(searches: QuerySet[SavedSearch]) -> list[dict[str, Any]]:
@@ -30,7 +31,8 @@ def saved_searches_recent(*, limit: int) -> list[dict[str, Any]]:
     savedsearchrun_recent_idx)."""
     latest = SavedSearchRun.objects.filter(search=OuterRef("pk")).order_by("-started_at", "-id")
     searches = list(
-        SavedSearch.objects.annotate(last_run_id=Subquery(latest.values("pk")[:1]))
+        saved_searches_visible(SavedSearch.objects.all())
+        .annotate(last_run_id=Subquery(latest.values("pk")[:1]))
         .order_by(F("last_run_at").desc(nulls_last=True), "name")
         .only(
             "pk", "name", "enabled", "schedule", "interval_seconds", "next_run_at", "last_run_at"

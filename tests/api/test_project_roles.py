@@ -317,6 +317,10 @@ def test_the_admin_project_page_manages_members_through_the_service(
     assert client.get(f"/admin/projects/project/{project.pk}/change/").status_code in (302, 404)
     listed = client.get("/admin/projects/project/")
     assert b"Private" not in listed.content and b"Transformers" in listed.content
+    home = client.get("/")
+    assert b"Transformers" in home.content and b"Private" not in home.content
+    client.force_login(olga)
+    assert b"Private" in client.get("/").content
 
 
 def test_unrestricted_principals_and_open_projects_keep_working(private: dict[str, Any]) -> None:
