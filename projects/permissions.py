@@ -240,6 +240,24 @@ def saved_searches_visible(searches: QuerySet[SavedSearch]) -> QuerySet[SavedSea
     return searches.filter(Q(project_id__in=permitted) | mine | unowned)
 
 
+def reviews_visible(reviews: QuerySet[ReviewSession]) -> QuerySet[ReviewSession]:
+    """The reviews of `reviews` the acting principal may see: those filed in or started in
+    its projects (or open ones), and open reviews (in no project); all when roles do not
+    bind it. The admin's lists."""
+    permitted = scoping.permitted_project_ids()
+    if permitted is None:
+        return reviews
+    rows = reviews.values_list("pk", "project_id", "collections")
+    visible = [
+        pk
+        for pk, project_id, collections in rows
+        if (not project_id and not collections)
+        or project_id in permitted
+        or any(ref in permitted for ref in (collections or []) if isinstance(ref, str))
+    ]
+    return reviews.filter(pk__in=visible)
+
+
 def owner_add(project: Project) -> None:
     """A new project: the acting user becomes its owner, so the project is private to it
     from the start. Not for the shared identities of a one-person library (no principal,

@@ -304,7 +304,7 @@ def test_the_admin_project_page_manages_members_through_the_service(
     olga.save()
     from django.contrib.auth.models import Permission
 
-    olga.user_permissions.add(*Permission.objects.filter(codename__endswith="_project"))
+    olga.user_permissions.add(*Permission.objects.filter(content_type__app_label="projects"))
     client.force_login(olga)
     page = client.get(f"/admin/projects/project/{project.pk}/change/")
     assert page.status_code == 200 and b"memberships-TOTAL_FORMS" in page.content
@@ -312,15 +312,23 @@ def test_the_admin_project_page_manages_members_through_the_service(
     bob = private["users"][None]
     bob.is_staff = True
     bob.save()
-    bob.user_permissions.add(*Permission.objects.filter(codename__endswith="_project"))
+    bob.user_permissions.add(*Permission.objects.filter(content_type__app_label="projects"))
     client.force_login(bob)
     assert client.get(f"/admin/projects/project/{project.pk}/change/").status_code in (302, 404)
     listed = client.get("/admin/projects/project/")
     assert b"Private" not in listed.content and b"Transformers" in listed.content
     home = client.get("/")
     assert b"Transformers" in home.content and b"Private" not in home.content
+    SavedSearch.objects.create(name="private-watch", query="q", project=project)
+    for page in ("reviewsession", "savedsearch"):
+        assert client.get(f"/admin/projects/{page}/").status_code == 200
+    assert b"private question" not in client.get("/admin/projects/reviewsession/").content
+    assert b"private-watch" not in client.get("/admin/projects/savedsearch/").content
+    assert client.get(f"/admin/projects/project/{project.pk}/papers/").status_code == 404
     client.force_login(olga)
     assert b"Private" in client.get("/").content
+    assert b"private question" in client.get("/admin/projects/reviewsession/").content
+    assert b"private-watch" in client.get("/admin/projects/savedsearch/").content
 
 
 def test_unrestricted_principals_and_open_projects_keep_working(private: dict[str, Any]) -> None:
