@@ -320,8 +320,8 @@ def test_the_admin_project_page_manages_members_through_the_service(
     home = client.get("/")
     assert b"Transformers" in home.content and b"Private" not in home.content
     SavedSearch.objects.create(name="private-watch", query="q", project=project)
-    for page in ("reviewsession", "savedsearch"):
-        assert client.get(f"/admin/projects/{page}/").status_code == 200
+    for model in ("reviewsession", "savedsearch"):
+        assert client.get(f"/admin/projects/{model}/").status_code == 200
     assert b"private question" not in client.get("/admin/projects/reviewsession/").content
     assert b"private-watch" not in client.get("/admin/projects/savedsearch/").content
     assert client.get(f"/admin/projects/project/{project.pk}/papers/").status_code == 404
