@@ -37,6 +37,14 @@ class Conflict(DomainError):
     code = "conflict"
 
 
+class Forbidden(DomainError):
+    """The acting user may see the thing but its role does not allow this change (a
+    viewer editing a project): HTTP 403. What the user may not see at all is NotFound,
+    so that nobody learns it exists."""
+
+    code = "forbidden"
+
+
 class ReadOnlyMode(DomainError):
     code = "read_only"
 

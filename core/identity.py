@@ -38,6 +38,8 @@ PrincipalKind = Literal["local-owner", "service", "api-token", "oauth", "session
 READ_SCOPE = "read"
 WRITE_SCOPE = "write"
 SERVICE_USERNAME_DEFAULT = "mcp-service"
+# The shared identities of a one-person library: not bound by project roles.
+UNRESTRICTED_KINDS: frozenset[str] = frozenset({"local-owner", "stdio", "service"})
 
 
 class _Lazy:
@@ -110,6 +112,17 @@ def current_user() -> Any:
     """The Django user the current request acts as, or None (no request, or no such user)."""
     principal = current_principal()
     return principal.user if principal is not None else None
+
+
+def unrestricted(principal: Principal | None) -> bool:
+    """Whether project roles do not apply to this principal: no principal (commands,
+    workers, tests outside a transport), the local owner (loopback without a token,
+    stdio), the MCP_AUTH_TOKEN service identity, and superusers. Everyone else sees only
+    the projects they are members of (projects/permissions.py, docs/AUTH.md)."""
+    if principal is None or principal.kind in UNRESTRICTED_KINDS:
+        return True
+    user = principal.user
+    return bool(user is not None and user.is_active and user.is_superuser)
 
 
 def current_can_write() -> bool:

@@ -9,6 +9,15 @@ resolves project references with these same functions, so there is one definitio
 Every function here that takes a `scope` narrows it to the current client's collections
 (core.scope): a caller that passes None, or forgets to pass the scope, still never sees
 beyond the client's projects. Outside an MCP client nothing is narrowed.
+
+Project roles narrow the same functions: a principal bound by roles (core.identity
+`unrestricted`) knows only the projects it is a member of and the open ones, which have
+no members (`permitted_project_ids`, read
+through the relation ProjectMember declares on Project, `related_name="memberships"`).
+A reference to any other project resolves to nothing (`project_ids_for`, `project_find`:
+NotFound, as for a project that does not exist), a paper lists only the projects it may
+know of, and the client's collections are intersected with its projects. The papers
+themselves are the shared library: visible to every signed-in user (docs/AUTH.md).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 
 from django.db.models import Model, Q, QuerySet
 
+from core import identity
 from core.errors import InvalidInput, NotFound
 from core.scope import current_scope
 from papers.models import Paper
@@ -31,6 +41,52 @@ LINKS = "project_links"
 _resolved: ContextVar[tuple[tuple[str, ...], frozenset[str]] | None] = ContextVar(
     "client_project_ids", default=None
 )
+
+
+# The projects the acting principal may see, once per principal and membership change:
+# (principal, generation, ids). `forget_permissions` starts a new generation.
+_permitted: ContextVar[tuple[object, int, frozenset[str]] | None] = ContextVar(
+    "permitted_project_ids", default=None
+)
+_generation = [0]
+MEMBERS = "memberships"
+
+
+def forget_permissions() -> None:
+    """Memberships changed (projects.permissions' signals): look them up again."""
+    _generation[0] += 1
+
+
+def member_model() -> type[Model]:
+    """ProjectMember (project, user, role)."""
+    return project_model()._meta.get_field(MEMBERS).related_model  # type: ignore[return-value]
+
+
+def permitted_project_ids() -> frozenset[str] | None:
+    """The ids of the projects the acting principal may see: those it is a member of (any
+    role) and the open ones (no members at all: every project before roles was one). None
+    when project roles do not bind it (core.identity.unrestricted): no principal, the
+    local owner, the MCP_AUTH_TOKEN service identity, a superuser."""
+    principal = identity.current_principal()
+    if identity.unrestricted(principal):
+        return None
+    cached = _permitted.get()
+    if cached is not None and cached[0] is principal and cached[1] == _generation[0]:
+        return cached[2]
+    user = principal.user if principal is not None else None
+    projects: Any = project_model()._default_manager
+    visible = Q(**{f"{MEMBERS}__isnull": True})
+    if user is not None and user.is_active:
+        members: Any = member_model()._default_manager
+        visible |= Q(pk__in=members.filter(user=user).values("project_id"))
+    ids = frozenset(projects.filter(visible).values_list("pk", flat=True).distinct())
+    _permitted.set((principal, _generation[0], ids))
+    return ids
+
+
+def may_see_project(project_id: str) -> bool:
+    permitted = permitted_project_ids()
+    return permitted is None or project_id in permitted
 
 
 def membership_model() -> type[Model]:
@@ -52,7 +108,11 @@ def project_ids_for(refs: Sequence[str]) -> list[str]:
     for ref in refs:
         condition |= Q(name__iexact=ref)
     manager: Any = project_model()._default_manager
-    return list(manager.filter(condition).values_list("id", flat=True))
+    queryset = manager.filter(condition)
+    permitted = permitted_project_ids()
+    if permitted is not None:  # a project the principal is not a member of: no such project
+        queryset = queryset.filter(id__in=permitted)
+    return list(queryset.values_list("id", flat=True))
 
 
 def client_project_ids() -> frozenset[str] | None:
@@ -60,7 +120,7 @@ def client_project_ids() -> frozenset[str] | None:
     client = current_scope()
     if client is None:
         return None
-    key = tuple(client)
+    key = (*client, "\x00", *sorted(permitted_project_ids() or ()))
     cached = _resolved.get()
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -73,7 +133,12 @@ def visible_project_ids(project_ids: Iterable[str]) -> list[str]:
     """The projects of a record that the current client may know of, sorted: a scoped
     client never learns the ids of other projects a paper is filed in."""
     allowed = client_project_ids()
-    return sorted(p for p in project_ids if allowed is None or p in allowed)
+    permitted = permitted_project_ids()
+    return sorted(
+        p
+        for p in project_ids
+        if (allowed is None or p in allowed) and (permitted is None or p in permitted)
+    )
 
 
 def effective_scope(scope: Sequence[str] | None) -> list[str] | None:
@@ -88,6 +153,28 @@ def effective_scope(scope: Sequence[str] | None) -> list[str] | None:
     return [project_id for project_id in project_ids_for(scope) if project_id in allowed]
 
 
+def project_scope(scope: Sequence[str] | None) -> list[str] | None:
+    """The projects a listing of projects (or of what belongs to projects: saved searches,
+    alerts, reviews) may show: `effective_scope` narrowed to the principal's projects.
+    None only when nothing restricts."""
+    narrowed = effective_scope(scope)
+    permitted = permitted_project_ids()
+    if permitted is None:
+        return narrowed
+    if narrowed is None:
+        return sorted(permitted)
+    return [project_id for project_id in project_ids_for(narrowed) if project_id in permitted]
+
+
+def alerts_visible(allowed: Sequence[str]) -> Q:
+    """The alerts (projects.models.Alert) of `project_scope`'s projects, and, for a client
+    that chose no collections, the library-wide ones (filed in no project)."""
+    condition = Q(project_id__in=list(allowed))
+    if current_scope() is None:
+        condition |= Q(project__isnull=True)
+    return condition
+
+
 def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
     """The project with this id or (case-insensitive) name; NotFound otherwise or when the
     client's collection scope does not include it. InvalidInput for an empty reference."""
@@ -97,7 +184,11 @@ def project_find(*, ref: str, scope: Sequence[str] | None = None) -> Any:
     manager: Any = project_model()._default_manager
     project = manager.filter(id=text).first() or manager.filter(name__iexact=text).first()
     scope = effective_scope(scope)
-    if project is None or (scope is not None and project.id not in project_ids_for(scope)):
+    if (
+        project is None
+        or not may_see_project(project.id)
+        or (scope is not None and project.id not in project_ids_for(scope))
+    ):
         raise NotFound(f"No project {ref!r}.", project_id=ref)
     return project
 

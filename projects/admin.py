@@ -16,15 +16,17 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 import projects.review.admin  # noqa: F401 - registers the review admin
-from core.errors import InvalidInput
+from core.errors import DomainError, InvalidInput
+from papers import scoping
 from papers.models import Paper
+from projects import members, permissions
 from projects.curation import (
     LibraryPaperAdmin,
     library_picker_view,
     project_papers_view,
     project_trends_view,
 )
-from projects.models import Project
+from projects.models import Project, ProjectInvitation, ProjectMember
 from projects.review import duplicates_admin  # noqa: F401 - registers grouped versions
 from projects.review.extraction_admin import project_extraction_urls
 from projects.selectors import MATCH_LIMIT, project_brief, project_match
@@ -37,6 +39,64 @@ admin.site.unregister(Paper)
 admin.site.register(Paper, LibraryPaperAdmin)
 
 
+class ProjectMemberInline(admin.TabularInline):
+    """The project's members on its page: owners add (by user name), change and remove
+    them; saved through projects.members, like the REST API's."""
+
+    model = ProjectMember
+    extra = 1
+    fields = ["user", "role", "added_at"]
+    readonly_fields = ["added_at"]
+    autocomplete_fields = ["user"]
+
+    def _manages(self, request: HttpRequest, obj: Any) -> bool:
+        if obj is None:
+            return False
+        with_role = permissions.role_of(obj.pk)
+        return permissions.allows(with_role, permissions.MANAGE)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._manages(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._manages(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._manages(request, obj)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is not None
+
+
+@admin.register(ProjectInvitation)
+class ProjectInvitationAdmin(admin.ModelAdmin):
+    """Invite links: "Add" makes one (the link is shown once, in the message); the list
+    shows who made which, until when, and who used it."""
+
+    list_display = ["project", "role", "created_by", "expires_at", "accepted_by", "accepted_at"]
+    list_filter = ["role"]
+    fields = ["project", "role"]
+    autocomplete_fields = ["project"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ProjectInvitation]:
+        owned = permissions.projects_with(permissions.MANAGE)
+        queryset = super().get_queryset(request).select_related("project", "created_by")
+        return queryset if owned is None else queryset.filter(project_id__in=owned)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        made = members.invitation_create(project=obj.project, role=obj.role)
+        obj.pk = ProjectInvitation.objects.get(token_hash=members.token_hash(made["token"])).pk
+        self.message_user(
+            request,
+            f"Invite link to {obj.project.name!r} as {obj.role} (shown once; it works once, "
+            f"for {members.INVITE_DAYS_DEFAULT} days): "
+            f"{request.build_absolute_uri(made['path'])}",
+        )
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     # Papers are not an inline: a project may hold thousands. Its papers page lists them.
@@ -44,6 +104,7 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ["name", "id", "description"]
     ordering = ["name"]  # also the order of autocomplete suggestions (papers.pickers)
     actions = ["delete_keeping_papers"]
+    inlines = [ProjectMemberInline]
 
     def get_fields(self, request: HttpRequest, obj: Project | None = None) -> Any:
         # The id is made from the name by the service on creation and never changes.
@@ -71,7 +132,54 @@ class ProjectAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:projects_project_papers", args=[obj.pk]))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
-        return super().get_queryset(request).annotate(paper_total=Count("paper_links"))
+        # A user bound by project roles sees its projects only (projects.permissions).
+        queryset = super().get_queryset(request).annotate(paper_total=Count("paper_links"))
+        permitted = scoping.permitted_project_ids()
+        return queryset if permitted is None else queryset.filter(id__in=permitted)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        if obj is None or not allowed:
+            return allowed
+        return permissions.allows(permissions.role_of(obj.pk), permissions.EDIT)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_delete_permission(request, obj)
+        if obj is None or not allowed:
+            return allowed
+        return permissions.allows(permissions.role_of(obj.pk), permissions.MANAGE)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is not ProjectMember:
+            super().save_formset(request, form, formset, change)
+            return
+        project = form.instance
+        # Through the service: owners only, the last owner kept, roles checked.
+        for inline_form in formset.forms:
+            data = getattr(inline_form, "cleaned_data", None) or {}
+            user = data.get("user")
+            if user is None:
+                continue
+            try:
+                if data.get("DELETE"):
+                    if inline_form.instance.pk is not None:
+                        members.member_remove(
+                            project=project, username=inline_form.instance.user.get_username()
+                        )
+                elif inline_form.has_changed():
+                    old = (
+                        inline_form.instance.pk
+                        and ProjectMember.objects.filter(pk=inline_form.instance.pk)
+                        .values_list("user__username", flat=True)
+                        .first()
+                    )
+                    if old and old != user.get_username():
+                        members.member_remove(project=project, username=old)
+                    members.member_set(
+                        project=project, username=user.get_username(), role=data["role"]
+                    )
+            except DomainError as error:
+                self.message_user(request, error.message, level="error")
 
     @admin.display(description="papers", ordering="paper_total")
     def paper_count(self, project: Project) -> int:

@@ -10,7 +10,7 @@ Also a literature review's PRISMA 2020 flow, as numbers and as the diagram (SVG)
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -20,6 +20,7 @@ from core.paging import next_offset
 from core.schemas import with_errors
 from papers import selectors as paper_selectors
 from papers.api import PaperBrief, PaperRefs
+from projects import members
 from projects import selectors as project_selectors
 from projects import services as project_services
 from projects.models import Project
@@ -252,3 +253,85 @@ def project_paper_remove(request: HttpRequest, ref: str, paper_ref: str) -> dict
     paper = paper_selectors.paper_get(ref=paper_ref)
     removed = project_services.project_remove_papers(project=project, paper_ids=[paper.pk])
     return {"project_id": project.id, "removed": removed}
+
+
+# --- members and invitations (projects/members.py; who may: docs/AUTH.md) ------------------
+
+RoleName = Literal["viewer", "screener", "editor", "owner"]
+
+
+class Member(Schema):
+    username: str
+    role: RoleName
+    added_at: datetime
+
+
+class MemberIn(Schema):
+    role: RoleName = Field(description="viewer, screener, editor or owner.")
+
+
+class MemberChanged(Schema):
+    project_id: str
+    username: str
+    role: RoleName | None = None
+    added_at: datetime | None = None
+    removed: bool | None = None
+
+
+class InvitationIn(Schema):
+    role: RoleName = "viewer"
+    days: int = Field(default=7, ge=1, le=30, description="How long the link works: 1-30 days.")
+
+
+class InvitationOut(Schema):
+    project_id: str
+    role: RoleName
+    url: str = Field(description="The invite link; shown once (only its hash is kept).")
+    expires_at: datetime
+
+
+@router.get(
+    "/{ref}/members",
+    operation_id="list_project_members",
+    summary="A project's members and their roles",
+    response=with_errors({200: list[Member]}, 404),
+)
+def project_members(request: HttpRequest, ref: str) -> list[dict[str, Any]]:
+    return members.members_list(project=ref)
+
+
+@router.put(
+    "/{ref}/members/{username}",
+    operation_id="set_project_member",
+    summary="Add a user to a project by user name, or change its role (owners only)",
+    response=with_errors({200: MemberChanged}, 403, 404, 409),
+)
+def project_member_set(request: HttpRequest, ref: str, username: str, body: MemberIn) -> Any:
+    """403 for a member who is not an owner; 409 when it would leave no owner."""
+    return members.member_set(project=ref, username=username, role=body.role)
+
+
+@router.delete(
+    "/{ref}/members/{username}",
+    operation_id="remove_project_member",
+    summary="Remove a member from a project (owners only)",
+    response=with_errors({200: MemberChanged}, 403, 404, 409),
+)
+def project_member_remove(request: HttpRequest, ref: str, username: str) -> Any:
+    return members.member_remove(project=ref, username=username)
+
+
+@router.post(
+    "/{ref}/invitations",
+    operation_id="create_project_invitation",
+    summary="An invite link to a project for a role (owners only)",
+    response=with_errors({201: InvitationOut}, 403, 404),
+)
+def project_invitation_create(
+    request: HttpRequest, ref: str, body: InvitationIn
+) -> Status[dict[str, Any]]:
+    """A signed-in user who opens `url` before `expires_at` becomes a member (once)."""
+    made = members.invitation_create(project=ref, role=body.role, days=body.days)
+    made["url"] = request.build_absolute_uri(made.pop("path"))
+    made.pop("token")
+    return Status(201, made)

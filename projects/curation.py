@@ -26,6 +26,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from core.errors import InvalidInput
+from papers import scoping
 from papers.admin import KeywordFilter, PaperAdmin, TextInputFilter, VenueFilter, YearFilter
 from papers.charts import Bar, bar_chart, column_chart, fold_timeline
 from papers.models import Paper
@@ -47,7 +48,7 @@ TOP_ITEMS = 15  # authors, venues and keywords drawn on the trends page
 
 def _project_or_404(project_admin: admin.ModelAdmin, request: HttpRequest, pk: str) -> Project:
     project = Project.objects.filter(pk=pk).first()
-    if project is None:
+    if project is None or not scoping.may_see_project(project.pk):
         raise Http404(f"No project {pk!r}.")
     if not project_admin.has_view_permission(request, project):
         raise PermissionDenied

@@ -28,8 +28,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from engines.selectors import engines_list
+from papers import scoping
 from papers.models import Annotation, Paper, PaperPdf
 from projects.models import Alert, Project, ReviewSession, SavedSearch
+from projects.permissions import saved_searches_visible
+from projects.review.selectors import review_visible
 from projects.watch.selectors import saved_searches_recent
 from projects.watch.services import alerts_mark_read
 
@@ -55,12 +58,24 @@ def home_overview() -> dict[str, Any]:
         "-updated_at"
     )
     unread = Alert.objects.filter(read_at__isnull=True).order_by("-created_at", "-id")
+    # A user bound by project roles sees its projects' (and the open ones') only.
+    permitted = scoping.permitted_project_ids()
+    if permitted is not None:
+        projects = projects.filter(pk__in=permitted)
+        unread = unread.filter(scoping.alerts_visible(sorted(permitted)))
+    reviews = [
+        review
+        for review in waiting[: RECENT * 10]
+        if permitted is None
+        or (not review.project_id and not review.collections)
+        or review_visible(permitted, project_id=review.project_id, collections=review.collections)
+    ][:RECENT]
     return {
         "counts": {
             "papers": Paper.objects.count(),
             "with_pdf": PaperPdf.objects.count(),
             "annotations": Annotation.objects.count(),
-            "projects": Project.objects.count(),
+            "projects": projects.count(),
         },
         "recent_papers": list(
             Paper.objects.order_by("-created_at").only("paper_id", "title", "year")[:RECENT]
@@ -71,12 +86,12 @@ def home_overview() -> dict[str, Any]:
             .order_by("-created_at")[:RECENT]
         ),
         "projects": list(projects[:RECENT]),
-        "reviews_waiting": list(waiting[:RECENT]),
+        "reviews_waiting": reviews,
         "alerts": list(unread[:INBOX]),
         "alerts_unread": unread.count(),
         "engines": engines,
         "saved_searches": saved_searches_recent(limit=RECENT),
-        "saved_searches_total": SavedSearch.objects.count(),
+        "saved_searches_total": saved_searches_visible(SavedSearch.objects.all()).count(),
     }
 
 

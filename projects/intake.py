@@ -43,6 +43,7 @@ from papers.search.local import local_search, search_filters_build, year_of
 from papers.search.query import PLAIN_TEXT_FROM_CHARS
 from papers.search.types import SearchPage
 from papers.services import papers_upsert_retrying
+from projects import permissions
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
 from projects.services import projects_adder
@@ -79,7 +80,9 @@ def projects_to_file(
     client scoped to collections that names no project gets external results filed into
     its first collection, or it could not see them again."""
     if project_id:
-        return [project_get(ref=project_id, scope=scope).id], []
+        project = project_get(ref=project_id, scope=scope)
+        permissions.require(project, permissions.EDIT)  # before anything is searched
+        return [project.id], []
     if scope and has_external:
         note = f"External results were added to your collection {scope[0]!r} so you can see them."
         return [scope[0]], [note]

@@ -59,6 +59,71 @@ class ProjectPaper(models.Model):
         return f"{self.project_id}: {self.paper_id}"
 
 
+# --- members and roles (projects/permissions.py, docs/AUTH.md) ------------------------------
+
+
+class ProjectMember(models.Model):
+    """A user's role on a project. What each role may do is projects/permissions.py's
+    table; who is not bound by roles (the local owner, superusers, ...) too."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        SCREENER = "screener"
+        EDITOR = "editor"
+        OWNER = "owner"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="projectmember_unique")
+        ]
+        indexes = [models.Index(fields=["user", "project"], name="projectmember_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.project_id}"
+
+
+class ProjectInvitation(models.Model):
+    """An invite link: whoever opens it signed in, before `expires_at`, becomes a member
+    with `role` (once). Only the SHA-256 of its token is kept."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(
+        max_length=16, choices=ProjectMember.Role.choices, default=ProjectMember.Role.VIEWER
+    )
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}: {self.role} until {self.expires_at:%Y-%m-%d %H:%M}"
+
+
 # --- literature reviews (the workflow is in projects/review/, docs/REVIEW.md) ---------------
 
 
@@ -394,6 +459,14 @@ class SavedSearch(TimeStamped):
     last_run_at = models.DateTimeField(null=True, blank=True)
     # Opens the search's Atom feed (/feeds/saved/<name>.atom?token=...).
     feed_token = models.CharField(max_length=64, default=feed_token_new, editable=False)
+    # Who made it: a search filed in no project is its maker's own (projects/permissions.py).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="saved_searches",
+    )
 
     class Meta:
         ordering = ["name"]

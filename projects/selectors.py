@@ -45,10 +45,11 @@ def project_papers(*, project: Project, limit: int, offset: int) -> tuple[list[P
 
 
 def project_list(*, scope: Sequence[str] | None = None) -> list[Project]:
-    """Every project (only those in the client's scope), by name, each with `paper_count`
+    """Every project (only those in the client's scope and, for a principal bound by
+    roles, those it is a member of), by name, each with `paper_count`
     annotated: one query, whatever the number of projects."""
     queryset = Project.objects.annotate(paper_count=Count("paper_links"))
-    scope = scoping.effective_scope(scope)
+    scope = scoping.project_scope(scope)
     if scope is not None:
         queryset = queryset.filter(id__in=project_ids_for(scope))
     return list(queryset.order_by("name"))
@@ -79,7 +80,7 @@ def project_match(
     ):
         return []
     queryset = Project.objects.annotate(paper_count=Count("paper_links"))
-    allowed = scoping.effective_scope(scope)
+    allowed = scoping.project_scope(scope)
     if allowed is not None:
         queryset = queryset.filter(id__in=project_ids_for(allowed))
     if not words:

@@ -15,6 +15,7 @@ from papers import scoping
 from papers.models import Paper
 from papers.selectors import papers_resolve
 from papers.services import OnSaved
+from projects import permissions
 from projects.models import Project, ProjectPaper
 
 NAME_MAX_LENGTH = 200
@@ -44,13 +45,15 @@ def _unique_slug(name: str) -> str:
 @transaction.atomic
 def project_create(*, name: str, description: str = "") -> Project:
     """A new project with a slug id made from its name. Conflict if the name is taken
-    (names are unique regardless of case)."""
+    (names are unique regardless of case). The acting user becomes its owner."""
     cleaned = _clean_name(name)
     if Project.objects.filter(name__iexact=cleaned).exists():
         raise Conflict(f"A project named {cleaned!r} already exists.", name=cleaned)
-    return Project.objects.create(
+    project = Project.objects.create(
         id=_unique_slug(cleaned), name=cleaned, description=(description or "").strip()
     )
+    permissions.owner_add(project)
+    return project
 
 
 @transaction.atomic
@@ -59,6 +62,7 @@ def project_rename(*, project: Project | str, name: str) -> Project:
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project)
+    permissions.require(target, permissions.EDIT)
     cleaned = _clean_name(name)
     if Project.objects.filter(name__iexact=cleaned).exclude(pk=target.pk).exists():
         raise Conflict(f"A project named {cleaned!r} already exists.", name=cleaned)
@@ -74,6 +78,7 @@ def project_delete(*, project: Project | str) -> int:
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project)
+    permissions.require(target, permissions.MANAGE)
     removed, _ = ProjectPaper.objects.filter(project=target).delete()
     target.delete()
     return removed
@@ -94,6 +99,7 @@ def project_delete_confirmed(
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project, scope=scope)
+    permissions.require(target, permissions.MANAGE)
     typed = confirm_name.strip() if isinstance(confirm_name, str) else ""
     if typed != target.name:
         count = ProjectPaper.objects.filter(project=target).count()
@@ -165,6 +171,7 @@ def _membership_targets(
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project, scope=scope)
+    permissions.require(target, permissions.EDIT)
     if isinstance(refs, str | bytes | int) or not refs:
         raise InvalidInput("paper_ids must be a non-empty list of paper ids.", field="paper_ids")
     return target, papers_resolve(refs=refs, scope=scope)
@@ -177,6 +184,7 @@ def project_add_papers(*, project: Project | str, paper_ids: Sequence[int]) -> i
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project)
+    permissions.require(target, permissions.EDIT)
     ids = set(Paper.objects.filter(pk__in=set(paper_ids)).values_list("pk", flat=True))
     present = set(
         ProjectPaper.objects.filter(project=target, paper_id__in=ids).values_list(
@@ -196,6 +204,7 @@ def project_remove_papers(*, project: Project | str, paper_ids: Sequence[int]) -
     from projects.selectors import project_get
 
     target = project if isinstance(project, Project) else project_get(ref=project)
+    permissions.require(target, permissions.EDIT)
     removed, _ = ProjectPaper.objects.filter(project=target, paper_id__in=paper_ids).delete()
     return removed
 
@@ -211,6 +220,8 @@ def projects_adder(project_ids: Sequence[str]) -> OnSaved | None:
     which would hand the client that paper's record, summaries, PDF and annotations."""
     if not project_ids:
         return None
+    for project_id in project_ids:  # refused before anything is searched or saved
+        permissions.require(project_id, permissions.EDIT)
     floor = newest_paper_id() if scoping.client_project_ids() is not None else None
 
     def add(paper_ids: list[int]) -> None:

@@ -11,6 +11,7 @@ object the MCP tools put in their `isError` results, so a client can handle both
 | a write with a read token | 403 | `insufficient_scope` |
 | a write by a user in the Readers group | 403 | `forbidden` |
 | a write while MCP_READ_ONLY=true (`ReadOnlyMode`) | 403 | `read_only` |
+| a change the user's project role does not allow (`Forbidden`) | 403 | `forbidden` |
 | `NotFound` (and its subclasses) | 404 | `not_found`, `asset_not_found`, ... |
 | `Conflict` | 409 | `conflict` |
 | a request body over Django's size limit | 413 | `payload_too_large` |
@@ -41,6 +42,7 @@ from core.errors import (
     DatabaseUnavailable,
     DomainError,
     EngineUnavailable,
+    Forbidden,
     InvalidInput,
     NotFound,
     ReadOnlyMode,
@@ -56,6 +58,7 @@ BEARER_REALM = 'Bearer realm="research-mcp"'
 STATUS_BY_ERROR: dict[type[DomainError], int] = {
     InvalidInput: 400,
     ReadOnlyMode: 403,
+    Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
     AssetFetchFailed: 502,

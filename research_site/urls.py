@@ -7,6 +7,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.generic import RedirectView
 
 from projects.home import alerts_read, home
+from projects.invitations import invitation_view
 from projects.watch.feeds import SavedSearchFeed
 from research_site.admin_login import ThrottledAdminLoginForm
 
@@ -21,6 +22,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The home page's alert inbox and each saved search's Atom feed.
     path("alerts/read", alerts_read, name="alerts_read"),
     path("feeds/saved/<str:name>.atom", SavedSearchFeed(), name="saved_search_feed"),
+    # An invite link to a project (projects.members).
+    path("invite/<str:token>/", invitation_view, name="project_invitation"),
     # Pages outside the admin (the API docs, a feed) link no icon: browsers ask here.
     path("favicon.ico", RedirectView.as_view(url=static("research_site/favicon.svg"))),
 ]

@@ -38,6 +38,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from core.errors import DomainError
+from projects import permissions
 from projects.models import ReviewCandidate, ReviewSession
 from projects.review.admin_forms import DecisionForm, StartReviewForm
 from projects.review.extract_stage import extract_status
@@ -486,6 +487,10 @@ class ReviewSessionAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: ReviewSession) -> None:
         review_cleanup(session_id=str(obj.pk))
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReviewSession]:
+        # A user bound by project roles: its projects' reviews (projects.permissions).
+        return permissions.reviews_visible(super().get_queryset(request))
 
 
 def _buttons(

@@ -46,6 +46,7 @@ from django.utils import timezone
 from core.errors import InvalidInput, NotFound
 from papers.identifiers import fold_key, normalize_arxiv_id, normalize_doi
 from papers.models import Paper, PaperAuthor, PaperIdentifier
+from projects import permissions
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewDuplicate, ReviewSession
 from projects.review.workflow import (
     InvalidDecision,
@@ -413,6 +414,7 @@ def duplicate_split(
     split it and when. Raises NotFound, SessionComplete, WorkflowFailed,
     NoPendingCheckpoint (screening of its source is over), InvalidDecision (not a grouped
     record of the review), InvalidInput (a bad screener name)."""
+    permissions.require_review(session_id, permissions.EDIT)
     session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))

@@ -41,6 +41,7 @@ from django.utils import timezone
 from core.attribution import USER_PREFIX, Attribution, actor_label, attribution
 from core.errors import InvalidInput, NotFound
 from papers.models import Paper
+from projects import permissions
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import stopping
 from projects.review.agreement import (
@@ -333,6 +334,7 @@ def screening_decide(
     InvalidDecision naming the papers that are unknown, not pending, listed twice, not
     disputed or already resolved; NoPendingCheckpoint, SessionComplete, WorkflowFailed,
     NotFound."""
+    permissions.require_review(session_id, permissions.EDIT if resolve else permissions.SCREEN)
     session = ReviewSession.objects.select_for_update().filter(pk=session_id).first()
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))

@@ -19,7 +19,7 @@ from django.db.models import Count
 from core.errors import InvalidInput, NotFound
 from papers.exports import render_export
 from papers.models import Paper
-from papers.scoping import client_project_ids
+from papers.scoping import client_project_ids, permitted_project_ids
 from papers.selectors import paper_brief, paper_record, with_relations
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review.agreement import (
@@ -49,9 +49,15 @@ def review_session_id(session_id: Any) -> uuid.UUID:
     except ValueError:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id)) from None
     allowed = client_project_ids()
-    if allowed is not None:
+    permitted = permitted_project_ids()  # a principal bound by project roles: its projects
+    if allowed is not None or permitted is not None:
         row = ReviewSession.objects.filter(pk=pk).values_list("project_id", "collections").first()
-        if row is None or not review_visible(allowed, project_id=row[0], collections=row[1]):
+        open_review = row is not None and not row[0] and not row[1]  # in no project
+        if row is None or any(
+            not review_visible(ids, project_id=row[0], collections=row[1])
+            for ids in (allowed, None if open_review else permitted)
+            if ids is not None
+        ):
             raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
     return pk
 

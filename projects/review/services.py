@@ -18,6 +18,7 @@ from core.errors import InvalidInput, NotFound
 from engines.base import SEARCH
 from engines.services import engine_ids_resolve, engines_available
 from papers.scoping import client_project_ids
+from projects import permissions
 from projects.dispatch import review_step_revoke
 from projects.models import ReviewCandidate, ReviewCheckpoint, ReviewSession
 from projects.review import planning, steps
@@ -69,7 +70,7 @@ def review_start(
         max_results=max_results,
         engines_allowed=engines_available(operation=SEARCH),
         engines_default=engine_ids_resolve(None, operation=SEARCH),
-        collections=sorted(client_project_ids() or ()),
+        collections=permissions.review_collections(client_project_ids()),
     )
     step_dispatch(session, Stage.PLAN)
     session.save()
@@ -256,9 +257,11 @@ def _screen(session: ReviewSession, source: str, decision: Decision) -> None:
 
 
 def _lock(session_id: str) -> ReviewSession:
-    session = (
-        ReviewSession.objects.select_for_update().filter(pk=review_session_id(session_id)).first()
-    )
+    """The session, locked, for a change: its checkpoints (review_decide) or its removal,
+    which its project's editors may make (projects.permissions)."""
+    pk = review_session_id(session_id)
+    permissions.require_review(pk, permissions.EDIT)
+    session = ReviewSession.objects.select_for_update().filter(pk=pk).first()
     if session is None:
         raise NotFound(f"No review session {session_id!r}.", session_id=str(session_id))
     return session

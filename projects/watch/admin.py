@@ -18,9 +18,11 @@ from django.utils.html import format_html
 from core.errors import DomainError, InvalidInput
 from engines.base import SEARCH
 from engines.selectors import engine_choices
+from papers import scoping
 from papers.pickers import project_field
 from papers.search import filters as search_filters
 from projects.models import Alert, Project, SavedSearch, SavedSearchRun
+from projects.permissions import saved_searches_visible
 from projects.selectors import project_get
 from projects.watch.services import (
     alerts_mark_read,
@@ -213,6 +215,10 @@ class SavedSearchAdmin(admin.ModelAdmin):
         """Saved by the service save_search uses (checked again there, in one transaction)."""
         saved_search_save(**form.service_arguments(), search=obj)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SavedSearch]:
+        # A user bound by project roles: its projects' searches and its own.
+        return saved_searches_visible(super().get_queryset(request))
+
     @admin.action(description="Run now")
     def run_now(self, request: HttpRequest, queryset: QuerySet[SavedSearch]) -> None:
         for search in queryset.select_related("project"):
@@ -237,6 +243,10 @@ class SavedSearchRunAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SavedSearchRun]:
+        visible = saved_searches_visible(SavedSearch.objects.all())
+        return super().get_queryset(request).filter(search__in=visible)
 
 
 class UnreadFilter(admin.SimpleListFilter):
@@ -267,6 +277,13 @@ class AlertAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Alert]:
+        permitted = scoping.permitted_project_ids()
+        queryset = super().get_queryset(request)
+        if permitted is None:
+            return queryset
+        return queryset.filter(scoping.alerts_visible(sorted(permitted)))
 
     @admin.action(description="Mark read")
     def mark_read(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:

@@ -8,9 +8,10 @@ from typing import Any
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from papers.models import Paper
-from papers.scoping import client_project_ids
+from papers.scoping import alerts_visible, project_scope
 from papers.selectors import paper_brief, with_relations
 from projects.models import Alert, SavedSearch, SavedSearchRun
+from projects.permissions import saved_searches_visible
 
 
 def saved_searches_list(searches: QuerySet[SavedSearch]) -> list[dict[str, Any]]:
@@ -30,7 +31,8 @@ def saved_searches_recent(*, limit: int) -> list[dict[str, Any]]:
     savedsearchrun_recent_idx)."""
     latest = SavedSearchRun.objects.filter(search=OuterRef("pk")).order_by("-started_at", "-id")
     searches = list(
-        SavedSearch.objects.annotate(last_run_id=Subquery(latest.values("pk")[:1]))
+        saved_searches_visible(SavedSearch.objects.all())
+        .annotate(last_run_id=Subquery(latest.values("pk")[:1]))
         .order_by(F("last_run_at").desc(nulls_last=True), "name")
         .only(
             "pk", "name", "enabled", "schedule", "interval_seconds", "next_run_at", "last_run_at"
@@ -88,9 +90,9 @@ def alerts_list(
     when `project_ids` is given (a client scoped to collections: not the library-wide ones,
     which name papers outside them)."""
     alerts = Alert.objects.all()
-    allowed = client_project_ids()  # never more than the current client's collections
+    allowed = project_scope(None)  # the client's collections, the principal's projects
     if allowed is not None:
-        alerts = alerts.filter(project_id__in=allowed)
+        alerts = alerts.filter(alerts_visible(allowed))
     if since is not None:
         alerts = alerts.filter(created_at__gt=since)
     if unread:

@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core import identity
 from core.errors import InvalidInput, NotFound
 from core.redaction import redact
 from engines import search_strings
@@ -43,10 +44,11 @@ from engines.open_access import papers_find_and_attach
 from engines.registry import LOCAL_ENGINE, registry
 from engines.services import engine_ids_known, engine_ids_resolve, engine_searches
 from papers.models import Paper, PaperIdentifier
-from papers.scoping import client_project_ids, effective_scope, project_ids_for
+from papers.scoping import alerts_visible, effective_scope, project_ids_for, project_scope
 from papers.search.local import local_search, search_filters_build
 from papers.search.types import SearchPage
 from papers.services import NON_IDENTIFYING_SCHEMES
+from projects import permissions
 from projects.alerts import notify
 from projects.intake import engines_search
 from projects.models import (
@@ -188,6 +190,8 @@ def saved_search_save(
         scope=scope, search=search,
     )  # fmt: skip
     name, target = checked.name, checked.project
+    if target is not None:
+        permissions.require(target, permissions.EDIT)
     given = search is not None
     if search is None:
         # Names are unique within a project: a search outside the client's collections
@@ -198,7 +202,12 @@ def saved_search_save(
         )
         search = same.filter(project=target).first() or same.first()
     created = search is None or search.pk is None
+    if not created and search is not None:
+        permissions.require_saved_search(search, permissions.EDIT)
     search = search or SavedSearch(name=name)
+    if created and search.owner_id is None:
+        user = identity.current_user()
+        search.owner = user if getattr(user, "pk", None) is not None else None
     if given:  # the admin's record takes the name typed; a replaced one keeps its spelling
         search.name = name
     search.query = checked.query
@@ -228,8 +237,9 @@ def saved_search_save(
 def saved_searches_in_scope(scope: Sequence[str] | None = None) -> QuerySet[SavedSearch]:
     """The saved searches a client sees: all of them, or, for a client scoped to
     collections (projects, narrowed to the current client's: core.scope), those filing
-    into one of them."""
-    searches = SavedSearch.objects.select_related("project")
+    into one of them; for a principal bound by project roles, only those of its projects
+    and its own unfiled ones (projects.permissions)."""
+    searches = permissions.saved_searches_visible(SavedSearch.objects.select_related("project"))
     scope = effective_scope(scope)
     if scope is None:
         return searches
@@ -263,7 +273,9 @@ def saved_search_get(*, name: str, scope: Sequence[str] | None = None) -> SavedS
 @transaction.atomic
 def saved_search_delete(*, name: str, scope: Sequence[str] | None = None) -> None:
     """Delete the saved search `name`, its runs and what it has seen; NotFound otherwise."""
-    saved_search_get(name=name, scope=scope).delete()
+    search = saved_search_get(name=name, scope=scope)
+    permissions.require_saved_search(search, permissions.EDIT)
+    search.delete()
 
 
 # --- running -------------------------------------------------------------------------------
@@ -276,6 +288,7 @@ def saved_search_run(
     which papers are new (module docstring), file those into the project when asked, rank
     them, raise the run's alerts and return the finished run. A failure of the code around
     the engines is recorded on the run (status failed, `error`) and raised again."""
+    permissions.require_saved_search(search, permissions.EDIT)
     run = SavedSearchRun.objects.create(search=search, trigger=trigger)
     try:
         _run(search, run)
@@ -521,9 +534,9 @@ def _retry_text(search: SavedSearch) -> str:
 def alerts_mark_read(*, alert_ids: Sequence[int] | None = None, everything: bool = False) -> int:
     """Mark alerts read (these ids, or every unread one); returns how many changed."""
     unread = Alert.objects.filter(read_at__isnull=True)
-    allowed = client_project_ids()  # a scoped client marks only the alerts it may see
+    allowed = project_scope(None)  # a scoped client (or a member) marks only those it sees
     if allowed is not None:
-        unread = unread.filter(project_id__in=allowed)
+        unread = unread.filter(alerts_visible(allowed))
     if not everything:
         unread = unread.filter(Q(pk__in=list(alert_ids or [])))
     return unread.update(read_at=timezone.now())

@@ -167,3 +167,21 @@ def scope_snapshot(kb: KnowledgeBase) -> dict[str, Any]:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+ROLES_SEED_SCRIPT = Path(__file__).with_name("seed_roles.py")
+
+
+@pytest.fixture(scope="session")
+def roles_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """A knowledge base where "NLP Reading" is private, with a user per role and one who
+    is no member, each with an API token (seed_roles.py)."""
+    directory = tmp_path_factory.mktemp("roles-kb")
+    with server_database("roles") as database_url:
+        env = base_env(directory, database_url)
+        seeded = subprocess.run(
+            [PYTHON, str(ROLES_SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True,
+            text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert seeded.returncode == 0, seeded.stderr
+        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))

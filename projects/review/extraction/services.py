@@ -21,6 +21,7 @@ from django.db import transaction
 
 from core.attribution import DEFAULT_AGENT, attribution
 from core.errors import Conflict, InvalidInput, ReadOnlyMode
+from projects import permissions
 from projects.models import (
     AnchorStatus,
     ExtractionAdjudication,
@@ -114,6 +115,7 @@ def form_create(
     Conflict when it already has a form (form_update changes it), ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     text = form_name_clean(name)
     specs = fields_parse(fields)
     _lock_owner(owner)
@@ -144,6 +146,7 @@ def form_update(
     Raises InvalidInput, NotFound (owner, or no form yet), ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     specs = fields_parse(fields)
     _lock_owner(owner)
     current = form_get(owner)
@@ -327,6 +330,7 @@ def extract_record(
     ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.SCREEN)
     form = form_get(owner)
     fields = form_fields(form)
     study = owner_paper(owner, paper)
@@ -425,6 +429,7 @@ def adjudicate(
     not disagree), Conflict (already adjudicated), NotFound, ReadOnlyMode."""
     _writable()
     owner = extraction_owner(session_id=session_id, project_id=project_id)
+    permissions.require_extraction(owner, permissions.EDIT)
     form = form_get(owner)
     study = owner_paper(owner, paper)
     decider = extractor_resolve(user=user, agent=agent)
