@@ -1,9 +1,9 @@
 """The audit log in the admin (docs/AUTH.md, "The audit log"): read-only, filtered by
 project, user, client kind, action, model and time, exported as CSV or JSON.
 
-Who sees it: superusers, and staff given the "Can view audit entry" permission (the
-project owners of a lab server, until project roles, issue 39 item 3, narrow it to the
-projects they own: `visible_projects` is that one place).
+Who sees it: superusers (every entry), and staff given the "Can view audit entry"
+permission, narrowed to the entries of the projects they own (project roles,
+projects/permissions.py; `visible_projects` is that one place).
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from django.utils import timezone
 
 from core.audit_export import export_lines
 from core.models import AuditEntry
+from projects import permissions
 from projects.models import Project
 
 EXPORT_LIMIT = 100_000
 
 
 def visible_projects(request: HttpRequest) -> list[str] | None:
-    """The projects whose entries this person may see; None: all."""
-    return None
+    """The projects whose entries this person may see (those they own); None: all (a
+    superuser, or a principal project roles do not bind)."""
+    if getattr(request.user, "is_superuser", False):
+        return None
+    return permissions.projects_with(permissions.MANAGE)
 
 
 class ProjectFilter(admin.SimpleListFilter):

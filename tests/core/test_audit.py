@@ -211,3 +211,24 @@ def test_the_admin_lists_filters_and_exports(
     staff = User.objects.create_user("staff", password="pw", is_staff=True)
     client.force_login(staff)
     assert client.get("/admin/core/auditentry/").status_code == 403
+
+
+def test_an_owner_sees_the_entries_of_the_projects_it_owns_only(
+    alice: User, make_project: Callable[..., Project]
+) -> None:
+    from django.contrib.auth.models import Permission
+
+    with as_token(alice):
+        mine = make_project("Mine")  # made by a person bound by roles: its owner
+    other = make_project("Not hers")
+    audit.flush_all()
+    assert AuditEntry.objects.filter(project_id=str(other.pk)).exists()
+    alice.is_staff = True
+    alice.save()
+    alice.user_permissions.add(Permission.objects.get(codename="view_auditentry"))
+    client = Client()
+    client.force_login(alice)
+    page = client.get("/admin/core/auditentry/")
+    assert page.status_code == 200
+    shown = {str(pk) for pk in page.context["cl"].queryset.values_list("project_id", flat=True)}
+    assert shown == {str(mine.pk)}
