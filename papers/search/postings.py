@@ -86,33 +86,68 @@ class _Stats:
         return self.total_length / self.documents if self.documents else 0.0
 
 
-_stats = _Stats()
+@dataclass(frozen=True)
+class PostingIndex:
+    """Where one BM25 index is stored, for lexical.py to rank it: the papers' (PAPERS) or
+    the passages' (papers/passages/ranking.py). `postings`: a table of (term_id, impact,
+    `key`), `key` naming the ranked document; `documents`: a table with one row per
+    document and its `length` in terms (N and the average length); `generation`: the
+    SQLite table whose number changes with every change of the postings, without which
+    lexical.py keeps no postings in memory. `stats`: this index's statistics, read again
+    every STATS_SECONDS and at once after `forget_stats`."""
+
+    name: str
+    postings: str
+    key: str
+    documents: str
+    generation: str | None = None
+    stats: _Stats = field(default_factory=_Stats, compare=False, repr=False)
+
+
+PAPERS = PostingIndex("papers", POSTING_TABLE, "paper_id", DOC_TABLE, GENERATION_TABLE)
+_stats = PAPERS.stats
 _stats_lock = threading.Lock()
 
 
-def read_stats(cursor: Any) -> _Stats:
+def read_stats(cursor: Any, index: PostingIndex = PAPERS) -> _Stats:
+    stats = index.stats
     with _stats_lock:
-        if time.monotonic() - _stats.read_at < STATS_SECONDS:
-            return _stats
-        cursor.execute(f"SELECT count(*), coalesce(sum(length), 0) FROM {DOC_TABLE}")  # noqa: S608
+        if time.monotonic() - stats.read_at < STATS_SECONDS:
+            return stats
+        cursor.execute(
+            f"SELECT count(*), coalesce(sum(length), 0) FROM {index.documents}"  # noqa: S608
+        )
         documents, total = cursor.fetchone()
-        _stats.documents, _stats.total_length = int(documents), int(total)
-        _stats.df.clear()
-        _stats.read_at = time.monotonic()
-        return _stats
+        stats.documents, stats.total_length = int(documents), int(total)
+        stats.df.clear()
+        stats.read_at = time.monotonic()
+        return stats
 
 
-def forget_stats() -> None:
-    """Read the library's statistics again at the next search (after a bulk change)."""
+def forget_stats(index: PostingIndex = PAPERS) -> None:
+    """Read the index's statistics again at the next search (after a bulk change; the
+    passages' writer after every change)."""
     with _stats_lock:
-        _stats.read_at = 0.0
+        index.stats.read_at = 0.0
 
 
-def document_frequencies(cursor: Any, stats: _Stats, ids: Sequence[int]) -> dict[int, int]:
+def stats_add(index: PostingIndex, documents: int, total_length: int) -> None:
+    """Follow this process's writes to an index in its statistics (documents and their
+    summed length added, negative when removed) and forget its document frequencies;
+    other processes' writes are read every STATS_SECONDS."""
+    with _stats_lock:
+        index.stats.documents += documents
+        index.stats.total_length += total_length
+        index.stats.df.clear()
+
+
+def document_frequencies(
+    cursor: Any, stats: _Stats, ids: Sequence[int], index: PostingIndex = PAPERS
+) -> dict[int, int]:
     missing = [i for i in ids if i not in stats.df]
     if missing:
         cursor.execute(
-            f"SELECT term_id, count(*) FROM {POSTING_TABLE} "  # noqa: S608
+            f"SELECT term_id, count(*) FROM {index.postings} "  # noqa: S608
             f"WHERE term_id IN {in_list(missing)} GROUP BY term_id",
             missing,
         )
