@@ -4,9 +4,9 @@
 Ranking is paper search's, over passages: BM25 by paper search's ranker (papers/search/
 lexical.py over the passages' postings: ranking.py) and cosine similarity to the
 first-tier model's vectors, fused by paper search's fusion (papers.search.semantic.
-fuse_rankings; passages have first-tier vectors only, so the two-ranking form). Queries are read by papers.search.query.understand, so
-phrases, `-word` and stop words behave as in search_papers (the words rank; the
-constraint is not enforced on passages).
+fuse_rankings; passages have first-tier vectors only, so the two-ranking form). Queries
+are read by papers.search.query.understand, so phrases, `-word` and stop words behave as
+in search_papers (the words rank; the constraint is not enforced on passages).
 """
 
 from __future__ import annotations

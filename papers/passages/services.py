@@ -145,7 +145,9 @@ def passages_remove(*, paper_id: int) -> int:
 
 
 def _delete(paper_id: int) -> int:
-    counted = Passage.objects.filter(paper_id=paper_id).aggregate(n=Count("pk"), total=Sum("length"))
+    counted = Passage.objects.filter(paper_id=paper_id).aggregate(
+        n=Count("pk"), total=Sum("length")
+    )
     if not counted["n"]:
         return 0
     # Postings first, in one statement, rather than through the cascade's collector.

@@ -28,6 +28,11 @@ change is seen at the next search): a query whose lists are all there is summed 
 memory, and small restricted sets are scored from the same lists. A query keeps at most
 postings.MAX_QUERY_TERMS distinct terms, its rarest.
 
+The same ranker serves the passages of search_passages: QueryTerms carry the index they
+were weighed in (postings.PostingIndex: PAPERS by default, the passages' PASSAGES in
+papers/passages/ranking.py), whose tables every statement reads; "paper" below stands for
+the index's documents. The posting cache holds only indexes with a generation (papers).
+
 One module because every strategy must return the exact top k of the same formula: they
 share the term statistics, the posting reads and the posting cache, and a test holds them
 equal; split, the strategies could drift apart unseen.

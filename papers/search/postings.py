@@ -27,9 +27,9 @@ time; `reindex_fulltext` recomputes them all. The weights and K1, B were chosen 
 dev queries of SciFact (train) and Cranfield (odd questions) together: docs/SEARCH.md.
 
 One BM25 for papers and passages: the passages' postings (papers/passages/services.py,
-one field, weight 1) are written with `impact`, and both rankings (lexical.py,
-papers/passages/ranking.py) take a query's terms and weights from `query_term_ids` and
-`weigh_terms` and sum weight x impact (`score_sql` in SQL).
+one field, weight 1) are written with `impact`, and lexical.py ranks both, the index
+named by a `PostingIndex` (PAPERS here, PASSAGES in papers/passages/ranking.py), each
+with its own statistics.
 """
 
 from __future__ import annotations

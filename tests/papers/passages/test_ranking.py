@@ -138,7 +138,9 @@ def test_every_top_k_plan_of_paper_search_ranks_passages_exactly(
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 4)  # several rounds of sorted access
     papers = sorted(set(passages.values()))
     paper_ids = papers[:2] if plan in {"small set", "threshold, restricted"} else None
-    allowed = None if paper_ids is None else {p for p, paper in passages.items() if paper in paper_ids}
+    allowed = (
+        None if paper_ids is None else {p for p, paper in passages.items() if paper in paper_ids}
+    )
     terms = lexical.query_terms(query.split(), index=ranking.PASSAGES)
     assert terms.ids and terms.index is ranking.PASSAGES
     expected = brute_force(terms, allowed)[:5]
