@@ -30,6 +30,7 @@ PASSAGES = PostingIndex(
     postings=PassageTerm._meta.db_table,
     key="passage_id",
     documents=Passage._meta.db_table,
+    sorted_access=False,  # indexed on (term_id, impact) only: always one aggregate
 )
 
 

@@ -31,7 +31,8 @@ postings.MAX_QUERY_TERMS distinct terms, its rarest.
 The same ranker serves the passages of search_passages: QueryTerms carry the index they
 were weighed in (postings.PostingIndex: PAPERS by default, the passages' PASSAGES in
 papers/passages/ranking.py), whose tables every statement reads; "paper" below stands for
-the index's documents. The posting cache holds only indexes with a generation (papers).
+the index's documents. The posting cache holds only indexes with a generation (papers);
+an index without sorted access (PostingIndex.sorted_access) is ranked by one aggregate.
 
 One module because every strategy must return the exact top k of the same formula: they
 share the term statistics, the posting reads and the posting cache, and a test holds them
@@ -166,7 +167,7 @@ def rank(
         few = not restrictions and (
             terms.postings <= EXHAUSTIVE_BELOW or _cacheable(cursor, terms.postings, terms.index)
         )
-        if few or depth > MAX_THRESHOLD_DEPTH:
+        if few or depth > MAX_THRESHOLD_DEPTH or not terms.index.sorted_access:
             return _exhaustive(cursor, terms, restrictions, limit, offset)
         if len(terms.ids) >= MAXSCORE_FROM_TERMS:
             scored, total = _maxscore(cursor, terms, depth, restrictions)

@@ -5,6 +5,7 @@ with the same text and the same index statistics score the same."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from typing import Any
@@ -116,7 +117,7 @@ def brute_force(terms: lexical.QueryTerms, allowed: set[int] | None) -> list[tup
 
 @pytest.mark.parametrize(
     "plan",
-    ["exhaustive", "threshold", "maxscore", "small set", "threshold, restricted"],
+    ["exhaustive", "broad", "threshold", "maxscore", "small set", "threshold, restricted"],
 )
 @pytest.mark.parametrize(
     "query",
@@ -126,9 +127,14 @@ def test_every_top_k_plan_of_paper_search_ranks_passages_exactly(
     passages: dict[int, int], monkeypatch: pytest.MonkeyPatch, plan: str, query: str
 ) -> None:
     # The plans lexical.rank chooses between on papers, each forced here on passages: its
-    # SQL reads the passages' tables (PASSAGES), and each returns the exact top k.
+    # SQL reads the passages' tables (PASSAGES), and each returns the exact top k. Broad
+    # queries on passages take one aggregate (no sorted access: PASSAGES.sorted_access);
+    # the threshold algorithm and MaxScore are forced with it turned on.
     if plan != "exhaustive":
         monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
+    if plan.startswith(("threshold", "maxscore")):
+        sorted_passages = dataclasses.replace(ranking.PASSAGES, sorted_access=True)
+        monkeypatch.setattr(ranking, "PASSAGES", sorted_passages)
     if plan == "threshold" or plan.startswith("threshold,"):
         monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", 99)
     if plan == "maxscore":
