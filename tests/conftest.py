@@ -125,6 +125,17 @@ def _no_retraction_checks_on_import(settings: Any) -> None:
     settings.RETRACTION_CHECK_ON_IMPORT = False
 
 
+@pytest.fixture(autouse=True)
+def _passage_statistics_read_again() -> None:
+    """The passages' BM25 statistics (papers/passages/ranking.py's PASSAGES, kept per
+    process and followed by its writes) are read from the database at a test's first
+    search: a rolled-back test's passages must not count in the next one's."""
+    from papers.passages.ranking import PASSAGES
+    from papers.search.postings import forget_stats
+
+    forget_stats(PASSAGES)
+
+
 @pytest.fixture
 def make_paper(db: None) -> Callable[..., Paper]:
     """Create (or merge into) a paper through paper_upsert, as every interface does."""

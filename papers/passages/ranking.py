@@ -1,11 +1,11 @@
-"""Ranking passages the way paper search ranks papers: BM25 with the same analyzer and
-formula (papers/search/analysis.py; postings.py's query_term_ids, weigh_terms, score_sql,
-and impact, with which the PassageTerm rows were written) and cosine similarity to the
-first-tier model's vectors (papers/search/embedding.py).
+"""Ranking passages the way paper search ranks papers: BM25 by paper search's own ranker
+(papers/search/lexical.py: the same analyzer, query terms, idf, statistics and top-k
+strategies), over the passages' postings (PassageTerm rows, written with postings.py's
+`impact`, one field of weight 1) described as a postings.PostingIndex; and cosine
+similarity to the first-tier model's vectors (papers/search/embedding.py), fused with
+the BM25 ranking by paper search's fusion (papers.search.semantic.fuse_rankings).
 
-The BM25 sum is one aggregate over the query terms' postings (no threshold algorithm:
-a passage index is two orders smaller than the papers' postings at the same library
-size); the vectors are held in memory per process, read again when passages change.
+The vectors are held in memory per process, read again when passages change.
 """
 
 from __future__ import annotations
@@ -16,51 +16,43 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection
 from django.db.models import Count, Max
 
 from papers.models import Passage, PassageTerm
-from papers.search import embedding
-from papers.search.postings import query_term_ids, score_sql, weigh_terms
+from papers.search import embedding, lexical
+from papers.search.postings import PostingIndex
 
 Ranking = tuple[list[int], list[float]]
 
+# The passages' BM25 index: postings (term_id, impact, passage_id), lengths on the passage.
+PASSAGES = PostingIndex(
+    name="passages",
+    postings=PassageTerm._meta.db_table,
+    key="passage_id",
+    documents=Passage._meta.db_table,
+    sorted_access=False,  # indexed on (term_id, impact) only: always one aggregate
+)
+
 
 def bm25_ranking(words: Sequence[str], *, paper_ids: list[int] | None, limit: int) -> Ranking:
-    """Passage ids and BM25 scores for these query words (papers/search/postings.py's
-    formula over PassageTerm), best first, among `paper_ids`' passages when given."""
-    terms = query_term_ids(words)
-    if not terms or paper_ids == []:
+    """Passage ids and BM25 scores for these query words, best first, by paper search's
+    ranker (lexical.query_terms and lexical.rank over PASSAGES), among `paper_ids'`
+    passages when given."""
+    if paper_ids == []:
         return [], []
-    table, passages = PassageTerm._meta.db_table, Passage._meta.db_table
-    marks = ", ".join(["%s"] * len(terms))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {passages}")  # noqa: S608
-        documents = int(cursor.fetchone()[0])
-        cursor.execute(
-            f"SELECT term_id, count(*) FROM {table} WHERE term_id IN ({marks}) GROUP BY term_id",  # noqa: S608
-            terms,
+    terms = lexical.query_terms(words, index=PASSAGES)
+    restrictions: list[lexical.Restriction] = []
+    if paper_ids is not None:
+        marks = ", ".join(["%s"] * len(paper_ids))
+        restrictions.append(
+            (
+                f"SELECT p.id AS paper_id FROM {PASSAGES.documents} p "  # noqa: S608
+                f"WHERE p.paper_id IN ({marks})",
+                list(paper_ids),
+            )
         )
-        weighted = weigh_terms(terms, dict(cursor.fetchall()), documents)
-        kept = list(weighted.ids)
-        if not kept:
-            return [], []
-        summed, params = score_sql(kept, weighted.weights, alias="t")
-        where = f"t.term_id IN ({', '.join(['%s'] * len(kept))})"
-        params += kept
-        join = ""
-        if paper_ids is not None:
-            join = f" JOIN {passages} p ON p.id = t.passage_id"
-            where += f" AND p.paper_id IN ({', '.join(['%s'] * len(paper_ids))})"
-            params += paper_ids
-        cursor.execute(
-            f"SELECT t.passage_id, {summed} AS s "  # noqa: S608
-            f"FROM {table} t{join} WHERE {where} "
-            "GROUP BY t.passage_id ORDER BY s DESC, t.passage_id LIMIT %s",
-            [*params, limit],
-        )
-        rows = cursor.fetchall()
-    return [int(r[0]) for r in rows], [float(r[1]) for r in rows]
+    ranked = lexical.rank(terms, restrictions=restrictions, limit=limit)
+    return ranked.ids, ranked.scores
 
 
 # --- vectors ---------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """Reads of the passage index: `passage_search` (search_passages), `quote_find`
 (find_quote / verify_quote) and `page_passages` (the page resource).
 
-Ranking is paper search's, over passages: BM25 with the same analyzer and formula
-(papers/search/analysis.py, postings.py; the postings are PassageTerm rows) and cosine
-similarity to the first-tier model's vectors, fused by papers.search.semantic's
-min_max_fusion with its weights. Queries are read by papers.search.query.understand, so
-phrases, `-word` and stop words behave as in search_papers (the words rank; the
-constraint is not enforced on passages).
+Ranking is paper search's, over passages: BM25 by paper search's ranker (papers/search/
+lexical.py over the passages' postings: ranking.py) and cosine similarity to the
+first-tier model's vectors, fused by paper search's fusion (papers.search.semantic.
+fuse_rankings; passages have first-tier vectors only, so the two-ranking form). Queries
+are read by papers.search.query.understand, so phrases, `-word` and stop words behave as
+in search_papers (the words rank; the constraint is not enforced on passages).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from papers.passages.quotes import QuoteMatch, check_paper_ids, lead, quote_find
 from papers.passages.ranking import bm25_ranking, semantic_ranking
 from papers.search import analysis
 from papers.search import query as q
-from papers.search.semantic import HYBRID_DEPTH, LEXICAL_WEIGHT, SEMANTIC_WEIGHT, min_max_fusion
+from papers.search.semantic import HYBRID_DEPTH, fuse_rankings
 from papers.search.snippets import Highlighter
 
 MAX_LIMIT = 100
@@ -64,7 +64,7 @@ def passage_search(
     words = list(understood.words) or analysis.words(text)
     lexical = bm25_ranking(words, paper_ids=ids, limit=HYBRID_DEPTH)
     semantic = semantic_ranking(text, paper_ids=ids, limit=HYBRID_DEPTH)
-    fused = min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])[:limit]
+    fused = fuse_rankings(lexical, semantic)[:limit]
     rows = Passage.objects.defer("vector").in_bulk([pk for pk, _ in fused])
     highlighter = Highlighter(words, understood.prefixes)
     hits = []

@@ -11,28 +11,25 @@ the source markdown. Detaching a PDF deletes its passages in the same transactio
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Sum
 
 from core.errors import DomainError, NotFound
 from papers.models import Paper, PaperPdf, Passage, PassageTerm
 from papers.passages.extract import PagePassage, document_passages
+from papers.passages.ranking import PASSAGES
 from papers.pdf.selectors import pdf_open
-from papers.search import analysis, embedding
+from papers.search import analysis, embedding, postings
 from papers.search.postings import impact
 
 logger = logging.getLogger(__name__)
 
 # Rows per INSERT of postings.
 WRITE_BATCH = 2_000
-# The average passage length (BM25's length normalisation) is read again this often.
-STATS_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -87,7 +84,7 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
         # Lock the paper: two index runs of one paper write one after the other.
         Paper.objects.select_for_update().filter(pk=paper_id).first()
         _delete(paper_id)
-        average = _average_length(len(lengths), sum(lengths))
+        average = _average_length(lengths)
         rows = Passage.objects.bulk_create(
             [
                 Passage(
@@ -114,25 +111,18 @@ def passages_write(*, paper_id: int, sha256: str, passages: list[PagePassage]) -
             for term, count in counts.items()
         ]
         PassageTerm.objects.bulk_create(terms, batch_size=WRITE_BATCH)
+        postings.stats_add(PASSAGES, len(rows), sum(lengths))
     return len(rows)
 
 
-_stats_lock = threading.Lock()
-_stats = {"documents": 0, "total": 0, "read_at": -STATS_SECONDS}
-
-
-def _average_length(documents: int, total: int) -> float:
-    """The index's average passage length with these passages added: read from the
-    database every STATS_SECONDS (a scan of every passage), followed in between by this
-    process's writes, as papers/search/postings.py does for papers."""
-    with _stats_lock:
-        if time.monotonic() - _stats["read_at"] >= STATS_SECONDS:
-            counted = Passage.objects.aggregate(n=Count("pk"), total=Sum("length"))
-            _stats.update(documents=counted["n"] or 0, total=counted["total"] or 0)
-            _stats["read_at"] = time.monotonic()
-        _stats["documents"] += documents
-        _stats["total"] += total
-        return _stats["total"] / _stats["documents"] if _stats["documents"] else 1.0
+def _average_length(lengths: list[int]) -> float:
+    """BM25's average passage length for passages of these lengths: the passage index's
+    (postings.read_stats over PASSAGES, which the ranking reads too), or theirs when the
+    index is empty, as postings.index_papers does for papers."""
+    with connection.cursor() as cursor:
+        stats = postings.read_stats(cursor, PASSAGES)
+    average = stats.average_length or (sum(lengths) / len(lengths) if lengths else 0.0)
+    return average or 1.0
 
 
 def _vectors(texts: list[str]) -> tuple[str, np.ndarray | None]:
@@ -155,11 +145,15 @@ def passages_remove(*, paper_id: int) -> int:
 
 
 def _delete(paper_id: int) -> int:
-    if not Passage.objects.filter(paper_id=paper_id).exists():
+    counted = Passage.objects.filter(paper_id=paper_id).aggregate(
+        n=Count("pk"), total=Sum("length")
+    )
+    if not counted["n"]:
         return 0
     # Postings first, in one statement, rather than through the cascade's collector.
     PassageTerm.objects.filter(passage__paper_id=paper_id).delete()
     deleted, _ = Passage.objects.filter(paper_id=paper_id).delete()
+    postings.stats_add(PASSAGES, -counted["n"], -(counted["total"] or 0))
     return deleted
 
 

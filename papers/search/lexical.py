@@ -30,6 +30,12 @@ change is seen at the next search): a query whose lists are all there is summed 
 memory, and small restricted sets are scored from the same lists. A query keeps at most
 postings.MAX_QUERY_TERMS distinct terms, its rarest.
 
+The same ranker serves the passages of search_passages: QueryTerms carry the index they
+were weighed in (postings.PostingIndex: PAPERS by default, the passages' PASSAGES in
+papers/passages/ranking.py), whose tables every statement reads; "paper" below stands for
+the index's documents. The posting cache holds only indexes with a generation (papers);
+an index without sorted access (PostingIndex.sorted_access) is ranked by one aggregate.
+
 One module because every strategy must return the exact top k of the same formula: they
 share the term statistics, the posting reads and the posting cache, and a test holds them
 equal; split, the strategies could drift apart unseen.
@@ -49,8 +55,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from papers.search.postings import (
-    GENERATION_TABLE,
-    POSTING_TABLE,
+    PAPERS,
+    PostingIndex,
     document_frequencies,
     query_term_ids,
     read_stats,
@@ -105,25 +111,31 @@ class QueryTerms:
     weights: tuple[float, ...]
     df: tuple[int, ...]
     documents: int
+    # The index they were weighed in, which `rank` ranks (papers, or passages).
+    index: PostingIndex = PAPERS
 
     @property
     def postings(self) -> int:
         return sum(self.df)
 
 
-def query_terms(words: Sequence[str], *, using: str = DEFAULT_DB_ALIAS) -> QueryTerms:
+def query_terms(
+    words: Sequence[str], *, using: str = DEFAULT_DB_ALIAS, index: PostingIndex = PAPERS
+) -> QueryTerms:
     """Analyze query words into weighted terms (stop words dropped, stems deduplicated;
-    terms no paper has are left out; of more than postings.MAX_QUERY_TERMS, the rarest:
-    highest idf, the earlier term on a tie)."""
+    terms no document of `index` has are left out; of more than postings.MAX_QUERY_TERMS,
+    the rarest: highest idf, the earlier term on a tie)."""
     ids = query_term_ids(words)
     with connections[using].cursor() as cursor:
-        stats = read_stats(cursor)
-        df = document_frequencies(cursor, stats, ids)
+        stats = read_stats(cursor, index)
+        df = document_frequencies(cursor, stats, ids, index)
     weighted = weigh_terms(ids, df, stats.documents)
-    return QueryTerms(weighted.ids, weighted.weights, weighted.df, weighted.documents)
+    return QueryTerms(weighted.ids, weighted.weights, weighted.df, weighted.documents, index)
 
 
-Restriction = tuple[str, list[Any]]  # SQL selecting paper ids (`paper_id` column), params
+# SQL selecting the ids of the documents ranked (a column named `paper_id`, whatever the
+# index: for passages, their own ids), and its params.
+Restriction = tuple[str, list[Any]]
 
 
 def rank(
@@ -163,9 +175,9 @@ def rank(
         # With restrictions, the aggregate would first read every allowed paper's id;
         # sorted access checks only the papers it meets.
         few = not restrictions and (
-            terms.postings <= EXHAUSTIVE_BELOW or _cacheable(cursor, terms.postings)
+            terms.postings <= EXHAUSTIVE_BELOW or _cacheable(cursor, terms.postings, terms.index)
         )
-        if few or depth > MAX_THRESHOLD_DEPTH:
+        if few or depth > MAX_THRESHOLD_DEPTH or not terms.index.sorted_access:
             return _exhaustive(cursor, terms, restrictions, limit, offset)
         if len(terms.ids) >= MAXSCORE_FROM_TERMS:
             scored, total = _maxscore(cursor, terms, depth, restrictions)
@@ -254,10 +266,10 @@ def _score_papers(
     """Every given paper's score (random access, or the lists in memory when they fit);
     those matching no term are left out."""
     weight = dict(zip(terms.ids, terms.weights, strict=True))
-    if papers and _cacheable(cursor, terms.postings):
-        return _score_papers_in_process(cursor, weight, papers)
+    if papers and _cacheable(cursor, terms.postings, terms.index):
+        return _score_papers_in_process(cursor, weight, papers, terms.index)
     partial: dict[int, float] = {}
-    for paper, term, impact in _impacts(cursor, papers, terms.ids):
+    for paper, term, impact in _impacts(cursor, papers, terms.ids, terms.index):
         partial[paper] = partial.get(paper, 0.0) + weight[term] * impact
     scored = list(partial.items())
     scored.sort(key=lambda item: (-item[1], item[0]))
@@ -265,14 +277,14 @@ def _score_papers(
 
 
 def _score_papers_in_process(
-    cursor: Any, weight: dict[int, float], papers: Sequence[int]
+    cursor: Any, weight: dict[int, float], papers: Sequence[int], index: PostingIndex
 ) -> tuple[list[tuple[int, float]], int]:
     """_score_papers from each term's whole list, kept in memory (`_postings`), filtered to
     the given papers: a strict query's 5,000 matches took ~2 ms a term by random access
     ("BERT OR RoBERTa" at 20k papers), a filter over lists in memory a tenth of that."""
     wanted = np.asarray(papers, dtype=np.int64)
     lists = []
-    for term, (ids, impacts) in _postings(cursor, sorted(weight)).items():
+    for term, (ids, impacts) in _postings(cursor, sorted(weight), index).items():
         kept = np.isin(ids, wanted)
         if kept.any():
             lists.append((ids[kept], impacts[kept].astype(np.float64) * weight[term]))
@@ -294,16 +306,17 @@ def _exhaustive(
     if not restrictions and cursor.db.vendor == "sqlite":
         return _exhaustive_in_process(cursor, terms, limit, offset)
     summed, case_params = score_sql(terms.ids, terms.weights)
+    table, key = terms.index.postings, terms.index.key
     where, where_params = "", list[Any]()
     if restrictions:
         sql, where_params = intersection(restrictions)
-        where = f" AND paper_id IN ({sql})"
+        where = f" AND {key} IN ({sql})"
     score = "s"
     cursor.execute(
-        f"SELECT paper_id, {score} AS score, count(*) OVER () FROM ("  # noqa: S608
-        f"SELECT paper_id, {summed} AS s, count(*) AS c "
-        f"FROM {POSTING_TABLE} WHERE term_id IN {_in(terms.ids)}{where} GROUP BY paper_id"
-        ") grouped ORDER BY score DESC, paper_id LIMIT %s OFFSET %s",
+        f"SELECT {key}, {score} AS score, count(*) OVER () FROM ("  # noqa: S608
+        f"SELECT {key}, {summed} AS s, count(*) AS c "
+        f"FROM {table} WHERE term_id IN {_in(terms.ids)}{where} GROUP BY {key}"
+        f") grouped ORDER BY score DESC, {key} LIMIT %s OFFSET %s",
         [*case_params, *terms.ids, *where_params, limit, offset],
     )
     rows = cursor.fetchall()
@@ -311,7 +324,7 @@ def _exhaustive(
         total = int(rows[0][2])
     elif offset:
         cursor.execute(
-            f"SELECT count(DISTINCT paper_id) FROM {POSTING_TABLE} "  # noqa: S608
+            f"SELECT count(DISTINCT {key}) FROM {table} "  # noqa: S608
             f"WHERE term_id IN {_in(terms.ids)}{where}",
             [*terms.ids, *where_params],
         )
@@ -341,7 +354,7 @@ def _exhaustive_in_process(
         return Ranked([], [], 0)
     lists = [
         (papers, impacts.astype(np.float64) * weights[term])
-        for term, (papers, impacts) in _postings(cursor, ordered).items()
+        for term, (papers, impacts) in _postings(cursor, ordered, terms.index).items()
         if len(papers)
     ]
     if not lists:
@@ -426,12 +439,13 @@ _caches: dict[str, PostingCache] = {}
 _caches_lock = threading.Lock()
 
 
-def posting_cache(cursor: Any) -> PostingCache | None:
-    """This database's PostingCache (SQLite), or None when SEARCH_POSTINGS_CACHE_MB is 0."""
+def posting_cache(cursor: Any, index: PostingIndex = PAPERS) -> PostingCache | None:
+    """This database's PostingCache of the index (SQLite), or None when
+    SEARCH_POSTINGS_CACHE_MB is 0 or the index has no generation to check it against."""
     capacity = settings.SEARCH_POSTINGS_CACHE_MB * 1024 * 1024
-    if cursor.db.vendor != "sqlite" or capacity <= 0:
+    if cursor.db.vendor != "sqlite" or capacity <= 0 or index.generation is None:
         return None
-    name = str(cursor.db.settings_dict["NAME"])
+    name = f"{cursor.db.settings_dict['NAME']}:{index.name}"
     with _caches_lock:
         cache = _caches.get(name)
         if cache is None or cache.capacity != capacity:
@@ -445,25 +459,25 @@ def posting_cache_clear() -> None:
         _caches.clear()
 
 
-def _cacheable(cursor: Any, postings: int) -> bool:
+def _cacheable(cursor: Any, postings: int, index: PostingIndex) -> bool:
     """Whether a query's lists all fit in memory: then summing them here beats the
     threshold algorithm, which pays a statement per block (from its second query on, when
     the lists are held)."""
-    cache = posting_cache(cursor)
+    cache = posting_cache(cursor, index)
     return cache is not None and postings * BYTES_PER_POSTING <= cache.capacity // 4
 
 
-def _postings(cursor: Any, terms: list[int]) -> dict[int, Postings]:
+def _postings(cursor: Any, terms: list[int], index: PostingIndex) -> dict[int, Postings]:
     """Each term's postings (ascending terms), from memory where held, the rest read in
     one statement with the generation; everything read again when that moved on."""
-    cache = posting_cache(cursor)
+    cache = posting_cache(cursor, index)
     if cache is None:
-        return _read_postings(cursor, terms, with_generation=False)[1]
+        return _read_postings(cursor, terms, index, with_generation=False)[1]
     held_generation, held = cache.snapshot(terms)
     missing = [term for term in terms if term not in held]
-    generation, read = _read_postings(cursor, missing, with_generation=True)
+    generation, read = _read_postings(cursor, missing, index, with_generation=True)
     if generation != held_generation and held:
-        _, again = _read_postings(cursor, list(held), with_generation=False)
+        _, again = _read_postings(cursor, list(held), index, with_generation=False)
         read.update(again)
         held = {}
     cache.store(generation, read)
@@ -472,17 +486,17 @@ def _postings(cursor: Any, terms: list[int]) -> dict[int, Postings]:
 
 
 def _read_postings(
-    cursor: Any, terms: list[int], *, with_generation: bool
+    cursor: Any, terms: list[int], index: PostingIndex, *, with_generation: bool
 ) -> tuple[object, dict[int, Postings]]:
     """(the postings generation if asked, each term's postings) in one statement."""
     one_term = (
-        f"SELECT %s, (SELECT group_concat((paper_id << {IMPACT_BITS}) | impact) "  # noqa: S608
-        f"FROM {POSTING_TABLE} WHERE term_id = %s)"
+        f"SELECT %s, (SELECT group_concat(({index.key} << {IMPACT_BITS}) | impact) "  # noqa: S608
+        f"FROM {index.postings} WHERE term_id = %s)"
     )
     parts = [one_term] * len(terms)
     params = [value for term in terms for value in (term, term)]
     if with_generation:  # NULL sorts first
-        parts.insert(0, f"SELECT NULL, (SELECT n FROM {GENERATION_TABLE})")  # noqa: S608
+        parts.insert(0, f"SELECT NULL, (SELECT n FROM {index.generation})")  # noqa: S608
     if not parts:
         return _NO_GENERATION, {}
     cursor.execute(" UNION ALL ".join(parts) + " ORDER BY 1", params)
@@ -567,6 +581,7 @@ def _threshold(
 ) -> tuple[list[tuple[int, float]], int]:
     """The exact top `depth` (see the module docstring) and an estimated total."""
     lists = [_List(*entry) for entry in zip(terms.ids, terms.weights, terms.df, strict=True)]
+    store = terms.index
     parts: dict[int, dict[int, float]] = {}  # paper -> {list index: weight x impact}
     exact: set[int] = set()
     rejected: set[int] = set()
@@ -578,8 +593,8 @@ def _threshold(
             if posting.done:
                 continue
             cursor.execute(
-                f"SELECT impact, paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608
-                "ORDER BY impact DESC, paper_id DESC LIMIT %s OFFSET %s",
+                f"SELECT impact, {store.key} FROM {store.postings} "  # noqa: S608
+                f"WHERE term_id = %s ORDER BY impact DESC, {store.key} DESC LIMIT %s OFFSET %s",
                 [posting.term, block, posting.read],
             )
             rows = cursor.fetchall()
@@ -604,7 +619,7 @@ def _threshold(
             kth, contenders = _contenders(parts, exact, lists, depth)
             if not contenders or len(contenders) > 8 * depth + 256:
                 break
-            _complete(cursor, contenders, lists, parts, exact)
+            _complete(cursor, contenders, lists, parts, exact, store)
         unseen = sum(posting.bound for posting in lists)
         finished = all(posting.done for posting in lists)
         if not contenders and (finished or unseen <= kth):
@@ -653,10 +668,11 @@ def _complete(
     lists: list[_List],
     parts: dict[int, dict[int, float]],
     exact: set[int],
+    index: PostingIndex,
 ) -> None:
     """Read every query term's impact for these papers (random access)."""
     index_of = {posting.term: i for i, posting in enumerate(lists)}
-    for paper, term, impact in _impacts(cursor, papers, list(index_of)):
+    for paper, term, impact in _impacts(cursor, papers, list(index_of), index):
         i = index_of[term]
         parts[paper][i] = lists[i].weight * impact
     exact.update(papers)
@@ -688,12 +704,13 @@ def _maxscore(
        score plus the non-essential bounds reaches theta; random access completes them.
     """
     lists = [_List(*entry) for entry in zip(terms.ids, terms.weights, terms.df, strict=True)]
+    table, key = terms.index.postings, terms.index.key
     parts: dict[int, dict[int, float]] = {}
     best: list[float] = []
     for index, posting in enumerate(lists):
         cursor.execute(
-            f"SELECT impact, paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608
-            "ORDER BY impact DESC, paper_id DESC LIMIT %s",
+            f"SELECT impact, {key} FROM {table} WHERE term_id = %s "  # noqa: S608
+            f"ORDER BY impact DESC, {key} DESC LIMIT %s",
             [posting.term, FIRST_BLOCK],
         )
         rows = cursor.fetchall()
@@ -706,7 +723,7 @@ def _maxscore(
         share = len(members) / len(parts)
         parts = {p: v for p, v in parts.items() if p in members}
     promising = sorted(parts, key=lambda p: -sum(parts[p].values()))[: 10 * depth]
-    exact = _exact_scores(cursor, lists, promising)
+    exact = _exact_scores(cursor, lists, promising, terms.index)
     found = sorted(exact.values(), reverse=True)
     theta = found[depth - 1] if len(found) >= depth else 0.0
     order = sorted(range(len(lists)), key=lambda i: best[i])
@@ -725,8 +742,8 @@ def _maxscore(
     ids = [lists[i].term for i in essential]
     summed, params = score_sql(ids, [lists[i].weight for i in essential])
     cursor.execute(
-        f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id IN {_in(ids)} "  # noqa: S608
-        f"GROUP BY paper_id HAVING {summed} + %s >= %s",
+        f"SELECT {key} FROM {table} WHERE term_id IN {_in(ids)} "  # noqa: S608
+        f"GROUP BY {key} HAVING {summed} + %s >= %s",
         [*ids, *params, bound, theta],
     )
     candidates = [row[0] for row in cursor.fetchall() if row[0] not in exact]
@@ -734,30 +751,33 @@ def _maxscore(
         # Checked on the few candidates, not by reading every allowed id.
         members = _members(cursor, restrictions, candidates)
         candidates = [paper for paper in candidates if paper in members]
-    exact.update(_exact_scores(cursor, lists, candidates))
+    exact.update(_exact_scores(cursor, lists, candidates, terms.index))
     scored = sorted(exact.items(), key=lambda item: (-item[1], item[0]))
     return scored[:depth], max(round(estimated_total(terms) * share), len(exact))
 
 
-def _exact_scores(cursor: Any, lists: list[_List], papers: Sequence[int]) -> dict[int, float]:
+def _exact_scores(
+    cursor: Any, lists: list[_List], papers: Sequence[int], index: PostingIndex
+) -> dict[int, float]:
     """Every query term's contribution summed, for these papers (random access)."""
     weight = {posting.term: posting.weight for posting in lists}
     scores = dict.fromkeys(papers, 0.0)
-    for paper, term, impact in _impacts(cursor, papers, list(weight)):
+    for paper, term, impact in _impacts(cursor, papers, list(weight), index):
         scores[paper] += weight[term] * impact
     return scores
 
 
 def _impacts(
-    cursor: Any, papers: Sequence[int], terms: Sequence[int]
+    cursor: Any, papers: Sequence[int], terms: Sequence[int], index: PostingIndex
 ) -> Iterator[tuple[int, int, int]]:
-    """(paper, term, impact) of these terms in these papers (random access), 500 papers
-    a statement."""
+    """(document, term, impact) of these terms in these documents (random access), 500
+    documents a statement."""
+    key = index.key
     for start in range(0, len(papers), 500):
         chunk = list(papers[start : start + 500])
         cursor.execute(
-            f"SELECT paper_id, term_id, impact FROM {POSTING_TABLE} "  # noqa: S608
-            f"WHERE paper_id IN {_in(chunk)} AND term_id IN {_in(terms)}",
+            f"SELECT {key}, term_id, impact FROM {index.postings} "  # noqa: S608
+            f"WHERE {key} IN {_in(chunk)} AND term_id IN {_in(terms)}",
             [*chunk, *terms],
         )
         yield from cursor.fetchall()

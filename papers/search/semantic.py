@@ -520,11 +520,23 @@ def _fused(
         tiers, vectors = prepared
     semantic = _rank(tiers.score(vectors), depth, filters, scope)
     if tiers.second is None:
-        return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
+        return fuse_rankings(lexical, semantic)
     # The first tier's own ranking: the first-tier vector scored against the first tier.
     only_first = Tiers(tiers.first, None)
     first = _rank(only_first.score(QueryVectors(vectors.first, None)), depth, filters, scope)
-    return min_max_fusion([lexical, semantic, first], tiered_weights(tiers.coverage()))
+    return fuse_rankings(lexical, semantic, first, coverage=tiers.coverage())
+
+
+def fuse_rankings(
+    lexical: Ranking, semantic: Ranking, first: Ranking | None = None, *, coverage: float = 0.0
+) -> list[tuple[int, float]]:
+    """Hybrid search's fusion of a BM25 ranking with a semantic one (min_max_fusion,
+    LEXICAL_WEIGHT and SEMANTIC_WEIGHT), or, with the second tier on, with the semantic
+    ranking and the first tier's own (`first`; TIERED_WEIGHTS at this `coverage`). Paper
+    search and search_passages (papers/passages/selectors.py) fuse with it."""
+    if first is None:
+        return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
+    return min_max_fusion([lexical, semantic, first], tiered_weights(coverage))
 
 
 _encoder_pool: ThreadPoolExecutor | None = None

@@ -21,7 +21,8 @@ from django.db import connection, connections
 from papers.models import Paper
 from papers.search import lexical, semantic, snippets
 from papers.search import query as q
-from papers.search.lexical import POSTING_TABLE, Ranked
+from papers.search.lexical import Ranked
+from papers.search.postings import POSTING_TABLE
 from tests.papers.search.builders import TEXTS
 
 pytestmark = pytest.mark.django_db
