@@ -41,9 +41,9 @@ logger = logging.getLogger(__name__)
 # whose weights ship in their package.
 MODELS = ("minilm-l6-int8", "wordllama-l2-256")
 # Share of the reranker's score (rescaled 0..1 over the k papers) in the blend with the
-# fused score (0..1). Chosen on the development splits (SciFact train, Cranfield odd
-# questions): benchmarks/bench_rerank.py.
-RERANK_WEIGHT = 0.5
+# fused score (0..1). Chosen on Cranfield's odd (development) questions, where 0.3 was
+# best at k = 20 for both models (benchmarks/bench_rerank.py; docs/SEARCH.md).
+RERANK_WEIGHT = 0.3
 # Passages a paper is cut into at most (its title, then its first sentences).
 MAX_PASSAGES = 16
 # Passages shorter than this many characters are joined to the next one.
