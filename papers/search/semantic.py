@@ -49,6 +49,7 @@ from django.db.models import QuerySet
 from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
+from papers.search import reranker
 from papers.search.embedding import load_model, paper_text, text_hash
 from papers.search.fulltext import estimate_note, paper_search_scored, search_hits
 from papers.search.tiers import QueryVectors, Scored, Tiers, current_tiers
@@ -490,12 +491,15 @@ def hybrid_fuse(
     of a full-text ranking already made fused with the semantic ranking of `query`
     (min_max_fusion), then the rest of the full-text ranking in its order with score 0
     (below the fusion window a lexical score is clipped to 0 anyway). One order for
-    every page and for the interfaces that list ids (local.local_search_ids)."""
+    every page and for the interfaces that list ids (local.local_search_ids). The
+    reranking stage (papers/search/reranker.py) reorders its first SEARCH_RERANK_TOP_K."""
     head = (lexical[0][:HYBRID_DEPTH], lexical[1][:HYBRID_DEPTH])
     fused = _fused(
         query, head, filters, scope, HYBRID_DEPTH, notes if notes is not None else [],
         lazy=False, prepared=prepared,
     )  # fmt: skip
+    # The reranking stage (SEARCH_RERANK_TOP_K; off at 0) reorders the first papers.
+    fused = reranker.rerank(query, fused)
     placed = {pk for pk, _ in fused}
     return [*fused, *((pk, 0.0) for pk in lexical[0] if pk not in placed)]
 

@@ -66,3 +66,31 @@ def test_lexical_benchmark_ranking_is_the_tool_ranking_with_rerank_false() -> No
     assert result["mcp_bm25"]["identical_rankings"] == 12
     assert result["mcp_bm25"]["ndcg"] == pytest.approx(result["modes"]["bm25"]["ndcg"])
     assert result["modes"]["bm25"]["ndcg"] > 0.2
+
+
+@pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
+def test_search_papers_over_mcp_is_the_service_ranking_with_the_reranking_stage_on() -> None:
+    """With SEARCH_RERANK_TOP_K set (papers/search/reranker.py), `search_papers` over /mcp
+    and the service the benchmarks call return the same list for every query, and the
+    stage did change the ranking (nDCG@10 differs from the same run with it off)."""
+    database_url = os.environ.get("DATABASE_URL", "")
+    backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
+    results = {}
+    for top_k in ("0", "10"):
+        env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+        env["SEARCH_RERANK_TOP_K"] = top_k
+        if backend == "postgres":
+            env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
+        command = [
+            sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
+            "--modes", "default,hybrid", "--split", "all", "--limit-queries", "8", "--mcp",
+        ]  # fmt: skip
+        done = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        results[top_k] = json.loads(done.stdout.strip().splitlines()[-1])
+    on = results["10"]
+    assert on["mcp"]["identical_rankings"] == 8
+    assert on["mcp"]["ndcg"] == pytest.approx(on["modes"]["default"]["ndcg"])
+    assert on["modes"]["default"]["ndcg"] != pytest.approx(results["0"]["modes"]["default"]["ndcg"])
