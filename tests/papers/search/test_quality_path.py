@@ -79,6 +79,9 @@ def test_search_papers_over_mcp_is_the_service_ranking_with_the_reranking_stage_
     for top_k in ("0", "10"):
         env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
         env["SEARCH_RERANK_TOP_K"] = top_k
+        # The agreement holds whatever model scores; WordLlama's costs milliseconds a
+        # query where MiniLM's costs seconds (test_reranker.py tries MiniLM itself).
+        env["SEARCH_RERANK_MODEL"] = "wordllama-l2-256"
         if backend == "postgres":
             env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
         command = [
