@@ -165,7 +165,8 @@ def rank(
             if small is not None:
                 return _page(_score_papers(cursor, terms, small), offset, limit, exact=True)
             if cursor.db.vendor == "sqlite" and (
-                terms.postings <= EXHAUSTIVE_BELOW or _cacheable(cursor, terms.postings)
+                terms.postings <= EXHAUSTIVE_BELOW
+                or _cacheable(cursor, terms.postings, terms.index)
             ):
                 # Every posting summed here, as without a filter, then the allowed papers
                 # kept: reading their ids is cheaper than checking the papers the

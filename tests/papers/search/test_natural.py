@@ -149,8 +149,13 @@ def test_every_plan_returns_the_same_ranking(
     assert keys(whole, shelf) == expected[1]
     assert whole.total == exact_total
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
+    # Lists in the posting cache (SQLite): summed whole, with a filter too.
+    held = local_search(query=question, filters=filters)
+    assert keys(held, shelf) == expected[1] and held.total == exact_total
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
     monkeypatch.setattr(lexical, "SMALL_SET", 0)
+    # Lists read from the database: the pruned plans.
+    monkeypatch.setattr(settings, "SEARCH_POSTINGS_CACHE_MB", 0)
     for maxscore_from in (1, 99):  # MaxScore, then the threshold algorithm
         monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", maxscore_from)
         pruned = [keys(local_search(query=question, filters=f), shelf) for f in (None, filters)]
