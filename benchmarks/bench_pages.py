@@ -6,7 +6,8 @@ screening step (until the first record is shown), on a library built as a user b
         [--limit 3000] [--visits 20] [--pdf tests/fixtures/pdfs/papermage.pdf]
     (--limit 0: the whole corpus, the 95k ACL library; an hour or more with the embeddings)
     [--library DIR]: build the library in DIR once and keep it; later runs with the same DIR
-    reuse it (migrated, a new curator password, a new paper without a PDF to read)
+    reuse it (migrated, a new curator password, a new paper without a PDF to read);
+    BENCH_PAGES_LIBRARY=DIR does the same for `make bench BENCH_ONLY=pages`
 
 1. Builds a library in a scratch knowledge base (SQLite): `import_jsonl` of the corpus's
    first `--limit` records, then `reindex_embeddings`, as the README tells a user to; then
@@ -472,7 +473,12 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=200, help="Pending review records.")
     parser.add_argument("--pdf", type=Path, default=PDF)
     parser.add_argument("--no-embeddings", action="store_true", help="Skip reindex_embeddings.")
-    parser.add_argument("--library", type=Path, help="Build the library here once and reuse it.")
+    parser.add_argument(
+        "--library",
+        type=Path,
+        default=os.environ.get("BENCH_PAGES_LIBRARY") or None,
+        help="Build the library here once and reuse it (default: $BENCH_PAGES_LIBRARY).",
+    )
     parser.add_argument("--build-only", action="store_true", help="Only build --library.")
     parser.add_argument(
         "--compare-picture",
