@@ -380,8 +380,11 @@ def p(runs: list[dict[str, float]], key: str, percent: int) -> float:
 def table(results: Any, args: argparse.Namespace, data: dict[str, Any]) -> tuple[str, bool]:
     vectors = ", no vectors" if args.no_embeddings else ", then `reindex_embeddings`"
     lines = [
-        f"{data['papers']:,} ACL papers (SQLite; `import_jsonl` of the corpus's first "
-        f"{args.limit or 'all'} records{vectors}); "
+        f"{data['papers']:,} ACL papers (SQLite; `import_jsonl` of "
+        + (f"the corpus's first {args.limit} records" if args.limit else "the whole corpus")
+        + f"{vectors}"
+        + (f", built once in a kept library, {args.library.name}" if args.library else "")
+        + "); "
         "`manage.py serve --transport http` after its warm-up; Debian's Chromium (headless) "
         "driven by Playwright, signed in as a curator, 1366×900. Each visit a full "
         f"navigation; p50 / p95 over {args.visits} visits after one unmeasured, the first "
