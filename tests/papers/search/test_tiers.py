@@ -218,6 +218,7 @@ def test_a_change_wakes_the_background_thread_after_the_first_tier(
     django_capture_on_commit_callbacks: Callable[..., Any],
 ) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.AUDIT_ENABLED = False  # the audit log's own after-commit flush aside
     woken: list[str] = []
     monkeypatch.setattr(strong_tier.Backfill, "wake", lambda self: woken.append("wake"))
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
