@@ -100,23 +100,24 @@ def main() -> None:
             models[name] = loaded
         picked = sorted(random.Random(7).sample(ids, min(args.papers, len(ids))))
         rest = sorted(set(ids) - set(picked))
-        for model in models.values():
-            placeholder = np.zeros(model.dimensions, dtype="<f4")
-            placeholder[0] = 1.0
-            PaperStrongEmbedding.objects.bulk_create(
-                PaperStrongEmbedding(
-                    paper_id=pk,
-                    model=model.name,
-                    dimensions=model.dimensions,
-                    vector=placeholder.tobytes(),
-                    text_hash="placeholder",
-                )
-                for pk in rest
+        placeholder = np.zeros(384, dtype="<f4")
+        placeholder[0] = 1.0
+        PaperStrongEmbedding.objects.bulk_create(
+            PaperStrongEmbedding(
+                paper_id=pk,
+                model=models["after"].name,
+                dimensions=384,
+                vector=placeholder.tobytes(),
+                text_hash="placeholder",
             )
+            for pk in rest
+        )
         settings.EMBEDDINGS_ENABLED = True
 
         def apply(name: str) -> None:
+            # One second-tier row a paper: the placeholders carry the cell's model.
             settings.EMBEDDING_MODEL_STRONG = configs[name]
+            PaperStrongEmbedding.objects.filter(paper_id__in=rest).update(model=models[name].name)
 
         def by_thread() -> None:
             strong_tier.backfill().wake()
