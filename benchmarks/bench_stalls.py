@@ -2,8 +2,10 @@
 tenth, over `/mcp` with the MCP SDK's own client.
 
     benchmarks/bench_stalls.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
-        [--limit 3000] [--runs 3] [--directory DIR]
-    (--limit 0: the whole corpus, the 95k ACL library; an hour or more with the embeddings)
+        [--limit 3000] [--runs 3] [--directory DIR] [--baseline CHECKOUT]
+    (--limit 0: the whole corpus, the 95k ACL library; an hour or more with the embeddings;
+    --baseline: every start made twice, from CHECKOUT's code then from this one, on the same
+    library, one table each: a before/after measured in one run under the same load)
 
 Builds a library once (`import_jsonl` of the corpus's first `--limit` records, then
 `reindex_embeddings`, as the README tells a user to, so questions take the default hybrid
@@ -11,6 +13,9 @@ path), then `--runs` times: start `manage.py serve --transport http`, connect th
 client as soon as the port accepts, and time
 
 - `initialize` (the SDK client's handshake), and from `serve` being started to its answer;
+- `tools/list`, right after (or after the warm-up), as an agent lists the tools before it
+  calls one (the SDK's client otherwise sends it inside its first `call_tool`, to check
+  answers against output schemas: that round trip would count as the first query's);
 - typo queries: `search_papers` (engines `local`) with one title word misspelt (one letter
   dropped; a word the library does not hold, so fewer than 3 exact hits and typo tolerance
   runs), the first right after `initialize`, then nine others; whether each was corrected
@@ -148,6 +153,7 @@ def one_start(
     *,
     first: str,
     after_warm_up: bool,
+    root: Path = ROOT,
 ) -> dict[str, Any]:
     """Start a server, time its first calls (`first` kind first), stop it."""
     import anyio
@@ -162,7 +168,7 @@ def one_start(
         process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--transport", "http", "--host", HOST,
              "--port", str(port)],
-            cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
             while True:
@@ -204,6 +210,9 @@ def one_start(
                                     raise SystemExit(f"no warm-up:\n{log_path.read_text()}")
                                 await anyio.sleep(0.05)
                             figures["warm_up_ms"] = (time.perf_counter() - started) * 1000
+                        before = time.perf_counter()
+                        await client.list_tools()
+                        figures["list_tools_ms"] = (time.perf_counter() - before) * 1000
                         order = [typo_queries, question_queries]
                         for step in order if first == "typo" else reversed(order):
                             await step()
@@ -229,17 +238,22 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def print_table(runs: list[dict[tuple[str, bool], dict[str, Any]]], papers: int) -> None:
+def print_table(
+    runs: list[dict[tuple[str, bool], dict[str, Any]]], papers: int, title: str | None = None
+) -> None:
     def of(kind: tuple[str, bool]) -> list[dict[str, Any]]:
         return [run[kind] for run in runs]
 
+    if title:
+        print(f"**{title}**\n")
     print(
         f"{papers:,} ACL papers (SQLite, first-tier vectors after `reindex_embeddings`), "
         f"{len(runs)} rounds of three starts of `manage.py serve --transport http`; the MCP "
         "SDK's client over `/mcp`, calls one after another; medians over the rounds. Typo "
         "query: `search_papers` (engines `local`) with one title word misspelt (fewer than 3 "
         "exact hits: typo tolerance runs); question: a natural-language question (the "
-        "default hybrid path, the query encoded by the embedding model). Each start runs 10 "
+        "default hybrid path, the query encoded by the embedding model). Each start lists "
+        "the tools (`tools/list`, as an agent does before its first call), then runs 10 "
         "of one kind, then 10 of the other.\n"
     )
     print(
@@ -271,11 +285,13 @@ def print_table(runs: list[dict[tuple[str, bool], dict[str, Any]]], papers: int)
     initialize = median([f["initialize_ms"] for f in every_start])
     since = median([f["start_to_initialize_ms"] for f in every_start])
     warm = median([f["warm_up_ms"] for f in of(("typo", True))])
+    listed = median([f["list_tools_ms"] for f in every_start])
     print()
     print(
         f"- `initialize` (the SDK client's handshake, the server's first request): "
         f"{initialize:.1f} ms, median of {len(every_start)} starts; from `serve` started to "
-        f"its answer {since / 1000:.1f} s (Python, Django, the checks and uvicorn starting)."
+        f"its answer {since / 1000:.1f} s (Python, Django, the checks and uvicorn starting); "
+        f"then `tools/list` {listed:.1f} ms (median)."
     )
     print(
         f"- The warm-up (typo-tolerance vocabulary and embedding models, in background "
@@ -307,6 +323,11 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3, help="Rounds of starts (medians).")
     parser.add_argument("--directory", help="Keep the library here (reused when it exists).")
+    parser.add_argument(
+        "--baseline",
+        help="Another checkout (e.g. `git archive` of an older commit): each start is made "
+        "from it too, just before this code's; a second table.",
+    )
     args = parser.parse_args()
     if args.runs < 1 or args.limit < 0:
         parser.error("--runs must be >= 1 and --limit >= 0")
@@ -314,36 +335,52 @@ def main() -> None:
     typos = typo_queries(records)
     scratch = None
     if args.directory:
-        directory = Path(args.directory)
+        directory = Path(args.directory).resolve()  # also for --baseline's cwd
         directory.mkdir(parents=True, exist_ok=True)
     else:
         (ROOT / "benchmarks" / ".work").mkdir(parents=True, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix="stalls-", dir=ROOT / "benchmarks" / ".work")
         directory = Path(scratch)
     env = server_env(directory)
+    roots = [ROOT]
+    if args.baseline:
+        baseline = Path(args.baseline).resolve()
+        if not (baseline / "manage.py").exists():
+            parser.error(f"--baseline {baseline} holds no manage.py")
+        roots = [baseline, ROOT]
     try:
         if not (directory / "research.db").exists():
             build_library(records, env)
         logs = directory / "logs"
         logs.mkdir(exist_ok=True)
-        runs = []
+        runs: dict[Path, list[dict[tuple[str, bool], dict[str, Any]]]] = {r: [] for r in roots}
         for index in range(args.runs):
-            run = {}
+            run: dict[Path, dict[tuple[str, bool], dict[str, Any]]] = {r: {} for r in roots}
             for first, after_warm_up in STARTS:
-                figures = one_start(
-                    env, rotated(typos, 3 * index), rotated(list(QUESTIONS), 3 * index), logs,
-                    first=first, after_warm_up=after_warm_up,
-                )  # fmt: skip
-                run[(first, after_warm_up)] = figures
-                log(
-                    f"round {index + 1}, {first} first{', after warm-up' if after_warm_up else ''}"
-                    f": initialize {figures['initialize_ms']:.0f} ms; typo first "
-                    f"{figures['typo_ms'][0]:.0f} / tenth {figures['typo_ms'][9]:.0f} ms; "
-                    f"question first {figures['question_ms'][0]:.0f} / tenth "
-                    f"{figures['question_ms'][9]:.0f} ms"
-                )
-            runs.append(run)
-        print_table(runs, len(records))
+                for root in roots:
+                    figures = one_start(
+                        env, rotated(typos, 3 * index), rotated(list(QUESTIONS), 3 * index),
+                        logs, first=first, after_warm_up=after_warm_up, root=root,
+                    )  # fmt: skip
+                    run[root][(first, after_warm_up)] = figures
+                    which = f" ({root})" if len(roots) > 1 else ""
+                    log(
+                        f"round {index + 1}{which}, {first} first"
+                        f"{', after warm-up' if after_warm_up else ''}: initialize "
+                        f"{figures['initialize_ms']:.0f} ms; tools/list "
+                        f"{figures['list_tools_ms']:.0f} ms; typo first "
+                        f"{figures['typo_ms'][0]:.0f} / tenth {figures['typo_ms'][9]:.0f} ms; "
+                        f"question first {figures['question_ms'][0]:.0f} / tenth "
+                        f"{figures['question_ms'][9]:.0f} ms"
+                    )
+            for root in roots:
+                runs[root].append(run[root])
+        if len(roots) > 1:
+            print_table(runs[roots[0]], len(records), f"Baseline: {roots[0]}")
+            print()
+            print_table(runs[ROOT], len(records), f"This checkout: {ROOT}")
+        else:
+            print_table(runs[ROOT], len(records))
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -76,9 +76,9 @@ BENCHMARKS = (
     Benchmark(
         "stalls",
         "No stalls after a start",
-        "`manage.py serve` started afresh, then `initialize`, the first and the tenth "
-        "`search_papers` (engines `local`) typo query and question over /mcp with the SDK's "
-        "client; 3,000 ACL papers (`--limit 0`: the 95k library)",
+        "`manage.py serve` started afresh, then `initialize` and `tools/list`, the first and "
+        "the tenth `search_papers` (engines `local`) typo query and question over /mcp with "
+        "the SDK's client; 3,000 ACL papers (`--limit 0`: the 95k library)",
         (PY, "benchmarks/bench_stalls.py", "--corpus", ACL, "--runs", "3"),
         (PY, "benchmarks/bench_stalls.py", "--corpus", ACL, "--runs", "1"),
         "docs/SEARCH.md",

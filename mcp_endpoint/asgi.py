@@ -45,6 +45,7 @@ from engines.registry import registry as engine_registry
 from engines.runner import Cancellation, cancellation_scope, request_deadline
 from mcp_endpoint import http
 from mcp_endpoint.registry import TOOLSET_MODULES, build_registry, get_server
+from mcp_endpoint.tools.engines_search import rehearse_search_papers
 from papers.search import warmup as search_warmup
 from projects.watch import scheduler as saved_search_scheduler
 
@@ -349,7 +350,7 @@ class McpRouter:
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
                 saved_search_scheduler.start_in_process()
                 # The embedding models load behind start-up, not in a first search.
-                search_warmup.start_in_background()
+                search_warmup.start_in_background(rehearse_search_papers)
                 # And the search engines' modules, which a first search imported.
                 threading.Thread(target=engine_registry.engines, name="engines-warmup",
                                  daemon=True).start()  # fmt: skip

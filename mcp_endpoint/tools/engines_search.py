@@ -30,6 +30,7 @@ from mcp_endpoint.registry import (
     mcp_resource,
     mcp_tool,
     serving_read_only,
+    tool_result,
 )
 from mcp_endpoint.scope import current_scope
 from mcp_endpoint.tools.search import DateBound, Filters, Offset, Query, filters_payload
@@ -111,6 +112,17 @@ def search_papers(
         filters=filters_payload(filters),
         rerank=rerank, scope=current_scope(), save=not serving_read_only(),
     )  # fmt: skip
+
+
+def rehearse_search_papers(query: str) -> object:
+    """`search_papers` on the library as a client's call runs it (service, answer encoded),
+    saving nothing: the server's search warm-up runs it (papers/search/warmup.py), so a
+    first call does not pay this code's first run."""
+    return tool_result(
+        search_everywhere(
+            query=query, engines="local", limit=DEFAULT_MAX_RESULTS, scope=None, save=False
+        )
+    )
 
 
 @mcp_tool(

@@ -421,6 +421,16 @@ def load_model(key: str | None = None) -> EmbeddingModel:
         return _loaded[key]
 
 
+def models_loaded() -> bool:
+    """Whether the models a search encodes with are loaded in this process: the first
+    tier's, and the second's when EMBEDDING_MODEL_STRONG is set and its package installed.
+    False while a server's warm-up is still loading them (a search would wait for it)."""
+    if configured_model_key() not in _loaded:
+        return False
+    strong = settings.EMBEDDING_MODEL_STRONG
+    return not strong or strong in _loaded or strong in _unavailable
+
+
 def load_strong_model() -> EmbeddingModel | None:
     """The second tier's model (EMBEDDING_MODEL_STRONG, papers/search/tiers.py), or None
     when the setting is empty or the model's package is not installed; both are logged

@@ -14,6 +14,7 @@ from django.conf import settings
 from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic, understanding
+from papers.search.embedding import models_loaded
 from papers.search.types import SearchFilters, SearchPage
 
 LOCAL_ENGINE = "local"
@@ -114,6 +115,11 @@ def _reading(query: str, rerank: bool | None) -> str:
     understood = fulltext.check_query(query, 1, 0)
     if understood.mode != "natural" or understood.constraint is not None:
         return "fulltext"
+    if not models_loaded():
+        # A server's warm-up is still loading the models (vectors_available would wait
+        # for them): "auto" ranks the words first and asks for vectors only when they
+        # match enough papers, so a misspelt query is answered at once.
+        return "auto"
     return "auto" if semantic.vectors_available() else "fulltext"
 
 
@@ -190,7 +196,7 @@ def local_search_ids(
         lexical = fulltext.paper_search_ranked(
             query=query, filters=filters, scope=scope, limit=limit
         )
-        if lexical.total < fulltext.FUZZY_BELOW:
+        if lexical.total < fulltext.FUZZY_BELOW or not semantic.vectors_available():
             return LocalRanking(lexical.ids, lexical.total, "fulltext", lexical.corrected)
     fused = semantic.hybrid_fuse(
         query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope

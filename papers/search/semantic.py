@@ -50,7 +50,7 @@ from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search import reranker
-from papers.search.embedding import load_model, paper_text, text_hash
+from papers.search.embedding import load_model, models_loaded, paper_text, text_hash
 from papers.search.fulltext import estimate_note, paper_search_scored, search_hits
 from papers.search.tiers import QueryVectors, Scored, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
@@ -628,21 +628,34 @@ def hybrid_page(
     query = _check_query(query)
     notes: list[str] = []
     depth = max(HYBRID_DEPTH, offset + limit)
-    tiers = _prepare(notes, lazy=lazy)
-    # The query is encoded on another thread while this one ranks the full text: the
-    # models and the database both release the GIL, so the two overlap.
-    encoding = _encoder().submit(tiers.encode, query)
-    try:
+    if min_lexical and not models_loaded():
+        # The models are still loading (a server's first seconds: papers/search/warmup.py).
+        # The words are ranked first, so a query matching fewer than `min_lexical` papers
+        # (a misspelling, for typo-tolerant full text) is answered without waiting for
+        # them; local._reading has not asked whether the library has vectors, so ask here.
         lexical = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
-    except BaseException:
-        encoding.cancel()  # its vectors are not needed (if it ran, they are dropped)
-        raise
-    if lexical.total < min_lexical:
-        # A misspelling, for typo-tolerant full text: its answer need not wait for the
-        # encoder (a model's first encode after a start, the strong tier's ~100 ms).
-        encoding.cancel()
-        return None
-    vectors = encoding.result()
+        if lexical.total < min_lexical:
+            return None
+        tiers = _prepare(notes, lazy=lazy)
+        if tiers.first.snapshot.count == 0:
+            return None
+        vectors = tiers.encode(query)
+    else:
+        tiers = _prepare(notes, lazy=lazy)
+        # The query is encoded on another thread while this one ranks the full text: the
+        # models and the database both release the GIL, so the two overlap.
+        encoding = _encoder().submit(tiers.encode, query)
+        try:
+            lexical = paper_search_scored(query=query, filters=filters, scope=scope, limit=depth)
+        except BaseException:
+            encoding.cancel()  # its vectors are not needed (if it ran, they are dropped)
+            raise
+        if lexical.total < min_lexical:
+            # A misspelling, for typo-tolerant full text: its answer need not wait for the
+            # encoder (a model's first encode after a start, the strong tier's ~100 ms).
+            encoding.cancel()
+            return None
+        vectors = encoding.result()
     fused = hybrid_fuse(
         query=query, lexical=(lexical.ids, lexical.scores), filters=filters, scope=scope,
         notes=notes, prepared=(tiers, vectors),

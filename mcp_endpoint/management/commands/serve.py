@@ -196,10 +196,12 @@ class Command(BaseCommand):
 
     def _serve_stdio(self) -> None:
         from mcp_endpoint.stdio import run_stdio
+        from mcp_endpoint.tools.engines_search import rehearse_search_papers
         from papers.search import warmup
 
         logger.info("Serving MCP on stdio (knowledge base %s)", settings.RESEARCH_DIRECTORY)
-        warmup.start_in_background()  # stdio has no ASGI lifespan to start it
+        # stdio has no ASGI lifespan to start it
+        warmup.start_in_background(rehearse_search_papers)
         run_stdio()
 
     def _serve_stdio_beside_http(self, options: dict[str, Any]) -> None:

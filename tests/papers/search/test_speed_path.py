@@ -197,17 +197,36 @@ def test_the_warm_up_rehearses_both_search_paths_and_writes_nothing(
     embedded: list[Paper],
 ) -> None:
     """The searches a server rehearses at start take the typo-tolerant path and the
-    hybrid one, as a first misspelt word and a first question would, and change nothing."""
+    hybrid one, as a first misspelt word and a first question would, and change nothing:
+    through the library search, and through `search_papers`' service as the MCP server
+    rehearses them (saving nothing)."""
     from django.test.utils import CaptureQueriesContext
 
-    from papers.search import warmup
+    from mcp_endpoint.tools.engines_search import rehearse_search_papers
+    from papers.search import vocabulary, warmup
     from papers.search.local import local_search
 
     typo, question = warmup.REHEARSED
     assert local_search(query=typo, limit=10).hits == []
     assert semantic.hybrid_page(query=question, limit=10, lazy=False) is not None
-    with CaptureQueriesContext(connection) as captured:
-        warmup._rehearse()
+    rehearsed: list[str] = []
+
+    def through_the_tool(query: str) -> object:
+        rehearsed.append(query)
+        return rehearse_search_papers(query)
+
+    held = vocabulary.holder().vocabulary
+    vocabulary.holder().install(vocabulary.build_vocabulary())  # as the warm-up built it
+    try:
+        with CaptureQueriesContext(connection) as captured:
+            warmup._rehearse()
+            warmup._rehearse(through_the_tool)
+        misspelt, asked = warmup.rehearsed_queries()
+        # The misspelling is made from the library's words: corrected, papers found.
+        assert misspelt != typo and local_search(query=misspelt, limit=10).hits
+    finally:
+        vocabulary.holder().install(held)
+    assert rehearsed == [misspelt, asked] and asked == question
     statements = [query["sql"].split(None, 1)[0].upper() for query in captured.captured_queries]
     assert statements and set(statements) <= {"SELECT", "WITH", "SAVEPOINT", "RELEASE"}, statements
 

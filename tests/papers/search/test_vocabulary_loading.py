@@ -167,3 +167,34 @@ def test_papers_written_while_a_build_reads_are_kept_when_it_swaps_in(
     loaded = vocabulary.current_vocabulary()
     assert loaded is not None and {"attention", "vaswani"} <= set(loaded.known)
     assert [h.record["paper_id"] for h in search("atention").hits] == [paper_id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_misspelt_query_does_not_wait_for_the_models_a_start_is_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a server's warm-up loads the embedding models (holding their lock), a query
+    whose words match too few papers for hybrid ranking (a misspelling) is answered by
+    typo-tolerant full text without waiting for the load: it no longer asks first whether
+    the library has vectors, which needs the models. A question still waits for them."""
+    from papers.search import embedding
+    from papers.search.local import local_search
+
+    paper_id = add("Attention Is All You Need", ["Ashish Vaswani"])
+    vocabulary.holder().install(vocabulary.build_vocabulary())
+    monkeypatch.setattr(embedding, "_loaded", {})  # none loaded yet in this process
+    answers: list[Any] = []
+
+    def misspelt() -> None:
+        answers.append(local_search(query="atention", limit=5))
+
+    with embedding._lock:  # the warm-up's load, under way
+        thread = threading.Thread(target=misspelt)
+        thread.start()
+        thread.join(THREAD_TIMEOUT)
+        waited = thread.is_alive()
+    thread.join(THREAD_TIMEOUT)
+    assert not waited, "the misspelt query waited for the models"
+    (page,) = answers
+    assert [hit.record["paper_id"] for hit in page.hits] == [paper_id]
+    assert page.mode != "hybrid"
