@@ -185,7 +185,10 @@ def scope_kb(
     """A knowledge base where "NLP Reading" holds what a client scoped to "Vision" must
     never reach (seed_scope.py)."""
     with copy_of(scope_seed, tmp_path_factory.mktemp("scope-kb"), "scope") as kb:
-        yield kb
+        try:
+            yield kb
+        finally:
+            close_snapshots(kb)  # before its database goes
 
 
 @pytest.fixture(scope="package")
@@ -195,14 +198,51 @@ def scope_server(scope_kb: KnowledgeBase) -> Iterator[LiveServer]:
         yield server
 
 
+class Snapshotter:
+    """scope_snapshot.py --serve for one knowledge base: a snapshot for each line sent."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.log_path = kb.directory / f"scope-snapshot-{id(self)}.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [PYTHON, str(SCOPE_SNAPSHOT_SCRIPT), "--serve"], env=kb.env, cwd=ROOT,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            )  # fmt: skip
+
+    def take(self) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        while line := self.process.stdout.readline():
+            if line.startswith(SNAPSHOT_LINE):
+                return json.loads(line[len(SNAPSHOT_LINE) :])  # type: ignore[no-any-return]
+        raise AssertionError(f"scope_snapshot.py ended: {self.log_path.read_text()[-3000:]}")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+SNAPSHOT_LINE = "SNAPSHOT "  # scope_snapshot.SERVED
+_SNAPSHOTTERS: dict[Path, Snapshotter] = {}
+
+
 def scope_snapshot(kb: KnowledgeBase) -> dict[str, Any]:
-    """Everything outside "Vision" a scoped client could change (scope_snapshot.py)."""
-    done = subprocess.run(
-        [PYTHON, str(SCOPE_SNAPSHOT_SCRIPT)], env=kb.env, cwd=ROOT, capture_output=True,
-        text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    """Everything outside "Vision" a scoped client could change (scope_snapshot.py), read
+    by one process per knowledge base that stays for its next snapshot."""
+    if kb.directory not in _SNAPSHOTTERS:
+        _SNAPSHOTTERS[kb.directory] = Snapshotter(kb)
+    return _SNAPSHOTTERS[kb.directory].take()
+
+
+def close_snapshots(kb: KnowledgeBase) -> None:
+    if (snapshotter := _SNAPSHOTTERS.pop(kb.directory, None)) is not None:
+        snapshotter.close()
 
 
 ROLES_SEED_SCRIPT = Path(__file__).with_name("seed_roles.py")
