@@ -8,8 +8,10 @@ DATABASE_URL is set). The knowledge base lives in a directory of its own inside 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -24,7 +26,10 @@ from tests.mcp.conftest import (
     PYTHON,
     ROOT,
     KnowledgeBase,
+    LiveServer,
     base_env,
+    copy_sqlite_database,
+    running_server,
     server_database,
 )
 
@@ -145,11 +150,11 @@ SCOPE_SNAPSHOT_SCRIPT = Path(__file__).with_name("scope_snapshot.py")
 
 
 @pytest.fixture(scope="session")
-def scope_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
-    """A knowledge base where "NLP Reading" holds what a client scoped to "Vision" must
-    never reach (seed_scope.py)."""
-    directory = tmp_path_factory.mktemp("scope-kb")
-    with server_database("scope") as database_url:
+def scope_seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    """seed_scope.py's knowledge base, seeded once and never served: `scope_kb` and
+    `roles_kb` are copies of it, so neither sees what the other's tests change."""
+    directory = tmp_path_factory.mktemp("scope-seed")
+    with server_database("scopeseed") as database_url:
         env = base_env(directory, database_url)
         seeded = subprocess.run(
             [PYTHON, str(SCOPE_SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True,
@@ -159,29 +164,101 @@ def scope_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase
         yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
 
 
-def scope_snapshot(kb: KnowledgeBase) -> dict[str, Any]:
-    """Everything outside "Vision" a scoped client could change (scope_snapshot.py)."""
-    done = subprocess.run(
-        [PYTHON, str(SCOPE_SNAPSHOT_SCRIPT)], env=kb.env, cwd=ROOT, capture_output=True,
-        text=True, timeout=120, check=False,
+@contextlib.contextmanager
+def copy_of(seed: KnowledgeBase, directory: Path, label: str) -> Iterator[KnowledgeBase]:
+    """A copy of `seed` (its files, and its database: a SQLite copy, or a PostgreSQL
+    database of its own made from the seed's) in `directory`."""
+    shutil.copytree(
+        seed.directory, directory, dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("research.db*", "server-*.log"),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    if seed.env.get("DATABASE_URL") is None:
+        copy_sqlite_database(seed.directory / "research.db", directory / "research.db")
+    with server_database(label, copy_of=seed.env.get("DATABASE_URL")) as database_url:
+        yield KnowledgeBase(directory, base_env(directory, database_url), dict(seed.data))
+
+
+@pytest.fixture(scope="session")
+def scope_kb(
+    tmp_path_factory: pytest.TempPathFactory, scope_seed: KnowledgeBase
+) -> Iterator[KnowledgeBase]:
+    """A knowledge base where "NLP Reading" holds what a client scoped to "Vision" must
+    never reach (seed_scope.py)."""
+    with copy_of(scope_seed, tmp_path_factory.mktemp("scope-kb"), "scope") as kb:
+        try:
+            yield kb
+        finally:
+            close_snapshots(kb)  # before its database goes
+
+
+@pytest.fixture(scope="package")
+def scope_server(scope_kb: KnowledgeBase) -> Iterator[LiveServer]:
+    """The server of `scope_kb`, for every scope test of the package."""
+    with running_server(scope_kb) as server:
+        yield server
+
+
+class Snapshotter:
+    """scope_snapshot.py --serve for one knowledge base: a snapshot for each line sent."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.log_path = kb.directory / f"scope-snapshot-{id(self)}.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [PYTHON, str(SCOPE_SNAPSHOT_SCRIPT), "--serve"], env=kb.env, cwd=ROOT,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            )  # fmt: skip
+
+    def take(self) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        while line := self.process.stdout.readline():
+            if line.startswith(SNAPSHOT_LINE):
+                return json.loads(line[len(SNAPSHOT_LINE) :])  # type: ignore[no-any-return]
+        raise AssertionError(f"scope_snapshot.py ended: {self.log_path.read_text()[-3000:]}")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+SNAPSHOT_LINE = "SNAPSHOT "  # scope_snapshot.SERVED
+_SNAPSHOTTERS: dict[Path, Snapshotter] = {}
+
+
+def scope_snapshot(kb: KnowledgeBase) -> dict[str, Any]:
+    """Everything outside "Vision" a scoped client could change (scope_snapshot.py), read
+    by one process per knowledge base that stays for its next snapshot."""
+    if kb.directory not in _SNAPSHOTTERS:
+        _SNAPSHOTTERS[kb.directory] = Snapshotter(kb)
+    return _SNAPSHOTTERS[kb.directory].take()
+
+
+def close_snapshots(kb: KnowledgeBase) -> None:
+    if (snapshotter := _SNAPSHOTTERS.pop(kb.directory, None)) is not None:
+        snapshotter.close()
 
 
 ROLES_SEED_SCRIPT = Path(__file__).with_name("seed_roles.py")
 
 
 @pytest.fixture(scope="session")
-def roles_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+def roles_kb(
+    tmp_path_factory: pytest.TempPathFactory, scope_seed: KnowledgeBase
+) -> Iterator[KnowledgeBase]:
     """A knowledge base where "NLP Reading" is private, with a user per role and one who
-    is no member, each with an API token (seed_roles.py)."""
-    directory = tmp_path_factory.mktemp("roles-kb")
-    with server_database("roles") as database_url:
-        env = base_env(directory, database_url)
+    is no member, each with an API token (seed_roles.py, on a copy of `scope_seed`)."""
+    with copy_of(scope_seed, tmp_path_factory.mktemp("roles-kb"), "roles") as kb:
         seeded = subprocess.run(
-            [PYTHON, str(ROLES_SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True,
-            text=True, timeout=180, check=False,
+            [PYTHON, str(ROLES_SEED_SCRIPT)], cwd=ROOT, capture_output=True, text=True,
+            timeout=180, check=False, env={**kb.env, "SCOPE_SEED_DATA": json.dumps(kb.data)},
         )  # fmt: skip
         assert seeded.returncode == 0, seeded.stderr
-        yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
+        kb.data = json.loads(seeded.stdout.strip().splitlines()[-1])
+        yield kb

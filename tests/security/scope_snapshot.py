@@ -1,7 +1,8 @@
 """Print, as JSON, everything of the "NLP Reading" project and the papers outside "Vision"
 that a scoped client could change: the scope tests compare it before and after.
 
-Run in a subprocess with the server's environment (as seed_scope.py is).
+Run in a subprocess with the server's environment (as seed_scope.py is); with --serve it
+stays, and prints a snapshot for each line it reads.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from projects.models import (  # noqa: E402
 )
 
 
-def main() -> None:
+def snapshot() -> dict[str, object]:
     vision = set(
         ProjectPaper.objects.filter(project__name="Vision").values_list("paper_id", flat=True)
     )
@@ -42,7 +43,7 @@ def main() -> None:
         for row in ReviewSession.objects.order_by("pk").values()
         if row["project_id"] != "vision" and "vision" not in (row.get("collections") or [])
     ]
-    snapshot = {
+    taken = {
         "papers": [
             {
                 "paper": str(row),
@@ -73,7 +74,23 @@ def main() -> None:
             for row in ExtractionValue.objects.filter(paper__in=outside).order_by("pk").values()
         ],
     }
-    print(json.dumps(snapshot, default=str))
+    return taken
+
+
+SERVED = "SNAPSHOT "  # begins each line --serve answers with (anything else is not one)
+
+
+def main() -> None:
+    """One snapshot; with --serve, one for each line read from stdin, each on a new
+    database connection (a test asks for many: one process instead of one each)."""
+    if "--serve" not in sys.argv:
+        print(json.dumps(snapshot(), default=str))
+        return
+    from django.db import connections
+
+    for _ in sys.stdin:
+        print(SERVED + json.dumps(snapshot(), default=str), flush=True)
+        connections.close_all()
 
 
 if __name__ == "__main__":

@@ -21,9 +21,17 @@ import httpx2
 import pytest
 from mcp import MCPError
 
-from mcp_endpoint.registry import CORE, TOOLSET_MODULES, build_registry
 from tests.mcp.conftest import KnowledgeBase, LiveServer, mcp_client, running_server
-from tests.security.test_scope_registry import NOT_CALLED, resource_uri, targets, tool_calls
+from tests.security.registry_walk import (
+    NOT_CALLED,
+    Answer,
+    call_tool,
+    markers_shown,
+    registry,
+    targets,
+    tool_calls,
+    walk_registry,
+)
 
 pytestmark = [pytest.mark.server, pytest.mark.anyio]
 
@@ -181,21 +189,7 @@ def expected(rule: str | None, role: str | None) -> str:
 
 
 def private_shown(text: str, arguments: dict[str, Any]) -> list[str]:
-    echoed = [v for v in _strings(arguments) if len(v) >= 4]
-    for value in sorted(echoed, key=len, reverse=True):
-        text = text.replace(value, "").replace(json.dumps(value)[1:-1], "")
-    return [marker for marker in PRIVATE_MARKERS if marker in text]
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    return markers_shown(text, arguments, PRIVATE_MARKERS)
 
 
 @pytest.fixture(scope="module")
@@ -211,59 +205,52 @@ def _bearer(kb: KnowledgeBase, user: str) -> dict[str, str]:
 async def _call(
     client: Any, name: str, arguments: dict[str, Any]
 ) -> tuple[str, dict[str, Any] | None]:
-    try:
-        result = await client.call_tool(name, arguments)
-    except MCPError as exc:  # -32602 (bad input, e.g. the wrong confirm_name): the answer
-        data = exc.error.data if isinstance(exc.error.data, dict) else {}
-        return f"{exc.error.message} {json.dumps(data, default=str)}", None
-    text = "".join(getattr(block, "text", "") for block in result.content)
-    if not result.is_error:
-        return text, None
-    return text, json.loads(text)["error"]
+    answer = await call_tool(client, name, arguments)
+    return answer.text, answer.error
+
+
+def judged(answer: Answer, role: str | None, user: str) -> list[str]:
+    """What is wrong with one user's answer: its outcome, and for bob what it shows."""
+    problems = []
+    if answer.kind == "tool":
+        got, want = outcome(answer.text, answer.error), expected(RULES[answer.name], role)
+        what, shows = answer.name, f"{answer.name}{answer.arguments}"
+    else:
+        got = outcome(answer.text, answer.error)
+        want = expected(RESOURCE_RULES[answer.name], role)
+        if want == "forbidden":
+            want = "allowed"  # resources only read: every member may
+        what, shows = answer.target, f"resource {answer.target}"
+    if got != want:
+        problems.append(f"{user} ({role}) {what}: {got}, not {want}: {answer.text[:300]}")
+    if role is None and (found := private_shown(answer.text, answer.arguments)):
+        problems.append(f"{user} {shows} shows {found}: {answer.text[:300]}")
+    return problems
 
 
 async def test_every_tool_and_resource_follows_the_role_rules(
     roles_server: LiveServer, roles_kb: KnowledgeBase
 ) -> None:
-    registry = build_registry(toolsets=[CORE, *TOOLSET_MODULES])
-    called = set(registry.tools) - set(NOT_CALLED)
+    tools = registry()
+    called = set(tools.tools) - set(NOT_CALLED)
     assert set(RULES) == called, (
         f"tools without a rule: {sorted(called - set(RULES))}; "
         f"rules of no tool: {sorted(set(RULES) - called)} (add them to RULES, docs/AUTH.md)"
     )
-    assert set(RESOURCE_RULES) == {r.uri for r in registry.resources}
+    assert set(RESOURCE_RULES) == {r.uri for r in tools.resources}
     users = roles_kb.data["users"]  # role (or "outsider") -> user name
     problems: list[str] = []
+    # One MCP session per user, calling every tool and reading every resource.
     for role in (None, *ROLES):
         user = users[role or "outsider"]
+        calls = {
+            name: [representative_call(name, tool.parameters, roles_kb, user)]
+            for name, tool in tools.tools.items()
+            if name not in NOT_CALLED
+        }
         async with mcp_client(roles_server.mcp_url, headers=_bearer(roles_kb, user)) as client:
-            for name, tool in registry.tools.items():
-                if name in NOT_CALLED:
-                    continue
-                arguments = representative_call(name, tool.parameters, roles_kb, user)
-                text, error = await _call(client, name, arguments)
-                got, want = outcome(text, error), expected(RULES[name], role)
-                if got != want:
-                    problems.append(f"{user} ({role}) {name}: {got}, not {want}: {text[:300]}")
-                if role is None and (found := private_shown(text, arguments)):
-                    problems.append(f"{user} {name}{arguments} shows {found}: {text[:300]}")
-            for resource in registry.resources:
-                uri, used = resource_uri(resource.uri, roles_kb)
-                try:
-                    read = await client.read_resource(uri)
-                    text = "".join(getattr(c, "text", "") or "" for c in read.contents)
-                    error = None
-                except MCPError as exc:
-                    text = exc.error.message
-                    error = exc.error.data if isinstance(exc.error.data, dict) else {}
-                got = outcome(text, error)
-                want = expected(RESOURCE_RULES[resource.uri], role)
-                if want == "forbidden":
-                    want = "allowed"  # resources only read: every member may
-                if got != want:
-                    problems.append(f"{user} ({role}) {uri}: {got}, not {want}: {text[:300]}")
-                if role is None and (found := private_shown(text, used)):
-                    problems.append(f"{user} resource {uri} shows {found}: {text[:300]}")
+            async for answer in walk_registry(client, tools, calls, roles_kb):
+                problems += judged(answer, role, user)
     assert not problems, "\n".join(problems)
 
 

@@ -8,7 +8,6 @@ Each answer must neither show the other project's data nor change it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import mcp
@@ -21,7 +20,6 @@ from tests.mcp.conftest import (
     KnowledgeBase,
     LiveServer,
     mcp_client,
-    running_server,
     tool_data,
 )
 from tests.security.conftest import scope_snapshot
@@ -37,12 +35,6 @@ MARKERS = (
     "nlp-reading",
     "NLP Reading",
 )
-
-
-@pytest.fixture(scope="module")
-def scope_server(scope_kb: KnowledgeBase) -> Iterator[LiveServer]:
-    with running_server(scope_kb) as server:
-        yield server
 
 
 def scoped_url(server: LiveServer) -> str:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,22 +21,38 @@ SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")  # as th
 CRANFIELD = SHARED / "corpus" / "cranfield" / "cranfield_queries.jsonl"
 
 
-@pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
-def test_benchmark_ranking_is_the_tool_ranking_over_mcp() -> None:
+def bench_child(*options: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The benchmark's child process on Cranfield, on the test run's database kind: its
+    result."""
     database_url = os.environ.get("DATABASE_URL", "")
     backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
-    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    child_env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    child_env.update(env or {})
     if backend == "postgres":
-        env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
+        child_env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
     command = [
         sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
-        "--modes", "default", "--split", "all", "--limit-queries", "12", "--mcp",
+        "--split", "all", *options,
     ]  # fmt: skip
     done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
+        command, cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=900,
+        check=False,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def default_and_bm25() -> dict[str, Any]:
+    """One child for both modes: one import of the collection and one server, whose
+    `search_papers` answers both (default arguments, then rerank=false)."""
+    if not CRANFIELD.exists():
+        pytest.skip("needs ../shared/corpus/cranfield")
+    return bench_child("--modes", "default,bm25", "--limit-queries", "12", "--mcp")
+
+
+def test_benchmark_ranking_is_the_tool_ranking_over_mcp(default_and_bm25: dict[str, Any]) -> None:
+    result = default_and_bm25
     assert result["queries"] == 12
     assert result["mcp"]["identical_rankings"] == 12
     assert result["mcp"]["ndcg"] == pytest.approx(result["modes"]["default"]["ndcg"])
@@ -44,25 +61,12 @@ def test_benchmark_ranking_is_the_tool_ranking_over_mcp() -> None:
     assert result["modes"]["default"]["ndcg"] > 0.2
 
 
-@pytest.mark.skipif(not CRANFIELD.exists(), reason="needs ../shared/corpus/cranfield")
-def test_lexical_benchmark_ranking_is_the_tool_ranking_with_rerank_false() -> None:
+def test_lexical_benchmark_ranking_is_the_tool_ranking_with_rerank_false(
+    default_and_bm25: dict[str, Any],
+) -> None:
     """benchmarks/bench_lexical.py scores `local_search(rerank=False)`: it must be what
     `search_papers(rerank=false)` returns over /mcp, query by query."""
-    database_url = os.environ.get("DATABASE_URL", "")
-    backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
-    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
-    if backend == "postgres":
-        env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
-    command = [
-        sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
-        "--modes", "bm25", "--split", "all", "--limit-queries", "12", "--mcp",
-    ]  # fmt: skip
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "mcp" not in result  # the default mode was not asked for
+    result = default_and_bm25
     assert result["mcp_bm25"]["identical_rankings"] == 12
     assert result["mcp_bm25"]["ndcg"] == pytest.approx(result["modes"]["bm25"]["ndcg"])
     assert result["modes"]["bm25"]["ndcg"] > 0.2
@@ -73,26 +77,16 @@ def test_search_papers_over_mcp_is_the_service_ranking_with_the_reranking_stage_
     """With SEARCH_RERANK_TOP_K set (papers/search/reranker.py), `search_papers` over /mcp
     and the service the benchmarks call return the same list for every query, and the
     stage did change the ranking (nDCG@10 differs from the same run with it off)."""
-    database_url = os.environ.get("DATABASE_URL", "")
-    backend = "postgres" if database_url.startswith(("postgres://", "postgresql://")) else "sqlite"
     results = {}
     for top_k in ("0", "10"):
-        env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
-        env["SEARCH_RERANK_TOP_K"] = top_k
         # The agreement holds whatever model scores; WordLlama's costs milliseconds a
         # query where MiniLM's costs seconds (test_reranker.py tries MiniLM itself).
-        env["SEARCH_RERANK_MODEL"] = "wordllama-l2-256"
-        if backend == "postgres":
-            env["BENCH_PG_URL"] = database_url.rsplit("/", 1)[0] + "/postgres"
-        command = [
-            sys.executable, str(BENCH), "--child", "--set", "cranfield", "--backend", backend,
-            "--modes", "default,hybrid", "--split", "all", "--limit-queries", "8", "--mcp",
-        ]  # fmt: skip
-        done = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
+        env = {"SEARCH_RERANK_TOP_K": top_k, "SEARCH_RERANK_MODEL": "wordllama-l2-256"}
+        # With the stage off only the service's nDCG is compared: no server for it.
+        over_mcp = ("--mcp",) if top_k != "0" else ()
+        results[top_k] = bench_child(
+            "--modes", "default,hybrid", "--limit-queries", "8", *over_mcp, env=env
         )
-        assert done.returncode == 0, done.stderr[-3000:]
-        results[top_k] = json.loads(done.stdout.strip().splitlines()[-1])
     on = results["10"]
     assert on["mcp"]["identical_rankings"] == 8
     assert on["mcp"]["ndcg"] == pytest.approx(on["modes"]["default"]["ndcg"])
