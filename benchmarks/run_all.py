@@ -384,7 +384,7 @@ BENCHMARKS = (
         "Vector search at 100k-1M papers: exact, quantised, approximate (HNSW)",
         "the vectors and the index alone (a component, no database, no /mcp): it chose the "
         "approximate index behind `search_papers_semantic` and hybrid `search_papers`",
-        (PY, "benchmarks/bench_vector_index.py", "--corpus", ACL),
+        (PY, "benchmarks/bench_vector_index.py", "--corpus", ACL, "--budget-minutes", "30"),
         (PY, "benchmarks/bench_vector_index.py", "--corpus", ACL, "--quick"),
         "docs/SEARCH.md",
     ),

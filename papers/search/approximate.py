@@ -23,9 +23,9 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-CONNECTIVITY = 16
+CONNECTIVITY = 32
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 256
+EXPANSION_SEARCH = 512
 # Candidates a query reads from the graph (at least the depth asked for), then re-scored.
 RESCORE = 100
 
