@@ -278,6 +278,7 @@ def bench_size(
                 index = Index.restore(str(cached))
                 assert index is not None
                 build = json.loads(cached.with_suffix(".json").read_text())["build"]
+                args.cached.add((n, dtype, m))
             else:
                 index = Index(ndim=d, metric="cos", dtype=dtype, connectivity=m, expansion_add=128)
                 started = time.perf_counter()
@@ -315,6 +316,7 @@ def bench_size(
                         "save": save,
                         "file": size,
                         "view": view,
+                        "cached": (n, dtype, m) in args.cached,
                         **r,
                     }
                 )
@@ -351,6 +353,7 @@ def main() -> None:
     args.ef = [int(x) for x in args.ef.split(",")]
     sizes = [int(x) for x in args.sizes.split(",")]
     args.rates = {}
+    args.cached = set()
 
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -403,7 +406,8 @@ def main() -> None:
             print(
                 f"| {size:,} | {row['method']} | {row['recall']:.3f} | {row['recall_deep']:.3f} "
                 f"| {row['p50']:.2f} ({row['p50'] / base:.2f}x) | {row['p95']:.2f} "
-                f"| {row['memory'] / 2**20:.0f} | {row['build']:.1f} | "
+                f"| {row['memory'] / 2**20:.0f} | {row['build']:.1f}"
+                f"{' (earlier run)' if row.get('cached') else ''} | "
                 + (
                     f"{row['file'] / 2**20:.0f} | {row['view'] * 1000:.0f}"
                     if "file" in row
