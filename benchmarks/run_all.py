@@ -381,6 +381,15 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "vector-index",
+        "Vector search at 100k-1M papers: exact, quantised, approximate (HNSW)",
+        "the vectors and the index alone (a component, no database, no /mcp): it chose the "
+        "approximate index behind `search_papers_semantic` and hybrid `search_papers`",
+        (PY, "benchmarks/bench_vector_index.py", "--corpus", ACL, "--budget-minutes", "30"),
+        (PY, "benchmarks/bench_vector_index.py", "--corpus", ACL, "--quick"),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "screening",
         "Prioritised screening and the stopping rule (Cranfield, SciFact)",
         "`manage.py simulate_screening`'s code: the ranking and stopping rule that "

@@ -328,7 +328,7 @@ class _Vectors:
         """The `depth` papers nearest by cosine (within scope), the paper itself excluded."""
         # semantic._rank is the index's ranking with scope handling (probe, then fall back
         # to reading every allowed id); reusing it keeps one implementation of that.
-        ids, _ = _rank(self.tiers.score(self.query), depth + 1, None, scope)
+        ids, _ = _rank(self.tiers, self.query, depth + 1, None, scope)
         return [pk for pk in ids if pk != paper.pk][:depth]
 
     def similarities(self, paper_ids: list[int]) -> dict[int, tuple[float, float]]:

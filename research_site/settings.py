@@ -259,6 +259,10 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
 # minilm-l6-q8 (the default) is minilm-l6-int8's weights quantised again for integer
 # arithmetic, built once into CACHE_DIR/models (needs the onnx package): ~1.5x faster.
 EMBEDDING_MODEL_STRONG = env_str("EMBEDDING_MODEL_STRONG", "minilm-l6-q8")
+# Above this many vectors in a tier, semantic search asks an approximate graph (HNSW,
+# usearch) for candidates and scores them exactly instead of scoring every vector
+# (papers/search/approximate.py; docs/SEARCH.md "At a million papers"). 0: always.
+VECTOR_INDEX_APPROXIMATE_ABOVE = env_int("VECTOR_INDEX_APPROXIMATE_ABOVE", 200_000, minimum=0)
 # Threads the second tier's background writer (and reindex_embeddings --tier strong)
 # encodes on, at its lower priority; 0: one per core. Celery tasks use one each.
 STRONG_EMBEDDING_THREADS = env_int("STRONG_EMBEDDING_THREADS", 0, minimum=0)

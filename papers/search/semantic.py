@@ -5,12 +5,13 @@ name, the hash of the embedded text), the same table on SQLite and PostgreSQL.
 
 Index: every vector of the current model in one float32 numpy matrix in this process
 (95k papers x 256 dims = 97 MB), searched by brute-force dot product (~5 ms at 100k;
-benchmarks/bench_search.py measures it). It is loaded on the first search and kept
-fresh cheaply: at most once per vector_index.REFRESH_SECONDS it compares the row count
-and max(updated_at) of the model's vectors with what it holds, reads only the rows
-changed since, and reloads in full when rows were deleted. Writes made by this process
-(embed_papers) are seen at once. Filters and scope restrict the candidate rows; they never
-change the stored vectors.
+benchmarks/bench_search.py measures it); above VECTOR_INDEX_APPROXIMATE_ABOVE vectors an
+approximate graph gives the candidates, scored exactly (papers/search/approximate.py).
+It is loaded on the first search and kept fresh cheaply: at most once per
+vector_index.REFRESH_SECONDS it compares the row count and max(updated_at) of the model's
+vectors with what it holds, reads only the rows changed since, and reloads in full when
+rows were deleted. Writes made by this process (embed_papers) are seen at once. Filters
+and scope restrict the candidate rows; they never change the stored vectors.
 
 When papers are embedded (`schedule_embedding`, called by `papers.search.index.
 papers_changed` inside every write transaction):
@@ -52,7 +53,7 @@ from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search import reranker
 from papers.search.embedding import load_model, models_loaded, paper_text, text_hash
 from papers.search.fulltext import estimate_note, paper_search_scored, search_hits
-from papers.search.tiers import QueryVectors, Scored, Tiers, current_tiers
+from papers.search.tiers import QueryVectors, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
     REFRESH_SECONDS,
@@ -244,7 +245,8 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _rank(
-    scored: Scored,
+    tiers: Tiers,
+    vectors: QueryVectors,
     depth: int,
     filters: SearchFilters | None = None,
     scope: Sequence[str] | None = None,
@@ -253,24 +255,32 @@ def _rank(
     strongest vectors each paper has) among those that pass filters and scope, best
     first, and their scores.
 
-    Every vector is scored (8 ms at 95k). With filters, the best PROBE_FACTOR x depth are
-    checked against them in one query, which fills the page unless the filters are very
-    selective; only then are all allowed ids read and scored (~100 ms at 95k).
+    Every vector is scored (8 ms at 95k), or, above VECTOR_INDEX_APPROXIMATE_ABOVE, the
+    approximate graph's candidates (Tiers.nearest), scored exactly. With filters, the best
+    PROBE_FACTOR x depth are checked against them in one query, which fills the page
+    unless the filters are very selective; only then are all allowed ids read and scored
+    exactly (~100 ms at 95k).
     """
-    scores = scored.scores
-    if scores.shape[0] == 0:
-        return [], []
     allowed = _allowed(filters, scope)
+    probe_depth = depth if allowed is None else max(PROBE_MIN, PROBE_FACTOR * depth)
+    near = tiers.nearest(vectors, probe_depth)
+    scored = tiers.score(vectors) if near is None else near
+    scores = scored.scores
+    if scores.shape[0] == 0 and near is None:
+        return [], []
     if allowed is None:
         top = _top(scores, depth)
         return scored.ids[top].tolist(), scores[top].tolist()
-    probe = _top(scores, max(PROBE_MIN, PROBE_FACTOR * depth))
+    probe = _top(scores, probe_depth)
     probe_ids = scored.ids[probe]
     passed = set(allowed.filter(pk__in=probe_ids.tolist()).values_list("pk", flat=True))
     keep = np.fromiter((pk in passed for pk in probe_ids.tolist()), dtype=bool, count=len(probe))
-    if keep.sum() >= depth or len(probe) == scores.shape[0]:
+    if keep.sum() >= depth or (near is None and len(probe) == scores.shape[0]):
         top = probe[keep][:depth]
         return scored.ids[top].tolist(), scores[top].tolist()
+    if near is not None:  # few allowed papers among the graph's candidates: every row
+        scored = tiers.score(vectors)
+        scores = scored.scores
     wanted = np.fromiter(
         allowed.values_list("pk", flat=True).iterator(chunk_size=10_000), dtype=np.int64
     )
@@ -380,7 +390,7 @@ def semantic_search(
     check_page(top_k, 0)
     notes: list[str] = []
     tiers = _prepare(notes)
-    ids, scores = _rank(tiers.score(tiers.encode(query, prompt)), top_k, filters, scope)
+    ids, scores = _rank(tiers, tiers.encode(query, prompt), top_k, filters, scope)
     hits = _hits(ids, dict(zip(ids, scores, strict=True)))
     return SearchPage(
         hits=hits, total=len(hits), limit=top_k, offset=0, mode="semantic", notes=notes
@@ -397,7 +407,7 @@ def semantic_ranked_ids(
     """Paper ids best first by cosine similarity, no records (for fusion and benchmarks)."""
     query = _check_query(query)
     tiers = _prepare([])
-    ids, _ = _rank(tiers.score(tiers.encode(query)), limit, filters, scope)
+    ids, _ = _rank(tiers, tiers.encode(query), limit, filters, scope)
     return ids
 
 
@@ -451,7 +461,7 @@ def hybrid_rankings(
     cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     tiers = _prepare(notes if notes is not None else [])
-    return lexical, _rank(tiers.score(tiers.encode(query)), depth, filters, scope)
+    return lexical, _rank(tiers, tiers.encode(query), depth, filters, scope)
 
 
 def _lexical_ranking(
@@ -522,12 +532,12 @@ def _fused(
         vectors = tiers.encode(query)
     else:
         tiers, vectors = prepared
-    semantic = _rank(tiers.score(vectors), depth, filters, scope)
+    semantic = _rank(tiers, vectors, depth, filters, scope)
     if tiers.second is None:
         return fuse_rankings(lexical, semantic)
     # The first tier's own ranking: the first-tier vector scored against the first tier.
     only_first = Tiers(tiers.first, None)
-    first = _rank(only_first.score(QueryVectors(vectors.first, None)), depth, filters, scope)
+    first = _rank(only_first, QueryVectors(vectors.first, None), depth, filters, scope)
     return fuse_rankings(lexical, semantic, first, coverage=tiers.coverage())
 
 

@@ -30,7 +30,9 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 
+from papers.search import approximate
 from papers.search.embedding import EmbeddingModel, load_model, load_strong_model
 from papers.search.vector_index import Snapshot, strong_vector_index, vector_index
 
@@ -120,6 +122,26 @@ class Tiers:
             np.concatenate([second.ids, first.ids[plan.first_only]]),
             np.concatenate([second_scores, mapped]).astype(np.float32, copy=False),
         )
+
+    def nearest(self, vectors: QueryVectors, depth: int) -> Scored | None:
+        """The approximate graph's candidates for the query, scored exactly (cosines, as
+        `score` gives them), at least `depth` asked for; None when the search must score
+        every row: no graph (below VECTOR_INDEX_APPROXIMATE_ABOVE, still building, usearch
+        missing) or two tiers merged at partial coverage (calibrated scores need every
+        row). With the second tier covering every first-tier paper it alone ranks."""
+        tier, query = self.first, vectors.first
+        if self.second is not None and vectors.second is not None:
+            if len(_merge_plan(self.first.snapshot, self.second.snapshot).first_only):
+                return None
+            tier, query = self.second, vectors.second
+        snapshot = tier.snapshot
+        graph = snapshot.approximate
+        if graph is None or snapshot.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE:
+            return None
+        candidates = graph.search(query, max(depth, approximate.RESCORE))
+        # The graph may be a refresh ahead of this snapshot: ids it lacks are dropped.
+        rows = snapshot.rows_of(candidates)
+        return Scored(snapshot.ids[rows], snapshot.matrix[rows] @ query)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,21 @@ comparing the embedding table's count and newest `updated_at` with what it holds
 changed since are read, and a deletion triggers a full reload. Same table, same code on
 SQLite and PostgreSQL. One index per tier: `vector_index()` over PaperEmbedding (the first
 tier), `strong_vector_index()` over PaperStrongEmbedding (the second, papers/search/tiers.py).
+
+Above VECTOR_INDEX_APPROXIMATE_ABOVE vectors a tier also keeps an approximate graph
+(papers/search/approximate.py) that searches ask for candidates instead of scoring every
+row. It follows every refresh before the refreshed snapshot is published: the rows read
+by an incremental refresh are replaced in it, and after a full reload (a deletion, a
+vector changed out of order) the two snapshots are compared and the difference applied.
+A small library's graph (INLINE_BUILD_MAX vectors at most) is built during the refresh;
+a larger one on a background thread (one core) while searches stay exact, then brought
+up to date with the snapshot current when it is done. Each process builds its own.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 import threading
 import time
@@ -16,14 +27,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db.models import Count, Max
 
 from papers.models import PaperEmbedding, PaperStrongEmbedding
+from papers.search import approximate
+from papers.search.approximate import Approximate
 from papers.search.embedding import EmbeddingModel
+
+logger = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 1.0
 # Rows committed slightly out of timestamp order are still caught by the incremental read.
 REFRESH_SLACK = timedelta(seconds=2)
+# Graphs of at most this many vectors are built inside the refresh (well under a second).
+INLINE_BUILD_MAX = 5_000
+BUILD_CHUNK = 10_000
+
+_serials = itertools.count(1)
 
 
 @dataclass
@@ -35,6 +56,12 @@ class Snapshot:
     count: int = 0
     latest: datetime | None = None
     _order: np.ndarray | None = None  # argsort of ids, built on first use
+    # The approximate graph in step with this snapshot (None: search exactly).
+    approximate: Approximate | None = None
+    serial: int = field(default_factory=lambda: next(_serials))
+    # Made by an incremental refresh of snapshot `base`: the rows it read (new or replaced).
+    base: int | None = None
+    changed_rows: np.ndarray | None = None
 
     def rows_of(self, paper_ids: np.ndarray) -> np.ndarray:
         """Row numbers of those of these paper ids that have a vector."""
@@ -55,6 +82,9 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._checked_at = -math.inf
+        self._approximate: Approximate | None = None
+        self._building = False
+        self._generation = 0  # reset() abandons a graph being built
 
     def invalidate(self) -> None:
         """Check the table on the next search (after a write by this process)."""
@@ -64,6 +94,8 @@ class VectorIndex:
         with self._lock:
             self._snapshot = None
             self._checked_at = -math.inf
+            self._approximate = None
+            self._generation += 1
 
     def snapshot(self, model: EmbeddingModel) -> Snapshot:
         now = time.monotonic()
@@ -75,9 +107,73 @@ class VectorIndex:
         ):
             return current
         with self._lock:
-            self._snapshot = self._refreshed(self._snapshot, model)
+            previous = self._snapshot
+            self._snapshot = self._refreshed(previous, model)
+            self._follow(previous, self._snapshot)
             self._checked_at = time.monotonic()
             return self._snapshot
+
+    # --- the approximate graph ------------------------------------------------------------
+
+    def _follow(self, previous: Snapshot | None, current: Snapshot) -> None:
+        """Bring the graph in step with `current` (under the lock, before it is published),
+        or start building one, or drop it below the threshold."""
+        if current.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE or not approximate.available():
+            self._approximate = current.approximate = None
+            return
+        if self._approximate is not None and (previous is None or previous.model != current.model):
+            self._approximate = None
+        if self._approximate is not None:
+            if previous is not current:
+                assert previous is not None
+                _sync(self._approximate, previous, current)
+            current.approximate = self._approximate
+            return
+        if current.count <= INLINE_BUILD_MAX:
+            started = time.perf_counter()
+            self._approximate = current.approximate = approximate.build(current.ids, current.matrix)
+            self._built(current.count, started)
+        elif not self._building:
+            self._build_later(current)
+
+    def _built(self, count: int, started: float) -> None:
+        logger.info(
+            "Approximate vector index of %s built: %d vectors in %.2f s",
+            self._table.__name__, count, time.perf_counter() - started,
+        )  # fmt: skip
+
+    def _build_later(self, base: Snapshot) -> None:
+        """Build a graph of `base` on a background thread (one core, so searches keep the
+        other), then apply what changed since and hand it to the current snapshot."""
+        self._building = True
+        generation = self._generation
+
+        def run() -> None:
+            try:
+                started = time.perf_counter()
+                graph = Approximate(base.matrix.shape[1])
+                for start in range(0, base.count, BUILD_CHUNK):
+                    end = start + BUILD_CHUNK
+                    graph.upsert(base.ids[start:end], base.matrix[start:end], threads=1)
+                with self._lock:
+                    current = self._snapshot
+                    if (
+                        generation != self._generation
+                        or current is None
+                        or current.model != base.model
+                        or current.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE
+                    ):
+                        return
+                    if current is not base:
+                        _sync(graph, base, current)
+                    self._approximate = current.approximate = graph
+                self._built(base.count, started)
+            except Exception:  # searches stay exact; the next refresh tries again
+                logger.exception("Building the approximate vector index failed")
+            finally:
+                self._building = False
+
+        threading.Thread(target=run, name="vector-graph", daemon=True).start()
 
     def _refreshed(self, current: Snapshot | None, model: EmbeddingModel) -> Snapshot:
         table = self._table.objects.filter(model=model.name)
@@ -130,7 +226,22 @@ class VectorIndex:
         for pk, vector in zip(ids.tolist(), matrix, strict=True):
             new_matrix[rows[pk]] = vector
         all_ids = np.concatenate([current.ids, np.asarray(new_ids, dtype=np.int64)])
-        return Snapshot(current.model, all_ids, new_matrix, rows, len(all_ids), current.latest)
+        changed_rows = np.fromiter((rows[pk] for pk in ids.tolist()), np.int64, count=len(ids))
+        return Snapshot(
+            current.model, all_ids, new_matrix, rows, len(all_ids), current.latest,
+            base=current.serial, changed_rows=changed_rows,
+        )  # fmt: skip
+
+
+def _sync(graph: Approximate, previous: Snapshot, current: Snapshot) -> None:
+    """Apply to `graph` (in step with `previous`) what differs in `current`."""
+    if current.base == previous.serial and current.changed_rows is not None:
+        rows = current.changed_rows
+        graph.upsert(current.ids[rows], current.matrix[rows])
+        return
+    gone, rows = approximate.changes(previous.ids, previous.matrix, current.ids, current.matrix)
+    graph.remove(gone)
+    graph.upsert(current.ids[rows], current.matrix[rows])
 
 
 _index = VectorIndex(PaperEmbedding)

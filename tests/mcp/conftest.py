@@ -402,7 +402,9 @@ MAX_BODY_BYTES = 16384
 def library_server(knowledge_base: KnowledgeBase) -> Iterator[LiveServer]:
     """The default server (no token, so loopback only), bound to every interface."""
     everywhere = "0.0.0.0"  # noqa: S104 - the non-loopback test connects from outside
-    env = {"MCP_MAX_BODY_BYTES": str(MAX_BODY_BYTES)}
+    # Semantic search through the approximate index at any size (re-scored exactly, so
+    # every answer is the exact search's): tests/mcp/test_search_tools.py checks it is used.
+    env = {"MCP_MAX_BODY_BYTES": str(MAX_BODY_BYTES), "VECTOR_INDEX_APPROXIMATE_ABOVE": "0"}
     with running_server(knowledge_base, host=everywhere, env=env) as server:
         yield server
 

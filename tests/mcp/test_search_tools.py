@@ -3,6 +3,7 @@ full-text, keyword, payload (glob) and author search, facets, limits and collect
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
@@ -258,6 +259,9 @@ async def test_semantic_search_and_reranked_search_papers(
     assert tool_data(hybrid)["mode"] == "hybrid"
     assert tool_data(hybrid)["engines"]["local"]["mode"] == "hybrid"
     assert titles(hybrid)[0] == "Deep Residual Learning for Image Recognition"
+    # The server (VECTOR_INDEX_APPROXIMATE_ABOVE=0) answered through the approximate index.
+    if importlib.util.find_spec("usearch") is not None:
+        assert "Approximate vector index of PaperEmbedding built" in library_server.log()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -353,3 +354,155 @@ def test_new_papers_are_embedded_after_commit_in_process_or_by_the_worker() -> N
     embedding = PaperEmbedding.objects.get(paper=paper)
     assert embedding.dimensions > 0
     assert len(embedding.vector) == embedding.dimensions * 4  # float32
+
+
+# --- the approximate index (papers/search/approximate.py) ---------------------------------
+
+TOPICS = (
+    ("protein folding", "amino acid chains fold into enzymes and structures"),
+    ("machine translation", "sentences are translated between English and German"),
+    ("galaxy formation", "stars and dark matter cluster into distant galaxies"),
+    ("sourdough bread", "yeast and bacteria ferment dough into a crumb"),
+    ("volcanic eruptions", "magma and lava erupt from volcanoes on Iceland"),
+    ("coral reefs", "warm oceans bleach corals and reef fish leave"),
+    ("quantum error correction", "qubits lose coherence and codes correct errors"),
+    ("speech recognition", "acoustic models transcribe spoken words to text"),
+    ("malaria vaccines", "parasites carried by mosquitoes and vaccine trials"),
+    ("solar cells", "photovoltaic panels convert sunlight into electricity"),
+)
+ASPECTS = ("A survey of", "Measuring", "A benchmark for", "Learning about")
+QUERIES = (
+    "how do proteins fold", "translating English to German", "dark matter and galaxies",
+    "baking bread with yeast", "lava and magma", "ocean warming kills corals",
+    "fixing qubit errors", "transcribing speech", "a vaccine against malaria", "sunlight power",
+)  # fmt: skip
+
+
+@pytest.fixture
+def many(make_paper: Callable[..., Paper]) -> list[Paper]:
+    """40 papers, four on each of ten topics."""
+    papers = [
+        make_paper(f"{aspect} {topic}", abstract=f"{aspect} {topic}: {words}.", year=2000 + i)
+        for i, (aspect, (topic, words)) in enumerate(
+            (aspect, topic) for topic in TOPICS for aspect in ASPECTS
+        )
+    ]
+    semantic.embed_papers([p.pk for p in papers])
+    return papers
+
+
+def approximate_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the graph's searches (one entry each)."""
+    from papers.search.approximate import Approximate
+
+    calls: list[int] = []
+    original = Approximate.search
+
+    def counted(self: Approximate, query: np.ndarray, count: int) -> np.ndarray:
+        calls.append(count)
+        return original(self, query, count)
+
+    monkeypatch.setattr(Approximate, "search", counted)
+    return calls
+
+
+def ranked(settings: object, above: int, **arguments: object) -> list[tuple[str, float]]:
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = above  # type: ignore[attr-defined]
+    semantic.vector_index().invalidate()
+    page = semantic.semantic_search(**arguments)  # type: ignore[arg-type]
+    return [(hit.record["title"], hit.score) for hit in page.hits]
+
+
+def test_approximate_index_returns_the_exact_top_k(
+    many: list[Paper], settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("usearch")
+    from papers.search import approximate
+
+    # Few candidates (not the whole library), so the graph's search itself picks them.
+    monkeypatch.setattr(approximate, "RESCORE", 4)
+    calls = approximate_calls(monkeypatch)
+    for query in QUERIES:
+        for top_k in (1, 4):
+            exact = ranked(settings, 10**9, query=query, top_k=top_k)
+            assert not calls
+            found = ranked(settings, 0, query=query, top_k=top_k)
+            assert calls and max(calls) == 4, "the graph was not searched"
+            calls.clear()
+            assert found == exact, query  # the same papers, the same (exact) cosines
+    # Filtered: the graph's candidates checked against the filter, else every allowed row.
+    for years in ((2000, 2039), (2013, 2013)):
+        filters = SearchFilters(year_from=years[0], year_to=years[1])
+        exact = ranked(settings, 10**9, query="proteins", top_k=3, filters=filters)
+        assert ranked(settings, 0, query="proteins", top_k=3, filters=filters) == exact
+    snapshot = semantic.vector_index().snapshot(load_model())
+    assert snapshot.approximate is not None and len(snapshot.approximate) == len(many)
+
+
+def test_approximate_index_follows_additions_edits_and_deletions(
+    many: list[Paper],
+    settings: object,
+    make_paper: Callable[..., Paper],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("usearch")
+    calls = approximate_calls(monkeypatch)
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
+
+    def top(query: str, top_k: int = 1) -> list[str]:
+        return titles(semantic.semantic_search(query=query, top_k=top_k))
+
+    def graph_size() -> int:
+        graph = semantic.vector_index().snapshot(load_model()).approximate
+        assert graph is not None
+        return len(graph)
+
+    assert top("chess openings") != ["Chess openings"]
+    # Added in this process: searchable at once.
+    chess = make_paper("Chess openings", abstract="Grandmasters play the Sicilian defence.")
+    semantic.embed_papers([chess.pk])
+    assert top("chess openings") == ["Chess openings"]
+    assert graph_size() == len(many) + 1
+    # Edited in this process: the new text is found, the old one no longer.
+    Paper.objects.filter(pk=chess.pk).update(
+        title="Beekeeping", abstract="Honey bees, hives and pollen."
+    )
+    semantic.embed_papers([chess.pk])
+    assert top("honey bees and hives") == ["Beekeeping"]
+    assert "Beekeeping" not in top("chess openings", 3)
+    # Edited by another process (the same database): the bread paper gets the protein
+    # paper's vector, seen by the next refresh.
+    monkeypatch.setattr(vector_index_module, "REFRESH_SECONDS", 0.0)
+    protein, bread = many[0], many[12]
+    assert "protein" in protein.title and "bread" in bread.title
+    vector = PaperEmbedding.objects.get(paper=protein)
+    PaperEmbedding.objects.filter(paper=bread).update(
+        vector=vector.vector, updated_at=vector.updated_at.replace(year=2100)
+    )
+    assert bread.title in top("how do proteins fold", 5)
+    # Deleted: gone from the results and from the graph.
+    Paper.objects.filter(pk=chess.pk).delete()
+    assert "Beekeeping" not in top("honey bees and hives", 5)
+    assert graph_size() == len(many)
+    assert calls, "the graph was not searched"
+
+
+def test_a_large_library_is_searched_exactly_until_its_graph_is_built(
+    many: list[Paper], settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)  # always in the background
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
+    index = semantic.vector_index()
+    first = index.snapshot(load_model())  # starts the build
+    assert first.approximate is None
+    assert titles(semantic.semantic_search(query="lava and magma", top_k=1))[0].endswith(
+        "volcanic eruptions"
+    )
+    for _ in range(200):  # bounded: a 40-vector graph takes milliseconds
+        index.invalidate()
+        if index.snapshot(load_model()).approximate is not None:
+            break
+        time.sleep(0.05)
+    graph = index.snapshot(load_model()).approximate
+    assert graph is not None and len(graph) == len(many)
