@@ -109,11 +109,13 @@ bench-load: setup-dev
 ## PostgreSQL import goes in 25k slices (one import_jsonl, so one ANALYZE, each): in one go,
 ## on a server without autovacuum, it slows down quadratically (benchmarks/README.md).
 SCALE_DIR ?= ../scale-data
-SCALE_CORPUS ?= $(SCALE_DIR)/acl_scaled_1m.jsonl.gz
 .PHONY: bench-scale
+## The growth curve (docs/SCALE.md): scaled corpora of 100k, 300k and 1M papers written once into
+## SCALE_DIR, a kept library per size beside them, then run_all's `scale` (SQLite: 95k-1M) and
+## `scale-pg` (PostgreSQL: 100k, 300k) sections of benchmarks/RESULTS.md.
 bench-scale: setup-dev
-	test -f $(SCALE_CORPUS) || $(PY) benchmarks/make_scaled_corpus.py --out $(SCALE_CORPUS)
-	$(PY) benchmarks/bench_search_scale.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-95k.json
-	$(PY) benchmarks/bench_search_scale.py --corpus $(SCALE_CORPUS) --backend sqlite --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-1m-sqlite.json
-	$(PY) benchmarks/bench_search_scale.py --corpus $(SCALE_CORPUS) --backend postgres --chunk 25000 --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-1m-postgres.json
-	$(PY) benchmarks/bench_search_scale.py --report $(SCALE_DIR)/scale-95k.json $(SCALE_DIR)/scale-1m-sqlite.json $(SCALE_DIR)/scale-1m-postgres.json
+	for size in 100000:100k 300000:300k 1000000:1m; do \
+	  out=$(SCALE_DIR)/acl_scaled_$${size#*:}.jsonl.gz; \
+	  test -f $$out || $(PY) benchmarks/make_scaled_corpus.py --papers $${size%%:*} --out $$out || exit 1; \
+	done
+	SCALE_DIR=$(abspath $(SCALE_DIR)) $(PY) benchmarks/run_all.py --only scale,scale-pg
