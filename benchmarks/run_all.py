@@ -41,6 +41,9 @@ PY = sys.executable
 SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")
 ACL = str(SHARED / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz")
 SCALE_DIR = os.environ.get("SCALE_DIR", str(ROOT.parent / "scale-data"))
+# SCALE_SIZES=95k,300k: the `scale` and `scale-pg` sections at these sizes only (the
+# command in the section says which).
+SCALE_SIZES = tuple(size for size in os.environ.get("SCALE_SIZES", "").split(",") if size)
 
 
 def scale_command(backend: str, sizes: tuple[str, ...]) -> tuple[str, ...]:
@@ -394,7 +397,7 @@ BENCHMARKS = (
         "Search and import at 95k, 100k, 300k and 1M papers (SQLite, filters)",
         "`manage.py import_jsonl`'s work (papers, postings, first-tier vectors) into an empty "
         "library, then `local_search` as `search_papers` with engines `local` calls it",
-        scale_command("sqlite", ("95k", "100k", "300k", "1m")),
+        scale_command("sqlite", SCALE_SIZES or ("95k", "100k", "300k", "1m")),
         None,
         "docs/SEARCH.md, docs/SCALE.md",
     ),
@@ -403,7 +406,7 @@ BENCHMARKS = (
         "Search and import at 100k and 300k papers (PostgreSQL, filters)",
         "`manage.py import_jsonl`'s work in 25k slices (papers, postings, first-tier vectors), "
         "then `local_search` as `search_papers` with engines `local` calls it",
-        scale_command("postgres", ("100k", "300k")),
+        scale_command("postgres", SCALE_SIZES or ("100k", "300k")),
         None,
         "docs/SCALE.md",
     ),
