@@ -490,6 +490,7 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
         "indexing_progress": indexing.trace,
         "analyze_seconds": analyze.seconds if analyze.found and analyze.calls else None,
         "summary": summary,
+        "commit": git_state()["commit"],
         "cpu_seconds": cpu,  # this process: the command's work, all its threads
         # The process's peak so far (Django, migrate and the import): ru_maxrss in KiB.
         "peak_rss_mib": usage.ru_maxrss / 1024,
@@ -947,7 +948,12 @@ def curve(results: list[dict[str, Any]]) -> str:
             out.append(
                 f"- {result['backend']}, {result['papers']:,}: import under load "
                 f"{imported['load_before'][0]:.1f} -> {imported['load_after'][0]:.1f}"
-                f"{_import_goal(result)}"
+                + (
+                    f" (imported by an earlier run, commit {imported.get('commit', 'unrecorded')})"
+                    if result.get("import_reused")
+                    else ""
+                )
+                + _import_goal(result)
             )
     out.append("")
     return "\n".join(out)
