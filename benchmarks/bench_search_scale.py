@@ -942,10 +942,16 @@ def curve(results: list[dict[str, Any]]) -> str:
             f"| {_mib(sizes.get('database_bytes'))} | {shown_vectors} | " + " | ".join(cells) + " |"
         )
     out.append("")
+    return "\n".join(out)
+
+
+def import_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Per import: the load it ran under, where it came from, and issue 37's goal."""
+    lines = []
     for result in sorted(results, key=lambda r: (r["backend"], r["papers"])):
         imported = result.get("import") or {}
         if imported.get("load_before"):
-            out.append(
+            lines.append(
                 f"- {result['backend']}, {result['papers']:,}: import under load "
                 f"{imported['load_before'][0]:.1f} -> {imported['load_after'][0]:.1f}"
                 + (
@@ -955,8 +961,7 @@ def curve(results: list[dict[str, Any]]) -> str:
                 )
                 + _import_goal(result)
             )
-    out.append("")
-    return "\n".join(out)
+    return lines
 
 
 def _import_goal(result: dict[str, Any]) -> str:
@@ -966,12 +971,21 @@ def _import_goal(result: dict[str, Any]) -> str:
     seconds, peak = imported.get("import_seconds"), imported.get("peak_rss_mib")
     if seconds is None or len(imported.get("chunks") or []) > 1:
         return ""
+    cpu = imported.get("cpu_seconds") or 0.0
     if result["papers"] >= 900_000:
         met = seconds <= 1200 and (peak or 0) <= 2000
-        return f"; goal ≤ 20 min and ≤ 2 GB: {'met' if met else '**not met**'}"
-    if result["backend"] == "sqlite" and 90_000 <= result["papers"] < 96_000:
-        return f"; goal ≤ 60 s (SQLite, 95k): {'met' if seconds <= 60 else '**not met**'}"
-    return ""
+        goal, limit = f"; goal ≤ 20 min and ≤ 2 GB: {'met' if met else '**not met**'}", 1200
+    elif result["backend"] == "sqlite" and 90_000 <= result["papers"] < 96_000:
+        goal, limit = (
+            f"; goal ≤ 60 s (SQLite, 95k): {'met' if seconds <= 60 else '**not met**'}",
+            60,
+        )
+    else:
+        return ""
+    # The import runs on one thread: its CPU time is a floor for its wall time on any load.
+    if cpu > limit:
+        goal += f" (its CPU time alone, {cpu:,.0f} s, is past the goal: not a matter of load)"
+    return goal
 
 
 def report(results: list[dict[str, Any]]) -> str:
@@ -1045,6 +1059,9 @@ def report(results: list[dict[str, Any]]) -> str:
             f"| {fmt(result.get('reindex_seconds'))} "
             f"| {_mib(sizes.get('database_bytes'))} | {_mib(sizes.get('fulltext_bytes'))} "
             f"| {sizes.get('engine', '')} |")  # fmt: skip
+    if lines := import_lines(results):
+        add("")
+        out.extend(lines)
     for result in results:
         largest = (result["sizes"].get("tables") or {}).items()
         if largest:
