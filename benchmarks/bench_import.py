@@ -82,7 +82,8 @@ def main() -> None:
 
     rows = []
     for backend in args.backends.split(","):
-        firsts, seconds_again, peaks, cpus, counts = [], [], [], [], ()
+        firsts, seconds_again, peaks, cpus = [], [], [], []
+        counts: tuple[int, ...] = ()
         for run in range(args.runs):
             with tempfile.TemporaryDirectory(prefix="bench-import-") as work:
                 env = prepare(backend, Path(work), args.pg_url)
