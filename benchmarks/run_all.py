@@ -1,7 +1,7 @@
 """Regenerate every published figure: run the kept benchmarks and write their tables into
 benchmarks/RESULTS.md, the one file README.md and docs/ quote or link to.
 
-    make bench                       # every benchmark, full size (hours: bench-scale is 1.5-2 h)
+    make bench                       # every benchmark, full size (hours; bench-scale alone several)
     make bench-quick                 # the same on small inputs (~20 min on a busy 2-core machine)
     benchmarks/run_all.py [--quick] [--only pdf,search] [--skip scale] [--list]
 
