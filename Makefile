@@ -61,7 +61,7 @@ format: setup-dev
 	$(PY) -m ruff check --fix .
 
 ## Every published figure (benchmarks/README.md): run the kept benchmarks and write benchmarks/RESULTS.md,
-## which README.md and docs/ quote. Full size takes hours (bench-scale alone 1.5-2 h);
+## which README.md and docs/ quote. Full size takes hours (bench-scale alone several);
 ## bench-quick (or BENCH_QUICK=1) runs them on small inputs (22 min with load average 10; less idle). BENCH_ONLY=a,b
 ## runs a few (benchmarks/run_all.py --list names them).
 BENCH_ONLY ?=
@@ -103,17 +103,19 @@ bench-search-quality: setup-dev
 bench-load: setup-dev
 	$(PY) benchmarks/bench_load.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
-## Search at scale (docs/SEARCH.md): full-text top-20 on SQLite and PostgreSQL with year, venue and
-## project filters, at 95k (the ACL corpus) and at 1M (a scaled corpus, made once into
-## SCALE_DIR); PostgreSQL in a database of its own (bench_scale). 1.5-2 h in all. The 1M
-## PostgreSQL import goes in 25k slices (one import_jsonl, so one ANALYZE, each): in one go,
-## on a server without autovacuum, it slows down quadratically (benchmarks/README.md).
+## Search and import at scale (docs/SCALE.md): the import and full-text top-20 with year, venue and
+## project filters at 95k (the ACL corpus) and scaled 100k, 300k, 1M (made once into SCALE_DIR),
+## SQLite; PostgreSQL at 100k and 300k, each in a database of its own (bench_scale_<size>), imported
+## in 25k slices (one import_jsonl, so one ANALYZE, each): in one go, on a server without
+## autovacuum, it slows down quadratically (benchmarks/README.md). Hours on a quiet 2-core machine.
 SCALE_DIR ?= ../scale-data
-SCALE_CORPUS ?= $(SCALE_DIR)/acl_scaled_1m.jsonl.gz
 .PHONY: bench-scale
+## The growth curve (docs/SCALE.md): scaled corpora of 100k, 300k and 1M papers written once into
+## SCALE_DIR, a kept library per size beside them, then run_all's `scale` (SQLite: 95k-1M) and
+## `scale-pg` (PostgreSQL: 100k, 300k) sections of benchmarks/RESULTS.md.
 bench-scale: setup-dev
-	test -f $(SCALE_CORPUS) || $(PY) benchmarks/make_scaled_corpus.py --out $(SCALE_CORPUS)
-	$(PY) benchmarks/bench_search_scale.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-95k.json
-	$(PY) benchmarks/bench_search_scale.py --corpus $(SCALE_CORPUS) --backend sqlite --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-1m-sqlite.json
-	$(PY) benchmarks/bench_search_scale.py --corpus $(SCALE_CORPUS) --backend postgres --chunk 25000 --work-dir $(SCALE_DIR) --json $(SCALE_DIR)/scale-1m-postgres.json
-	$(PY) benchmarks/bench_search_scale.py --report $(SCALE_DIR)/scale-95k.json $(SCALE_DIR)/scale-1m-sqlite.json $(SCALE_DIR)/scale-1m-postgres.json
+	for size in 100000:100k 300000:300k 1000000:1m; do \
+	  out=$(SCALE_DIR)/acl_scaled_$${size#*:}.jsonl.gz; \
+	  test -f $$out || $(PY) benchmarks/make_scaled_corpus.py --papers $${size%%:*} --out $$out || exit 1; \
+	done
+	SCALE_DIR=$(abspath $(SCALE_DIR)) $(PY) benchmarks/run_all.py --only scale,scale-pg

@@ -50,7 +50,7 @@ For each backend, in a process of its own (Django reads DATABASE_URL once):
 
 Prints markdown tables: backend x papers x filter -> p50, p95 (over the queries), raw
 p50/p95, p95 / unfiltered p95 and the goals (p95 <= 100 ms SQLite, <= 150 ms PostgreSQL;
-a filter adds at most 2x to p95), the import and indexing seconds and database sizes;
+a filter's p95 at most 1.5x the unfiltered one), the import and indexing seconds and database sizes;
 then by query kind and the slowest queries. Settings are the user's defaults
 (SEARCH_RERANK etc. as in the environment); only DATABASE_URL, REDIS_URL,
 CELERY_BROKER_URL and MCP_AUTH_TOKEN are dropped from it (an in-process setup).
@@ -86,9 +86,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_QUERY_CORPUS = (
-    ROOT.parent / "shared" / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz"
-)
+SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")  # as run_all.py
+DEFAULT_QUERY_CORPUS = SHARED / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz"
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/bench_scale"
 DEFAULT_WORK_DIR = ROOT / "benchmarks" / ".work"
 WARMUP = 20  # warm-up queries (not in the measured set), unfiltered
@@ -96,7 +95,7 @@ WARMUP_FILTERED = 5  # of which with every filter too
 PROJECT_NAME = "Scale benchmark"
 FILTERS = ("none", "year ≥ 2018", "venue Findings*", "project")
 GOALS_P95 = {"sqlite": 100.0, "postgres": 150.0}
-GOAL_FILTER_RATIO = 2.0
+GOAL_FILTER_RATIO = 1.5  # issue 37: each filter within 1.5x of the unfiltered p95
 BACKENDS = ("sqlite", "postgres")
 # Longer than a one-off per-process cache build (the fuzzy vocabulary: 14-17 s at 1M),
 # which a shorter cap would interrupt on every call once its TTL has run out.
@@ -448,7 +447,9 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
         files = iter([path])
     indexing = Timer(index_functions(), progress_every=50_000)
     analyze = Timer([("papers.imports", "analyze_tables")])
-    seconds = 0.0
+    seconds = embedding = 0.0
+    load_before = os.getloadavg()
+    usage_before = resource.getrusage(resource.RUSAGE_SELF)
     chunks: list[dict[str, Any]] = []
     totals: Counter[str] = Counter()
     failed = []
@@ -462,7 +463,11 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
             failed.append(str(error))
         elapsed = time.perf_counter() - started
         seconds += elapsed
-        summary = out.text.strip().rsplit("\n", 1)[-1] if out.text.strip() else ""
+        # The summary line, then (since the command embeds) "N papers embedded ... (model, S s)".
+        lines = out.text.strip().splitlines()
+        summary = next((line for line in reversed(lines) if re.match(r"\d+ records:", line)), "")
+        embedded = [re.search(r"papers embedded.*, ([\d.]+) s\)", line) for line in lines]
+        embedding += sum(float(m.group(1)) for m in embedded if m)
         for count, what in re.findall(r"(\d+) (records|created|updated|skipped|failed)", summary):
             totals[what] += int(count)
         chunks.append({"seconds": elapsed, "summary": summary, "indexing": indexing.seconds})
@@ -472,6 +477,8 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
             Path(name).unlink(missing_ok=True)
     indexing.restore()
     analyze.restore()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (usage.ru_utime - usage_before.ru_utime) + (usage.ru_stime - usage_before.ru_stime)
     summary = (
         f"{totals['records']} records: {totals['created']} created, {totals['updated']} "
         f"updated, {totals['skipped']} skipped, {totals['failed']} failed"
@@ -483,6 +490,13 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
         "indexing_progress": indexing.trace,
         "analyze_seconds": analyze.seconds if analyze.found and analyze.calls else None,
         "summary": summary,
+        "commit": git_state()["commit"],
+        "cpu_seconds": cpu,  # this process: the command's work, all its threads
+        # The process's peak so far (Django, migrate and the import): ru_maxrss in KiB.
+        "peak_rss_mib": usage.ru_maxrss / 1024,
+        "embedding_seconds": embedding,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
         "chunks": chunks,
         "failed": "; ".join(failed) or None,
     }
@@ -729,6 +743,27 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
     }
 
 
+def vector_memory() -> dict[str, Any]:
+    """The first tier's in-process vector matrix as the searches left it (every process
+    that searches holds one): rows, dimensions, bytes."""
+    from papers.models import PaperEmbedding
+    from papers.search.embedding import load_model
+    from papers.search.vector_index import vector_index
+
+    try:
+        model = load_model()
+        snapshot = vector_index().snapshot(model)
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+    return {
+        "model": model.name,
+        "table_rows": PaperEmbedding.objects.filter(model=model.name).count(),
+        "rows": int(snapshot.count),
+        "dimensions": int(model.dimensions),
+        "bytes": int(snapshot.matrix.nbytes),
+    }
+
+
 def worker(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     sys.path.insert(0, str(ROOT))
@@ -770,9 +805,14 @@ def worker(spec_path: str) -> None:
     result["papers"] = Paper.objects.count()
     result["with_abstract"] = Paper.objects.exclude(abstract="").count()
     result["sizes"] = database_sizes(Path(spec["directory"]))
+    if spec.get("import_only"):
+        result.update(rows=[], load_after=os.getloadavg(), vendor=connection.vendor)
+        Path(spec["result"]).write_text(json.dumps(result))
+        return
     project = make_project(spec["project_size"], spec["seed"])
     result["project_papers"] = project.paper_links.count()
     result.update(run_queries(spec, project))
+    result["vectors"] = vector_memory()
     result["load_after"] = os.getloadavg()
     result["vendor"] = connection.vendor
     Path(spec["result"]).write_text(json.dumps(result))
@@ -834,6 +874,7 @@ def run_backend(args: argparse.Namespace, backend: str) -> dict[str, Any]:
         "chunk": args.chunk,
         "reuse": args.reuse,
         "reindex": args.reindex,
+        "import_only": args.import_only,
         "cap_seconds": args.cap_seconds,
         "env": args.env or [],
         "project_size": args.project_size,
@@ -869,9 +910,89 @@ def _mib(value: Any) -> str:
     return f"{value / 2**20:,.0f} MiB" if isinstance(value, int | float) else "n/a"
 
 
+def curve(results: list[dict[str, Any]]) -> str:
+    """One line per (backend, corpus): the import (wall, CPU, peak memory), the sizes and
+    the p50 / p95 of each filter, smallest corpus first: the growth curve."""
+    out = [
+        "Growth curve (import: `import_jsonl`, papers + postings + first-tier vectors; "
+        "ms: `local_search`, p50 / p95):",
+        "",
+        "| backend | papers | import s | CPU s | peak RSS MiB | of which vectors s "
+        "| search index MiB | database MiB | vectors in memory | " + " | ".join(FILTERS) + " |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FILTERS),
+    ]
+    for result in sorted(results, key=lambda r: (r["backend"], r["papers"])):
+        imported = result.get("import") or {}
+        sizes = result.get("sizes") or {}
+        vectors = result.get("vectors") or {}
+        shown_vectors = (
+            f"{_mib(vectors['bytes'])} ({vectors['rows']:,} × {vectors['dimensions']})"
+            if "bytes" in vectors
+            else "n/a"
+        )
+        cells = []
+        for name in FILTERS:
+            values = [r["ms"] for r in result["rows"] if r["filter"] == name and not r["error"]]
+            p50, p95 = p50_p95(values)
+            cells.append(f"{fmt(p50)} / {fmt(p95)}" if values else "n/a")
+        out.append(
+            f"| {result['backend']} | {result['papers']:,} | {fmt(imported.get('import_seconds'))} "
+            f"| {fmt(imported.get('cpu_seconds'))} | {fmt(imported.get('peak_rss_mib'), 0)} "
+            f"| {fmt(imported.get('embedding_seconds'))} | {_mib(sizes.get('fulltext_bytes'))} "
+            f"| {_mib(sizes.get('database_bytes'))} | {shown_vectors} | " + " | ".join(cells) + " |"
+        )
+    out.append("")
+    return "\n".join(out)
+
+
+def import_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Per import: the load it ran under, where it came from, and issue 37's goal."""
+    lines = []
+    for result in sorted(results, key=lambda r: (r["backend"], r["papers"])):
+        imported = result.get("import") or {}
+        if imported.get("load_before"):
+            lines.append(
+                f"- {result['backend']}, {result['papers']:,}: import under load "
+                f"{imported['load_before'][0]:.1f} -> {imported['load_after'][0]:.1f}"
+                + (
+                    f" (imported by an earlier run, commit {imported.get('commit', 'unrecorded')})"
+                    if result.get("import_reused")
+                    else ""
+                )
+                + _import_goal(result)
+            )
+    return lines
+
+
+def _import_goal(result: dict[str, Any]) -> str:
+    """Issue 37: 1M papers in <= 20 min with <= 2 GB peak (either database); the 95k ACL
+    corpus in <= 60 s on SQLite."""
+    imported = result.get("import") or {}
+    seconds, peak = imported.get("import_seconds"), imported.get("peak_rss_mib")
+    if seconds is None or len(imported.get("chunks") or []) > 1:
+        return ""
+    cpu = imported.get("cpu_seconds") or 0.0
+    if result["papers"] >= 900_000:
+        met = seconds <= 1200 and (peak or 0) <= 2000
+        goal, limit = f"; goal ≤ 20 min and ≤ 2 GB: {'met' if met else '**not met**'}", 1200
+    elif result["backend"] == "sqlite" and 90_000 <= result["papers"] < 96_000:
+        goal, limit = (
+            f"; goal ≤ 60 s (SQLite, 95k): {'met' if seconds <= 60 else '**not met**'}",
+            60,
+        )
+    else:
+        return ""
+    # The import runs on one thread: its CPU time is a floor for its wall time on any load.
+    if cpu > limit:
+        goal += f" (its CPU time alone, {cpu:,.0f} s, is past the goal: not a matter of load)"
+    return goal
+
+
 def report(results: list[dict[str, Any]]) -> str:
     out: list[str] = []
     add = out.append
+    imports = results
+    results = [r for r in results if r["rows"]]
     add("| backend | papers | filter | n | p50 ms | p95 ms | raw p50 | raw p95 "
         "| p95 / unfiltered p95 | median hits | timeouts | errors | goal |")  # fmt: skip
     add("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -901,11 +1022,17 @@ def report(results: list[dict[str, Any]]) -> str:
                 ratio, goal_p95 = "", GOALS_P95[backend]
                 goal = f"p95 ≤ {goal_p95:g}: {'met' if p95 <= goal_p95 else '**not met**'}"
             elif cap_ms and base95 >= cap_ms:
-                ratio, goal = "n/a", "≤ 2×: unknown (unfiltered p95 hit the cap)"
+                ratio, goal = (
+                    "n/a",
+                    f"≤ {GOAL_FILTER_RATIO:g}×: unknown (unfiltered p95 hit the cap)",
+                )
             else:
                 value = p95 / base95 if base95 else float("nan")
                 ratio = ("≥ " if cap_ms and p95 >= cap_ms else "") + f"{value:.2f}×"
-                goal = f"≤ 2×: {'met' if value <= GOAL_FILTER_RATIO else '**not met**'}"
+                goal = (
+                    f"≤ {GOAL_FILTER_RATIO:g}×: "
+                    f"{'met' if value <= GOAL_FILTER_RATIO else '**not met**'}"
+                )
             if name in (result.get("stopped") or {}):
                 goal += f" (stopped after {result['stopped'][name]} queries)"
             add(f"| {backend} | {result['papers']:,} | {name} | {len(mine)} | {shown(p50)} "
@@ -913,10 +1040,12 @@ def report(results: list[dict[str, Any]]) -> str:
                 f"| {fmt(hits, 0)} | {timeouts} | {len(mine) - len(ok)} | {goal} |")  # fmt: skip
     add("")
     add(
-        "| backend | papers | records in the file | import s | of which indexing s | of which "
-        "ANALYZE s | records/s | reindex_fulltext s | database | search index tables | engine |"
+        "| backend | papers | records in the file | import s | CPU s | peak RSS MiB "
+        "| of which indexing s | of which ANALYZE s | of which vectors s | records/s "
+        "| reindex_fulltext s | database | search index tables | engine |"
     )
-    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    results = imports
     for result in results:
         imported = result.get("import") or {}
         seconds = imported.get("import_seconds")
@@ -924,10 +1053,15 @@ def report(results: list[dict[str, Any]]) -> str:
         rate = records / seconds if seconds and records else None
         sizes = result["sizes"]
         add(f"| {result['backend']} | {result['papers']:,} | {fmt(records, 0)} | {fmt(seconds)} "
+            f"| {fmt(imported.get('cpu_seconds'))} | {fmt(imported.get('peak_rss_mib'), 0)} "
             f"| {fmt(imported.get('indexing_seconds'))} | {fmt(imported.get('analyze_seconds'))} "
-            f"| {fmt(rate, 0)} | {fmt(result.get('reindex_seconds'))} "
+            f"| {fmt(imported.get('embedding_seconds'))} | {fmt(rate, 0)} "
+            f"| {fmt(result.get('reindex_seconds'))} "
             f"| {_mib(sizes.get('database_bytes'))} | {_mib(sizes.get('fulltext_bytes'))} "
             f"| {sizes.get('engine', '')} |")  # fmt: skip
+    if lines := import_lines(results):
+        add("")
+        out.extend(lines)
     for result in results:
         largest = (result["sizes"].get("tables") or {}).items()
         if largest:
@@ -938,6 +1072,7 @@ def report(results: list[dict[str, Any]]) -> str:
         if len(each) > 1:
             parts = ", ".join(f"{name} {seconds:,.1f} s" for name, seconds in each.items())
             add(f"\n{result['backend']}: indexing by function (nested calls in both): {parts}")
+    results = [r for r in imports if r["rows"]]
     add("")
     add("Unfiltered, by query kind (ms):")
     add("")
@@ -1012,14 +1147,26 @@ def main() -> None:
         worker(sys.argv[2])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", help="JSONL(.gz) to import: the ACL file or a scaled one.")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        help="JSONL(.gz) to import: the ACL file or a scaled one. Repeat it for a growth "
+        "curve (each with its own --directory and, on PostgreSQL, --pg-url, in that order).",
+    )
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--query-corpus", default=str(DEFAULT_QUERY_CORPUS))
-    parser.add_argument("--pg-url", default=DEFAULT_PG_URL)
+    parser.add_argument("--pg-url", action="append", help=f"Default {DEFAULT_PG_URL}.")
     parser.add_argument("--work-dir", default=str(DEFAULT_WORK_DIR))
-    parser.add_argument("--directory", help="Knowledge bases here (one per backend), kept.")
+    parser.add_argument(
+        "--directory", action="append", help="Knowledge bases here (one per backend), kept."
+    )
+    parser.add_argument(
+        "--import-only",
+        action="store_true",
+        help="Import (and record the import's figures for a later --reuse), no queries.",
+    )
     parser.add_argument("--keep", action="store_true", help="Keep knowledge base and database.")
     parser.add_argument("--reuse", action="store_true", help="Reuse one that holds papers.")
     parser.add_argument("--limit", type=int, help="Import only the first N records.")
@@ -1055,24 +1202,38 @@ def main() -> None:
         return
     if not args.corpus:
         parser.error("--corpus is required")
-    for path in (args.corpus, args.query_corpus):
+    for path in (*args.corpus, args.query_corpus):
         if not Path(path).is_file():
             parser.error(f"no such file: {path}")
-    if args.directory:
-        args.keep = True
     backends = BACKENDS if args.backend == "both" else (args.backend,)
+    corpora = args.corpus
+    directories = args.directory or [None] * len(corpora)
+    pg_urls = args.pg_url or [DEFAULT_PG_URL]
+    if len(directories) != len(corpora):
+        parser.error("give one --directory per --corpus (or none)")
+    if "postgres" in backends and len(pg_urls) != len(corpora):
+        parser.error("give one --pg-url per --corpus on PostgreSQL")
     started = time.perf_counter()
     results = []
-    for backend in backends:
-        results.append(run_backend(args, backend))
-        if args.json:  # after each backend, so a long run keeps what it has
-            Path(args.json).write_text(json.dumps(results))
+    for number, corpus in enumerate(corpora):
+        one = argparse.Namespace(**vars(args))
+        one.corpus, one.directory = corpus, directories[number]
+        one.pg_url = pg_urls[min(number, len(pg_urls) - 1)]
+        one.keep = args.keep or bool(one.directory)
+        for backend in backends:
+            results.append(run_backend(one, backend))
+            if args.json:  # after each run, so a long run keeps what it has
+                Path(args.json).write_text(json.dumps(results))
+    names = ", ".join(Path(corpus).name for corpus in corpora)
     print(
-        f"\n### Search at scale: {Path(args.corpus).name}"
-        f"{f' (first {args.limit:,} records)' if args.limit else ''}, {args.queries} queries "
+        f"\n### Search at scale: {names}"
+        f"{f' (first {args.limit:,} records)' if args.limit else ''}, "
+        f"{'import only' if args.import_only else f'{args.queries} queries'} "
         f"(seed {args.seed}), top 20; {platform.python_version()}; "
         f"{time.perf_counter() - started:.0f} s in all\n"
     )
+    if len(results) > 1:
+        print(curve(results))
     print(report(results))
     print("\nSlowest (query, filter) pairs again, statement by statement:\n")
     print(plans(results))

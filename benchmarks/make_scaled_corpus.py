@@ -84,6 +84,7 @@ import gzip
 import itertools
 import json
 import math
+import os
 import random
 import re
 import sys
@@ -95,7 +96,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = ROOT.parent / "shared" / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz"
+SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")  # as run_all.py
+DEFAULT_SOURCE = SHARED / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz"
 
 KEEP_TOP = 300  # most frequent words: never substituted
 P_SUBSTITUTE = 0.30

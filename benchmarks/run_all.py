@@ -1,7 +1,7 @@
 """Regenerate every published figure: run the kept benchmarks and write their tables into
 benchmarks/RESULTS.md, the one file README.md and docs/ quote or link to.
 
-    make bench                       # every benchmark, full size (hours: bench-scale is 1.5-2 h)
+    make bench                       # every benchmark, full size (hours; bench-scale alone several)
     make bench-quick                 # the same on small inputs (~20 min on a busy 2-core machine)
     benchmarks/run_all.py [--quick] [--only pdf,search] [--skip scale] [--list]
 
@@ -41,6 +41,27 @@ PY = sys.executable
 SHARED = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared")
 ACL = str(SHARED / "corpus" / "acl" / "acl_anthology_2024-08_all.jsonl.gz")
 SCALE_DIR = os.environ.get("SCALE_DIR", str(ROOT.parent / "scale-data"))
+# SCALE_SIZES=95k,300k: the `scale` and `scale-pg` sections at these sizes only (the
+# command in the section says which).
+SCALE_SIZES = tuple(size for size in os.environ.get("SCALE_SIZES", "").split(",") if size)
+
+
+def scale_command(backend: str, sizes: tuple[str, ...]) -> tuple[str, ...]:
+    """bench_search_scale over the ACL corpus (95k) and the scaled ones of SCALE_DIR
+    (`make bench-scale` writes them), one kept library each: SCALE_DIR/acl95k for the ACL
+    corpus, SCALE_DIR/<backend>-<size> for the others; --reuse keeps a library already
+    imported (its import figures are those of the run that imported it)."""
+    command = [PY, "benchmarks/bench_search_scale.py", "--backend", backend, "--reuse"]
+    command += ["--queries", "150"]
+    if backend == "postgres":
+        command += ["--chunk", "25000"]
+    for size in sizes:
+        corpus = ACL if size == "95k" else f"{SCALE_DIR}/acl_scaled_{size}.jsonl.gz"
+        directory = f"{SCALE_DIR}/acl95k" if size == "95k" else f"{SCALE_DIR}/{backend}-{size}"
+        command += ["--corpus", corpus, "--directory", directory]
+        if backend == "postgres":
+            command += ["--pg-url", f"postgres://postgres@127.0.0.1:5432/bench_scale_{size}"]
+    return tuple(command)
 
 
 @dataclass(frozen=True)
@@ -374,11 +395,21 @@ BENCHMARKS = (
     ),
     Benchmark(
         "scale",
-        "Search at 95k papers (SQLite and PostgreSQL, filters)",
-        "`local_search` as `search_papers` with engines `local` calls it, after `import_jsonl`",
-        (PY, "benchmarks/bench_search_scale.py", "--corpus", ACL, "--work-dir", SCALE_DIR),
+        "Search and import at 95k, 100k, 300k and 1M papers (SQLite, filters)",
+        "`manage.py import_jsonl`'s work (papers, postings, first-tier vectors) into an empty "
+        "library, then `local_search` as `search_papers` with engines `local` calls it",
+        scale_command("sqlite", SCALE_SIZES or ("95k", "100k", "300k", "1m")),
         None,
-        "docs/SEARCH.md",
+        "docs/SEARCH.md, docs/SCALE.md",
+    ),
+    Benchmark(
+        "scale-pg",
+        "Search and import at 100k and 300k papers (PostgreSQL, filters)",
+        "`manage.py import_jsonl`'s work in 25k slices (papers, postings, first-tier vectors), "
+        "then `local_search` as `search_papers` with engines `local` calls it",
+        scale_command("postgres", SCALE_SIZES or ("100k", "300k")),
+        None,
+        "docs/SCALE.md",
     ),
     Benchmark(
         "vector-index",

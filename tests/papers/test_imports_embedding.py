@@ -88,3 +88,27 @@ def test_bulk_writes_ends_with_its_block(woken: list[str], run_import: Any) -> N
     assert PaperEmbedding.objects.count() == 0  # one batch over the limit: bulk anyway
     run_import(items(2, start=500), build=build)
     assert PaperEmbedding.objects.count() == 2  # a later edit-sized import: inline again
+
+
+def test_a_bulk_import_on_sqlite_writes_with_a_larger_page_cache_then_restores_it() -> None:
+    from django.db import connection
+
+    from papers.imports import BULK_SQLITE_CACHE_KIB
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's page cache")
+
+    def cache_size() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA cache_size")
+            return int(cursor.fetchone()[0])
+
+    before = cache_size()
+    during: list[int] = []
+    report = import_records(
+        items(60), build=build, batch_size=30, on_saved=lambda ids: during.append(cache_size())
+    )
+    assert report.created == 60
+    # The first batch (30 records) is not yet bulk; the second, past EAGER_INLINE_MAX, is.
+    assert during == [before, -BULK_SQLITE_CACHE_KIB]
+    assert cache_size() == before

@@ -281,6 +281,19 @@ def test_a_batch_of_ten_thousand_keys_checks_its_aliases_within_the_databases_li
     assert _citekey_aliases(bases) == {"base9999c"}
 
 
+def test_citekey_aliases_are_found_when_they_outnumber_the_candidate_keys() -> None:
+    # More aliases than candidates: looked up by IN (...), not read in full.
+    from papers.services import _citekey_aliases
+
+    paper = papers_upsert(records=[PaperRecord.build(title="Aliased", authors=["A. Zed"])])
+    PaperIdentifier.objects.bulk_create(
+        PaperIdentifier(paper_id=paper.paper_ids[0], scheme="citekey", value=f"other{number}")
+        for number in range(40)
+    )
+    PaperIdentifier.objects.create(paper_id=paper.paper_ids[0], scheme="citekey", value="smithb")
+    assert _citekey_aliases({"smith"}) == {"smithb"}
+
+
 # --- PubMed, PMC and OpenReview ids; preprint <-> published version (papers/matching.py) ---
 
 TRIAL = {"authors": ["Jane Doe", "John Roe"]}
