@@ -74,9 +74,7 @@ class Approximate:
             return
         keys = np.asarray(ids, dtype=np.uint64)
         with self._lock:
-            held = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
-            if held.any():
-                self._index.remove(keys[held])
+            self._remove_held(keys)
             self._index.add(
                 keys, np.ascontiguousarray(matrix, dtype=np.float32), threads=threads or _threads()
             )
@@ -84,11 +82,14 @@ class Approximate:
     def remove(self, ids: np.ndarray) -> None:
         if not len(ids):
             return
-        keys = np.asarray(ids, dtype=np.uint64)
         with self._lock:
-            held = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
-            if held.any():
-                self._index.remove(keys[held])
+            self._remove_held(np.asarray(ids, dtype=np.uint64))
+
+    def _remove_held(self, keys: np.ndarray) -> None:
+        """Remove those of these keys the graph holds (the caller holds the lock)."""
+        held = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
+        if held.any():
+            self._index.remove(keys[held])
 
     def search(self, query: np.ndarray, count: int) -> np.ndarray:
         """Paper ids of up to `count` approximate nearest vectors (int64), nearest first."""
