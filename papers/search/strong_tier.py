@@ -203,6 +203,11 @@ class Backfill:
             try:
                 self._embed_all_missing()
             except Exception:
+                if not threading.main_thread().is_alive():
+                    # The process is ending (a command finished while this thread worked):
+                    # the papers left are embedded by the next process, nothing is wrong.
+                    logger.info("Second-tier embedding left: the process is ending")
+                    break
                 # Logged, not raised: the papers stay missing and the next wake retries.
                 logger.exception("Second-tier embedding failed")
             finally:
