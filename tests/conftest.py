@@ -48,29 +48,59 @@ def replay_server() -> Iterator[ReplayServer]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _database_reset_tries_again_after_a_deadlock() -> Iterator[None]:
-    """On the PostgreSQL + worker run a task a test sent (a PDF's passages, an embedding)
-    may still be writing when the test ends; the TRUNCATE that empties the database for the
-    next test can then deadlock with it, and PostgreSQL cancels one of the two (CI saw the
-    reset cancelled, as an error at teardown). The worker's transaction has ended by then:
-    empty the database again, a few times at most."""
-    from django.db import OperationalError
+def _database_reset_by_delete_and_tried_again() -> Iterator[None]:
+    """How PostgreSQL is emptied after a test that commits (transactional_db), in two ways.
+
+    DELETE, not TRUNCATE: Django's flush truncates all sixty-odd tables in one statement,
+    and a TRUNCATE gives each table new files and scans the shared buffers once per table:
+    1.6-1.8 s a test on this machine, where deleting the few rows a test wrote takes tens
+    of milliseconds (an empty table costs one round trip). The result is the same empty
+    database: every foreign key Django makes on PostgreSQL is DEFERRABLE INITIALLY DEFERRED
+    (checked at commit, when every table is empty), and the rows' delete triggers keep the
+    full-text and postings tables in step, as the TRUNCATE triggers did. A flush that resets
+    sequences still truncates.
+
+    Tried again: on the PostgreSQL + worker run a task a test sent (a PDF's passages, an
+    embedding) may still be writing when the test ends; emptying the database can then
+    deadlock with it (PostgreSQL cancels one of the two; CI saw the reset cancelled, as an
+    error at teardown), or find at commit a row the task added meanwhile that points at a
+    deleted one. The task's transaction has ended by then: empty the database again, a few
+    times at most."""
+    from django.db import IntegrityError, OperationalError
     from django.db.backends.postgresql.operations import DatabaseOperations
 
-    original = DatabaseOperations.execute_sql_flush
+    original_flush_sql = DatabaseOperations.sql_flush
+    original_execute = DatabaseOperations.execute_sql_flush
+
+    def sql_flush(
+        self: DatabaseOperations,
+        style: Any,
+        tables: Any,
+        *,
+        reset_sequences: bool = False,
+        allow_cascade: bool = False,
+    ) -> list[str]:
+        if reset_sequences:
+            return original_flush_sql(
+                self, style, tables, reset_sequences=True, allow_cascade=allow_cascade
+            )
+        return [f"DELETE FROM {self.quote_name(table)};" for table in tables]
 
     def execute_sql_flush(self: DatabaseOperations, sql_list: list[str]) -> None:
         for attempt in range(1, 6):
             try:
-                return original(self, sql_list)
-            except OperationalError as error:
-                if attempt == 5 or "deadlock detected" not in str(error):
+                return original_execute(self, sql_list)
+            except (OperationalError, IntegrityError) as error:
+                retried = isinstance(error, IntegrityError) or "deadlock detected" in str(error)
+                if attempt == 5 or not retried:
                     raise
                 time.sleep(0.2 * attempt)
 
+    DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign,assignment]
     DatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign,assignment]
     yield
-    DatabaseOperations.execute_sql_flush = original  # type: ignore[method-assign]
+    DatabaseOperations.sql_flush = original_flush_sql  # type: ignore[method-assign]
+    DatabaseOperations.execute_sql_flush = original_execute  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
