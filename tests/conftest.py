@@ -84,7 +84,7 @@ def _database_reset_by_delete_and_tried_again() -> Iterator[None]:
             return original_flush_sql(
                 self, style, tables, reset_sequences=True, allow_cascade=allow_cascade
             )
-        return [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+        return [f"DELETE FROM {self.quote_name(table)};" for table in tables]  # noqa: S608
 
     def execute_sql_flush(self: DatabaseOperations, sql_list: list[str]) -> None:
         for attempt in range(1, 6):

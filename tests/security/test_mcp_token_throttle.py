@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx2
 import pytest
