@@ -41,6 +41,10 @@ class Author(TimeStamped):
         indexes = [
             # search_by_author / admin author search: prefix and equality on the family name.
             models.Index(Lower("family_name"), name="author_family_lower_idx"),
+            # an author pattern's literal start ('Christopher*Manning', filters._led_by):
+            # a range on SQLite. PostgreSQL reads text_pattern_ops indexes of both lowered
+            # names instead (migration 0013).
+            models.Index(Lower("name"), name="author_name_lower_idx"),
         ]
 
     def __str__(self) -> str:
