@@ -420,8 +420,9 @@ class PaperEmbedding(StoredVector):
     class Meta:
         indexes = [
             # loading the index (every vector of the current model) and its freshness
-            # check on the search path (count and newest updated_at): answered from the
-            # index alone, without reading the rows' vectors.
+            # check on the search path after a write (count and newest updated_at; the
+            # table's generation, migration 0014, says when): answered from the index
+            # alone, without reading the rows' vectors.
             models.Index(fields=["model", "updated_at"], name="paperembedding_model_upd_idx"),
         ]
 
