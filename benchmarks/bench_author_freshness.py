@@ -201,6 +201,26 @@ def main() -> None:
         searched[name] = alternate(len(queries), search(True), search(False))
     use(False)
 
+    # 4. what is left: the slowest statements of the searches after, with their plans.
+    statements: dict[str, list[Any]] = {}
+
+    def timed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            spent = (time.perf_counter() - started) * 1000
+            shape = " ".join(sql.split())
+            entry = statements.setdefault(shape, [0.0, 0, sql, params])
+            entry[0], entry[1] = max(entry[0], spent), entry[1] + 1
+            if spent >= entry[0]:
+                entry[2], entry[3] = sql, params
+
+    with connection.execute_wrapper(timed):
+        for query in queries:
+            for chosen in filters.values():
+                local_search(query=query, filters=chosen, limit=20)
+
     print(f"{papers} papers, {vectors} first-tier vectors, {connection.vendor}; ")
     print(f"load average before {os.getloadavg()[0]:.2f} (1 min) at the end.\n")
     print("| measured (ms) | calls each | before p50 | before p95 | after p50 | after p95 |"
@@ -215,6 +235,16 @@ def main() -> None:
           f"means before/after of local_search: "
           + ", ".join(f"{n} {statistics.mean(b):.1f}/{statistics.mean(a):.1f}"
                       for n, (b, a) in searched.items()))  # fmt: skip
+    print("\nSlowest statements of those searches, after (the slowest run of each):\n")
+    for spent, runs, sql, params in sorted(statements.values(), key=lambda e: -e[0])[:4]:
+        prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+        with connection.cursor() as cursor:
+            cursor.execute(prefix + sql, params)
+            plan = " | ".join(str(r[-1] if connection.vendor == "sqlite" else r[0])
+                              for r in cursor.fetchall())  # fmt: skip
+        print(
+            f"- {spent:.1f} ms ({runs} runs): `{' '.join(sql.split())[:300]}`\n  plan: {plan[:400]}"
+        )
 
 
 if __name__ == "__main__":
