@@ -116,6 +116,7 @@ def main() -> None:
         search_filters.authors_matching = old_authors if old else new_authors  # type: ignore[assignment]
         VectorIndex._refreshed = old_refreshed if old else new_refreshed  # type: ignore[method-assign]
 
+    load_start = os.getloadavg()[0]
     papers, vectors = Paper.objects.count(), PaperEmbedding.objects.count()
     rng = random.Random(args.seed)
     # Authors with at least two papers, ASCII capitalised given and family names.
@@ -229,8 +230,11 @@ def main() -> None:
             for chosen in filters.values():
                 local_search(query=query, filters=chosen, limit=20)
 
-    print(f"{papers} papers, {vectors} first-tier vectors, {connection.vendor}; ")
-    print(f"load average before {os.getloadavg()[0]:.2f} (1 min) at the end.\n")
+    print(f"{papers} papers, {vectors} first-tier vectors, {connection.vendor};")
+    print(
+        f"load average (1 min) {load_start:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end.\n"
+    )
     print("| measured (ms) | calls each | before p50 | before p95 | after p50 | after p95 |"
           " after/before p50 | after/before p95 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
