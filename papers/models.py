@@ -41,6 +41,10 @@ class Author(TimeStamped):
         indexes = [
             # search_by_author / admin author search: prefix and equality on the family name.
             models.Index(Lower("family_name"), name="author_family_lower_idx"),
+            # an author pattern's literal start ('Christopher*Manning', filters._led_by):
+            # a range on SQLite. PostgreSQL reads text_pattern_ops indexes of both lowered
+            # names instead (migration 0013).
+            models.Index(Lower("name"), name="author_name_lower_idx"),
         ]
 
     def __str__(self) -> str:
@@ -416,8 +420,9 @@ class PaperEmbedding(StoredVector):
     class Meta:
         indexes = [
             # loading the index (every vector of the current model) and its freshness
-            # check on the search path (count and newest updated_at): answered from the
-            # index alone, without reading the rows' vectors.
+            # check on the search path after a write (count and newest updated_at; the
+            # table's generation, migration 0014, says when): answered from the index
+            # alone, without reading the rows' vectors.
             models.Index(fields=["model", "updated_at"], name="paperembedding_model_upd_idx"),
         ]
 

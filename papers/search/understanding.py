@@ -144,7 +144,10 @@ class _Reader:
 
     def author_papers(self, name: str) -> int:
         if "*" in name and not self.family_exists(name.rsplit("*", 1)[-1]):
-            return 0  # the indexed family name first: a pattern scans every author
+            # One index probe first: most capitalised pairs ('Neural Translation') name no
+            # family. The pattern then reads the authors its first word starts (an index
+            # range, filters._led_by), not every author.
+            return 0
         found = search_filters.apply_filters(
             self.papers(), SearchFilters(author=name), scope=self.scope
         )

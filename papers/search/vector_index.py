@@ -1,10 +1,12 @@
 """The in-process vector index: every current-model embedding in one numpy matrix.
 
-Each process that searches loads it lazily and refreshes it at most once a second by
-comparing the embedding table's count and newest `updated_at` with what it holds: only rows
-changed since are read, and a deletion triggers a full reload. Same table, same code on
-SQLite and PostgreSQL. One index per tier: `vector_index()` over PaperEmbedding (the first
-tier), `strong_vector_index()` over PaperStrongEmbedding (the second, papers/search/tiers.py).
+Each process that searches loads it lazily and checks it at most once a second: it reads
+the table's generation (one row of `papers_vector_generation`, renewed by triggers on every
+write of the table, migration 0014) and, only when that changed, compares the table's
+count and newest `updated_at` with what it holds: only rows changed since are read, and a
+deletion triggers a full reload. Same table, same code on SQLite and PostgreSQL. One
+index per tier: `vector_index()` over PaperEmbedding (the first tier),
+`strong_vector_index()` over PaperStrongEmbedding (the second, papers/search/tiers.py).
 
 Above VECTOR_INDEX_APPROXIMATE_ABOVE vectors a tier also keeps an approximate graph
 (papers/search/approximate.py) that searches ask for candidates instead of scoring every
@@ -28,6 +30,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Max
 
 from papers.models import PaperEmbedding, PaperStrongEmbedding
@@ -62,6 +65,8 @@ class Snapshot:
     # Made by an incremental refresh of snapshot `base`: the rows it read (new or replaced).
     base: int | None = None
     changed_rows: np.ndarray | None = None
+    # The table's generation read before the rows this snapshot holds (None: unknown).
+    generation: int | None = None
 
     def rows_of(self, paper_ids: np.ndarray) -> np.ndarray:
         """Row numbers of those of these paper ids that have a vector."""
@@ -175,19 +180,50 @@ class VectorIndex:
 
         threading.Thread(target=run, name="vector-graph", daemon=True).start()
 
+    def _table_generation(self) -> int | None:
+        """The table's generation (migration 0014): one row, whatever the table's size."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT n FROM papers_vector_generation WHERE name = %s",
+                [self._table._meta.db_table],
+            )
+            row = cursor.fetchone()
+        return None if row is None else int(row[0])
+
     def _refreshed(self, current: Snapshot | None, model: EmbeddingModel) -> Snapshot:
+        # Read first: the rows read next are at least as new as the generation recorded.
+        generation = self._table_generation()
+        if (
+            current is not None
+            and current.model == model.name
+            and generation is not None
+            and generation == current.generation
+        ):
+            return current
         table = self._table.objects.filter(model=model.name)
         # COUNT(*), not COUNT(pk): the (model, updated_at) index answers it alone; counting
-        # the key read every row, vectors and all (12 ms at 3k papers on a fresh connection,
-        # paid by a search once a second).
+        # the key read every row, vectors and all (12 ms at 3k papers on a fresh connection).
+        # Still a read of every index entry of the model: paid only after a write.
         state = table.aggregate(count=Count("*"), latest=Max("updated_at"))
         count, latest = state["count"], state["latest"]
+        refreshed = self._compared(current, model, table, count, latest)
+        refreshed.generation = generation
+        return refreshed
+
+    def _compared(
+        self,
+        current: Snapshot | None,
+        model: EmbeddingModel,
+        table: object,
+        count: int,
+        latest: datetime | None,
+    ) -> Snapshot:
         if current is None or current.model != model.name:
             return self._load(table, model, count, latest)
         if count == current.count and latest == current.latest:
             return current
         if latest is not None and current.latest is not None and latest >= current.latest:
-            changed = table.filter(updated_at__gte=current.latest - REFRESH_SLACK)
+            changed = table.filter(updated_at__gte=current.latest - REFRESH_SLACK)  # type: ignore[attr-defined]
             updated = self._apply(current, changed, model)
             if updated.count == count:
                 updated.latest = latest

@@ -6,10 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.db.models import F, Q
 
 from core.errors import InvalidInput
-from papers.models import Paper, PaperPdf
-from papers.search.filters import apply_filters, filters_from_payload, glob_to_like
+from papers.models import Author, Paper, PaperPdf
+from papers.search.filters import (
+    GlobLike,
+    apply_filters,
+    authors_matching,
+    filters_from_payload,
+    glob_to_like,
+    like_prefix,
+)
 from papers.search.types import SearchFilters
 from papers.selectors import papers_in_scope
 from tests.papers.search.builders import library  # noqa: F401
@@ -163,6 +172,71 @@ def test_keyword_category_project_source_doi_year_and_pdf(library: dict[str, Any
     assert matching({"has_pdf": True, "has_pdf_url": True}) == {"Vision Transformers at Scale"}
     assert matching({"has_pdf": False, "has_pdf_url": True}) == {"Prompting in the Wild"}
     assert matching({"venue": "Findings*", "year": 2021}) == set()
+
+
+@pytest.mark.parametrize(
+    ("like", "prefix"),
+    [
+        ("Christopher%Manning", "christopher"),
+        ("%Manning", ""),
+        ("Chris_", "chris"),
+        ("50\\%\\_off%", "50%_off"),
+        ("Zo\u00eb%", "zo"),  # SQLite's LIKE and lower() fold ASCII letters only
+    ],
+)
+def test_the_literal_start_of_a_like_pattern(like: str, prefix: str) -> None:
+    assert like_prefix(like) == prefix
+
+
+AUTHORS = [
+    ("Christopher D. Manning", "Manning", "Christopher D."),
+    ("Chris Manning", "Manning", "Chris"),
+    ("christopher manning", "manning", "christopher"),
+    ("CHRISTOPHERSON Manning-Smith", "Manning-Smith", "CHRISTOPHERSON"),
+    ("Manning Christopher", "Christopher Manning", ""),  # a family name the pattern matches
+    ("Christophe Mannings", "Mannings", "Christophe"),
+    ("\u00c9mile Zola", "Zola", "\u00c9mile"),
+    ("Christophes Manning", "Manning", "Christophes"),  # the end of the range of "christopher"
+    ("50%_off Group", "Group", "50%_off"),
+]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "Christopher*Manning", "christopher*", "CHRIS*", "Chris?Manning", "*Manning",
+        "Manning*", "\u00c9mile*", "\u00e9mile*", "Zola*", "50%_*", "chris*",
+    ],
+)  # fmt: skip
+def test_an_author_pattern_finds_what_a_scan_finds_through_an_index(db: None, pattern: str) -> None:
+    """A pattern reads the authors its literal start allows, through an index on both
+    databases (the query reading tries 'First*Last' for a full name on every search that
+    holds two capitalised words), and finds exactly the authors that matching every
+    author's name and family name finds."""
+    for number, (name, family, given) in enumerate(AUTHORS):
+        Author.objects.create(
+            name=name, family_name=family, given_name=given, name_key=f"k{number}"
+        )
+    like = glob_to_like(pattern)
+    scanned = Author.objects.filter(
+        Q(GlobLike(F("name"), like)) | Q(GlobLike(F("family_name"), like))
+    )
+    found = authors_matching(pattern)
+    assert set(found.values_list("name", flat=True)) == set(scanned.values_list("name", flat=True))
+    if not like_prefix(like):
+        return
+    sql, params = found.values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+            plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
+            assert "author_name_lower_idx" in plan and "author_family_lower_idx" in plan, plan
+            assert "SCAN" not in plan, plan
+        else:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = " ".join(row[0] for row in cursor.fetchall())
+            assert "author_name_lower_like" in plan and "author_family_lower_like" in plan, plan
 
 
 def test_scope_limits_results_and_the_project_filter(library: dict[str, Any]) -> None:

@@ -169,6 +169,65 @@ def test_index_refreshes_on_another_writers_changes_and_deletions(
     assert len(semantic.vector_index().snapshot(load_model()).ids) == 3
 
 
+def test_index_sees_another_writers_late_row_and_dropped_vector(
+    library: dict[str, Paper], make_paper: Callable[..., Paper], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows no newer than the index's newest (a transaction committed late) and a vector
+    deleted without its paper, both by another process (no invalidate() here)."""
+    semantic.semantic_search(query="bread", top_k=1)  # loads the index
+    monkeypatch.setattr(vector_index_module, "REFRESH_SECONDS", 0.0)
+    protein = PaperEmbedding.objects.get(paper=library["protein"])
+    volcano = make_paper("Volcanoes", abstract="Lava and magma.")
+    PaperEmbedding.objects.create(
+        paper=volcano, model=protein.model, dimensions=protein.dimensions,
+        vector=protein.vector, text_hash="late",
+    )  # fmt: skip
+    PaperEmbedding.objects.filter(paper=volcano).update(
+        updated_at=protein.updated_at.replace(year=2000)
+    )
+    found = titles(semantic.semantic_search(query="protein folding", top_k=2))
+    assert set(found) == {PROTEIN[0], "Volcanoes"}
+    PaperEmbedding.objects.filter(paper=library["protein"]).delete()
+    found = titles(semantic.semantic_search(query="protein folding", top_k=4))
+    assert PROTEIN[0] not in found and "Volcanoes" in found
+    assert len(semantic.vector_index().snapshot(load_model()).ids) == 4
+
+
+def test_every_write_of_a_vector_table_renews_its_generation(
+    make_paper: Callable[..., Paper],
+) -> None:
+    """The triggers of migration 0014 (the freshness check trusts them): an insert, an
+    update, a delete and a paper's deletion each give the table a new generation; the
+    other table's stays. A migration that rebuilds the table on SQLite drops them."""
+    from papers.models import PaperStrongEmbedding
+    from papers.search.vector_index import strong_vector_index
+
+    first, strong = semantic.vector_index(), strong_vector_index()
+    for table, index, other in (
+        (PaperEmbedding, first, strong),
+        (PaperStrongEmbedding, strong, first),
+    ):
+        paper = make_paper("Generations", abstract="Counted writes.")
+        seen = [index._table_generation()]
+        untouched = other._table_generation()
+        row = table.objects.create(
+            paper=paper, model="m", dimensions=1, vector=b"\0\0\0\0", text_hash="h"
+        )
+        seen.append(index._table_generation())
+        table.objects.filter(pk=row.pk).update(text_hash="h2")
+        seen.append(index._table_generation())
+        table.objects.filter(pk=row.pk).delete()
+        seen.append(index._table_generation())
+        table.objects.create(
+            paper=paper, model="m", dimensions=1, vector=b"\0\0\0\0", text_hash="h"
+        )
+        seen.append(index._table_generation())
+        assert other._table_generation() == untouched
+        paper.delete()  # the vector goes with it (PostgreSQL: both tables' statements run)
+        seen.append(index._table_generation())
+        assert None not in seen and len(set(seen)) == len(seen), (table, seen)
+
+
 def test_hybrid_fuses_fulltext_and_semantic_rankings(
     library: dict[str, Paper], make_paper: Callable[..., Paper]
 ) -> None:

@@ -163,11 +163,17 @@ def test_a_thread_keeps_its_connection_between_tool_calls(make_paper: Callable[.
     assert seen[0] == seen[1]
 
 
-def test_the_vector_index_freshness_check_reads_the_index_alone(embedded: list[Paper]) -> None:
-    """A search checks once a second whether the embedding table changed (its count and
-    newest updated_at); that must not read every row's vector."""
+def test_the_vector_index_freshness_check_reads_one_row_until_the_table_changes(
+    embedded: list[Paper],
+) -> None:
+    """A search checks once a second whether the embedding table changed. It reads the
+    table's generation, one row whatever the library's size; only after a write (any
+    path: here a raw UPDATE) does it compare the table's count and newest updated_at,
+    which must not read every row's vector."""
+    from django.db.models import F
     from django.test.utils import CaptureQueriesContext
 
+    from papers.models import PaperEmbedding
     from papers.search.tiers import current_tiers
 
     index = semantic.vector_index()
@@ -177,9 +183,19 @@ def test_the_vector_index_freshness_check_reads_the_index_alone(embedded: list[P
     with CaptureQueriesContext(connection) as captured:
         snapshot = index.snapshot(model)
     assert snapshot.count == len(embedded)
-    (check,) = [query["sql"] for query in captured.captured_queries]
+    (generation,) = [query["sql"] for query in captured.captured_queries]
+    assert "papers_vector_generation" in generation and "COUNT" not in generation.upper()
+    PaperEmbedding.objects.filter(paper=embedded[0]).update(updated_at=F("updated_at"))
+    index.invalidate()
+    with CaptureQueriesContext(connection) as captured:
+        assert index.snapshot(model) is snapshot  # nothing to read: the same rows
+    generation, check = [query["sql"] for query in captured.captured_queries]
+    assert "papers_vector_generation" in generation and "COUNT" in check.upper()
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
+            cursor.execute(f"EXPLAIN QUERY PLAN {generation}")
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+            assert plan.startswith("SEARCH papers_vector_generation"), plan
             cursor.execute(f"EXPLAIN QUERY PLAN {check}")
             plan = " ".join(str(row[-1]) for row in cursor.fetchall())
             assert "COVERING INDEX paperembedding_model_upd_idx" in plan, plan
