@@ -257,8 +257,11 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "wordllama-l2-256")
 # The second, stronger tier computed in the background after the first (docs/SEARCH.md,
 # "Two tiers"); empty turns it off. Off by itself when its package is not installed.
 # minilm-l6-q8 (the default) is minilm-l6-int8's weights quantised again for integer
-# arithmetic, built once into CACHE_DIR/models (needs the onnx package): ~1.5x faster.
+# arithmetic, built once into MODELS_DIR (needs the onnx package): ~1.5x faster.
 EMBEDDING_MODEL_STRONG = env_str("EMBEDDING_MODEL_STRONG", "minilm-l6-q8")
+# Where model files built on this machine are kept (the re-quantised MiniLM: a few seconds
+# to build, ~20 MB). Knowledge bases on one machine may share one folder.
+MODELS_DIR = Path(env_str("MODELS_DIR") or CACHE_DIR / "models")
 # Above this many vectors in a tier, semantic search asks an approximate graph (HNSW,
 # usearch) for candidates and scores them exactly instead of scoring every vector
 # (papers/search/approximate.py; docs/SEARCH.md "At a million papers"). 0: always.

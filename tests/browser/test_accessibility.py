@@ -10,6 +10,7 @@ project with papers, a saved search and an alert. The pages are the admin index'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,10 @@ RUN_AXE = """async (tags) => {
     targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5), count: v.nodes.length,
   }));
 }"""
+# axe reads the markup, which does not depend on the database: it runs on the embedded
+# default's run; the PostgreSQL run still opens every page and checks it renders (most of
+# the test's time was axe: about 70 s of a 2-core CI run's minutes, twice).
+SCAN = not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
 # The admin index's links to model lists and add pages.
 INDEX_LINKS = """() => [...document.querySelectorAll('#content-main a[href^="/admin/"]')]
   .map((a) => a.getAttribute('href'))"""
@@ -159,7 +164,7 @@ def test_no_page_has_a_critical_or_serious_axe_finding(
     page, site = axe_page, library
     pages = {"login": site.url("/admin/login/")}
     settle(page, pages["login"])
-    report: dict[str, list[dict[str, Any]]] = {"login": findings(page)}
+    report: dict[str, list[dict[str, Any]]] = {"login": findings(page) if SCAN else []}
     log_in(page, site)
     links = sorted(set(page.evaluate(INDEX_LINKS)))
     assert len(links) >= 10, links  # the index lists every model's list and add page
@@ -171,7 +176,7 @@ def test_no_page_has_a_critical_or_serious_axe_finding(
             continue
         settle(page, url, ready.get(name, "#content, main"))
         assert "/login/" not in page.url, name
-        report[name] = findings(page)
+        report[name] = findings(page) if SCAN else []
     blocking: list[str] = []
     for name, violations in report.items():
         counts = {impact: 0 for impact in ("critical", "serious", "moderate", "minor")}

