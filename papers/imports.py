@@ -10,6 +10,7 @@ projects/imports.py.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -101,6 +102,7 @@ def import_records(
             if seen > semantic.EAGER_INLINE_MAX and not bulk:
                 stack.enter_context(semantic.bulk_writes())
                 stack.enter_context(_bulk_page_cache())
+                stack.enter_context(_bulk_garbage_collection())
                 bulk = True
             _flush(batch, report, on_saved)
 
@@ -149,6 +151,30 @@ def _bulk_page_cache() -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"PRAGMA cache_size = {int(before)}")
+
+
+# Python's cyclic garbage collector during a bulk import: a first generation this large.
+BULK_GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def _bulk_garbage_collection() -> Iterator[None]:
+    """Python's garbage collector during a bulk import: what was allocated before (Django,
+    the app, the caches) frozen out of its scans, and collections of the young objects
+    less often. A batch allocates a few hundred thousand objects that live until it is
+    written (records, rows, postings); with the defaults their allocation kept starting
+    full collections, each scanning every object of the process (the 10k ACL sample:
+    1.3 s of collections in a 10 s import, 0.2 s with these settings; gc.callbacks).
+    The thresholds and the frozen objects are restored after; memory held by cycles is
+    freed, later, as before."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(BULK_GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _flush(
