@@ -102,9 +102,7 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
     attnames = [f.attname for f in fields]
     rows = (
         [
-            getattr(obj, attname)
-            if convert is None
-            else convert(getattr(obj, attname), connection)
+            getattr(obj, attname) if convert is None else convert(getattr(obj, attname), connection)
             for attname, convert in zip(attnames, converters, strict=True)
         ]
         for obj in objs

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "search" / "corpus.jsonl"
 # Folding, stop words, a word in several fields and forms, a stem shared by two words.
-EXTRA = {
+EXTRA: dict[str, Any] = {
     "key": "folding",
     "title": "Übersetzung and Translation: Translating the Translations of Café Müller",
     "abstract": "The ﬁrst translation of the translations; a café, a CAFÉ and naïve "
@@ -111,9 +111,7 @@ def test_a_bulk_import_and_one_paper_at_a_time_write_the_same_postings() -> None
     for row in rows():
         record = build(row)
         before = [counted[title][0] for title in averages]
-        averages[record.title] = (
-            sum(before) / len(before) if before else counted[record.title][0]
-        )
+        averages[record.title] = sum(before) / len(before) if before else counted[record.title][0]
         papers_upsert_retrying(records=[record])
     single = stored()
     assert reference() == counted  # the same texts were stored
