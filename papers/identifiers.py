@@ -250,8 +250,10 @@ class PersonName:
     def display(self) -> str:
         return f"{self.given} {self.family}".strip()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        # Cached: parse_person_name hands out one instance per name, and an import asks
+        # for each author's key several times.
         return fold_key(self.display)
 
 
