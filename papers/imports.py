@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,14 +168,31 @@ def _bulk_garbage_collection() -> Iterator[None]:
     1.3 s of collections in a 10 s import, 0.2 s with these settings; gc.callbacks).
     The thresholds and the frozen objects are restored after; memory held by cycles is
     freed, later, as before."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(BULK_GC_THRESHOLD, *before[1:])
+    global _bulk_gc_users, _bulk_gc_threshold, _bulk_gc_froze
+    with _bulk_gc_lock:  # imports in threads of one process: the first sets, the last restores
+        _bulk_gc_users += 1
+        if _bulk_gc_users == 1:
+            _bulk_gc_threshold = gc.get_threshold()
+            # A server froze its start-up's objects itself (search/warmup.py): left as is.
+            _bulk_gc_froze = gc.get_freeze_count() == 0
+            if _bulk_gc_froze:
+                gc.freeze()
+            gc.set_threshold(BULK_GC_THRESHOLD, *_bulk_gc_threshold[1:])
     try:
         yield
     finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
+        with _bulk_gc_lock:
+            _bulk_gc_users -= 1
+            if _bulk_gc_users == 0:
+                gc.set_threshold(*_bulk_gc_threshold)
+                if _bulk_gc_froze:
+                    gc.unfreeze()
+
+
+_bulk_gc_lock = threading.Lock()
+_bulk_gc_users = 0
+_bulk_gc_threshold: tuple[int, ...] = gc.get_threshold()
+_bulk_gc_froze = False
 
 
 def _flush(
