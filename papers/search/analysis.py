@@ -107,13 +107,15 @@ def term_id_counts(text: str) -> tuple[int, Counter[int]]:
     `term_counts`, by their ids, for indexing many documents."""
     found = words(text)
     cache = _word_terms
-    missing = set(found).difference(cache)
-    if missing:
+    try:
+        counts = Counter(map(cache.__getitem__, found))
+    except KeyError:  # words not met before
+        missing = set(found).difference(cache)
         if len(cache) + len(missing) > WORD_TERMS_MAX:
             cache.clear()
             missing = set(found)
         for word in missing:
             cache[word] = _STOP if is_stop_word(word) else term_id(_stemmer.stemWord(word))
-    counts = Counter(map(cache.__getitem__, found))
+        counts = Counter(map(cache.__getitem__, found))
     stop_words = counts.pop(_STOP, 0)
     return len(found) - stop_words, counts
