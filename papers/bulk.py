@@ -85,17 +85,25 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
         obj._state.adding = False
     now = timezone.now()
     fields = list(meta.concrete_fields)
-    converted = [f for f in fields if isinstance(f, models.JSONField | models.DateTimeField)]
+    stamped = [
+        f.attname
+        for f in fields
+        if isinstance(f, models.DateTimeField) and (f.auto_now or f.auto_now_add)  # type: ignore[attr-defined]
+    ]
     for obj in objs:
-        for f in fields:
-            if isinstance(f, models.DateTimeField) and (f.auto_now or f.auto_now_add):  # type: ignore[attr-defined]
-                setattr(obj, f.attname, now)
+        for attname in stamped:
+            setattr(obj, attname, now)
+    # Values of other fields go as they are; these go through their field's conversion.
+    # (Fields compared by identity: Field.__eq__ is Python code, called per field per row.)
+    converters = [
+        f.get_db_prep_save if isinstance(f, models.JSONField | models.DateTimeField) else None
+        for f in fields
+    ]
+    attnames = [f.attname for f in fields]
     rows = (
         [
-            f.get_db_prep_save(getattr(obj, f.attname), connection)
-            if f in converted
-            else getattr(obj, f.attname)
-            for f in fields
+            getattr(obj, attname) if convert is None else convert(getattr(obj, attname), connection)
+            for attname, convert in zip(attnames, converters, strict=True)
         ]
         for obj in objs
     )

@@ -64,7 +64,7 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u20
 
 def clean_text(value: object) -> str:
     """Collapse whitespace and drop control and invisible characters; None becomes ''."""
-    if value is None:
+    if value is None or (type(value) is str and not value):
         return ""
     text = value if isinstance(value, str) else str(value)
     if not text.isprintable():  # C-speed check; most values need no cleaning
@@ -250,8 +250,10 @@ class PersonName:
     def display(self) -> str:
         return f"{self.given} {self.family}".strip()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        # Cached: parse_person_name hands out one instance per name, and an import asks
+        # for each author's key several times.
         return fold_key(self.display)
 
 

@@ -10,7 +10,9 @@ projects/imports.py.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +103,7 @@ def import_records(
             if seen > semantic.EAGER_INLINE_MAX and not bulk:
                 stack.enter_context(semantic.bulk_writes())
                 stack.enter_context(_bulk_page_cache())
+                stack.enter_context(_bulk_garbage_collection())
                 bulk = True
             _flush(batch, report, on_saved)
 
@@ -149,6 +152,47 @@ def _bulk_page_cache() -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"PRAGMA cache_size = {int(before)}")
+
+
+# Python's cyclic garbage collector during a bulk import: a first generation this large.
+BULK_GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def _bulk_garbage_collection() -> Iterator[None]:
+    """Python's garbage collector during a bulk import: what was allocated before (Django,
+    the app, the caches) frozen out of its scans, and collections of the young objects
+    less often. A batch allocates a few hundred thousand objects that live until it is
+    written (records, rows, postings); with the defaults their allocation kept starting
+    full collections, each scanning every object of the process (the 10k ACL sample:
+    1.3 s of collections in a 10 s import, 0.2 s with these settings; gc.callbacks).
+    The thresholds and the frozen objects are restored after; memory held by cycles is
+    freed, later, as before."""
+    global _bulk_gc_users, _bulk_gc_threshold, _bulk_gc_froze
+    with _bulk_gc_lock:  # imports in threads of one process: the first sets, the last restores
+        _bulk_gc_users += 1
+        if _bulk_gc_users == 1:
+            _bulk_gc_threshold = gc.get_threshold()
+            # A server froze its start-up's objects itself (search/warmup.py): left as is.
+            _bulk_gc_froze = gc.get_freeze_count() == 0
+            if _bulk_gc_froze:
+                gc.freeze()
+            gc.set_threshold(BULK_GC_THRESHOLD, *_bulk_gc_threshold[1:])
+    try:
+        yield
+    finally:
+        with _bulk_gc_lock:
+            _bulk_gc_users -= 1
+            if _bulk_gc_users == 0:
+                gc.set_threshold(*_bulk_gc_threshold)
+                if _bulk_gc_froze:
+                    gc.unfreeze()
+
+
+_bulk_gc_lock = threading.Lock()
+_bulk_gc_users = 0
+_bulk_gc_threshold: tuple[int, ...] = gc.get_threshold()
+_bulk_gc_froze = False
 
 
 def _flush(

@@ -34,6 +34,7 @@ with its own statistics.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -233,12 +234,32 @@ def _weighted_counts(fields: Sequence[str | None]) -> tuple[int, dict[int, float
     weighted: dict[int, float] = {}
     length = 0
     for text, weight in zip(fields, FIELD_WEIGHTS, strict=True):
-        counts = analysis.term_counts(text or "")
-        length += sum(counts.values())
-        for term, count in counts.items():
-            key = analysis.term_id(term)
+        if not text:
+            continue
+        field_length, counts = analysis.term_id_counts(text)
+        length += field_length
+        for key, count in counts.items():
             weighted[key] = weighted.get(key, 0.0) + weight * count
     return length, weighted
+
+
+def _impacts(
+    counted: list[tuple[int, int, dict[int, float]]], average_length: float
+) -> list[tuple[int, int, int]]:
+    """(term id, impact, paper id) of each term of these (paper, length, weighted counts):
+    `impact` per posting, its length part computed once per paper (the same arithmetic,
+    so the same numbers)."""
+    postings: list[tuple[int, int, int]] = []
+    add = postings.extend
+    for paper, length, terms in counted:
+        norm = K1 * (1 - B + B * length / average_length)
+        # A paper's terms share a few weighted counts (most occur once or twice).
+        impacts = {
+            weighted: max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
+            for weighted in set(terms.values())
+        }
+        add(zip(terms, map(impacts.__getitem__, terms.values()), itertools.repeat(paper)))
+    return postings
 
 
 def _texts(cursor: Any, paper_ids: list[int]) -> list[tuple[Any, ...]]:
@@ -269,11 +290,7 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
             if not average:  # an empty library: this batch sets the scale
                 average = sum(length for _, length, _ in counted) / max(len(counted), 1)
             docs = [(paper, length) for paper, length, _ in counted]
-            postings = [
-                (term, impact(weighted, length, average or 1.0), paper)
-                for paper, length, terms in counted
-                for term, weighted in terms.items()
-            ]
+            postings = _impacts(counted, average or 1.0)
             # The statistics follow this process's writes exactly (what the rows replaced is
             # subtracted); other processes' writes are read every STATS_SECONDS.
             cursor.execute(

@@ -282,7 +282,7 @@ def test_a_batch_of_ten_thousand_keys_checks_its_aliases_within_the_databases_li
 
 
 def test_citekey_aliases_are_found_when_they_outnumber_the_candidate_keys() -> None:
-    # More aliases than candidates: looked up by IN (...), not read in full.
+    # More aliases than candidates: only the candidates are found.
     from papers.services import _citekey_aliases
 
     paper = papers_upsert(records=[PaperRecord.build(title="Aliased", authors=["A. Zed"])])
