@@ -95,7 +95,7 @@ def term_counts(text: str) -> Counter[str]:
 
 # Folded word -> the term id of its stem, _STOP for a stop word: what indexing asks of
 # each word, so that a word met before (most are) costs one dict lookup instead of a
-# stop-word test, a stem and a hash. Emptied when it would pass this size (~25 MB; the
+# stop-word test, a stem and a hash. Emptied once it reaches this size (~25 MB; the
 # ACL corpus, 95k papers, has 147k distinct words).
 WORD_TERMS_MAX = 200_000
 _STOP = -1
@@ -110,12 +110,16 @@ def term_id_counts(text: str) -> tuple[int, Counter[int]]:
     try:
         counts = Counter(map(cache.__getitem__, found))
     except KeyError:  # words not met before
-        missing = set(found).difference(cache)
-        if len(cache) + len(missing) > WORD_TERMS_MAX:
+        if len(cache) >= WORD_TERMS_MAX:
             cache.clear()
-            missing = set(found)
-        for word in missing:
-            cache[word] = _STOP if is_stop_word(word) else term_id(_stemmer.stemWord(word))
-        counts = Counter(map(cache.__getitem__, found))
+        # This text's words in a mapping of its own: another thread may empty the cache.
+        ids: dict[str, int] = {}
+        for word in set(found):
+            known = cache.get(word)
+            if known is None:
+                known = _STOP if is_stop_word(word) else term_id(_stemmer.stemWord(word))
+                cache[word] = known
+            ids[word] = known
+        counts = Counter(map(ids.__getitem__, found))
     stop_words = counts.pop(_STOP, 0)
     return len(found) - stop_words, counts

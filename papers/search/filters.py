@@ -395,8 +395,8 @@ def authors_matching(name: str) -> QuerySet[Author]:
     if has_wildcard(name):
         like = glob_to_like(name)
         return Author.objects.filter(
-            _led_by(like, "name") & Q(GlobLike(F("name"), like))
-            | _led_by(like, "family_name") & Q(GlobLike(F("family_name"), like))
+            _led_by(like, "name") & text_match("name", name)
+            | _led_by(like, "family_name") & text_match("family_name", name)
         )
     literal = _unescape_glob(name)
     person = parse_person_name(literal)

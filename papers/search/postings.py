@@ -175,7 +175,15 @@ def impact(weighted: float, length: int, average_length: float) -> int:
     """A document's BM25 term-frequency part for one term, x IMPACT_SCALE: the stored
     impact of its posting. `weighted`: the term's occurrences (weighted by field for
     papers), `length`: the document's length in terms. At most IMPACT_SCALE x (K1 + 1)."""
-    norm = K1 * (1 - B + B * length / average_length)
+    return _impact(weighted, _length_norm(length, average_length))
+
+
+def _length_norm(length: int, average_length: float) -> float:
+    """The length part of `impact`, the same for every term of a document."""
+    return K1 * (1 - B + B * length / average_length)
+
+
+def _impact(weighted: float, norm: float) -> int:
     return max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
 
 
@@ -247,17 +255,14 @@ def _impacts(
     counted: list[tuple[int, int, dict[int, float]]], average_length: float
 ) -> list[tuple[int, int, int]]:
     """(term id, impact, paper id) of each term of these (paper, length, weighted counts):
-    `impact` per posting, its length part computed once per paper (the same arithmetic,
-    so the same numbers)."""
+    `impact` per posting, its length part computed once per paper and its value once per
+    distinct weighted count (the same functions, so the same numbers)."""
     postings: list[tuple[int, int, int]] = []
     add = postings.extend
     for paper, length, terms in counted:
-        norm = K1 * (1 - B + B * length / average_length)
+        norm = _length_norm(length, average_length)
         # A paper's terms share a few weighted counts (most occur once or twice).
-        impacts = {
-            weighted: max(1, round(IMPACT_SCALE * weighted * (K1 + 1) / (weighted + norm)))
-            for weighted in set(terms.values())
-        }
+        impacts = {weighted: _impact(weighted, norm) for weighted in set(terms.values())}
         add(zip(terms, map(impacts.__getitem__, terms.values()), itertools.repeat(paper)))
     return postings
 

@@ -142,3 +142,18 @@ def test_fold_strips_accents_as_before() -> None:
             c for c in unicodedata.normalize("NFKD", lowered) if not unicodedata.combining(c)
         )
         assert analysis.fold(text) == plain
+
+
+def test_the_word_cache_gives_the_same_counts_when_it_is_emptied_on_the_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cache smaller than a text's words is emptied while counting: the counts are still
+    the plain analyzer's."""
+    monkeypatch.setattr(analysis, "_word_terms", {})
+    monkeypatch.setattr(analysis, "WORD_TERMS_MAX", 3)
+    for text in (EXTRA["title"], EXTRA["abstract"], EXTRA["title"]):
+        length, counts = analysis.term_id_counts(text)
+        plain = analysis.term_counts(text)
+        assert length == sum(plain.values())
+        assert counts == {analysis.term_id(term): n for term, n in plain.items()}
+        assert len(analysis._word_terms) <= 3 + len(set(analysis.words(text)))
