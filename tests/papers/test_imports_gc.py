@@ -13,6 +13,7 @@ from papers import imports
 
 @pytest.mark.parametrize("frozen_before", [False, True])
 def test_collector_settings_are_restored_after_nested_bulk_imports(frozen_before: bool) -> None:
+    frozen_by_the_run = gc.get_freeze_count() > 0
     gc.unfreeze()
     if frozen_before:
         gc.freeze()  # as a server's warm-up leaves it
@@ -27,5 +28,7 @@ def test_collector_settings_are_restored_after_nested_bulk_imports(frozen_before
         assert gc.get_threshold() == before
         # Its own freeze undone; a server's kept (less what was freed meanwhile).
         assert (gc.get_freeze_count() > 0) is frozen_before
-    finally:
-        gc.freeze()
+    finally:  # the test process's collector as it was
+        gc.unfreeze()
+        if frozen_by_the_run:
+            gc.freeze()
