@@ -40,6 +40,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
+from core.shutdown import process_ending
 from papers.dispatch import embed_papers_strong_enqueue
 from papers.models import Paper, PaperStrongEmbedding
 from papers.search.embedding import load_strong_model, strong_tier_configured
@@ -203,7 +204,7 @@ class Backfill:
             try:
                 self._embed_all_missing()
             except Exception:
-                if not threading.main_thread().is_alive():
+                if process_ending():
                     # The process is ending (a command finished while this thread worked):
                     # the papers left are embedded by the next process, nothing is wrong.
                     logger.info("Second-tier embedding left: the process is ending")

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from core.shutdown import process_ending
 from papers.search import vocabulary
 
 logger = logging.getLogger(__name__)
@@ -102,12 +103,12 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
         if building is not None:
             building.join()
         _rehearse(rehearse)
-        if not _process_ending():
+        if not process_ending():
             gc.collect()  # here rather than inside a search, then out of the collector's way
             gc.freeze()
     except Exception:  # a search will load them again, and say what is wrong
         _state = "failed"
-        if _process_ending():  # e.g. stdio's input closed at once: nothing is wrong
+        if process_ending():  # e.g. stdio's input closed at once: nothing is wrong
             logger.info("Search warm-up left: the process is ending")
         else:
             logger.warning("The search warm-up failed", exc_info=True)
@@ -133,14 +134,8 @@ def _rehearse(rehearse: Rehearsal | None = None) -> None:
             return local_search(query=query, limit=10)
 
     for query in rehearsed_queries():
-        if _process_ending():
+        if process_ending():
             return
         vector_index().invalidate()
         strong_vector_index().invalidate()
         rehearse(query)
-
-
-def _process_ending() -> bool:
-    """True once the interpreter is shutting down: the main thread has ended and is
-    waiting for this one (a search's thread pool then refuses new work)."""
-    return not threading.main_thread().is_alive()
