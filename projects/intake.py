@@ -203,6 +203,12 @@ def _answer(
         name for name, status in result.engines.items()
         if name != LOCAL_ENGINE and status["status"] == "ok"
     ]  # fmt: skip
+    page = result.local_page
+    # What the search understood and did (the library's reading of the query, the
+    # project, the engines chosen), said on the page and on the error alike.
+    said = [
+        *(page.notes if page else []), *notes, *search.notes, *choice.notes(), *result.notes,
+    ]  # fmt: skip
     if not result.results and wanted_external and not answered:
         down = {name: s for name, s in result.engines.items() if name != LOCAL_ENGINE}
         for name, why in choice.skipped.items():
@@ -210,9 +216,8 @@ def _answer(
         library = "no match in the library" if choice.local else "the library was not searched"
         raise EnginesUnavailable(
             f"No results: {library}, and no engine answered ({', '.join(down)}).",
-            engines=down,
-        )
-    page = result.local_page
+            engines=down, **({"notes": said} if said else {}),
+        )  # fmt: skip
     local_more = bool(page and page.has_more)
     external = sum(1 for entry in result.results if entry["engine"] != LOCAL_ENGINE)
     return MultiEnginePage(
@@ -228,13 +233,7 @@ def _answer(
         saved=result.saved,
         project_id=project_ids[0] if project_ids else None,
         filters=search.filters,
-        notes=[
-            *(page.notes if page else []),
-            *notes,
-            *search.notes,
-            *choice.notes(),
-            *result.notes,
-        ],
+        notes=said,
     )
 
 

@@ -129,6 +129,14 @@ async def test_disabled_engines_are_reported_per_engine_and_the_rest_still_answe
     error = tool_error(alone)
     assert error["code"] == "engines_unavailable"
     assert error["engines"]["google_scholar"]["status"] == "unavailable"
+    # The error still says how the library read the query, as a page's notes do.
+    understood = await call(
+        library_server.mcp_url, "search_papers",
+        {"query": "papers by Vaswani on zebras since 2015", "engines": ["local", "arxiv"]},
+    )  # fmt: skip
+    error = tool_error(understood)
+    assert error["code"] == "engines_unavailable" and "no match in the library" in error["message"]
+    assert any("author=Vaswani" in note for note in error["notes"]), error
 
 
 async def test_search_papers_combines_text_with_filters_dates_and_project(
