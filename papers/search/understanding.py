@@ -7,12 +7,15 @@ with a note saying what was understood and how to undo it.
     "ACL 2023 papers on summarization"   venue filter acl, year 2023, words "summarization"
     "dialogue state tracking since 2020" year 2020- , words "dialogue state tracking"
     "Manning dependency parsing"         no filter: Manning is mostly an author's name in the
-                                         library, so his papers rank higher (the word matches
-                                         their author field); a note says 'by Manning' filters
+                                         library, searched as a word (it matches the author
+                                         field, and titles with the same stem); a note says
+                                         'by Manning' filters
+    "Manning" (nothing else)             author filter Manning
 
 Only clear cues make a filter: `by X`, `X et al.`, an author's full name as the library
-spells it, `since|after|before|until|in|from YEAR`, `YEAR-YEAR`, `between Y and Y`, a venue
-of the library followed by a year or introduced as one (`at NAACL`, `EMNLP papers`). Names
+spells it, a family name that is all the query says, `since|after|before|until|in|from
+YEAR`, `YEAR-YEAR`, `between Y and Y`, a venue of the library followed by a year or
+introduced as one (`at NAACL`, `EMNLP papers`). Names
 are checked against the library's own authors (with papers the client can see) and venues;
 a word that the library uses more often as a word than as a name ('Brown' clustering,
 'Markov') is never taken for one. Quoted text is never read (quote the words to undo a
@@ -102,6 +105,12 @@ def _tokens(query: str) -> list[_Token]:
 
 def _unpossessive(word: str) -> str:
     return word.removesuffix("'s").removesuffix("\u2019s")
+
+
+def _filler(word: str) -> bool:
+    """A word that says nothing of a topic: a stop word or FILLERS ('papers')."""
+    lower = word.lower()
+    return not lower or lower in FILLERS or analysis.is_stop_word(lower)
 
 
 def _year(word: str) -> int | None:
@@ -381,7 +390,10 @@ class _Reader:
 
     def bare_names(self) -> None:
         """A capitalised word that the library mostly holds as a family name: left as a
-        word (it matches the author field) and said, never a filter."""
+        word (it matches the author field) and said, not a filter; unless it is all the
+        query says ('Manning', "Manning's papers"): then it is the author filter, because
+        as a word it would also match whatever shares its stem ('Manning': 'man')."""
+        names: list[tuple[int, str]] = []
         for i, token in enumerate(self.tokens):
             word = _unpossessive(token.word)
             if token.used or token.quoted or len(word) < 3 or not _NAME_RE.match(word):
@@ -392,7 +404,13 @@ class _Reader:
                 continue
             papers = self.author_papers(word)
             if papers and self.name_like(word, papers):
-                self.boosts.setdefault("author", []).append(word)
+                names.append((i, word))
+        rest = [t for i, t in enumerate(self.tokens) if not t.used and i not in dict(names)]
+        if len(names) == 1 and all(_filler(t.word) for t in rest):
+            index, word = names[0]
+            self.set_author(word, self.use(index))
+        elif names:
+            self.boosts["author"] = [word for _, word in names]
 
     # --- result ------------------------------------------------------------------------
     def topic(self) -> str:
@@ -421,8 +439,8 @@ def read_query(
     if reader.boosts.get("author"):
         for name in reader.boosts["author"]:
             notes.append(
-                f"query: {name!r} is mostly an author's name in the library: papers by "
-                f"{name} rank higher; write 'by {name}' to keep only theirs"
+                f"query: {name!r} is mostly an author's name in the library, searched as a "
+                f"word; write 'by {name}' to keep only their papers"
             )
     if not reader.understood:
         return replace(unchanged, boosts=reader.boosts, notes=tuple(notes))

@@ -38,6 +38,7 @@ def shelf(db: None) -> dict[str, int]:
         paper("brown_b", "Brown clusters as features", ["Jan Novak"], 2013),
         paper("brown_c", "Word classes from Brown clustering", ["Maria Rossi"], 2015),
         paper("brown_p", "Statistical translation", ["Peter F. Brown"], 1993),
+        paper("man", "Man and machine in translation", ["Jan Novak"], 2016),
     ]
     records += [
         paper(f"f{n}", f"Filler study number {n}", ["Filler Person"], 1990) for n in range(20)
@@ -111,6 +112,25 @@ def test_a_bare_surname_ranks_but_does_not_filter(shelf: dict[str, int]) -> None
     assert any("by Vaswani" in note for note in reading.notes)
     page = local_search(query="Vaswani attention", rerank=False)
     assert "other_att" in keys(page, shelf)  # not filtered
+
+
+def test_a_family_name_alone_is_the_author_filter(shelf: dict[str, int]) -> None:
+    # As a word, 'Manning' would also find 'Man and machine' (the same stem).
+    unread = local_search(query="Manning", rerank=False, understand=False)
+    assert "man" in keys(unread, shelf)
+    for query in ("Manning", "Manning's papers", "Manning since 2020"):
+        page = local_search(query=query, rerank=False)
+        expected = {"manning2"} if "2020" in query else {"manning", "manning2"}
+        assert keys(page, shelf) == expected, query
+        assert any("as the author Manning" in note for note in page.notes), page.notes
+        assert local_search_ids(query=query, rerank=False).ids == [
+            hit.record["paper_id"] for hit in page.hits
+        ]
+    # With a topic the name stays a word, and the note promises no ranking.
+    mixed = local_search(query="Manning parsing", rerank=False)
+    assert {"manning", "manning2", "parse23"} <= keys(mixed, shelf)
+    assert any("searched as a word" in note for note in mixed.notes), mixed.notes
+    assert not any("rank higher" in note for note in mixed.notes)
 
 
 def test_a_name_the_library_uses_as_a_word_is_not_a_name(shelf: dict[str, int]) -> None:
