@@ -94,6 +94,12 @@ _NARRATIVE = re.compile(
     r"(?P<loc>\s*,\s*[^()]{1,40})?\)"
 )
 _PARENS = re.compile(r"\((?P<inner>[^()]{4,600})\)")
+# "Vaswani et al. 2017" / "Vaswani et al., 2017" in running text, no parentheses (drafts
+# and notes write it so): only with "et al.", which prose without a citation never has.
+_BARE_ET_AL = re.compile(
+    rf"(?<![\w(])(?P<authors>{_NAME}\s+et\s+al\.?),?\s+(?P<years>{_YEAR}(?:,\s*{_YEAR})*)(?![\w)])"
+    r"(?P<loc>)"
+)
 _AY_PART = re.compile(
     rf"^(?P<authors>{_AUTHORS}),?\s+(?P<years>{_YEAR}(?:\s*,\s*{_YEAR})*)"
     r"(?:\s*,\s*(?P<loc>(?:pp?\.|ch\.|chap\.|sec\.|§|fig\.|table)\s*[^;]{1,30}))?\s*$",
@@ -222,6 +228,8 @@ def draft_parse(text: str, *, style_hint: str | None = None) -> Draft:
             take(match.start(), match.end(), _narrative(match))
         for match in _PARENS.finditer(body):
             take(match.start(), match.end(), _parenthetical(match["inner"]))
+        for match in _BARE_ET_AL.finditer(body):
+            take(match.start(), match.end(), _narrative(match))
     if want(NUMERIC):
         labels = {ref.label for ref in references} if numbered else set()
         for match in _NUMERIC.finditer(body):

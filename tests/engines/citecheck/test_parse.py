@@ -37,6 +37,12 @@ def keys(text: str, **options: str) -> list[tuple[str, str]]:
             ],
         ),
         ("Vaswani et al. (2017) showed it.", [("author_year", "vaswani|2017")]),
+        ("Vaswani et al. 2017 showed it.", [("author_year", "vaswani|2017")]),
+        ("As in Devlin et al., 2019b, it holds.", [("author_year", "devlin|2019b")]),
+        (
+            "Kim et al. 2014, 2015 agree.",
+            [("author_year", "kim|2014"), ("author_year", "kim|2015")],
+        ),
         ("Vaswani and Shazeer (2017, p. 5) showed it.", [("author_year", "vaswani|2017")]),
         ("As van der Maaten (2008) did.", [("author_year", "van der maaten|2008")]),
         ("Plain (August et al., 2022).", [("author_year", "august|2022")]),
@@ -88,6 +94,7 @@ def test_numeric_citations_expand_ranges_against_a_numbered_reference_list() -> 
         "Write to jane@example.org for data.",
         "Scores rose by 10.5/3 points.",
         "A list [1] with no reference list is prose.",
+        "Smith 2017 was a good year, and so was Lee et al. 20170.",
     ],
 )
 def test_what_only_looks_like_a_citation_is_not_one(text: str) -> None:
