@@ -390,8 +390,9 @@ def apply_filters(
 def authors_matching(name: str) -> QuerySet[Author]:
     """Authors a name refers to, case- and accent-insensitively: the full name in either
     order ('Ashish Vaswani', 'Vaswani, Ashish'), the family name alone ('Vaswani'), or an
-    initial and the family name ('A. Vaswani'). With `*`/`?` the pattern is matched
-    against the full name and the family name."""
+    initial and the family name ('A. Vaswani'); a full name nobody has, the family's
+    authors whose given name starts with its given name ('Chris Manning'). With `*`/`?`
+    the pattern is matched against the full name and the family name."""
     if has_wildcard(name):
         like = glob_to_like(name)
         return Author.objects.filter(
@@ -403,12 +404,17 @@ def authors_matching(name: str) -> QuerySet[Author]:
     # Indexed conditions only (the unique name_key, author_family_lower_idx): a LIKE-based
     # iexact on the name would scan every author (~90k in the ACL corpus).
     condition = Q(name_key__in=sorted({fold_key(literal), person.key})) | _family_is(literal)
-    if person.family and person.given:
-        given = person.given.replace(".", " ").split()
-        if given and all(len(part) == 1 for part in given):
-            # 'A. Vaswani', 'A Vaswani', 'Vaswani, A.': an initial stands for a given name.
-            condition |= _family_is(person.family) & Q(given_name__istartswith=given[0])
-    return Author.objects.filter(condition)
+    given = person.given.replace(".", " ").split() if person.family else []
+    if not given:
+        return Author.objects.filter(condition)
+    led_by = _family_is(person.family) & Q(given_name__istartswith=given[0])
+    if all(len(part) == 1 for part in given):
+        # 'A. Vaswani', 'A Vaswani', 'Vaswani, A.': an initial stands for a given name.
+        return Author.objects.filter(condition | led_by)
+    named = Author.objects.filter(condition)
+    # 'Chris Manning' when nobody has that name: the authors of that family whose given
+    # name starts so ('Christopher D. Manning'), as query reading's 'Chris*Manning' finds.
+    return named if named.exists() else Author.objects.filter(led_by)
 
 
 def _family_is(name: str) -> Q:

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import F, Q
 
 from core.errors import InvalidInput
+from papers.identifiers import fold_key
 from papers.models import Author, Paper, PaperPdf
 from papers.search.filters import (
     GlobLike,
@@ -237,6 +238,31 @@ def test_an_author_pattern_finds_what_a_scan_finds_through_an_index(db: None, pa
             cursor.execute(f"EXPLAIN {sql}", params)
             plan = " ".join(row[0] for row in cursor.fetchall())
             assert "author_name_lower_like" in plan and "author_family_lower_like" in plan, plan
+
+
+@pytest.mark.django_db
+def test_a_short_given_name_finds_the_full_one_only_when_nobody_has_it() -> None:
+    people = [
+        ("Christopher D. Manning", "Manning", "Christopher D."),
+        ("Christine Manning", "Manning", "Christine"),
+        ("Chris Bishop", "Bishop", "Chris"),
+    ]
+    for name, family, given in people:  # fmt: skip
+        Author.objects.create(
+            name=name, family_name=family, given_name=given, name_key=fold_key(name)
+        )
+
+    def names(name: str) -> set[str]:
+        return set(authors_matching(name).values_list("name", flat=True))
+
+    assert names("Chris Manning") == {"Christopher D. Manning", "Christine Manning"}
+    assert names("Christop Manning") == {"Christopher D. Manning"}
+    assert names("Chris Bishop") == {"Chris Bishop"}
+    Author.objects.create(
+        name="Chris Manning", family_name="Manning", given_name="Chris", name_key="chris manning"
+    )
+    assert names("Chris Manning") == {"Chris Manning"}  # the name as written, when someone has it
+    assert names("Xavier Manning") == set()
 
 
 def test_scope_limits_results_and_the_project_filter(library: dict[str, Any]) -> None:
