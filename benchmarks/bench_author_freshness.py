@@ -1,4 +1,4 @@
-"""Two costs on the library search path that grew with the library (issue 37), before and
+"""Three costs on the library search path that grew with the library (issue 37), before and
 after their fix, alternating in one process over an existing knowledge base:
 
 1. The query reading's author check: the papers of an author pattern such as
@@ -11,8 +11,14 @@ after their fix, alternating in one process over an existing knowledge base:
 3. `papers.search.local.local_search(query, filters, limit=20)`, what `search_papers` runs
    for the library, over queries naming an author (the author queries of
    benchmarks/data/understanding/acl_queries.json and 'Given Family topic' queries made
-   from the library's authors), unfiltered and with `date_from=2018`, before (both old
-   forms patched in) and after. The freshness check is paid at most once a second there.
+   from the library's authors), unfiltered and with `date_from=2018`, before (the three
+   old forms patched in) and after. The freshness check is paid at most once a second there.
+4. The reading's title check of a one-word name (`understanding._Reader.title_mentions`,
+   for 'Family topic' and 'topic by family'): a LIKE over every title (before) or the
+   titles of the papers the postings list under the name's term (after); alone, with the
+   bound the reader gives it, and through `local_search` over such queries (only this
+   check swapped). Both forms must count alike for every name tried, up to the bound and
+   in full, or the script stops.
 
     RESEARCH_DIRECTORY=KB benchmarks/bench_author_freshness.py [--queries 60] [--rounds 200]
 
@@ -27,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -93,6 +100,7 @@ def main() -> None:
     from papers.search.vector_index import VectorIndex, vector_index
 
     new_authors = search_filters.authors_matching
+    new_title_mentions = understanding._Reader.title_mentions
     new_generation = VectorIndex._table_generation
     new_refreshed = VectorIndex._refreshed
 
@@ -112,9 +120,24 @@ def main() -> None:
             )
         return new_authors(name)
 
+    def old_title_mentions(self: Any, word: str, most: int) -> int:
+        """The title check before the postings: the pattern over every title the LIKE finds."""
+        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+        found = 0
+        titles = self.papers().filter(title__icontains=word).values_list("title", flat=True)
+        for title in titles.iterator(chunk_size=500):
+            found += bool(pattern.search(title))
+            if found > most:
+                break
+        return found
+
+    def use_titles(old: bool) -> None:
+        understanding._Reader.title_mentions = old_title_mentions if old else new_title_mentions  # type: ignore[method-assign]
+
     def use(old: bool) -> None:
         search_filters.authors_matching = old_authors if old else new_authors  # type: ignore[assignment]
         VectorIndex._refreshed = old_refreshed if old else new_refreshed  # type: ignore[method-assign]
+        use_titles(old)
 
     load_start = os.getloadavg()[0]
     papers, vectors = Paper.objects.count(), PaperEmbedding.objects.count()
@@ -202,15 +225,40 @@ def main() -> None:
         searched[name] = alternate(len(queries), search(True), search(False))
     use(False)
 
-    # 4. what is left: the title check of a bare family name (unchanged, so timed once),
-    # and the slowest statements of the searches after, with their plans. (A statement's
-    # time is its execute(): rows fetched later, as title_mentions' iterator does, are not
-    # in it.)
-    title_check: list[float] = []
-    for _, family in candidates[: args.queries]:
-        started = time.perf_counter()
-        reader.title_mentions(family, int(reader.author_papers(family) * 0.05))
-        title_check.append((time.perf_counter() - started) * 1000)
+    # 4. the title check of a one-word name, alone and through local_search.
+    families = [family for _, family in candidates[: args.queries]]
+    bounds = [int(reader.author_papers(f) * understanding.TITLE_SHARE) for f in families]
+    for family, most in zip(families, bounds, strict=True):  # same answers
+        for bound in (most, 10**9):
+            old = old_title_mentions(reader, family, bound)
+            assert old == new_title_mentions(reader, family, bound), (family, bound)
+
+    def mentions(old: bool) -> Callable[[int], object]:
+        check = old_title_mentions if old else new_title_mentions
+
+        def run(i: int) -> object:
+            return check(reader, families[i % len(families)], bounds[i % len(bounds)])
+
+        return run
+
+    titles_before, titles_after = alternate(
+        max(args.rounds, len(families)), mentions(True), mentions(False)
+    )
+    named = [f"{family} {rng.choice(topics)}" for family in families]
+    named += [f"{rng.choice(topics)} by {family.lower()}" for family in families]
+
+    def search_named(old: bool) -> Callable[[int], object]:
+        def run(i: int) -> object:
+            use_titles(old)
+            return local_search(query=named[i % len(named)], limit=20)
+
+        return run
+
+    named_before, named_after = alternate(len(named), search_named(True), search_named(False))
+    use_titles(False)
+
+    # 5. the slowest statements of the searches after, with their plans. (A statement's
+    # time is its execute(): rows fetched later, by an iterator, are not in it.)
     statements: dict[str, list[Any]] = {}
 
     def timed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -226,7 +274,7 @@ def main() -> None:
                 entry[2], entry[3] = sql, params
 
     with connection.execute_wrapper(timed):
-        for query in queries:
+        for query in queries + named:
             for chosen in filters.values():
                 local_search(query=query, filters=chosen, limit=20)
 
@@ -247,10 +295,14 @@ def main() -> None:
           f"means before/after of local_search: "
           + ", ".join(f"{n} {statistics.mean(b):.1f}/{statistics.mean(a):.1f}"
                       for n, (b, a) in searched.items()))  # fmt: skip
+    print("\n| measured (ms) | calls each | before p50 | before p95 | after p50 | after p95 |"
+          " after/before p50 | after/before p95 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    print(row("title check of a one-word name (title_mentions)", titles_before, titles_after))
+    print(row("local_search, 'Family topic' / 'topic by family'", named_before, named_after))
     print(
-        f"\nUnchanged, a linear cost left: the title check of a bare family name "
-        f"(understanding._Reader.title_mentions, 'Manning parsing'), {len(title_check)} "
-        f"names: p50 {pct(title_check, 0.5):.1f} ms, p95 {pct(title_check, 0.95):.1f} ms."
+        f"\n{len(families)} names, the same title counts before and after (up to the "
+        f"reader's bound and in full); {len(named)} queries."
     )
     print("\nSlowest statements of those searches, after (the slowest run of each):\n")
     for spent, runs, sql, params in sorted(statements.values(), key=lambda e: -e[0])[:4]:

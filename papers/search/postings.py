@@ -38,7 +38,7 @@ import itertools
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +162,22 @@ def document_frequencies(
         for term in missing:
             stats.df[term] = int(counted.get(term, 0))
     return {i: stats.df[i] for i in ids}
+
+
+def term_papers(
+    term: int, *, batch_size: int = 500, using: str = DEFAULT_DB_ALIAS
+) -> Iterator[list[int]]:
+    """The papers whose postings hold this term id, highest impact first (a word of the
+    title weighs most), in batches: one range of the primary key, so a cost that grows with
+    the term's papers, not with the library."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608
+            "ORDER BY impact DESC",
+            [term],
+        )
+        while rows := cursor.fetchmany(batch_size):
+            yield [row[0] for row in rows]
 
 
 def idf(documents: int, df: int) -> float:

@@ -5,12 +5,15 @@ and, with DATABASE_URL, on PostgreSQL."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.db import connection
 from django.test import override_settings
 
 from papers.schemas import PaperRecord
 from papers.search.local import local_search, local_search_ids, search_filters_build
-from papers.search.understanding import read_query
+from papers.search.understanding import _Reader, read_query
 from papers.services import papers_upsert
 from projects.services import project_add_papers, project_create
 
@@ -216,3 +219,102 @@ def test_ids_follow_the_same_reading_and_the_setting_turns_it_off(shelf: dict[st
         assert (
             shelf["other_att"] in local_search_ids(query="attention by Vaswani", rerank=False).ids
         )
+
+
+# Titles that the analyzer (postings) and the title pattern of `title_mentions` could read
+# apart: stems, stop words, diacritics and case, hyphens, apostrophes, underscores, digits,
+# a name inside a longer word.
+TRICKY_TITLES = [
+    "Manning and parsing", "MANNING AT SCALE", "Manningham estate records",
+    "The manningham corpus", "Parsers for translations", "Translation of parsing",
+    "Will it blend? Will it parse?", "Schütze on word senses", "SCHÜTZE REVISITED",
+    "Schutze without an umlaut", "Søgaard tagging", "SØGAARD TAGGING", "García and Garcia",
+    "Smith-Jones models", "Smith Jones models", "O'Brien's parser", "O’Brien with a curly one",
+    "Brien alone", "smith_2020 dataset", "GPT4 and GPT-4", "Yıldız tagger", "yıldız tagger",
+    "YILDIZ TAGGER", "Ängström units", "Jurafsky: speech (and language)",
+    "Jurafsky's and JURAFSKY.",
+]  # fmt: skip
+TRICKY_WORDS = [
+    "Manning", "manning", "Manningham", "Parsing", "Parsers", "parse", "Translations",
+    "Will", "it", "Schütze", "SCHÜTZE", "Schutze", "Søgaard", "García", "Garcia",
+    "Smith", "Jones", "Smith-Jones", "O'Brien", "O’Brien", "Brien", "O", "smith_2020",
+    "GPT4", "GPT", "GPT-4", "Yıldız", "Ängström", "Jurafsky", "Jurafsky's", "and",
+    "Vaswani", "Nobody",
+]  # fmt: skip
+
+
+def title_mentions_by_scan(word: str, most: int) -> int:
+    """What title_mentions counted before it read the postings: the pattern over every
+    title the LIKE finds."""
+    from papers.models import Paper
+
+    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+    found = 0
+    for title in Paper.objects.filter(title__icontains=word).values_list("title", flat=True):
+        found += bool(pattern.search(title))
+        if found > most:
+            break
+    return found
+
+
+@pytest.fixture
+def tricky_titles(db: None) -> list[int]:
+    records = [
+        paper(f"tricky{n}", title, ["Ann Author"], 2020) for n, title in enumerate(TRICKY_TITLES)
+    ]
+    return papers_upsert(records=records).paper_ids
+
+
+@pytest.mark.parametrize("word", TRICKY_WORDS)
+def test_title_mentions_counts_as_the_scan_of_every_title(
+    tricky_titles: list[int], word: str
+) -> None:
+    """The titles that hold a name are read through the postings (a cost of the name's
+    papers, not of the library's); the count is the one a scan of every title gives."""
+    reader = _Reader("", None, None)
+    for most in (0, 1, 100):
+        assert reader.title_mentions(word, most) == title_mentions_by_scan(word, most), most
+    expected = EXPECTED_MENTIONS.get(word, 0)
+    if connection.vendor == "sqlite":
+        expected = EXPECTED_ON_SQLITE.get(word, expected)
+    assert title_mentions_by_scan(word, 100) == expected
+
+
+# Titles holding each word as a word (the rest: none).
+EXPECTED_MENTIONS = {
+    "Manning": 2, "manning": 2, "Manningham": 2, "Parsing": 2, "Parsers": 1, "parse": 1,
+    "Translations": 1, "Will": 1, "it": 1, "Schütze": 2, "SCHÜTZE": 2, "Schutze": 1,
+    "Søgaard": 2, "García": 1, "Garcia": 1, "Smith": 2, "Jones": 2, "Smith-Jones": 1,
+    "O'Brien": 1, "O’Brien": 1, "Brien": 3, "O": 2, "smith_2020": 1, "GPT4": 1, "GPT": 1,
+    "GPT-4": 1, "Yıldız": 3, "Ängström": 1, "Jurafsky": 2, "Jurafsky's": 1, "and": 5,
+}  # fmt: skip
+# SQLite's LIKE, which picks the titles the pattern reads, ignores case for ASCII only.
+EXPECTED_ON_SQLITE = {"Schütze": 1, "SCHÜTZE": 1, "Søgaard": 1, "Yıldız": 2}
+
+
+def test_title_mentions_of_a_name_reads_no_title_but_its_papers(tricky_titles: list[int]) -> None:
+    """No statement of the count of a name's titles walks the papers table."""
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert _Reader("", None, None).title_mentions("Jurafsky", 100) == 2
+    statements = [q["sql"] for q in captured.captured_queries if "papers_paper" in q["sql"]]
+    assert any("LIKE" in sql for sql in statements)
+    with connection.cursor() as cursor:
+        for sql in statements:
+            if connection.vendor == "sqlite":
+                cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+                plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
+                assert "SCAN" not in plan, (sql, plan)
+            else:
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute(f"EXPLAIN {sql}")
+                plan = " ".join(row[0] for row in cursor.fetchall())
+                assert "Seq Scan" not in plan, (sql, plan)
+                assert "papers_paper_pkey" not in plan or "Index Cond" in plan, (sql, plan)
+
+
+def test_title_mentions_keeps_to_the_scope(tricky_titles: list[int]) -> None:
+    project = project_create(name="Manning titles")
+    project_add_papers(project=project, paper_ids=tricky_titles[:1])
+    assert _Reader("", None, [project.id]).title_mentions("Manning", 100) == 1
