@@ -138,6 +138,23 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "fusion",
+        "Hybrid fusion weight by leave-one-set-out cross-validation (SciFact, Cranfield, ACL)",
+        "`local_search` with default arguments (what `search_papers` returns), its two fused "
+        "rankings recorded and the product's `min_max_fusion` replayed at each full-text "
+        "weight; at the configured weight the replay must give the product's own top 10",
+        (PY, "benchmarks/bench_fusion.py"),
+        (
+            PY,
+            "benchmarks/bench_fusion.py",
+            "--sets",
+            "cranfield,acl-title",
+            "--limit-queries",
+            "50",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "rerank",
         "Reranking stage: quality and cost (Cranfield, SciFact)",
         "`local_search` (what `search_papers` returns) with the reranking stage off and on "

@@ -72,14 +72,14 @@ MAX_QUERY_CHARS = settings.MAX_QUERY_CHARS
 # Hybrid fusion: a convex combination of min-max normalised scores (Bruch, Gai & Ingber,
 # "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023), fused score =
 # LEXICAL_WEIGHT x lexical + SEMANTIC_WEIGHT x semantic, each ranking's scores rescaled to
-# 0..1 over its top FUSION_WINDOW. The weight was chosen on SciFact's *train* claims
-# (809) only: 0.675 was best (train nDCG@10 0.7283, Recall@100 0.941; 0.625-0.75 all
-# reach 0.724-0.728), against 0.7145 / 0.940 for the weighted reciprocal rank fusion used
-# before (k 5, full text 3; the best k and weight gave 0.716); 5-fold cross-validation
-# within train, weight refitted per fold, gave 0.727 vs 0.716 held out. SciFact test,
-# measured once afterwards: 0.706 / 0.939 (that RRF: 0.698 / 0.944). Scores carry what
-# ranks drop: how far ahead of the rest the first hits are. docs/SEARCH.md has the rest.
-LEXICAL_WEIGHT = 0.675
+# 0..1 over its top FUSION_WINDOW. Min-max beat weighted reciprocal rank fusion on SciFact
+# train (docs/SEARCH.md "Fusion: what was tried"): scores carry what ranks drop, how far
+# ahead of the rest the first hits are. The weight is chosen by leave-one-set-out
+# cross-validation over four training sets (SciFact train, Cranfield, acl-lead, acl-title;
+# benchmarks/bench_fusion.py replays the product's own rankings; RESULTS.md "fusion"):
+# the weight best on the other three was 0.825 for three of them and 0.775 for the fourth,
+# and 0.825 is best on all four. It was 0.675, chosen on SciFact train alone.
+LEXICAL_WEIGHT = 0.825
 SEMANTIC_WEIGHT = 1.0 - LEXICAL_WEIGHT
 # With the second tier complete (papers/search/tiers.py) hybrid fuses three rankings:
 # full text, the semantic ranking (second tier) and the first tier's own ranking, which
