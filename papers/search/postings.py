@@ -45,7 +45,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from papers.search import analysis
-from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables
+from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables, without_jit
 
 POSTING_TABLE = "papers_lex_posting"
 DOC_TABLE = "papers_lex_doc"
@@ -270,10 +270,13 @@ def _impacts(
 def _texts(cursor: Any, paper_ids: list[int]) -> list[tuple[Any, ...]]:
     """The five search fields of these papers (source.py), one row each."""
     if cursor.db.vendor == "postgresql":
-        cursor.execute(PG_SOURCE.format(**tables()) + " WHERE p.paper_id = ANY(%s)", [paper_ids])
-    else:
-        where = f" WHERE p.paper_id IN {in_list(paper_ids)}"
-        cursor.execute(SQLITE_SOURCE.format(**tables()) + where, paper_ids)
+        with without_jit(cursor):
+            cursor.execute(
+                PG_SOURCE.format(**tables()) + " WHERE p.paper_id = ANY(%s)", [paper_ids]
+            )
+            return list(cursor.fetchall())
+    where = f" WHERE p.paper_id IN {in_list(paper_ids)}"
+    cursor.execute(SQLITE_SOURCE.format(**tables()) + where, paper_ids)
     return list(cursor.fetchall())
 
 
