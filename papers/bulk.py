@@ -138,7 +138,10 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # COPY: one statement for the whole batch (the rows are new: nothing to skip).
-            with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy:
+            # Through the driver's cursor, so its errors are made Django's here (a unique
+            # violation must be an IntegrityError: papers_upsert_retrying retries on it).
+            sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
+            with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
                 for row in rows:
                     copy.write_row(row)
             return

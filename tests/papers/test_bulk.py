@@ -6,7 +6,7 @@ column and store JSON and timestamps as the ORM does. Both databases."""
 from __future__ import annotations
 
 import pytest
-from django.db import DataError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
 from papers.bulk import insert_objects, insert_rows
 from papers.models import Keyword, Paper, PaperIdentifier
@@ -70,3 +70,10 @@ def _paper(title: str, **values: object) -> Paper:
         source="test",
         **values,  # type: ignore[arg-type]
     )
+
+
+def test_insert_objects_raises_integrity_error_on_a_taken_unique_value() -> None:
+    insert_objects([_paper("Taken")])
+    # papers_upsert_retrying retries on IntegrityError: the driver's own error would escape.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_objects([_paper("Taken")])
