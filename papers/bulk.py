@@ -2,12 +2,18 @@
 
 Django's bulk_create compiles SQL per object, which was over half the time of importing
 the ACL corpus. Link and lookup rows need no ids back, so they go through one prepared
-`executemany` instead. `ON CONFLICT DO NOTHING` is understood by SQLite (3.24+) and
-PostgreSQL alike.
+`executemany` on SQLite instead. `ON CONFLICT DO NOTHING` is understood by SQLite (3.24+)
+and PostgreSQL alike.
+
+PostgreSQL: Django's psycopg cursors bind parameters on the client, so an `executemany`
+sends every row as a statement of its own, which the server parses and plans. There the
+rows go in one statement instead: `COPY` for new papers, and an INSERT of `unnest`ed
+column arrays for the rows that may already exist (COPY cannot skip conflicts).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,17 +36,36 @@ def insert_rows(
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     columns = [str(meta.get_field(name).column) for name in (*fields, *stamp_fields)]  # type: ignore[union-attr]
     quote = connection.ops.quote_name
-    placeholders = ", ".join(["%s"] * len(columns))
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
-        f"VALUES ({placeholders}) ON CONFLICT DO NOTHING"
-    )
+    insert = f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
     extra = (now,) * len(stamp_fields)
     params = [(*row, *extra) for row in rows]
     if not params:
         return
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if connection.vendor == "postgresql":
+            # One statement: the rows' columns as arrays, unnested in the rows' order (so
+            # ids are given as executemany gave them). Cast to the column's type without
+            # its length: an explicit cast to varchar(n) would cut a long value short
+            # where the INSERT's own conversion rejects it.
+            types = [
+                _TYPMOD.sub("", str(meta.get_field(name).db_type(connection)))  # type: ignore[union-attr]
+                for name in (*fields, *stamp_fields)
+            ]
+            arrays = ", ".join(f"%s::{t}[]" for t in types)
+            cursor.execute(
+                insert + f"SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING",  # noqa: S608
+                [list(column) for column in zip(*params, strict=True)],
+            )
+            return
+        placeholders = ", ".join(["%s"] * len(columns))
+        cursor.executemany(
+            insert + f"VALUES ({placeholders}) ON CONFLICT DO NOTHING",
+            params,
+        )
+
+
+# A column type's length or precision: varchar(255) -> varchar.
+_TYPMOD = re.compile(r"\(.*\)")
 
 
 def allocate_ids(model: type[models.Model], count: int) -> list[int]:
@@ -111,6 +136,15 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
     columns = ", ".join(quote(str(f.column)) for f in fields)
     placeholders = ", ".join(["%s"] * len(fields))
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # COPY: one statement for the whole batch (the rows are new: nothing to skip).
+            # Through the driver's cursor, so its errors are made Django's here (a unique
+            # violation must be an IntegrityError: papers_upsert_retrying retries on it).
+            sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
+            with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
         cursor.executemany(
             f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
             list(rows),

@@ -46,7 +46,7 @@ from papers.search.analysis import is_stop_word
 from papers.search.filters import apply_filters, check_page
 from papers.search.lexical import Ranked, Restriction
 from papers.search.native import PG_CONFIG
-from papers.search.source import FTS_TABLE, PG_SOURCE, SQLITE_SOURCE
+from papers.search.source import FTS_TABLE, PG_SOURCE, SQLITE_SOURCE, without_jit
 from papers.search.source import tables as source_tables
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vocabulary import Vocabulary, current_vocabulary, vocabulary_add_papers
@@ -101,7 +101,7 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
         return
     connection = _connection(using)
     tables = source_tables()
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, without_jit(cursor):
         for start in range(0, len(ids), INDEX_BATCH):
             batch = ids[start : start + INDEX_BATCH]
             if connection.vendor == "postgresql":

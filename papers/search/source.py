@@ -6,6 +6,10 @@ postings (lexical.py) are both built from it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 from papers.models import Keyword, Paper, PaperAuthor, PaperKeyword, Venue
 
 FTS_TABLE = "papers_paper_fts"
@@ -52,3 +56,22 @@ SELECT p.paper_id, p.title,
                                 ELSE '' END, '') AS venue
 FROM {paper} p LEFT JOIN {venue} v ON v.id = p.venue_id
 """
+
+
+@contextlib.contextmanager
+def without_jit(cursor: Any) -> Iterator[None]:
+    """PostgreSQL: no JIT compilation for the statements run inside, in the caller's
+    transaction, the setting before restored after. The source rows' correlated
+    subqueries are estimated per paper against the whole author table, so a batch of a
+    few hundred papers passes `jit_above_cost` while its tables have no statistics (an
+    import, before its ANALYZE): compiling took about half a second a statement, longer
+    than running it. Elsewhere (SQLite, or outside a transaction, where a local setting
+    would not hold): nothing. On an error the setting is left to the rollback, which
+    undoes it (a statement in a failed transaction would raise again)."""
+    if cursor.db.vendor != "postgresql" or cursor.db.get_autocommit():
+        yield
+        return
+    cursor.execute("SELECT current_setting('jit'), set_config('jit', 'off', true)")
+    before = cursor.fetchone()[0]
+    yield
+    cursor.execute("SELECT set_config('jit', %s, true)", [before])
