@@ -21,7 +21,7 @@ from django.db import DatabaseError, connection, transaction
 
 from core.errors import DomainError
 from papers.schemas import PaperRecord
-from papers.search import postings, semantic
+from papers.search import semantic
 from papers.search.postings import DOC_TABLE, POSTING_TABLE
 from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
@@ -104,7 +104,6 @@ def import_records(
                 stack.enter_context(semantic.bulk_writes())
                 stack.enter_context(_bulk_page_cache())
                 stack.enter_context(_bulk_garbage_collection())
-                stack.enter_context(postings.bulk_load())
                 bulk = True
             _flush(batch, report, on_saved)
 

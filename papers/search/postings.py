@@ -34,16 +34,15 @@ with its own statistics.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from papers.search import analysis
 from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables, without_jit
@@ -375,81 +374,6 @@ def forget_df() -> None:
         _stats.df.clear()
 
 
-# --- bulk loading (PostgreSQL) ---------------------------------------------------------
-
-# The posting table's primary key, as migration 0006 names it, and the memory for its build.
-PG_PRIMARY_KEY = f"{POSTING_TABLE}_pkey"
-PG_KEY_BUILD_MEMORY = "256MB"
-
-
-@contextlib.contextmanager
-def bulk_load(*, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
-    """PostgreSQL: while a bulk import that commits batch by batch fills an empty library,
-    the posting table goes without its primary key, which is built once after from the
-    rows (`restore_primary_key`). Term ids are hashes, so every batch inserts its postings
-    all over that key, and its upkeep was most of the database's time spent on postings
-    (a sorted build costs a fraction of it). The index on (paper_id, ...) stays: new
-    papers have the highest ids, so it grows at its end, and it serves the batches'
-    deletes.
-
-    Meanwhile searches read the postings without the key: the same answers, slower. A
-    failed import builds it in `finally`; a killed one leaves it missing until the next
-    bulk import or `reindex_fulltext` builds it. Elsewhere (SQLite, a library with papers,
-    an import inside a caller's transaction, where the key's drop would hold a lock to the
-    end): nothing."""
-    connection = connections[using]
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
-        yield
-        return
-    restore_primary_key(using=using)
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        cursor.execute(f"LOCK TABLE {POSTING_TABLE} IN ACCESS EXCLUSIVE MODE")
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {POSTING_TABLE}) "  # noqa: S608
-            f"OR EXISTS (SELECT 1 FROM {tables()['paper']})"
-        )
-        dropped = not cursor.fetchone()[0]
-        if dropped:
-            cursor.execute(f"ALTER TABLE {POSTING_TABLE} DROP CONSTRAINT {PG_PRIMARY_KEY}")
-    try:
-        yield
-    finally:
-        if dropped:
-            restore_primary_key(using=using)
-
-
-def restore_primary_key(*, using: str = DEFAULT_DB_ALIAS) -> bool:
-    """PostgreSQL: build the posting table's primary key if it is missing (a bulk load's,
-    `bulk_load`); True if it was built. Rows two writers gave one paper while it was
-    missing (each deletes the paper's postings, then inserts them) are deduplicated first."""
-    connection = connections[using]
-    if connection.vendor != "postgresql":
-        return False
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM pg_constraint WHERE conname = %s AND conrelid = %s::regclass",
-            [PG_PRIMARY_KEY, POSTING_TABLE],
-        )
-        if cursor.fetchone() is not None:
-            return False
-        cursor.execute(f"SET LOCAL maintenance_work_mem = '{PG_KEY_BUILD_MEMORY}'")
-        add = (
-            f"ALTER TABLE {POSTING_TABLE} ADD CONSTRAINT {PG_PRIMARY_KEY} "
-            "PRIMARY KEY (term_id, impact, paper_id)"
-        )
-        try:
-            with transaction.atomic(using=using):
-                cursor.execute(add)
-        except IntegrityError:
-            cursor.execute(
-                f"DELETE FROM {POSTING_TABLE} a USING {POSTING_TABLE} b "  # noqa: S608
-                "WHERE a.paper_id = b.paper_id AND a.term_id = b.term_id "
-                "AND a.impact = b.impact AND a.ctid > b.ctid"
-            )
-            cursor.execute(add)
-    return True
-
-
 def clear_index(*, using: str = DEFAULT_DB_ALIAS) -> None:
     """Empty the postings (before a rebuild)."""
     connection = connections[using]
@@ -476,10 +400,8 @@ def rebuild_postings(
     """Empty the postings and index every paper again; returns the number of papers.
 
     Two passes, so that every impact is computed with the whole library's average
-    length: the first writes lengths only. A primary key a killed bulk import left
-    missing is built first.
+    length: the first writes lengths only.
     """
-    restore_primary_key(using=using)
     clear_index(using=using)
     connection = connections[using]
     with connection.cursor() as cursor:
