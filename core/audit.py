@@ -5,7 +5,8 @@ Recorded in one place, below every interface, so none can skip it:
 
 - a database execute wrapper, installed on every connection, sees every INSERT, UPDATE
   and DELETE (ORM saves, bulk_create/bulk_update, QuerySet.update/delete, the imports'
-  raw executemany) and counts the rows per table;
+  raw executemany) and counts the rows per table; a `COPY` (new papers of an import on
+  PostgreSQL), which it cannot see, is counted by the code that runs it (`record_rows`);
 - `post_save` (every model) and `post_delete` (the models people delete one by one,
   `DELETE_TRACKED`) name the objects.
 
@@ -201,6 +202,20 @@ def _execute_wrapper(execute: Any, sql: str, params: Any, many: bool, context: A
         buffer.columns[key].update(written)
     _schedule(connection, buffer)
     return result
+
+
+def record_rows(connection: Any, table: str, action: str, rows: int) -> None:
+    """Count rows written by a statement the execute wrapper cannot see (a `COPY`, which
+    goes through the driver's own cursor), as the wrapper counts an INSERT's: `action`
+    "create", "update" or "delete"."""
+    if rows <= 0 or not enabled() or _skipped(table):
+        return
+    buffer = getattr(connection, "_audit_buffer", None)
+    if buffer is not None and buffer.flushing:
+        return
+    buffer = _note(connection)
+    buffer.rows[(table, action)] += rows
+    _schedule(connection, buffer)
 
 
 def _inserted(sql: str, params: Any) -> int:

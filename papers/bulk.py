@@ -20,6 +20,8 @@ from typing import Any
 from django.db import connection, models
 from django.utils import timezone
 
+from core import audit
+
 
 def insert_rows(
     model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]
@@ -140,10 +142,14 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
             # COPY: one statement for the whole batch (the rows are new: nothing to skip).
             # Through the driver's cursor, so its errors are made Django's here (a unique
             # violation must be an IntegrityError: papers_upsert_retrying retries on it).
+            # The audit log's execute wrapper does not see a COPY: its rows are counted here.
             sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
+            copied = 0
             with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
                 for row in rows:
                     copy.write_row(row)
+                    copied += 1
+            audit.record_rows(connection, meta.db_table, "create", copied)
             return
         cursor.executemany(
             f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})",  # noqa: S608
