@@ -68,9 +68,12 @@ def test_a_slow_download_answers_running_by_its_wait_then_the_outcome_when_asked
     paper: Paper, server: PdfServer
 ) -> None:
     url = server.url("/slow")
+    build_registry(toolsets=["pdf"], read_only=False)  # its first build's imports, untimed
     started = time.monotonic()
     failed, answer = attach(paper_id=paper.pk, url=url, wait_seconds=1)
-    assert time.monotonic() - started < 2.0
+    # /slow answers after 3 s: an answer before then came by the 1 s wait, not the download
+    # (a loaded CI machine may add a second to the call itself).
+    assert time.monotonic() - started < 2.9
     assert not failed and answer["has_pdf"] is False
     assert answer["job"]["state"] == "running" and answer["job"]["url"] == url
     assert "same arguments" in answer["hint"]
