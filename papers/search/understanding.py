@@ -443,7 +443,7 @@ class _Reader:
                 continue
             if not word[:1].isupper() or word.isupper() or self.lower(i - 1) in _TOPIC_CUES:
                 continue
-            if analysis.is_stop_word(word.lower()) or word.lower() in FILLERS:
+            if _filler(word):
                 continue
             papers = self.author_papers(word)
             if papers and self.name_like(word, papers):
