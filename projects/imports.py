@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from core.bootstrap import prepare_knowledge_base
+from core.commands import ResearchCommand
 from core.errors import DomainError, NotFound
 from core.progress import progress_bar
 from engines.open_access import papers_find_and_attach, papers_without_pdf
@@ -53,7 +54,7 @@ def add_embeddings_argument(parser: CommandParser) -> None:
     )
 
 
-class ImportCommand(BaseCommand):
+class ImportCommand(ResearchCommand):
     """Shared shape of import commands: a file, --project, --batch-size, a progress bar,
     a summary line, failures listed with their location, and the exit codes above."""
 

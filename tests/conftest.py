@@ -26,8 +26,7 @@ from tests.engines.replay import ReplayServer
 # Hypothesis profiles for the property tests that leave max_examples to the profile
 # (tests/projects/review/test_workflow_properties.py; the fuzzers set their own). `ci`, the
 # default, finds a decision that is refused with the wrong code, or accepted when it should
-# not be, within a few minutes of the run: 25 new random workflows per property each run
-# (on the PostgreSQL + worker run each takes about a second of a CI run's 45 minutes);
+# not be, within a few minutes of the run: 25 new random workflows per property each run;
 # `thorough` is for a longer local run:
 #   HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest \
 #       tests/projects/review/test_workflow_properties.py
@@ -37,9 +36,16 @@ _PROPERTY_DEFAULTS: dict[str, Any] = {
     "print_blob": True,
     "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 }
+# `ci-worker`, the default on the PostgreSQL + worker run, runs 10: there every step goes
+# through the Celery worker (about 1.6 s a workflow, 200 s of that run for 25), and the
+# embedded default's 25 already explore the decisions; the worker run checks they hold there.
 hypothesis_settings.register_profile("ci", max_examples=25, **_PROPERTY_DEFAULTS)
+hypothesis_settings.register_profile("ci-worker", max_examples=10, **_PROPERTY_DEFAULTS)
 hypothesis_settings.register_profile("thorough", max_examples=300, **_PROPERTY_DEFAULTS)
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+_ON_WORKER = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+hypothesis_settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci-worker" if _ON_WORKER else "ci")
+)
 
 # One folder of built model files for the whole run, this process's and every server's,
 # seeding script's and command's it starts (they inherit the environment): the re-quantised
@@ -49,6 +55,14 @@ if not os.environ.get("MODELS_DIR"):
     _models = tempfile.mkdtemp(prefix="research-mcp-test-models-")
     atexit.register(shutil.rmtree, _models, ignore_errors=True)
     os.environ["MODELS_DIR"] = _models
+
+# The servers, commands and scripts a test starts run on the first embedding tier only, as
+# the test process does (_first_embedding_tier_only below): otherwise every server a test
+# starts embeds its library again with MiniLM in a background thread on every core, CPU
+# the run's other tests wait for (a sixth of the CPU of tests/mcp/test_offline_engines.py).
+# A test that wants the second tier in a process it starts says so in that process's
+# environment (tests/papers/search/test_tiers.py).
+os.environ.setdefault("EMBEDDING_MODEL_STRONG", "")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp import StdioServerParameters
 
-from tests.mcp.conftest import PYTHON, ROOT, KnowledgeBase
+from tests.mcp.conftest import PYTHON, ROOT, STARTUP_TIMEOUT, KnowledgeBase
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -39,9 +39,11 @@ def stdio_params(
 def run_raw(
     command: list[str], env: dict[str, str], messages: list[dict[str, Any]]
 ) -> subprocess.CompletedProcess[str]:
-    """Feed JSON-RPC lines on stdin, close it, and collect the process's output."""
+    """Feed JSON-RPC lines on stdin, close it, and collect the process's output. The
+    timeout is STARTUP_TIMEOUT's: a serve that makes a new knowledge base migrates it first
+    (about 20 s on a 2-core machine running a suite; past 60 s with two suites and more)."""
     stdin = "".join(json.dumps(m) + "\n" for m in messages)
     return subprocess.run(
-        command, input=stdin, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
-        check=False,
+        command, input=stdin, env=env, cwd=ROOT, capture_output=True, text=True,
+        timeout=STARTUP_TIMEOUT, check=False,
     )  # fmt: skip

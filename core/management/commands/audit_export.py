@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from core.audit_export import FORMATS, entries_filtered, export_lines
+from core.commands import ResearchCommand
 
 
 def _moment(text: str | None) -> datetime | None:
@@ -22,7 +23,7 @@ def _moment(text: str | None) -> datetime | None:
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Export the audit log as CSV or JSON."
 
     def add_arguments(self, parser: CommandParser) -> None:

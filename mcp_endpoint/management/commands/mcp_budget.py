@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from core.commands import ResearchCommand
 from mcp_endpoint.budget import CORE_BUDGET, FULL_BUDGET, ToolCost, tool_costs
 from mcp_endpoint.registry import CORE
 
@@ -26,7 +27,7 @@ def _kind(cost: ToolCost) -> str:
     return kind
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Print the cl100k token cost of tools/list per tool and per tool set."
 
     def add_arguments(self, parser: CommandParser) -> None:

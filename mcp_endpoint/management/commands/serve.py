@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from core.commands import ResearchCommand
 from core.knowledge_base import DEFAULT_DIRECTORY
 from mcp_endpoint.scope import InvalidScope, parse_collections, set_process_default
 
@@ -91,10 +92,9 @@ def add_serve_arguments(parser: Any) -> None:
     )
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Serve Research MCP over stdio, Streamable HTTP (/mcp) or legacy SSE."
-    # Migrations run inside handle(); the stdio transport must not print check output.
-    requires_system_checks: list[str] = []
+    # No system checks (ResearchCommand): the stdio transport must not print their output.
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_serve_arguments(parser)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import DomainError, InvalidInput, NotFound
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import PaperPdf
@@ -27,7 +28,7 @@ from papers.pdf.services import pdf_attach_file, pdf_download
 from papers.selectors import paper_get
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Attach a local PDF file to a paper, or download the paper's pdf_url (--download)."
 
     def add_arguments(self, parser: CommandParser) -> None:

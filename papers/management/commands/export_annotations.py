@@ -15,8 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import DomainError, InvalidInput, NotFound
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.pdf.selectors import annotations_export_text
@@ -24,7 +25,7 @@ from papers.pdf.services import annotations_export
 from papers.selectors import paper_get
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Export a paper's annotations as JSON (default), markdown or the annotated PDF."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db.models import QuerySet
 
+from core.commands import ResearchCommand
 from core.errors import DomainError, StorageFull
 from core.progress import progress_bar
 from papers.exports import FORMATS, export_papers, render_export
@@ -52,7 +53,7 @@ def split_refs(raw: str) -> list[str]:
     return [ref for ref in refs if ref]
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Export papers as BibTeX, CSV, JSON, JSON Lines, Markdown, RIS, CSL-JSON or a "
         "bibliography in a CSL style into the exports folder."

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import DomainError
 from core.progress import progress_bar
 from papers.assets import Kind, asset_register_remote, asset_save
@@ -82,7 +83,7 @@ def folder_assets(folder: Path) -> tuple[list[AssetFile], list[Path], list[Path]
     return found, unknown, links
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Import paper summaries (JSON), source markdown and translations (markdown): a folder "
         "laid out as <paper_id or citekey>/summary/<template>.json, <paper>/source.md and "

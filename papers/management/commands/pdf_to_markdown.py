@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import DomainError
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import PaperPdf
@@ -23,7 +24,7 @@ from papers.pdf.services import pdf_source_markdown_save
 from papers.selectors import paper_get
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Convert papers' PDFs to markdown and store it as their source (get_paper_source)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import NotFound
 from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT
@@ -16,7 +17,7 @@ from papers.pdf.highlight_text import highlight_texts_rederive
 from papers.scoping import papers_in_project, project_find
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Find each highlight's text again at its stored boxes, as a highlight made today "
         "stores it (a hyphen that only broke a word at a line end joined: 'cor- pus' -> "

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import Paper
@@ -22,7 +23,7 @@ from papers.search.embedding import (
 from papers.search.vector_store import embed_in_batches
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Embed papers for semantic search. By default only papers with no vector from the "
         "current model (--missing-only); --all also re-checks every paper's text and "

@@ -14,16 +14,17 @@ import importlib
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
+from core.commands import ResearchCommand
 from core.progress import progress_bar
 from papers.models import Paper
 from papers.search.fulltext import FTS_TABLE, rebuild_index
 from papers.search.postings import POSTING_TABLE, rebuild_postings
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Rebuild the full-text search indexes (FTS5 / tsvector, and the BM25 postings)."
 
     def add_arguments(self, parser: CommandParser) -> None:

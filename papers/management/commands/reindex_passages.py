@@ -7,16 +7,17 @@ import sys
 from collections import Counter
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
+from core.commands import ResearchCommand
 from core.progress import progress_bar
 from papers.imports import EXIT_BAD_INPUT, EXIT_SOME_FAILED
 from papers.models import Paper
 from papers.passages.services import IndexOutcome, passages_reindex, passages_reindex_ids
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Split papers' PDFs into passages for search_passages and find_quote. --all: every "
         "paper with a PDF (and papers whose PDF is gone lose their passages); --paper: "

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from core.commands import ResearchCommand
 from papers.acl_repair import acl_records_repair
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Split ACL journal volumes and issues, normalise pages, drop name footnote marks."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from core.commands import ResearchCommand
 from papers.merges import wrong_merge_split, wrong_merges_find
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Split papers that earlier imports merged by title alone back into their records."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from core.bootstrap import prepare_knowledge_base
+from core.commands import ResearchCommand
 from core.errors import DomainError
 from projects.retractions import retractions_check, retractions_check_due
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Ask Crossref and OpenAlex whether papers with a DOI were retracted or corrected; "
         "flag them and alert the projects holding them. Prints the counts as JSON."

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from core.commands import ResearchCommand
 from projects.coverage import library_pdf_coverage
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "How many papers have a PDF, per project, per source and per PDF origin."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import NotFound
 from projects.models import SavedSearch, SavedSearchRun
 from projects.watch import scheduler, services
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Run saved searches: --due (claimed as the scheduler does), --name X, or all."
 
     def add_arguments(self, parser: CommandParser) -> None:

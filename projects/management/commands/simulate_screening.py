@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from projects.review import stopping
 from projects.review.prioritise import DEFAULT_FEATURES, DEFAULT_MODEL, FEATURES, MODELS
 from projects.review.recall_plot import recall_curve_svg
@@ -25,7 +26,7 @@ def _share(value: str) -> float:
     return number
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = (
         "Simulate prioritised screening on a labelled dataset in ASReview's convention (CSV, "
         "TSV, JSONL or RIS with title, abstract, label_included or another of ASReview's "

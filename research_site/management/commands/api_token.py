@@ -15,9 +15,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from core.commands import ResearchCommand
 from core.errors import DomainError
 from research_site.models import ApiToken
 from research_site.tokens import api_token_create, api_token_revoke, api_tokens_list
@@ -29,7 +30,7 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else "-"
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Create, list and revoke REST API tokens (Authorization: Bearer <token>)."
 
     def add_arguments(self, parser: CommandParser) -> None:

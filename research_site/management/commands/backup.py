@@ -13,15 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from research_site.backup import BackupError, ToolMissing, backup_create
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Write an archive of the database, downloads/, assets/ and engines/."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from core.commands import ResearchCommand
 from core.errors import DomainError
 from research_site.backup import BackupError, ToolMissing, backup_restore
 
@@ -26,7 +27,7 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
-class Command(BaseCommand):
+class Command(ResearchCommand):
     help = "Replace the database, downloads/, assets/ and engines/ with a backup archive."
 
     def add_arguments(self, parser: CommandParser) -> None:
