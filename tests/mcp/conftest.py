@@ -198,17 +198,10 @@ def seeded_knowledge_base(directory: Path, label: str = "mcp") -> Iterator[Knowl
     with server_database(label) as database_url:
         env = base_env(directory, database_url)
         seeded = subprocess.run(
-            [PYTHON, str(SEED_SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
-            timeout=120, check=False,
+            [PYTHON, str(SEED_SCRIPT), "--embed"], env=env, cwd=ROOT, capture_output=True,
+            text=True, timeout=120, check=False,
         )  # fmt: skip
         assert seeded.returncode == 0, seeded.stderr
-        # Embed the library here: with a broker configured, the embedding tasks that the
-        # seeding queued go to the test run's Celery worker, whose database is not this one.
-        embedded = subprocess.run(
-            [PYTHON, "manage.py", "reindex_embeddings", "--no-progress"], env=env, cwd=ROOT,
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert embedded.returncode == 0, embedded.stderr
         yield KnowledgeBase(directory, env, json.loads(seeded.stdout.strip().splitlines()[-1]))
 
 

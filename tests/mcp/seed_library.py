@@ -3,11 +3,12 @@
 Run in a subprocess with the server's environment (RESEARCH_DIRECTORY / DATABASE_URL), so
 the data lands where the server under test will read it:
 
-    python tests/mcp/seed_library.py
+    python tests/mcp/seed_library.py [--embed]
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -19,6 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "research_site.settings")
 import django
 
 django.setup()
+
+from django.core.management import call_command  # noqa: E402
 
 from core.bootstrap import prepare_knowledge_base  # noqa: E402
 from papers.schemas import PaperRecord  # noqa: E402
@@ -76,6 +79,11 @@ def main() -> None:
         for name, pid in ids.items()
         for p in [Paper.objects.get(pk=pid)]
     }
+    if "--embed" in sys.argv[1:]:
+        # The library's vectors, made here (a command of its own cost a process start): with
+        # a broker configured, the embedding tasks the seeding queued go to the test run's
+        # Celery worker, whose database is not this one.
+        call_command("reindex_embeddings", "--no-progress", stdout=io.StringIO())
     print(json.dumps({"projects": {"nlp": nlp.id, "vision": vision.id}, "papers": papers}))
 
 
