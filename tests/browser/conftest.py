@@ -48,9 +48,14 @@ TIMEOUT_MS = 15_000
 PLAYWRIGHT_MISSING = "the playwright package is not installed (pip install -r requirements-dev.txt)"
 
 try:
-    from playwright.sync_api import Browser, Page, sync_playwright
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
 except ImportError:  # pragma: no cover - requirements-dev.txt installs it
     sync_playwright = None  # type: ignore[assignment]
+else:
+    # An `expect` waits 5 s by default, whatever the page's timeout says: under CI's two
+    # suites side by side, drawing a PDF page once took longer (a page jump's "page 7 in
+    # view" failed there, and passes alone). Assertions wait as long as actions do.
+    expect.set_options(timeout=TIMEOUT_MS)
 
 
 def _missing() -> str | None:
