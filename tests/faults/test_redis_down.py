@@ -17,6 +17,7 @@ docs/RELIABILITY.md.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -46,7 +47,9 @@ pytestmark = pytest.mark.server
 
 TOKEN = "redis-down-token-0a1b2c3d4e5f"
 PASSWORD = "redis-down-password-9z8y7x"
-PHASE_SECONDS = 6.0
+# Each phase lasts at least this long (6 s in the run docs/RELIABILITY.md reports; 3 s in CI,
+# where the server's two workers under six clients take both cores from the other suite).
+PHASE_SECONDS = float(os.environ.get("FAULT_PHASE_SECONDS", "3"))
 MIN_PER_PHASE = 3  # answers of each kind in each phase, at least
 CLIENTS = 6
 KINDS = ("sign_in", "tool_call", "rest_read", "wrong_token")
