@@ -131,6 +131,18 @@ def _database_reset_by_delete_and_tried_again() -> Iterator[None]:
     DatabaseOperations.execute_sql_flush = original_execute  # type: ignore[method-assign]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing() -> Iterator[None]:
+    """The test process hashes passwords with MD5, as Django's testing guide advises: the
+    default PBKDF2 (1.5 million rounds) costs 0.35-0.5 s of CPU per user created or signed
+    in, several minutes of a run. Only this process: the servers, commands and worker the
+    tests start hash as a deployment does (tests/mcp, tests/browser sign in through them)."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_external_engines(settings: Any) -> None:
     """Only the local engine unless a test enables others (tests never reach the internet)."""
