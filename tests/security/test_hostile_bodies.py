@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.mcp.conftest import KnowledgeBase, LiveServer, post, rpc, running_server
+from tests.mcp.conftest import TLS, KnowledgeBase, LiveServer, post, rpc, running_server
 from tests.security.conftest import assert_no_leak
 
 pytestmark = pytest.mark.server
@@ -145,7 +145,7 @@ def test_every_hostile_body_gets_a_json_rpc_answer(
         headers = {"content-type": "application/json", "accept": "application/json"}
         if version:
             headers["mcp-protocol-version"] = version
-        with httpx2.Client(timeout=60) as client:
+        with httpx2.Client(timeout=60, verify=TLS) as client:
             return content, client.post(server.mcp_url, content=content, headers=headers)
 
     failures: list[str] = []
