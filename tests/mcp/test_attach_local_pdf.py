@@ -20,6 +20,7 @@ from tests.mcp.conftest import (
     PYTHON,
     ROOT,
     KnowledgeBase,
+    LiveServer,
     mcp_client,
     running_server,
     seeded_knowledge_base,
@@ -50,6 +51,13 @@ def import_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def import_server(kb: KnowledgeBase, import_dir: Path) -> Iterator[LiveServer]:
+    """One server with PDF_IMPORT_DIR for the tests that read from the import folder."""
+    with running_server(kb, env={"PDF_IMPORT_DIR": str(import_dir)}) as server:
+        yield server
+
+
 def paper_id(kb: KnowledgeBase, name: str) -> int:
     return int(kb.paper(name)["paper_id"])
 
@@ -68,24 +76,23 @@ async def invalid(url: str, arguments: dict[str, Any]) -> Any:
 
 
 async def test_a_loopback_client_attaches_a_pdf_from_the_import_folder(
-    kb: KnowledgeBase, import_dir: Path
+    kb: KnowledgeBase, import_dir: Path, import_server: LiveServer
 ) -> None:
-    with running_server(kb, env={"PDF_IMPORT_DIR": str(import_dir)}) as server:
-        before = tool_data(await _details(server.mcp_url, paper_id(kb, "bert")))
-        assert before["has_pdf"] is False
-        result = await attach(
-            server.mcp_url, {"paper_id": paper_id(kb, "bert"), "path": "paper.pdf"}
+    before = tool_data(await _details(import_server.mcp_url, paper_id(kb, "bert")))
+    assert before["has_pdf"] is False
+    result = await attach(
+        import_server.mcp_url, {"paper_id": paper_id(kb, "bert"), "path": "paper.pdf"}
+    )
+    data = tool_data(result)
+    assert data["has_pdf"] is True and data["pdf"]["page_count"] == 4
+    assert data["pdf"]["origin"] == "attached"
+    # The PDF tools now work on it; the import folder keeps its file.
+    async with mcp_client(import_server.mcp_url) as client:
+        outline = tool_data(
+            await client.call_tool("get_pdf_outline", {"paper_id": paper_id(kb, "bert")})
         )
-        data = tool_data(result)
-        assert data["has_pdf"] is True and data["pdf"]["page_count"] == 4
-        assert data["pdf"]["origin"] == "attached"
-        # The PDF tools now work on it; the import folder keeps its file.
-        async with mcp_client(server.mcp_url) as client:
-            outline = tool_data(
-                await client.call_tool("get_pdf_outline", {"paper_id": paper_id(kb, "bert")})
-            )
-        assert outline["total_pages"] == 4
-        assert (import_dir / "paper.pdf").is_file()
+    assert outline["total_pages"] == 4
+    assert (import_dir / "paper.pdf").is_file()
 
 
 @pytest.mark.parametrize(
@@ -93,32 +100,34 @@ async def test_a_loopback_client_attaches_a_pdf_from_the_import_folder(
     ["../outside.pdf", "/etc/passwd", "sub/../../outside.pdf", "link.pdf"],
 )
 async def test_nothing_outside_the_import_folder_is_read(
-    kb: KnowledgeBase, import_dir: Path, path: str
+    kb: KnowledgeBase, import_dir: Path, import_server: LiveServer, path: str
 ) -> None:
     outside = import_dir.parent / "outside.pdf"
     shutil.copy(PDF, outside)
     link = import_dir / "link.pdf"
     if not link.exists():
         link.symlink_to(outside)
-    with running_server(kb, env={"PDF_IMPORT_DIR": str(import_dir)}) as server:
-        error = tool_error(
-            await attach(server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": path})
-        )
-        assert error["code"] == "local_file_refused", error
-        assert tool_data(await _details(server.mcp_url, paper_id(kb, "resnet")))["has_pdf"] is False
+    error = tool_error(
+        await attach(import_server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": path})
+    )
+    assert error["code"] == "local_file_refused", error
+    assert (
+        tool_data(await _details(import_server.mcp_url, paper_id(kb, "resnet")))["has_pdf"] is False
+    )
 
 
 async def test_a_file_that_is_not_a_pdf_or_missing_is_a_clear_error(
-    kb: KnowledgeBase, import_dir: Path
+    kb: KnowledgeBase, import_server: LiveServer
 ) -> None:
-    with running_server(kb, env={"PDF_IMPORT_DIR": str(import_dir)}) as server:
-        not_pdf = tool_error(
-            await attach(server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": "notes.txt"})
+    not_pdf = tool_error(
+        await attach(
+            import_server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": "notes.txt"}
         )
-        assert not_pdf["code"] == "not_a_pdf"
-        missing = await invalid(
-            server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": "no.pdf"}
-        )
+    )
+    assert not_pdf["code"] == "not_a_pdf"
+    missing = await invalid(
+        import_server.mcp_url, {"paper_id": paper_id(kb, "resnet"), "path": "no.pdf"}
+    )
     assert "no.pdf" in missing.message
 
 
