@@ -90,10 +90,16 @@ def test_two_workers_sharing_a_rate_limit_never_exceed_it(
     assert len(sent) == len(calls)
     # In any window of one second, at most `rate` calls were sent: rate + 1 consecutive
     # calls always span a second. The limiter counts when a slot is taken; the send time
-    # is read a moment later, so a thread descheduled in between (2 cores, 8 worker
-    # threads) shortens a span: 50 ms are allowed for that.
-    spans = [sent[i + rate] - sent[i] for i in range(len(sent) - rate)]
-    assert min(spans) >= 0.95, sorted(spans)[:5]
+    # is read a moment later, so a thread descheduled in between shortens the spans that
+    # call begins or ends. On 2 cores with 8 worker threads and another test suite beside
+    # them, one such pause was 126 ms (in a CI run). So the check is in two parts:
+    # - nine spans in ten within 30 ms of a second: a limiter letting rate + 1 calls through
+    #   gives every span about rate / (rate + 1) = 0.952 s;
+    # - none under 0.75 s: a per-process limit with two workers gives ~0.5 s, a fixed
+    #   window (two bursts around its edge) spans near 0.
+    spans = sorted(sent[i + rate] - sent[i] for i in range(len(sent) - rate))
+    assert spans[len(spans) // 10] >= 0.97, spans[:10]
+    assert spans[0] >= 0.75, spans[:5]
     # ... and the burst was queued, not refused: it took about len/rate seconds.
     assert sent[-1] - sent[0] >= (len(calls) / rate - 1) * 0.95
     # Both engine workers took part (the limit was shared, not per process).
