@@ -64,7 +64,7 @@ from papers.models import (
     PaperKeyword,
 )
 from papers.search.embedding import paper_text
-from papers.search.semantic import _rank
+from papers.search.semantic import _allowed, _rank
 from papers.search.tiers import QueryVectors, Tier, Tiers, current_tiers
 from papers.search.vector_index import Snapshot
 
@@ -328,7 +328,7 @@ class _Vectors:
         """The `depth` papers nearest by cosine (within scope), the paper itself excluded."""
         # semantic._rank is the index's ranking with scope handling (probe, then fall back
         # to reading every allowed id); reusing it keeps one implementation of that.
-        ids, _ = _rank(self.tiers, self.query, depth + 1, None, scope)
+        ids, _ = _rank(self.tiers, self.query, depth + 1, _allowed(None, scope))
         return [pk for pk in ids if pk != paper.pk][:depth]
 
     def similarities(self, paper_ids: list[int]) -> dict[int, tuple[float, float]]:

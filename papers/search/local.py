@@ -15,6 +15,7 @@ from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic, understanding
 from papers.search.embedding import models_loaded
+from papers.search.lexical import one_search
 from papers.search.types import SearchFilters, SearchPage
 
 LOCAL_ENGINE = "local"
@@ -161,6 +162,7 @@ class LocalRanking:
     corrected: str | None = None
 
 
+@one_search()  # the full-text and semantic rankings read the filters' papers once
 def local_search_ids(
     *,
     query: str,

@@ -45,14 +45,19 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import QuerySet
 
 from core.errors import InvalidInput
 from papers.dispatch import embed_papers_enqueue
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding
 from papers.search import reranker
 from papers.search.embedding import load_model, models_loaded, paper_text, text_hash
-from papers.search.fulltext import estimate_note, paper_search_scored, search_hits
+from papers.search.fulltext import (
+    estimate_note,
+    paper_search_scored,
+    search_hits,
+    search_restrictions,
+)
+from papers.search.lexical import allowed_ids, one_search
 from papers.search.tiers import QueryVectors, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
@@ -225,14 +230,11 @@ def _missing_count() -> int:
     return max(0, Paper.objects.count() - PaperEmbedding.objects.filter(model=name).count())
 
 
-def _allowed(filters: SearchFilters | None, scope: Sequence[str] | None) -> QuerySet[Paper] | None:
-    """The papers that pass filters and scope, or None when nothing restricts them."""
-    from papers.search.filters import apply_filters, filters_empty
-    from papers.selectors import papers_in_scope
-
-    if scope is None and filters_empty(filters):
-        return None
-    return apply_filters(papers_in_scope(scope), filters, scope=scope).order_by()
+def _allowed(filters: SearchFilters | None, scope: Sequence[str] | None) -> np.ndarray | None:
+    """The ids of the papers that pass filters and scope, sorted (one query, as the full
+    text reads them), or None when nothing restricts them."""
+    restrictions = search_restrictions(filters, scope)
+    return allowed_ids(restrictions) if restrictions else None
 
 
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:
@@ -245,23 +247,17 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _rank(
-    tiers: Tiers,
-    vectors: QueryVectors,
-    depth: int,
-    filters: SearchFilters | None = None,
-    scope: Sequence[str] | None = None,
+    tiers: Tiers, vectors: QueryVectors, depth: int, allowed: np.ndarray | None = None
 ) -> tuple[list[int], list[float]]:
     """The `depth` best paper ids by score (tiers.Tiers.score: cosine similarity, with the
-    strongest vectors each paper has) among those that pass filters and scope, best
-    first, and their scores.
+    strongest vectors each paper has) among `allowed` (sorted ids, `_allowed`; None: all),
+    best first, and their scores.
 
     Every vector is scored (8 ms at 95k), or, above VECTOR_INDEX_APPROXIMATE_ABOVE, the
-    approximate graph's candidates (Tiers.nearest), scored exactly. With filters, the best
-    PROBE_FACTOR x depth are checked against them in one query, which fills the page
-    unless the filters are very selective; only then are all allowed ids read and scored
-    exactly (~100 ms at 95k).
+    approximate graph's candidates (Tiers.nearest), scored exactly. With `allowed`, the
+    best PROBE_FACTOR x depth are looked up in it, which fills the page unless few papers
+    are allowed; only then are the allowed papers' own rows ranked.
     """
-    allowed = _allowed(filters, scope)
     probe_depth = depth if allowed is None else max(PROBE_MIN, PROBE_FACTOR * depth)
     near = tiers.nearest(vectors, probe_depth)
     scored = tiers.score(vectors) if near is None else near
@@ -272,21 +268,24 @@ def _rank(
         top = _top(scores, depth)
         return scored.ids[top].tolist(), scores[top].tolist()
     probe = _top(scores, probe_depth)
-    probe_ids = scored.ids[probe]
-    passed = set(allowed.filter(pk__in=probe_ids.tolist()).values_list("pk", flat=True))
-    keep = np.fromiter((pk in passed for pk in probe_ids.tolist()), dtype=bool, count=len(probe))
+    keep = _members(scored.ids[probe], allowed)
     if keep.sum() >= depth or (near is None and len(probe) == scores.shape[0]):
         top = probe[keep][:depth]
         return scored.ids[top].tolist(), scores[top].tolist()
     if near is not None:  # few allowed papers among the graph's candidates: every row
         scored = tiers.score(vectors)
         scores = scored.scores
-    wanted = np.fromiter(
-        allowed.values_list("pk", flat=True).iterator(chunk_size=10_000), dtype=np.int64
-    )
-    rows = scored.rows_of(wanted)
+    rows = scored.rows_of(allowed)
     top = rows[_top(scores[rows], depth)]
     return scored.ids[top].tolist(), scores[top].tolist()
+
+
+def _members(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Which of `ids` are in `allowed` (sorted), as a mask."""
+    if not len(allowed):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
+    return allowed[at] == ids
 
 
 def _check_query(query: str, name: str = "query") -> str:
@@ -390,7 +389,7 @@ def semantic_search(
     check_page(top_k, 0)
     notes: list[str] = []
     tiers = _prepare(notes)
-    ids, scores = _rank(tiers, tiers.encode(query, prompt), top_k, filters, scope)
+    ids, scores = _rank(tiers, tiers.encode(query, prompt), top_k, _allowed(filters, scope))
     hits = _hits(ids, dict(zip(ids, scores, strict=True)))
     return SearchPage(
         hits=hits, total=len(hits), limit=top_k, offset=0, mode="semantic", notes=notes
@@ -407,7 +406,7 @@ def semantic_ranked_ids(
     """Paper ids best first by cosine similarity, no records (for fusion and benchmarks)."""
     query = _check_query(query)
     tiers = _prepare([])
-    ids, _ = _rank(tiers, tiers.encode(query), limit, filters, scope)
+    ids, _ = _rank(tiers, tiers.encode(query), limit, _allowed(filters, scope))
     return ids
 
 
@@ -461,7 +460,7 @@ def hybrid_rankings(
     cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     tiers = _prepare(notes if notes is not None else [])
-    return lexical, _rank(tiers, tiers.encode(query), depth, filters, scope)
+    return lexical, _rank(tiers, tiers.encode(query), depth, _allowed(filters, scope))
 
 
 def _lexical_ranking(
@@ -532,12 +531,13 @@ def _fused(
         vectors = tiers.encode(query)
     else:
         tiers, vectors = prepared
-    semantic = _rank(tiers, vectors, depth, filters, scope)
+    allowed = _allowed(filters, scope)
+    semantic = _rank(tiers, vectors, depth, allowed)
     if tiers.second is None:
         return fuse_rankings(lexical, semantic)
     # The first tier's own ranking: the first-tier vector scored against the first tier.
     only_first = Tiers(tiers.first, None)
-    first = _rank(only_first, QueryVectors(vectors.first, None), depth, filters, scope)
+    first = _rank(only_first, QueryVectors(vectors.first, None), depth, allowed)
     return fuse_rankings(lexical, semantic, first, coverage=tiers.coverage())
 
 
@@ -607,6 +607,7 @@ def hybrid_search(
     return page
 
 
+@one_search()  # the full-text and semantic rankings read the filters' papers once
 def hybrid_page(
     *,
     query: str,
