@@ -57,7 +57,7 @@ from papers.search.fulltext import (
     search_hits,
     search_restrictions,
 )
-from papers.search.lexical import allowed_ids, one_search
+from papers.search.lexical import AllowedPapers, one_search
 from papers.search.tiers import QueryVectors, Tiers, current_tiers
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 from papers.search.vector_index import (
@@ -230,11 +230,10 @@ def _missing_count() -> int:
     return max(0, Paper.objects.count() - PaperEmbedding.objects.filter(model=name).count())
 
 
-def _allowed(filters: SearchFilters | None, scope: Sequence[str] | None) -> np.ndarray | None:
-    """The ids of the papers that pass filters and scope, sorted (one query, as the full
-    text reads them), or None when nothing restricts them."""
+def _allowed(filters: SearchFilters | None, scope: Sequence[str] | None) -> AllowedPapers | None:
+    """The papers that pass filters and scope, or None when nothing restricts them."""
     restrictions = search_restrictions(filters, scope)
-    return allowed_ids(restrictions) if restrictions else None
+    return AllowedPapers(restrictions) if restrictions else None
 
 
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:
@@ -247,16 +246,16 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _rank(
-    tiers: Tiers, vectors: QueryVectors, depth: int, allowed: np.ndarray | None = None
+    tiers: Tiers, vectors: QueryVectors, depth: int, allowed: AllowedPapers | None = None
 ) -> tuple[list[int], list[float]]:
     """The `depth` best paper ids by score (tiers.Tiers.score: cosine similarity, with the
-    strongest vectors each paper has) among `allowed` (sorted ids, `_allowed`; None: all),
-    best first, and their scores.
+    strongest vectors each paper has) among `allowed` (`_allowed`; None: all), best first,
+    and their scores.
 
     Every vector is scored (8 ms at 95k), or, above VECTOR_INDEX_APPROXIMATE_ABOVE, the
     approximate graph's candidates (Tiers.nearest), scored exactly. With `allowed`, the
-    best PROBE_FACTOR x depth are looked up in it, which fills the page unless few papers
-    are allowed; only then are the allowed papers' own rows ranked.
+    best PROBE_FACTOR x depth are looked up among them, which fills the page unless few
+    papers are allowed; only then are all allowed ids read and their rows ranked.
     """
     probe_depth = depth if allowed is None else max(PROBE_MIN, PROBE_FACTOR * depth)
     near = tiers.nearest(vectors, probe_depth)
@@ -268,24 +267,16 @@ def _rank(
         top = _top(scores, depth)
         return scored.ids[top].tolist(), scores[top].tolist()
     probe = _top(scores, probe_depth)
-    keep = _members(scored.ids[probe], allowed)
+    keep = allowed.members(scored.ids[probe])
     if keep.sum() >= depth or (near is None and len(probe) == scores.shape[0]):
         top = probe[keep][:depth]
         return scored.ids[top].tolist(), scores[top].tolist()
     if near is not None:  # few allowed papers among the graph's candidates: every row
         scored = tiers.score(vectors)
         scores = scored.scores
-    rows = scored.rows_of(allowed)
+    rows = scored.rows_of(allowed.ids())
     top = rows[_top(scores[rows], depth)]
     return scored.ids[top].tolist(), scores[top].tolist()
-
-
-def _members(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Which of `ids` are in `allowed` (sorted), as a mask."""
-    if not len(allowed):
-        return np.zeros(len(ids), dtype=bool)
-    at = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
-    return allowed[at] == ids
 
 
 def _check_query(query: str, name: str = "query") -> str:
