@@ -297,13 +297,6 @@ def sorted_members(papers: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return allowed[at] == papers
 
 
-def allowed_ids(
-    restrictions: Sequence[Restriction], *, using: str = DEFAULT_DB_ALIAS
-) -> np.ndarray:
-    """The ids of the papers all restrictions select, sorted, each once."""
-    return AllowedPapers(restrictions, using=using).ids()
-
-
 # Within one_search(): what its rankings have read or built already, by key.
 _this_search: contextvars.ContextVar[dict[Any, Any] | None] = contextvars.ContextVar(
     "this_search", default=None
@@ -339,7 +332,7 @@ def already_made(key: Any) -> Any:
 
 
 def _allowed_key(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...]:
-    return ("allowed ids", alias, sql, tuple(params))
+    return ("allowed ids", alias, sql, repr(params))  # repr: any parameter, hashable
 
 
 def _allowed_ids(cursor: Any, restrictions: Sequence[Restriction]) -> np.ndarray:

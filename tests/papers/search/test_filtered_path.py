@@ -3,7 +3,7 @@
 A hybrid search ranks the full text and the vectors, each restricted to the filters'
 papers; the two used to build the restriction and read its ids each (at 95k papers a
 year filter's ids took ~5 ms a reading). Now `lexical.one_search` shares them within one
-search, and `allowed_ids` returns them sorted, each once, whatever the restriction.
+search, and `AllowedPapers.ids` returns them sorted, each once, whatever the restriction.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def test_a_filtered_hybrid_search_reads_the_allowed_papers_once(
 def test_outside_a_search_each_reading_is_fresh(library: list[Paper]) -> None:
     """The sharing lasts one search: a paper added between two searches is seen."""
     restriction = [("SELECT paper_id FROM papers_paper WHERE year >= %s", [2018])]
-    before = lexical.allowed_ids(restriction)
+    before = lexical.AllowedPapers(restriction).ids()
     Paper.objects.filter(pk=library[0].pk).update(year=2024)
-    after = lexical.allowed_ids(restriction)
+    after = lexical.AllowedPapers(restriction).ids()
     assert library[0].year == 2015
     assert library[0].pk not in before.tolist()
     assert library[0].pk in after.tolist()
@@ -82,10 +82,11 @@ def test_outside_a_search_each_reading_is_fresh(library: list[Paper]) -> None:
 def test_allowed_ids_are_sorted_and_each_once(library: list[Paper]) -> None:
     # Every paper twice, in table order: as a restriction over link rows can list them.
     twice = "SELECT paper_id FROM papers_paper UNION ALL SELECT paper_id FROM papers_paper"
-    ids = lexical.allowed_ids([(twice, [])])
+    ids = lexical.AllowedPapers([(twice, [])]).ids()
     assert ids.tolist() == sorted(paper.pk for paper in library)
     assert not ids.flags.writeable  # shared by a search's rankings: never changed in place
-    assert lexical.allowed_ids([("SELECT paper_id FROM papers_paper WHERE 1 = 0", [])]).size == 0
+    none = lexical.AllowedPapers([("SELECT paper_id FROM papers_paper WHERE 1 = 0", [])])
+    assert none.ids().size == 0
 
 
 @pytest.mark.parametrize("probe", [(200, 20), (1, 0)], ids=["probe-fills", "every-allowed-row"])
