@@ -245,7 +245,10 @@ def score_sql(
     """SQL summing weight x impact over a GROUP BY of postings (columns `impact`, `term_id`,
     prefixed `alias.` when given), with its parameters."""
     prefix = f"{alias}." if alias else ""
-    whens = " ".join("WHEN %s THEN %s" for _ in ids)
+    # The weights as doubles: PostgreSQL reads a bound float as a numeric literal (Django's
+    # client-side binding) and summed numerics, ~1.8x the time of doubles over 145k
+    # postings at 95k papers. SQLite's sums are doubles either way.
+    whens = " ".join("WHEN %s THEN CAST(%s AS DOUBLE PRECISION)" for _ in ids)
     params: list[Any] = [value for pair in zip(ids, weights, strict=True) for value in pair]
     return f"sum({prefix}impact * CASE {prefix}term_id {whens} END)", params
 

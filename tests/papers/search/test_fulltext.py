@@ -455,8 +455,12 @@ def test_sorted_access_finds_the_same_top_papers_as_scoring_every_hit(
     full = {q: paper_search(query=q, limit=5) for q in queries}
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
-    for maxscore_from in (1, 99):
+    # MaxScore (from 1 term) with its candidates completed by random access, or handed to
+    # the aggregate when there are more than MAXSCORE_MAX_CANDIDATES (0: always).
+    plans = [(1, lexical.MAXSCORE_MAX_CANDIDATES), (1, 0), (99, lexical.MAXSCORE_MAX_CANDIDATES)]
+    for maxscore_from, max_candidates in plans:
         monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", maxscore_from)
+        monkeypatch.setattr(lexical, "MAXSCORE_MAX_CANDIDATES", max_candidates)
         for query, page in full.items():
             pruned = paper_search(query=query, limit=5)
             assert keys_of(pruned, corpus) == keys_of(page, corpus), query
