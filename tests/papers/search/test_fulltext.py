@@ -456,11 +456,15 @@ def test_sorted_access_finds_the_same_top_papers_as_scoring_every_hit(
     monkeypatch.setattr(lexical, "EXHAUSTIVE_BELOW", 0)
     monkeypatch.setattr(lexical, "FIRST_BLOCK", 1)
     # MaxScore (from 1 term) with its candidates completed by random access, or handed to
-    # the aggregate when there are more than MAXSCORE_MAX_CANDIDATES (0: always).
-    plans = [(1, lexical.MAXSCORE_MAX_CANDIDATES), (1, 0), (99, lexical.MAXSCORE_MAX_CANDIDATES)]
-    for maxscore_from, max_candidates in plans:
+    # the aggregate when there are more than MAXSCORE_MAX_CANDIDATES (0: always); the
+    # threshold algorithm (from 99 terms) over rounds of sorted access, or handed to the
+    # aggregate after its first round (MAX_SORTED_BLOCK 1).
+    candidates, block = lexical.MAXSCORE_MAX_CANDIDATES, lexical.MAX_SORTED_BLOCK
+    plans = [(1, candidates, block), (1, 0, block), (99, candidates, block), (99, candidates, 1)]
+    for maxscore_from, max_candidates, max_block in plans:
         monkeypatch.setattr(lexical, "MAXSCORE_FROM_TERMS", maxscore_from)
         monkeypatch.setattr(lexical, "MAXSCORE_MAX_CANDIDATES", max_candidates)
+        monkeypatch.setattr(lexical, "MAX_SORTED_BLOCK", max_block)
         for query, page in full.items():
             pruned = paper_search(query=query, limit=5)
             assert keys_of(pruned, corpus) == keys_of(page, corpus), query
