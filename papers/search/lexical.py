@@ -276,27 +276,34 @@ class AllowedPapers:
 
     def members(self, papers: np.ndarray) -> np.ndarray:
         """Which of `papers` are allowed, as a mask."""
-        sql, params = intersection(self.restrictions)
-        known = already_made(_allowed_key(self.using, sql, params))
-        if known is not None:
-            return sorted_members(papers, known)
-        if not len(papers):
-            return np.zeros(0, dtype=bool)
         with connections[self.using].cursor() as cursor:
-            # The papers as one parameter: Django's IN (...) prepares each of a probe's
-            # 2,000 ids in Python (~7 ms), and a year filter's whole list is half the
-            # library (PostgreSQL: a sequential scan of the papers, ~40 ms at 95k).
-            listed = papers.tolist()
-            if cursor.db.vendor == "postgresql":
-                among, wanted = "= ANY(%s)", listed
-            else:
-                among, wanted = "IN (SELECT value FROM json_each(%s))", json.dumps(listed)
-            cursor.execute(
-                f"SELECT r.paper_id FROM ({sql}) r WHERE r.paper_id {among}",  # noqa: S608
-                [*params, wanted],
-            )
-            found = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
-        return np.isin(papers, found)
+            return _member_mask(cursor, self.restrictions, papers)
+
+
+def _member_mask(
+    cursor: Any, restrictions: Sequence[Restriction], papers: np.ndarray
+) -> np.ndarray:
+    """Which of `papers` every restriction selects: looked up in the allowed ids if this
+    search has read them, else asked in one statement with the papers as one parameter
+    (Django's IN (...) prepares each id in Python, ~7 ms for 2,000; PostgreSQL parses and
+    plans an IN list of 500 literals in ~4 ms, an array of 16,000 in ~30)."""
+    sql, params = intersection(restrictions)
+    known = already_made(_allowed_key(cursor.db.alias, sql, params))
+    if known is not None:
+        return sorted_members(papers, known)
+    if not len(papers):
+        return np.zeros(0, dtype=bool)
+    listed = papers.tolist()
+    if cursor.db.vendor == "postgresql":
+        among, wanted = "= ANY(%s)", listed
+    else:
+        among, wanted = "IN (SELECT value FROM json_each(%s))", json.dumps(listed)
+    cursor.execute(
+        f"SELECT r.paper_id FROM ({sql}) r WHERE r.paper_id {among}",  # noqa: S608
+        [*params, wanted],
+    )
+    found = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+    return np.isin(papers, found)
 
 
 def sorted_members(papers: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -822,13 +829,8 @@ def _complete(
 
 def _members(cursor: Any, restrictions: Sequence[Restriction], papers: list[int]) -> set[int]:
     """The given papers that every restriction selects."""
-    sql, params = intersection(restrictions)
-    found: set[int] = set()
-    for start in range(0, len(papers), 500):
-        chunk = papers[start : start + 500]
-        cursor.execute(f"{sql} AND r0.paper_id IN {_in(chunk)}", [*params, *chunk])
-        found.update(row[0] for row in cursor.fetchall())
-    return found
+    wanted = np.asarray(papers, dtype=np.int64)
+    return set(wanted[_member_mask(cursor, restrictions, wanted)].tolist())
 
 
 def _maxscore(
