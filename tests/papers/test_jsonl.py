@@ -123,6 +123,19 @@ def test_project_option_adds_papers_to_a_new_project() -> None:
     assert project.paper_links.count() == Paper.objects.count()
 
 
+def bulk_file(tmp_path: Path, papers: int = 1000) -> Path:
+    """A JSONL file of `papers` new papers: enough for an import to refresh statistics."""
+    target = tmp_path / "bulk.jsonl"
+    target.write_text(
+        "\n".join(
+            json.dumps({"title": f"Bulk paper {n}", "authors": [f"Author {n}"], "year": 2020})
+            for n in range(papers)
+        ),
+        encoding="utf-8",
+    )
+    return target
+
+
 def test_a_bulk_import_refreshes_postgresql_statistics(tmp_path: Path) -> None:
     """Without it the planner takes the fresh tables for empty ones and scans every author
     for one paper's details until autovacuum comes by (benchmarks/README.md, "Load")."""
@@ -130,14 +143,7 @@ def test_a_bulk_import_refreshes_postgresql_statistics(tmp_path: Path) -> None:
 
     if connection.vendor != "postgresql":
         pytest.skip("statistics are PostgreSQL's planner's")
-    target = tmp_path / "bulk.jsonl"
-    target.write_text(
-        "\n".join(
-            json.dumps({"title": f"Bulk paper {n}", "authors": [f"Author {n}"], "year": 2020})
-            for n in range(1000)
-        ),
-        encoding="utf-8",
-    )
+    target = bulk_file(tmp_path)
 
     def estimated_rows() -> float:
         with connection.cursor() as cursor:
@@ -158,14 +164,7 @@ def test_a_bulk_import_vacuums_what_searches_read_by_index_alone(tmp_path: Path)
 
     if connection.vendor != "postgresql":
         pytest.skip("the visibility map is PostgreSQL's")
-    target = tmp_path / "bulk.jsonl"
-    target.write_text(
-        "\n".join(
-            json.dumps({"title": f"Bulk paper {n}", "authors": [f"Author {n}"], "year": 2020})
-            for n in range(1000)
-        ),
-        encoding="utf-8",
-    )
+    target = bulk_file(tmp_path)
     run(str(target))
     tables = ["papers_paper", "papers_paperauthor", "papers_lex_posting"]
     with connection.cursor() as cursor:
