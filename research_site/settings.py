@@ -247,7 +247,7 @@ SEARCH_RERANK_TOP_K = env_int("SEARCH_RERANK_TOP_K", 0, minimum=0)
 SEARCH_RERANK_MODEL = env_str("SEARCH_RERANK_MODEL", "minilm-l6-int8")
 # Facets over a query count its best-ranked papers, at most this many (10,000 at most).
 FACETS_QUERY_CAP = env_int("FACETS_QUERY_CAP", 10_000, minimum=1)
-# Memory for the postings of recently searched terms (SQLite; 6 bytes a posting: a
+# Memory for the postings of recently searched terms (per process; 6 bytes a posting: a
 # 95,000-paper library's all fit in ~40 MB). 0 reads them from the database every time.
 SEARCH_POSTINGS_CACHE_MB = env_int("SEARCH_POSTINGS_CACHE_MB", 64, minimum=0)
 # Compute embeddings for semantic search when papers are added or changed.

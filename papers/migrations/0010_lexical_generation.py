@@ -8,7 +8,7 @@ deleted (another trigger, 0006's, drops its postings). Random rather than counte
 change rolled back and another committed would otherwise leave the same number for other
 postings. A search reads it in the statement that reads the postings it lacks, so a number
 and the postings read with it belong to one snapshot.
-SQLite only: PostgreSQL ranks in the database (lexical.py) and keeps no such cache.
+SQLite only: PostgreSQL's is migration 0016 (renewed at the commit).
 
 0006 creates the table too (a new library's postings are built there); the trigger is
 created here.

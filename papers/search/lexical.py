@@ -10,9 +10,10 @@ How the top k is found (`rank`):
 - restrictions that leave at most SMALL_SET papers (a project, a strict query's matches)
   are scored paper by paper (random access);
 - no restriction and few postings in all, or a deep page: one aggregate over every
-  posting; on SQLite the same with larger restrictions (a year filter) when the lists are
-  short or held in memory: every posting summed here, the allowed papers' ids read once
-  and kept (an exact total; checking the papers met block by block cost ~10x more);
+  posting; the same with larger restrictions (a year filter) when the lists fit in memory
+  (on SQLite also when they are short): every posting summed here, the allowed papers'
+  ids read once and kept (an exact total; checking the papers met block by block cost
+  ~10x more);
 - queries of MAXSCORE_FROM_TERMS terms or more: MaxScore (a lower bound theta from the
   best postings, then only the papers of the "essential" terms that can still reach it),
   or one aggregate when theta prunes too little (the essential terms hold most postings,
@@ -28,11 +29,13 @@ How the top k is found (`rank`):
   equal).
   Restrictions are checked on the papers met, in one statement per block.
 
-On SQLite the postings of recently searched terms stay in memory as numpy arrays (the
-posting cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation so any
-change is seen at the next search): a query whose lists are all there is summed in
-memory, and small restricted sets are scored from the same lists. A query keeps at most
-postings.MAX_QUERY_TERMS distinct terms, its rarest.
+The postings of recently searched terms stay in memory as numpy arrays (the posting
+cache, SEARCH_POSTINGS_CACHE_MB, kept against the postings' generation so any change is
+seen at the next search, on either database): a query whose lists fit there is summed in
+memory, restricted or not, and small restricted sets are scored from the same lists.
+Without the cache (SEARCH_POSTINGS_CACHE_MB 0, or a PostgreSQL transaction that has
+written), PostgreSQL sums in the database and SQLite reads the lists each time. A query
+keeps at most postings.MAX_QUERY_TERMS distinct terms, its rarest.
 
 The same ranker serves the passages of search_passages: QueryTerms carry the index they
 were weighed in (postings.PostingIndex: PAPERS by default, the passages' PASSAGES in
@@ -175,13 +178,9 @@ def rank(
         return Ranked([], [], 0)
     depth = offset + limit
     with connections[using].cursor() as cursor:
-        if (
-            restrictions
-            and cursor.db.vendor == "sqlite"
-            and (
-                terms.postings <= EXHAUSTIVE_BELOW
-                or _cacheable(cursor, terms.postings, terms.index)
-            )
+        if restrictions and (
+            _cacheable(cursor, terms.postings, terms.index)
+            or (cursor.db.vendor == "sqlite" and terms.postings <= EXHAUSTIVE_BELOW)
         ):
             # Every posting summed here, as without a filter, then the allowed papers kept:
             # reading their ids is cheaper than checking the papers the threshold algorithm
@@ -442,7 +441,9 @@ def _exhaustive(
     offset: int,
 ) -> Ranked:
     """One aggregate over every posting of the query's terms."""
-    if not restrictions and cursor.db.vendor == "sqlite":
+    if not restrictions and (
+        cursor.db.vendor == "sqlite" or _cacheable(cursor, terms.postings, terms.index)
+    ):
         return _exhaustive_in_process(cursor, terms, limit, offset)
     summed, case_params = score_sql(terms.ids, terms.weights)
     table, key = terms.index.postings, terms.index.key
@@ -512,9 +513,9 @@ def _exhaustive_in_process(
     return Ranked(papers_found[best].tolist(), totals[best].tolist(), len(papers_found))
 
 
-# --- postings in memory (SQLite) -----------------------------------------------------
+# --- postings in memory -----------------------------------------------------
 
-Postings = tuple[np.ndarray, np.ndarray]  # paper ids, their impacts (uint16), best first
+Postings = tuple[np.ndarray, np.ndarray]  # paper ids, their impacts (uint16), as read
 # A cached posting costs its paper id (int32) and its impact (uint16).
 BYTES_PER_POSTING = 6
 _NO_GENERATION = object()
@@ -579,17 +580,32 @@ _caches_lock = threading.Lock()
 
 
 def posting_cache(cursor: Any, index: PostingIndex = PAPERS) -> PostingCache | None:
-    """This database's PostingCache of the index (SQLite), or None when
-    SEARCH_POSTINGS_CACHE_MB is 0 or the index has no generation to check it against."""
+    """This database's PostingCache of the index, or None when SEARCH_POSTINGS_CACHE_MB is
+    0, the index has no generation to check it against, or (PostgreSQL) this transaction
+    has written: it would see its own postings, but their generation only once committed
+    (migration 0016 renews it at the commit)."""
     capacity = settings.SEARCH_POSTINGS_CACHE_MB * 1024 * 1024
-    if cursor.db.vendor != "sqlite" or capacity <= 0 or index.generation is None:
+    vendor = cursor.db.vendor
+    if vendor not in ("sqlite", "postgresql") or capacity <= 0 or index.generation is None:
         return None
-    name = f"{cursor.db.settings_dict['NAME']}:{index.name}"
+    if vendor == "postgresql" and cursor.db.in_atomic_block and _wrote_here(cursor):
+        return None
+    settings_dict = cursor.db.settings_dict
+    name = (
+        ":".join(str(settings_dict.get(key) or "") for key in ("HOST", "PORT", "NAME"))
+        + f":{index.name}"
+    )
     with _caches_lock:
         cache = _caches.get(name)
         if cache is None or cache.capacity != capacity:
             cache = _caches[name] = PostingCache(capacity)
         return cache
+
+
+def _wrote_here(cursor: Any) -> bool:
+    """Whether this PostgreSQL transaction has written anything (it has an id then)."""
+    cursor.execute("SELECT txid_current_if_assigned() IS NOT NULL")
+    return bool(cursor.fetchone()[0])
 
 
 def posting_cache_clear() -> None:
@@ -628,17 +644,19 @@ def _read_postings(
     cursor: Any, terms: list[int], index: PostingIndex, *, with_generation: bool
 ) -> tuple[object, dict[int, Postings]]:
     """(the postings generation if asked, each term's postings) in one statement."""
-    one_term = (
-        f"SELECT %s, (SELECT group_concat(({index.key} << {IMPACT_BITS}) | impact) "  # noqa: S608
-        f"FROM {index.postings} WHERE term_id = %s)"
-    )
+    posting = f"({index.key} << {IMPACT_BITS}) | impact"
+    if cursor.db.vendor == "postgresql":
+        joined, number = f"string_agg(({posting})::text, ',')", "n::text"
+    else:
+        joined, number = f"group_concat({posting})", "n"
+    one_term = f"SELECT %s, (SELECT {joined} FROM {index.postings} WHERE term_id = %s)"  # noqa: S608
     parts = [one_term] * len(terms)
     params = [value for term in terms for value in (term, term)]
     if with_generation:  # NULL sorts first
-        parts.insert(0, f"SELECT NULL, (SELECT n FROM {index.generation})")  # noqa: S608
+        parts.insert(0, f"SELECT NULL, (SELECT {number} FROM {index.generation})")  # noqa: S608
     if not parts:
         return _NO_GENERATION, {}
-    cursor.execute(" UNION ALL ".join(parts) + " ORDER BY 1", params)
+    cursor.execute(" UNION ALL ".join(parts) + " ORDER BY 1 NULLS FIRST", params)
     rows = cursor.fetchall()
     generation = rows.pop(0)[1] if with_generation else _NO_GENERATION
     found: dict[int, Postings] = {}

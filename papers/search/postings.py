@@ -14,8 +14,10 @@ Storage (migration 0006):
   for deleting a paper's postings and scoring given papers (random access);
 - `papers_lex_doc (paper_id, length)`: document lengths, for N and the average length;
 - triggers on papers_paper drop a deleted paper's rows (and TRUNCATE empties them);
-- SQLite: `papers_lex_generation`, a number made new by every change of the postings
-  (writes here, deletes by trigger: migration 0010), for lexical.py's in-memory postings.
+- `papers_lex_generation`, a number made new by every change of the postings, for
+  lexical.py's in-memory postings: on SQLite by the writes here and a trigger on deletes
+  (migration 0010), on PostgreSQL by a trigger on papers_lex_doc deferred to the commit
+  (0016: every change of a paper's postings rewrites its row there).
 
 A posting's impact is a paper's BM25 term-frequency part for the term, x IMPACT_SCALE
 (`impact`):
@@ -49,7 +51,7 @@ from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables, without_jit
 
 POSTING_TABLE = "papers_lex_posting"
 DOC_TABLE = "papers_lex_doc"
-# SQLite: one number, a new random one with every change of the postings (migration 0010),
+# One number, a new random one with every change of the postings (migrations 0010, 0016),
 # so that lexical.py's in-memory postings know when to be read again.
 GENERATION_TABLE = "papers_lex_generation"
 
@@ -381,6 +383,12 @@ def clear_index(*, using: str = DEFAULT_DB_ALIAS) -> None:
     """Empty the postings (before a rebuild)."""
     connection = connections[using]
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and _generation_trigger(cursor):
+            # This transaction's pending renewals of the generation (0016's trigger,
+            # deferred to the commit) run now: a table with pending trigger events cannot
+            # be truncated. The TRUNCATE renews it too.
+            cursor.execute("SET CONSTRAINTS papers_lex_generation IMMEDIATE")
+            cursor.execute("SET CONSTRAINTS papers_lex_generation DEFERRED")
         for table in (POSTING_TABLE, DOC_TABLE):
             if connection.vendor == "postgresql":
                 cursor.execute(f"TRUNCATE {table}")
@@ -392,6 +400,12 @@ def clear_index(*, using: str = DEFAULT_DB_ALIAS) -> None:
         _stats.documents = _stats.total_length = 0
         _stats.df.clear()
         _stats.read_at = time.monotonic()
+
+
+def _generation_trigger(cursor: Any) -> bool:
+    """Whether migration 0016's trigger exists (not yet while 0006 builds the postings)."""
+    cursor.execute("SELECT 1 FROM pg_trigger WHERE tgname = 'papers_lex_generation'")
+    return cursor.fetchone() is not None
 
 
 def rebuild_postings(

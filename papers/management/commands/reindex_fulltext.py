@@ -43,8 +43,15 @@ class Command(ResearchCommand):
                 migration = importlib.import_module("papers.migrations.0003_fulltext")
                 migration.create_schema(connection)
             if POSTING_TABLE not in connection.introspection.table_names():
-                migration = importlib.import_module("papers.migrations.0006_lexical_postings")
-                migration.create_schema(connection)
+                # The tables, then the postings generation's triggers on them (SQLite:
+                # 0010, PostgreSQL: 0016): without them, postings search holds in memory
+                # would not be renewed after a change.
+                for name in (
+                    "0006_lexical_postings",
+                    "0010_lexical_generation",
+                    "0016_lexical_generation_postgresql",
+                ):
+                    importlib.import_module(f"papers.migrations.{name}").create_schema(connection)
             with progress_bar(
                 total=2 * Paper.objects.using(using).count(),
                 desc="Indexing",
