@@ -160,6 +160,52 @@ def test_a_write_by_another_connection_is_seen(make_paper: Callable[..., Paper])
     assert len(lexical.rank(lexical.query_terms(["dialogue"]), limit=5).ids) == 2
 
 
+def test_two_writers_do_not_wait_for_each_other(make_paper: Callable[..., Paper]) -> None:
+    """PostgreSQL: the generation is renewed at the commit, so a transaction that has
+    indexed a paper and not yet committed does not hold back another writer (a trigger at
+    the first write would lock the generation's row until its commit)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's writers take turns anyway")
+    written, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def slow_writer() -> None:
+        try:
+            with transaction.atomic():
+                make_paper(
+                    "Coreference resolution in dialogue",
+                    abstract="Mentions.",
+                    authors=["Vincent Ng"],
+                    year=2010,
+                )
+                written.set()
+                release.wait(30)
+        except BaseException as exc:  # reported to the test below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    try:
+        assert written.wait(30)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '5s'")
+            other = make_paper(
+                "Coreference across documents",
+                abstract="Entity mentions.",
+                authors=["Heeyoung Lee"],
+                year=2013,
+            )
+        assert other.pk in found("coreference")
+    finally:
+        release.set()
+        writer.join()
+    assert not errors
+    assert len(found("coreference")) == 2
+
+
 def test_memory_stays_within_capacity_least_recently_used_dropped_first() -> None:
     def postings(n: int) -> lexical.Postings:
         return np.arange(n, dtype=np.int32), np.ones(n, dtype=np.uint16)
