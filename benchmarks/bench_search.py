@@ -13,7 +13,10 @@ beside as a reference.
 3. Starts `manage.py serve --transport http` on the knowledge base and times, from one
    client on a keep-alive connection (benchmarks/mcp_server.py), after a warm-up:
    `search_papers` with `engines: "local"` pinned (the library only: the default engines
-   would fan out to the network) and `limit: 20`; `search_papers_by_keyword`,
+   would fan out to the network) and `limit: 20`, over these queries and again over the
+   growth curve's mix (`bench_search_scale.make_queries` over the same corpus file:
+   titles, topics, common words, natural-language questions and Cranfield-style requests,
+   the queries that take the hybrid path and the longest posting lists); `search_papers_by_keyword`,
    `search_papers_by_payload` and `search_papers_semantic` (after `manage.py
    reindex_embeddings` with `--embed-first`); `list_top_facets` **cold**
    (every call a category and query the server has not answered before, so no cache
@@ -43,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bench_search_scale
 from mcp_server import McpServer, ToolCallFailed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,6 +208,13 @@ def make_queries(count: int, seed: int) -> list[tuple[str, str]]:
 # --- timing through /mcp ---------------------------------------------------------------
 
 
+# The growth curve's query mix (bench_search_scale.make_queries over the corpus file), timed
+# as a second search_papers row: its questions are what the hybrid path and PostgreSQL's
+# aggregate cost most on.
+MIX_LABEL = "search_papers, growth-curve mix"
+MIX_KINDS = "growth-curve mix"
+
+
 def pct(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -235,9 +246,13 @@ def library_values() -> tuple[list[str], list[dict[str, str]]]:
 
 
 def bench_tools(
-    server: McpServer, queries: list[tuple[str, str]], seed: int
+    server: McpServer,
+    queries: list[tuple[str, str]],
+    seed: int,
+    mix: list[tuple[str, str]],
 ) -> dict[str, list[float] | None]:
-    """Milliseconds per tool call, by row of the table."""
+    """Milliseconds per tool call, by row of the table; `mix`: the growth curve's queries
+    (bench_search_scale: titles, topics, questions, Cranfield-style requests)."""
     rng = random.Random(seed + 1)
     words = [q for kind, q in queries if kind in ("medium word", "common word", "two words")]
     results: dict[str, list[float] | None] = {}
@@ -259,6 +274,9 @@ def bench_tools(
     for (kind, _), elapsed in zip(queries, results["search_papers"] or [], strict=False):
         by_kind.setdefault(kind, []).append(elapsed)
     results.update({f"kind:{kind}": values for kind, values in by_kind.items()})
+    run(MIX_LABEL, [search(q) for _, q in mix], warm=WARMUP)
+    for (kind, _), elapsed in zip(mix, results[MIX_LABEL] or [], strict=False):
+        results.setdefault(f"kind:{kind} ({MIX_KINDS})", []).append(elapsed)  # type: ignore[union-attr]
 
     keywords, payloads = library_values()
     run("search_papers_by_keyword", [
@@ -320,7 +338,7 @@ def print_report(
           "tool calls over /mcp from one client; milliseconds\n")  # fmt: skip
     print("| tool call | calls | p50 | p95 | goal |")
     print("|---|---:|---:|---:|---|")
-    labels = ("search_papers", "search_papers_by_keyword", "search_papers_by_payload",
+    labels = ("search_papers", MIX_LABEL, "search_papers_by_keyword", "search_papers_by_payload",
               "search_papers_semantic", "list_top_facets, cold",
               "list_top_facets, warm (cache hit)")  # fmt: skip
     for label in labels:
@@ -387,8 +405,9 @@ def main() -> None:
         from papers.models import Paper
 
         queries = make_queries(args.queries, args.seed)
+        mix = bench_search_scale.make_queries(Path(args.corpus), args.queries, args.seed)
         with McpServer(env) as server:
-            tools = bench_tools(server, queries, args.seed)
+            tools = bench_tools(server, queries, args.seed, mix)
         raw = raw_engine(queries)
         print_report(args, Paper.objects.count(), tools, raw)
     finally:
