@@ -15,9 +15,11 @@ vectors are replaced, deleted ones removed. `usearch` missing: searches stay exa
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -100,6 +102,55 @@ class Approximate:
 
 def _threads() -> int:
     return os.cpu_count() or 1
+
+
+# Graphs being built on background threads. usearch adding vectors on one thread while the
+# interpreter exits on another aborts the process ("terminate called without an active
+# exception", exit status 134, after an import or a benchmark had finished its work): at
+# exit, builds stop after their current chunk and are waited for.
+_exiting = threading.Event()
+_builders: set[threading.Thread] = set()
+_builders_lock = threading.Lock()
+
+
+def build_in_chunks(ids: np.ndarray, matrix: np.ndarray, chunk: int) -> Approximate | None:
+    """A graph over these vectors, `chunk` at a time on one core (for a background
+    thread: searches keep the other cores), or None when the interpreter began to exit."""
+    graph = Approximate(matrix.shape[1])
+    for start in range(0, len(ids), chunk):
+        if _exiting.is_set():
+            return None
+        graph.upsert(ids[start : start + chunk], matrix[start : start + chunk], threads=1)
+    return graph
+
+
+def in_background(work: Callable[[], None], name: str) -> None:
+    """Run `work` on a daemon thread that interpreter exit waits for (see `_exiting`)."""
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            with _builders_lock:
+                _builders.discard(threading.current_thread())
+
+    with _builders_lock:
+        if _exiting.is_set():
+            return
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        _builders.add(thread)
+        thread.start()
+
+
+def _stop_builders(timeout: float = 60.0) -> None:
+    _exiting.set()
+    with _builders_lock:
+        running = list(_builders)
+    for thread in running:
+        thread.join(timeout)
+
+
+atexit.register(_stop_builders)
 
 
 def build(ids: np.ndarray, matrix: np.ndarray) -> Approximate:

@@ -156,14 +156,12 @@ class VectorIndex:
         def run() -> None:
             try:
                 started = time.perf_counter()
-                graph = Approximate(base.matrix.shape[1])
-                for start in range(0, base.count, BUILD_CHUNK):
-                    end = start + BUILD_CHUNK
-                    graph.upsert(base.ids[start:end], base.matrix[start:end], threads=1)
+                graph = approximate.build_in_chunks(base.ids, base.matrix, BUILD_CHUNK)
                 with self._lock:
                     current = self._snapshot
                     if (
-                        generation != self._generation
+                        graph is None  # the interpreter is exiting
+                        or generation != self._generation
                         or current is None
                         or current.model != base.model
                         or current.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE
@@ -178,7 +176,7 @@ class VectorIndex:
             finally:
                 self._building = False
 
-        threading.Thread(target=run, name="vector-graph", daemon=True).start()
+        approximate.in_background(run, "vector-graph")
 
     def _table_generation(self) -> int | None:
         """The table's generation (migration 0014): one row, whatever the table's size."""
