@@ -46,6 +46,26 @@ def ranking(query: str) -> tuple[list[int], list[float], int]:
     return [h.record["paper_id"] for h in page.hits], [h.score for h in page.hits], page.total
 
 
+def on_another_connection(
+    work: Callable[[], object],
+) -> tuple[threading.Thread, list[BaseException]]:
+    """`work` started on another thread (so another database connection, as another
+    process's), and the list its exception lands in."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
 @pytest.fixture
 def library(make_paper: Callable[..., Paper]) -> list[Paper]:
     lexical.posting_cache_clear()
@@ -140,18 +160,9 @@ def test_a_write_by_another_connection_is_seen(make_paper: Callable[..., Paper])
     lexical.posting_cache_clear()
     make_paper("Dialogue state tracking", abstract="Tracking dialogue states.")
     assert len(found("dialogue")) == 1
-    errors: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            make_paper("Open-domain dialogue systems", abstract="Chit-chat dialogue.")
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=write)
-    writer.start()
+    writer, errors = on_another_connection(
+        lambda: make_paper("Open-domain dialogue systems", abstract="Chit-chat dialogue.")
+    )
     writer.join()
     assert not errors
     assert len(found("dialogue")) == 2
@@ -167,26 +178,19 @@ def test_two_writers_do_not_wait_for_each_other(make_paper: Callable[..., Paper]
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's writers take turns anyway")
     written, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
 
     def slow_writer() -> None:
-        try:
-            with transaction.atomic():
-                make_paper(
-                    "Coreference resolution in dialogue",
-                    abstract="Mentions.",
-                    authors=["Vincent Ng"],
-                    year=2010,
-                )
-                written.set()
-                release.wait(30)
-        except BaseException as exc:  # reported to the test below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        with transaction.atomic():
+            make_paper(
+                "Coreference resolution in dialogue",
+                abstract="Mentions.",
+                authors=["Vincent Ng"],
+                year=2010,
+            )
+            written.set()
+            release.wait(30)
 
-    writer = threading.Thread(target=slow_writer)
-    writer.start()
+    writer, errors = on_another_connection(slow_writer)
     try:
         assert written.wait(30)
         with transaction.atomic():
