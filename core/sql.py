@@ -16,3 +16,15 @@ def among(vendor: str, values: Sequence[Any]) -> tuple[str, Any]:
     if vendor == "postgresql":
         return "= ANY(%s)", list(values)
     return "IN (SELECT value FROM json_each(%s))", json.dumps(list(values))
+
+
+def wrote_in_this_transaction(connection: Any) -> bool:
+    """Whether this connection is inside a PostgreSQL transaction that has written (it has
+    a transaction id then). Such a transaction sees its own writes before the generations
+    that triggers renew at the commit (papers migrations 0016, 0017) show them: what is
+    kept against those generations must not answer it."""
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT txid_current_if_assigned() IS NOT NULL")
+        return bool(cursor.fetchone()[0])

@@ -20,11 +20,12 @@ author links through a covering index (no index makes that cheaper; see
 `_top_distinct_papers` for how the distinct count is kept at the price of a plain one).
 A query over the cap pays for ranking its hits (~150 ms for a 20k-hit word). So every
 answer is cached for `CACHE_SECONDS` under a key made of the request and a cheap library
-version (row counts and highest ids of papers and of every link table, one ~1 ms
-statement): adding or removing papers, authors, keywords, categories or project members
-changes the key at once; an in-place edit (a paper's venue, year or text) shows after at
-most `CACHE_SECONDS`. A query's hits are cached too, so the next category of the same
-query does not rank again. Warm answers take ~1 ms.
+version (SQLite: row counts and highest ids of papers and of every link table, one ~1 ms
+statement; PostgreSQL, which counts by reading: those tables' generations, renewed at the
+commit of every insert and delete): adding or removing papers, authors, keywords,
+categories or project members changes the key at once; an in-place edit (a paper's venue,
+year or text) shows after at most `CACHE_SECONDS`. A query's hits are cached too, so the
+next category of the same query does not rank again. Warm answers take ~1 ms.
 
 One module because every facet is counted over the same restricted set of papers, with the
 same cache key and shape; a facet is one small function over that.
@@ -46,6 +47,7 @@ from django.db.models import Count, QuerySet, TextField, Value
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from core.errors import InvalidInput
+from core.sql import wrote_in_this_transaction
 from papers import scoping
 from papers.models import (
     Author,
@@ -506,16 +508,27 @@ _BY_YEAR: dict[str, Callable[[Papers, list[Any], Scope], PerYear]] = {
 
 def library_version() -> str:
     """A cheap fingerprint of the library's rows: counts and highest ids of papers and of
-    every table facets count. Any insert or delete changes it.
+    every table facets count (on PostgreSQL their generations, unless this transaction
+    has written). Any insert or delete changes it.
 
     One statement of scalar subqueries: SQLite answers a bare `SELECT COUNT(*)` and
     `MAX(<primary key>)` from its b-tree without scanning (~1 ms on 95k papers), which it
     cannot do for `COUNT(col), MAX(col)` in one SELECT (~80 ms).
     """
+    models = (Paper, PaperAuthor, PaperKeyword, PaperCategory, scoping.membership_model())
+    if connection.vendor == "postgresql" and not wrote_in_this_transaction(connection):
+        # PostgreSQL counts by reading the table: the tables' generations instead, renewed
+        # at the commit of every insert and delete (migrations papers 0017, projects 0018).
+        tables = [model._meta.db_table for model in models]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT name, n FROM papers_table_generation WHERE name = ANY(%s)", [tables]
+            )
+            numbers = dict(cursor.fetchall())
+        return ":".join([connection.alias, "g", *(str(numbers.get(t, "-")) for t in tables)])
     quote = connection.ops.quote_name
     parts = []
-    membership = scoping.membership_model()  # ProjectPaper, through papers.scoping
-    for model in (Paper, PaperAuthor, PaperKeyword, PaperCategory, membership):
+    for model in models:
         table, pk = quote(model._meta.db_table), quote(str(model._meta.pk.column))
         count, top = f"SELECT COUNT(*) FROM {table}", f"SELECT MAX({pk}) FROM {table}"  # noqa: S608
         parts.append(f"({count}), ({top})")

@@ -63,7 +63,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from core.sql import among
+from core.sql import among, wrote_in_this_transaction
 from papers.search.postings import (
     PAPERS,
     PostingIndex,
@@ -588,7 +588,7 @@ def posting_cache(cursor: Any, index: PostingIndex = PAPERS) -> PostingCache | N
     vendor = cursor.db.vendor
     if vendor not in ("sqlite", "postgresql") or capacity <= 0 or index.generation is None:
         return None
-    if vendor == "postgresql" and cursor.db.in_atomic_block and _wrote_here(cursor):
+    if wrote_in_this_transaction(cursor.db):
         return None
     settings_dict = cursor.db.settings_dict
     name = (
@@ -600,12 +600,6 @@ def posting_cache(cursor: Any, index: PostingIndex = PAPERS) -> PostingCache | N
         if cache is None or cache.capacity != capacity:
             cache = _caches[name] = PostingCache(capacity)
         return cache
-
-
-def _wrote_here(cursor: Any) -> bool:
-    """Whether this PostgreSQL transaction has written anything (it has an id then)."""
-    cursor.execute("SELECT txid_current_if_assigned() IS NOT NULL")
-    return bool(cursor.fetchone()[0])
 
 
 def posting_cache_clear() -> None:

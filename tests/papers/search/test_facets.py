@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 
 from core.errors import InvalidInput
 from papers.models import Author, Paper, PaperAuthor
@@ -143,6 +144,27 @@ def test_cached_counts_follow_library_changes(
     library: dict[str, Any], django_assert_max_num_queries: Any
 ) -> None:
     assert counts("keyword")[0] == ("parsing", 2)
+    # The library version only (on PostgreSQL, inside this test's transaction, which has
+    # written: whether it has, then the counts; committed, the generations: below).
+    with django_assert_max_num_queries(1 if connection.vendor == "sqlite" else 2):
+        assert counts("keyword")[0] == ("parsing", 2)
+    paper_keywords_update(
+        refs=[library["papers"]["c"].pk], action="add", keywords=["Parsing"], scope=None
+    )
+    assert counts("keyword")[0] == ("parsing", 3)
+    paper_keywords_update(
+        refs=[library["papers"]["a"].pk], action="remove", keywords=["parsing"], scope=None
+    )
+    assert counts("keyword")[0] == ("parsing", 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_committed_changes_renew_the_cached_counts(
+    library: dict[str, Any], django_assert_max_num_queries: Any
+) -> None:
+    """As a server's writes are, each committed: on PostgreSQL the version is the tables'
+    generations, renewed at each commit (migrations papers 0017, projects 0018)."""
+    assert counts("keyword")[0] == ("parsing", 2)
     with django_assert_max_num_queries(1):  # the library version only
         assert counts("keyword")[0] == ("parsing", 2)
     paper_keywords_update(
@@ -153,6 +175,8 @@ def test_cached_counts_follow_library_changes(
         refs=[library["papers"]["a"].pk], action="remove", keywords=["parsing"], scope=None
     )
     assert counts("keyword")[0] == ("parsing", 2)
+    Paper.objects.filter(pk=library["papers"]["c"].pk).delete()
+    assert dict(counts("keyword"))["parsing"] == 1
 
 
 def test_a_query_is_searched_once_for_several_categories(
