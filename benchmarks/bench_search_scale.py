@@ -611,6 +611,7 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
     from django.db import connection
 
     from papers.search.local import local_search, search_filters_build
+    from papers.search.vector_index import vector_index
 
     filters = {
         "none": None,
@@ -668,9 +669,10 @@ def run_queries(spec: dict[str, Any], project: Any) -> dict[str, Any]:
         for name in order:
             if name in stopped:
                 continue
+            graph = vector_index().graph_ready  # the first tier's approximate graph
             ms, page, error, timeout = search(query, name)
             rows.append({
-                "kind": kind, "query": query, "filter": name, "ms": ms,
+                "kind": kind, "query": query, "filter": name, "ms": ms, "graph": graph,
                 "error": None if timeout else error, "timeout": timeout,
                 "total": getattr(page, "total", None), "mode": getattr(page, "mode", None),
                 "hits": len(getattr(page, "hits", []) or []),
@@ -918,8 +920,10 @@ def curve(results: list[dict[str, Any]]) -> str:
         "ms: `local_search`, p50 / p95):",
         "",
         "| backend | papers | import s | CPU s | peak RSS MiB | of which vectors s "
-        "| search index MiB | database MiB | vectors in memory | " + " | ".join(FILTERS) + " |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FILTERS),
+        "| search index MiB | database MiB | vectors in memory | searches with the graph | "
+        + " | ".join(FILTERS)
+        + " |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(FILTERS),
     ]
     for result in sorted(results, key=lambda r: (r["backend"], r["papers"])):
         imported = result.get("import") or {}
@@ -930,6 +934,8 @@ def curve(results: list[dict[str, Any]]) -> str:
             if "bytes" in vectors
             else "n/a"
         )
+        with_graph = [r["graph"] for r in result["rows"] if "graph" in r]
+        shown_graph = f"{sum(with_graph)} of {len(with_graph)}" if with_graph else "n/a"
         cells = []
         for name in FILTERS:
             values = [r["ms"] for r in result["rows"] if r["filter"] == name and not r["error"]]
@@ -939,7 +945,9 @@ def curve(results: list[dict[str, Any]]) -> str:
             f"| {result['backend']} | {result['papers']:,} | {fmt(imported.get('import_seconds'))} "
             f"| {fmt(imported.get('cpu_seconds'))} | {fmt(imported.get('peak_rss_mib'), 0)} "
             f"| {fmt(imported.get('embedding_seconds'))} | {_mib(sizes.get('fulltext_bytes'))} "
-            f"| {_mib(sizes.get('database_bytes'))} | {shown_vectors} | " + " | ".join(cells) + " |"
+            f"| {_mib(sizes.get('database_bytes'))} | {shown_vectors} | {shown_graph} | "
+            + " | ".join(cells)
+            + " |"
         )
     out.append("")
     return "\n".join(out)

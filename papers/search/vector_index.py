@@ -15,11 +15,14 @@ by an incremental refresh are replaced in it, and after a full reload (a deletio
 vector changed out of order) the two snapshots are compared and the difference applied.
 A small library's graph (INLINE_BUILD_MAX vectors at most) is built during the refresh;
 a larger one on a background thread (one core) while searches stay exact, then brought
-up to date with the snapshot current when it is done. Each process builds its own.
+up to date with the snapshot current when it is done. Each process holds its own; one
+built in the background is saved (approximate.save) and the next process to start loads
+it and applies what changed since, instead of building it again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import math
@@ -46,6 +49,10 @@ REFRESH_SLACK = timedelta(seconds=2)
 # Graphs of at most this many vectors are built inside the refresh (well under a second).
 INLINE_BUILD_MAX = 5_000
 BUILD_CHUNK = 10_000
+# A saved graph is not used when more than this share of its vectors changed since (built
+# again instead), and saved again once more than SAVE_AFTER_CHANGES were applied to it.
+MAX_CHANGED_SHARE = 0.5
+SAVE_AFTER_CHANGES = 10_000
 
 _serials = itertools.count(1)
 
@@ -90,6 +97,11 @@ class VectorIndex:
         self._approximate: Approximate | None = None
         self._building = False
         self._generation = 0  # reset() abandons a graph being built
+
+    @property
+    def graph_ready(self) -> bool:
+        """Whether this process holds the approximate graph now (read without a refresh)."""
+        return self._approximate is not None
 
     def invalidate(self) -> None:
         """Check the table on the next search (after a write by this process)."""
@@ -156,7 +168,12 @@ class VectorIndex:
         def run() -> None:
             try:
                 started = time.perf_counter()
-                graph = approximate.build_in_chunks(base.ids, base.matrix, BUILD_CHUNK)
+                graph = self._saved_graph(base)
+                built = graph is None
+                if built:
+                    graph = approximate.build_in_chunks(base.ids, base.matrix, BUILD_CHUNK)
+                    if graph is not None:
+                        self._save(graph, base)
                 with self._lock:
                     current = self._snapshot
                     if (
@@ -170,13 +187,56 @@ class VectorIndex:
                     if current is not base:
                         _sync(graph, base, current)
                     self._approximate = current.approximate = graph
-                self._built(base.count, started)
+                if built:
+                    self._built(base.count, started)
             except Exception:  # searches stay exact; the next refresh tries again
                 logger.exception("Building the approximate vector index failed")
             finally:
                 self._building = False
 
         approximate.in_background(run, "vector-graph")
+
+    def _graph_name(self, model: str) -> str:
+        """The saved graph's name: this table's vectors of `model` in this database."""
+        settings_dict = connection.settings_dict
+        where = ":".join(str(settings_dict.get(key) or "") for key in ("HOST", "PORT", "NAME"))
+        key = f"{connection.vendor}:{where}:{self._table._meta.db_table}:{model}"
+        return f"{self._table._meta.db_table}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+    def _save(self, graph: Approximate, base: Snapshot) -> None:
+        try:
+            prints = approximate.fingerprints(base.matrix)
+            approximate.save(graph, self._graph_name(base.model), base.ids, prints)
+        except OSError:  # a read-only or full disk: the next start builds it again
+            logger.exception("Saving the approximate vector index failed")
+
+    def _saved_graph(self, base: Snapshot) -> Approximate | None:
+        """The graph saved by an earlier process, brought in step with `base`; None when
+        there is none, it cannot be read, most of it changed since, or the interpreter is
+        exiting."""
+        started = time.perf_counter()
+        saved = approximate.load(self._graph_name(base.model), base.matrix.shape[1])
+        if saved is None:
+            return None
+        graph, ids, prints = saved
+        loaded = time.perf_counter()
+        now = approximate.fingerprints(base.matrix)
+        gone, rows = approximate.changes(ids, prints, base.ids, now)
+        changed = len(gone) + len(rows)
+        if changed > MAX_CHANGED_SHARE * max(len(base.ids), 1):
+            return None
+        graph.remove(gone)
+        if not approximate.upsert_in_chunks(graph, base.ids[rows], base.matrix[rows], BUILD_CHUNK):
+            return None
+        logger.info(
+            "Approximate vector index of %s loaded from its saved file in %.2f s: %d vectors, "
+            "%d changed since, applied in %.2f s",
+            self._table.__name__, loaded - started, len(graph), changed,
+            time.perf_counter() - loaded,
+        )  # fmt: skip
+        if changed > SAVE_AFTER_CHANGES:
+            self._save(graph, base)
+        return graph
 
     def _table_generation(self) -> int | None:
         """The table's generation (migration 0014): one row, whatever the table's size."""

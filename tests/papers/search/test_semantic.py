@@ -11,6 +11,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,8 +49,10 @@ BREAD = (
 
 
 @pytest.fixture(autouse=True)
-def fresh_index() -> Iterator[None]:
-    """The index lives in the process; each test's database is rolled back after it."""
+def fresh_index(settings: object, tmp_path: Path) -> Iterator[None]:
+    """The index lives in the process; each test's database is rolled back after it. Saved
+    graphs (approximate.save) go to a folder of the test's own."""
+    settings.CACHE_DIR = tmp_path / "cache"  # type: ignore[attr-defined]
     semantic.vector_index().reset()
     semantic._lazy_checked_at = -math.inf
     yield
@@ -565,3 +568,67 @@ def test_a_large_library_is_searched_exactly_until_its_graph_is_built(
         time.sleep(0.05)
     graph = index.snapshot(load_model()).approximate
     assert graph is not None and len(graph) == len(many)
+
+
+def built_in_background(index: vector_index_module.VectorIndex) -> vector_index_module.Snapshot:
+    """The snapshot once its graph is ready (INLINE_BUILD_MAX 0: built or loaded on a
+    background thread)."""
+    for _ in range(200):  # bounded: a 40-vector graph takes milliseconds
+        index.invalidate()
+        snapshot = index.snapshot(load_model())
+        if snapshot.approximate is not None:
+            return snapshot
+        time.sleep(0.05)
+    raise AssertionError("the graph was never ready")
+
+
+def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_by_the_next_process(
+    many: list[Paper],
+    settings: object,
+    make_paper: Callable[..., Paper],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("usearch")
+    from papers.search import approximate
+
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
+    built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
+    assert built.approximate is not None and len(built.approximate) == len(many)
+    assert list((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
+
+    # While no process runs: a paper added, one edited, one deleted.
+    added = make_paper("Chess openings", abstract="Grandmasters play the Sicilian defence.")
+    edited, deleted = many[0], many[12]
+    Paper.objects.filter(pk=edited.pk).update(title="Beekeeping", abstract="Honey bees, hives.")
+    semantic.embed_papers([added.pk, edited.pk])
+    Paper.objects.filter(pk=deleted.pk).delete()
+
+    # The next process loads the saved graph and applies those changes: it never builds.
+    def no_build(*_: object) -> None:
+        raise AssertionError("built again instead of loading the saved graph")
+
+    monkeypatch.setattr(approximate, "build_in_chunks", no_build)
+    loaded = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
+    graph = loaded.approximate
+    assert graph is not None and len(graph) == len(many)  # one added, one deleted
+    model = load_model()
+    for title, query in (("Chess openings", "chess openings"), ("Beekeeping", "honey bees")):
+        nearest = int(graph.search(model.encode_query(query), 1)[0])
+        assert Paper.objects.get(pk=nearest).title == title
+    assert deleted.pk not in graph.search(model.encode_query(deleted.title), len(many)).tolist()
+
+
+def test_a_saved_graph_that_cannot_be_read_is_built_again(
+    many: list[Paper], settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
+    built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
+    (saved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
+    saved.write_bytes(b"not a graph")
+    again = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
+    assert again.approximate is not None and len(again.approximate) == len(many)
+    (resaved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
+    assert resaved != saved and resaved.stat().st_size > 1_000

@@ -1,0 +1,151 @@
+"""Searches after a start at 300k-1M papers: the approximate vector graph built by the
+process, or loaded from the file an earlier process saved (papers/search/approximate.py).
+
+    benchmarks/bench_graph_start.py --directory KNOWLEDGE_BASE [--queries 100] [--seed 7]
+        [--max-minutes 30]
+
+On a kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
+first-tier vectors, as `import_jsonl` leaves them), two starts, each a new process as a
+server's start is:
+
+1. **after an import**: the saved graphs are deleted first (an import's library has none);
+2. **a restart**: the graph start 1 saved is there.
+
+Each start loads the first tier's vector index as the server's warm-up does
+(`vector_index().snapshot(model)`: the matrix read, the graph's build or load started on
+its background thread), then runs `local_search` (what `search_papers` with engines
+`local` calls) with `--queries` queries of bench_search_scale's growth-curve mix, one
+after another, round and round until the graph is ready and every query has run once
+with it (or --max-minutes pass). Each search is marked by whether the graph was held
+when it started. Printed: seconds from the start to the matrix read and to the graph
+ready, and p50 / p95 of the searches before and after it; the log lines of the build or
+load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+DEFAULT_QUERY_CORPUS = ROOT.parent / "shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz"
+STARTS = ("after an import (no saved graph)", "a restart (the graph saved by start 1)")
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    import django
+
+    django.setup()
+    from bench_search_scale import make_queries
+
+    from papers.search.embedding import load_model
+    from papers.search.local import local_search
+    from papers.search.vector_index import vector_index
+
+    queries = [
+        q for _, q in make_queries(Path(spec["query_corpus"]), spec["queries"], spec["seed"])
+    ]
+    started = time.perf_counter()
+    vector_index().snapshot(load_model())  # as the warm-up: the matrix, the graph started
+    matrix_at = time.perf_counter() - started
+    deadline = started + spec["max_minutes"] * 60
+    ready_at: float | None = None
+    rows: list[tuple[bool, float]] = []
+    with_graph = 0
+    while with_graph < len(queries) and time.perf_counter() < deadline:
+        query = queries[len(rows) % len(queries)]
+        graph = vector_index().graph_ready
+        if graph and ready_at is None:
+            ready_at = time.perf_counter() - started
+        began = time.perf_counter()
+        local_search(query=query, limit=20)
+        rows.append((graph, (time.perf_counter() - began) * 1000))
+        with_graph += graph
+    return {"matrix_s": matrix_at, "graph_s": ready_at, "rows": rows, "load": os.getloadavg()}
+
+
+def p50_p95(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    ordered = sorted(values)
+    return (
+        f"{statistics.median(ordered):.1f} / {ordered[max(0, round(0.95 * len(ordered)) - 1)]:.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--directory", required=True, help="A kept SQLite knowledge base.")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--max-minutes", type=float, default=30.0)
+    parser.add_argument("--query-corpus", default=str(DEFAULT_QUERY_CORPUS))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        spec = json.loads(Path(args.worker).read_text())
+        Path(spec["result"]).write_text(json.dumps(worker(spec)))
+        return
+    directory = Path(args.directory).resolve()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+    }
+    env.update(
+        RESEARCH_DIRECTORY=str(directory),
+        DJANGO_SETTINGS_MODULE="research_site.settings",
+        LOG_LEVEL="INFO",
+    )
+    lines = [
+        f"Knowledge base {directory.name} (SQLite); {args.queries} queries "
+        f"(bench_search_scale's mix, seed {args.seed}), `local_search`, top 20, one at a time.",
+        "",
+        "| start | matrix read s | graph ready s | searches before it | p50 / p95 ms | "
+        "searches with it | p50 / p95 ms | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    logs = []
+    for number, start in enumerate(STARTS):
+        if number == 0:
+            for saved in (directory / "cache" / "vectors").glob("*"):
+                saved.unlink()
+        with tempfile.TemporaryDirectory() as scratch:
+            spec_path, result = Path(scratch) / "spec.json", Path(scratch) / "result.json"
+            spec_path.write_text(json.dumps({**vars(args), "result": str(result)}))
+            done = subprocess.run(
+                [sys.executable, __file__, "--directory", str(directory),
+                 "--worker", str(spec_path)],
+                cwd=ROOT, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(f"start {number + 1} failed:\n{done.stderr[-3000:]}")
+            measured = json.loads(result.read_text())
+        logs += [
+            f"start {number + 1}: {line.split(' INFO ')[-1]}"
+            for line in done.stderr.splitlines()
+            if "pproximate vector index" in line
+        ]
+        before = [ms for graph, ms in measured["rows"] if not graph]
+        after = [ms for graph, ms in measured["rows"] if graph]
+        ready = measured["graph_s"]
+        shown_ready = "not ready" if ready is None else f"{ready:.1f}"
+        load = " / ".join(f"{value:.1f}" for value in measured["load"])
+        lines.append(
+            f"| {number + 1}: {start} | {measured['matrix_s']:.1f} | {shown_ready} "
+            f"| {len(before)} | {p50_p95(before)} | {len(after)} | {p50_p95(after)} | {load} |"
+        )
+    print("\n".join([*lines, "", *(f"- {line}" for line in logs)]))
+
+
+if __name__ == "__main__":
+    main()
