@@ -1,10 +1,10 @@
 """Searches after a start at 300k-1M papers: the approximate vector graph built by the
 process, or loaded from the file an earlier process saved (papers/search/approximate.py).
 
-    benchmarks/bench_graph_start.py --directory KNOWLEDGE_BASE [--queries 100] [--seed 7]
-        [--max-minutes 30]
+    benchmarks/bench_graph_start.py --directory KNOWLEDGE_BASE [--directory ...]
+        [--queries 100] [--seed 7] [--max-minutes 40]
 
-On a kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
+On each kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
 first-tier vectors, as `import_jsonl` leaves them), two starts, each a new process as a
 server's start is:
 
@@ -15,11 +15,12 @@ Each start loads the first tier's vector index as the server's warm-up does
 (`vector_index().snapshot(model)`: the matrix read, the graph's build or load started on
 its background thread), then runs `local_search` (what `search_papers` with engines
 `local` calls) with `--queries` queries of bench_search_scale's growth-curve mix, one
-after another, round and round until the graph is ready and every query has run once
+after another, round and round until the graph is ready and the queries have run twice
 with it (or --max-minutes pass). Each search is marked by whether the graph was held
 when it started. Printed: seconds from the start to the matrix read and to the graph
-ready, and p50 / p95 of the searches before and after it; the log lines of the build or
-load.
+ready, and p50 / p95 of the searches before it, of the first round with it and of the
+second (the first round after a restart also fills the posting cache, which the first
+start's searches before the graph had filled); the log lines of the build or load.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     ready_at: float | None = None
     rows: list[tuple[bool, float]] = []
     with_graph = 0
-    while with_graph < len(queries) and time.perf_counter() < deadline:
+    while with_graph < 2 * len(queries) and time.perf_counter() < deadline:
         query = queries[len(rows) % len(queries)]
         graph = vector_index().graph_ready
         if graph and ready_at is None:
@@ -70,7 +71,13 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         local_search(query=query, limit=20)
         rows.append((graph, (time.perf_counter() - began) * 1000))
         with_graph += graph
-    return {"matrix_s": matrix_at, "graph_s": ready_at, "rows": rows, "load": os.getloadavg()}
+    return {
+        "papers": int(vector_index().snapshot(load_model()).count),
+        "matrix_s": matrix_at,
+        "graph_s": ready_at,
+        "rows": rows,
+        "load": os.getloadavg(),
+    }
 
 
 def p50_p95(values: list[float]) -> str:
@@ -82,20 +89,14 @@ def p50_p95(values: list[float]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--directory", required=True, help="A kept SQLite knowledge base.")
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--max-minutes", type=float, default=30.0)
-    parser.add_argument("--query-corpus", default=str(DEFAULT_QUERY_CORPUS))
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        spec = json.loads(Path(args.worker).read_text())
-        Path(spec["result"]).write_text(json.dumps(worker(spec)))
-        return
-    directory = Path(args.directory).resolve()
+def one_start(
+    args: argparse.Namespace, directory: Path, *, first: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """One start on `directory` in a new process (the first: its saved graphs deleted):
+    what `worker` measured, and the vector index's log lines."""
+    if first:
+        for saved in (directory / "cache" / "vectors").glob("*"):
+            saved.unlink()
     env = {
         k: v
         for k, v in os.environ.items()
@@ -106,44 +107,63 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="research_site.settings",
         LOG_LEVEL="INFO",
     )
-    lines = [
-        f"Knowledge base {directory.name} (SQLite); {args.queries} queries "
-        f"(bench_search_scale's mix, seed {args.seed}), `local_search`, top 20, one at a time.",
-        "",
-        "| start | matrix read s | graph ready s | searches before it | p50 / p95 ms | "
-        "searches with it | p50 / p95 ms | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+    with tempfile.TemporaryDirectory() as scratch:
+        spec_path, result = Path(scratch) / "spec.json", Path(scratch) / "result.json"
+        spec_path.write_text(json.dumps({**vars(args), "result": str(result)}))
+        done = subprocess.run(
+            [sys.executable, __file__, "--directory", str(directory), "--worker", str(spec_path)],
+            cwd=ROOT, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"{directory}: a start failed:\n{done.stderr[-3000:]}")
+        measured = json.loads(result.read_text())
+    logs = [
+        line.split(" INFO ")[-1]
+        for line in done.stderr.splitlines()
+        if "pproximate vector index" in line
     ]
-    logs = []
-    for number, start in enumerate(STARTS):
-        if number == 0:
-            for saved in (directory / "cache" / "vectors").glob("*"):
-                saved.unlink()
-        with tempfile.TemporaryDirectory() as scratch:
-            spec_path, result = Path(scratch) / "spec.json", Path(scratch) / "result.json"
-            spec_path.write_text(json.dumps({**vars(args), "result": str(result)}))
-            done = subprocess.run(
-                [sys.executable, __file__, "--directory", str(directory),
-                 "--worker", str(spec_path)],
-                cwd=ROOT, env=env, capture_output=True, text=True,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise SystemExit(f"start {number + 1} failed:\n{done.stderr[-3000:]}")
-            measured = json.loads(result.read_text())
-        logs += [
-            f"start {number + 1}: {line.split(' INFO ')[-1]}"
-            for line in done.stderr.splitlines()
-            if "pproximate vector index" in line
-        ]
-        before = [ms for graph, ms in measured["rows"] if not graph]
-        after = [ms for graph, ms in measured["rows"] if graph]
-        ready = measured["graph_s"]
-        shown_ready = "not ready" if ready is None else f"{ready:.1f}"
-        load = " / ".join(f"{value:.1f}" for value in measured["load"])
-        lines.append(
-            f"| {number + 1}: {start} | {measured['matrix_s']:.1f} | {shown_ready} "
-            f"| {len(before)} | {p50_p95(before)} | {len(after)} | {p50_p95(after)} | {load} |"
-        )
+    return measured, logs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--directory", action="append", required=True, help="A kept SQLite knowledge base."
+    )
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--max-minutes", type=float, default=40.0)
+    parser.add_argument("--query-corpus", default=str(DEFAULT_QUERY_CORPUS))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        spec = json.loads(Path(args.worker).read_text())
+        Path(spec["result"]).write_text(json.dumps(worker(spec)))
+        return
+    lines = [
+        f"SQLite; {args.queries} queries (bench_search_scale's mix, seed {args.seed}), "
+        "`local_search`, top 20, one at a time.",
+        "",
+        "| vectors | start | matrix read s | graph ready s | searches before it | p50 / p95 ms "
+        "| with it: first round p50 / p95 ms | second round p50 / p95 ms | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    logs: list[str] = []
+    for directory in (Path(d).resolve() for d in args.directory):
+        for number, start in enumerate(STARTS):
+            measured, log_lines = one_start(args, directory, first=number == 0)
+            logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
+            before = [ms for graph, ms in measured["rows"] if not graph]
+            after = [ms for graph, ms in measured["rows"] if graph]
+            ready = measured["graph_s"]
+            shown_ready = "not ready" if ready is None else f"{ready:.1f}"
+            load = " / ".join(f"{value:.1f}" for value in measured["load"])
+            lines.append(
+                f"| {measured['papers']:,} | {number + 1}: {start} | {measured['matrix_s']:.1f} "
+                f"| {shown_ready} | {len(before)} | {p50_p95(before)} "
+                f"| {p50_p95(after[: args.queries])} | {p50_p95(after[args.queries :])} "
+                f"| {load} |"
+            )
     print("\n".join([*lines, "", *(f"- {line}" for line in logs)]))
 
 

@@ -429,6 +429,22 @@ BENCHMARKS = (
         "docs/SCALE.md",
     ),
     Benchmark(
+        "graph-start",
+        "Searches after a start at 300k and 1M papers: the vector graph built, or loaded",
+        "`local_search` (what `search_papers` with engines `local` calls) in a new process, "
+        "after the vector index's load as the server's warm-up makes it",
+        (
+            PY,
+            "benchmarks/bench_graph_start.py",
+            "--directory",
+            f"{SCALE_DIR}/sqlite-300k/sqlite",
+            "--directory",
+            f"{SCALE_DIR}/sqlite-1m/sqlite",
+        ),
+        None,
+        "docs/SEARCH.md, docs/SCALE.md",
+    ),
+    Benchmark(
         "vector-index",
         "Vector search at 100k-1M papers: exact, quantised, approximate (HNSW)",
         "the vectors and the index alone (a component, no database, no /mcp): it chose the "

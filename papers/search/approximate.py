@@ -236,9 +236,10 @@ def save(graph: Approximate, name: str, ids: np.ndarray, prints: np.ndarray) -> 
     searched, which would wait for its lock)."""
     folder = _folder()
     folder.mkdir(parents=True, exist_ok=True)
-    graph_file = f"{name}.{secrets.token_hex(6)}.usearch"
+    token = secrets.token_hex(6)  # processes saving at once never write the same file
+    graph_file = f"{name}.{token}.usearch"
     graph.write(folder / graph_file)
-    partial = folder / f"{name}.partial.npz"
+    partial = folder / f"{name}.{token}.partial"
     with open(partial, "wb") as out:
         np.savez(
             out, ids=np.asarray(ids, dtype=np.int64), fingerprints=prints,
