@@ -113,35 +113,78 @@ class Tiers:
         plan = _merge_plan(first, second)
         if not len(plan.first_only):
             return Scored(second.ids, second_scores)
-        mapped = calibrate(
-            first_scores[plan.first_only],
-            first_scores[plan.both_first_rows],
-            second_scores[plan.both_second_rows],
-        )
-        return Scored(
-            np.concatenate([second.ids, first.ids[plan.first_only]]),
-            np.concatenate([second_scores, mapped]).astype(np.float32, copy=False),
-        )
+        return _merged(
+            first, second, plan, second_scores, plan.first_only,
+            first_scores[plan.first_only], first_scores[plan.both_first_rows],
+        )  # fmt: skip
 
     def nearest(self, vectors: QueryVectors, depth: int) -> Scored | None:
         """The approximate graph's candidates for the query, scored exactly (cosines, as
         `score` gives them), at least `depth` asked for; None when the search must score
         every row: no graph (below VECTOR_INDEX_APPROXIMATE_ABOVE, still building, usearch
-        missing) or two tiers merged at partial coverage (calibrated scores need every
-        row). With the second tier covering every first-tier paper it alone ranks."""
-        tier, query = self.first, vectors.first
-        if self.second is not None and vectors.second is not None:
-            if len(_merge_plan(self.first.snapshot, self.second.snapshot).first_only):
-                return None
-            tier, query = self.second, vectors.second
-        snapshot = tier.snapshot
-        graph = snapshot.approximate
-        if graph is None or snapshot.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE:
+        missing). With the second tier covering every first-tier paper it alone ranks.
+
+        While the second tier fills (at 1M papers, hours), its papers are scored exactly by
+        both tiers (the calibration reads them all: `score`) and the papers it lacks only
+        among the first tier's graph's candidates, asked for more in proportion to the
+        share the second tier holds; once it holds half the papers that costs about as much
+        as every row, which is scored then."""
+        first = self.first.snapshot
+        if self.second is None or vectors.second is None:
+            return _candidates(first, vectors.first, depth)
+        second = self.second.snapshot
+        plan = _merge_plan(first, second)
+        if not len(plan.first_only):
+            return _candidates(second, vectors.second, depth)
+        if 2 * len(plan.first_only) < first.count:
             return None
-        candidates = graph.search(query, max(depth, approximate.RESCORE))
-        # The graph may be a refresh ahead of this snapshot: ids it lacks are dropped.
-        rows = snapshot.rows_of(candidates)
-        return Scored(snapshot.ids[rows], snapshot.matrix[rows] @ query)
+        wanted = max(depth, approximate.RESCORE) * first.count // len(plan.first_only) + 1
+        rows = _graph_rows(first, vectors.first, wanted)
+        if rows is None:
+            return None
+        rows = rows[plan.first_only_mask[rows]]
+        second_scores = second.matrix @ vectors.second
+        return _merged(
+            first, second, plan, second_scores, rows, first.matrix[rows] @ vectors.first,
+            first.matrix[plan.both_first_rows] @ vectors.first,
+        )  # fmt: skip
+
+
+def _candidates(snapshot: Snapshot, query: np.ndarray, depth: int) -> Scored | None:
+    """One tier's graph's `depth` (at least RESCORE) candidates scored exactly, or None
+    without a graph."""
+    rows = _graph_rows(snapshot, query, depth)
+    return None if rows is None else Scored(snapshot.ids[rows], snapshot.matrix[rows] @ query)
+
+
+def _graph_rows(snapshot: Snapshot, query: np.ndarray, depth: int) -> np.ndarray | None:
+    """Rows of one tier's graph's `depth` (at least RESCORE) nearest candidates, nearest
+    first; None without a graph."""
+    graph = snapshot.approximate
+    if graph is None or snapshot.count <= settings.VECTOR_INDEX_APPROXIMATE_ABOVE:
+        return None
+    candidates = graph.search(query, max(depth, approximate.RESCORE))
+    # The graph may be a refresh ahead of this snapshot: ids it lacks are dropped.
+    return snapshot.rows_of(candidates)
+
+
+def _merged(
+    first: Snapshot,
+    second: Snapshot,
+    plan: _Plan,
+    second_scores: np.ndarray,
+    first_rows: np.ndarray,
+    first_scores: np.ndarray,
+    both_first_scores: np.ndarray,
+) -> Scored:
+    """Every second-tier paper by its own score, and these first-tier rows (papers without
+    a second vector) by their first-tier scores mapped onto its scale (`calibrate`, from
+    both tiers' scores of the papers that have both)."""
+    mapped = calibrate(first_scores, both_first_scores, second_scores[plan.both_second_rows])
+    return Scored(
+        np.concatenate([second.ids, first.ids[first_rows]]),
+        np.concatenate([second_scores, mapped]).astype(np.float32, copy=False),
+    )
 
 
 @dataclass(frozen=True)
@@ -174,6 +217,7 @@ class _Plan:
     first_only: np.ndarray  # rows of the first snapshot whose paper has no second vector
     both_first_rows: np.ndarray  # rows of papers with both vectors, in the first snapshot
     both_second_rows: np.ndarray  # ... and the same papers' rows in the second
+    first_only_mask: np.ndarray  # per row of the first snapshot: True where first_only
 
 
 _plans: tuple[Snapshot, Snapshot, _Plan] | None = None
@@ -191,7 +235,7 @@ def _merge_plan(first: Snapshot, second: Snapshot) -> _Plan:
     both_first = np.flatnonzero(in_second)
     both_second = second.rows_of(first.ids[both_first])
     # rows_of keeps the order of the ids it is given, and every one of them is present.
-    plan = _Plan(np.flatnonzero(~in_second), both_first, both_second)
+    plan = _Plan(np.flatnonzero(~in_second), both_first, both_second, ~in_second)
     with _plans_lock:
         _plans = (first, second, plan)
     return plan

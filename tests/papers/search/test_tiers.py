@@ -147,6 +147,49 @@ def test_papers_lacking_the_second_tier_keep_first_tier_scores_mapped_onto_its_s
     assert page.notes and "75%" in page.notes[0]
 
 
+def test_while_the_second_tier_fills_the_first_tiers_graph_finds_the_papers_it_lacks(
+    library: dict[str, Paper], fake_strong: str, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("usearch")
+    from papers.search import approximate, vector_index
+
+    asked: list[int] = []
+    search = approximate.Approximate.search
+
+    def counted(graph: approximate.Approximate, query: np.ndarray, count: int) -> np.ndarray:
+        asked.append(count)
+        return search(graph, query, count)
+
+    monkeypatch.setattr(approximate.Approximate, "search", counted)
+    monkeypatch.setattr(approximate, "RESCORE", 1)  # the graph picks, not "every paper"
+
+    def ranked(above: int, top_k: int) -> list[tuple[str, float]]:
+        settings.VECTOR_INDEX_APPROXIMATE_ABOVE = above
+        vector_index.vector_index().invalidate()
+        vector_index.strong_vector_index().invalidate()
+        page = semantic.semantic_search(query="protein folding", top_k=top_k)
+        return [(hit.record["title"], hit.score) for hit in page.hits]
+
+    def same(found: list[tuple[str, float]], exact: list[tuple[str, float]]) -> bool:
+        return [t for t, _ in found] == [t for t, _ in exact] and [
+            s for _, s in found
+        ] == pytest.approx([s for _, s in exact], abs=1e-5)
+
+    # Half the papers in the second tier: the others come from the first tier's graph,
+    # their scores mapped as when every row is scored, and the same top k.
+    strong_tier.embed_papers_strong([library["galaxies"].pk, library["bread"].pk])
+    for top_k in (1, 2, 4):
+        exact = ranked(10**9, top_k)
+        assert not asked
+        assert same(ranked(0, top_k), exact)
+        assert asked, "the first tier's graph was not asked"
+        asked.clear()
+    # Past half: every row is scored (it would cost as much).
+    strong_tier.embed_papers_strong([library["translation"].pk])
+    assert same(ranked(0, 4), ranked(10**9, 4))
+    assert not asked
+
+
 def test_hybrid_fuses_the_merged_semantic_ranking(
     library: dict[str, Paper], fake_strong: str
 ) -> None:
