@@ -549,25 +549,12 @@ def test_approximate_index_follows_additions_edits_and_deletions(
     assert calls, "the graph was not searched"
 
 
-def test_a_large_library_is_searched_exactly_until_its_graph_is_built(
-    many: list[Paper], settings: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def in_background(settings: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every library gets a graph, always built (or loaded) on a background thread."""
     pytest.importorskip("usearch")
-    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)  # always in the background
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)
     settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
-    index = semantic.vector_index()
-    first = index.snapshot(load_model())  # starts the build
-    assert first.approximate is None
-    assert titles(semantic.semantic_search(query="lava and magma", top_k=1))[0].endswith(
-        "volcanic eruptions"
-    )
-    for _ in range(200):  # bounded: a 40-vector graph takes milliseconds
-        index.invalidate()
-        if index.snapshot(load_model()).approximate is not None:
-            break
-        time.sleep(0.05)
-    graph = index.snapshot(load_model()).approximate
-    assert graph is not None and len(graph) == len(many)
 
 
 def built_in_background(index: vector_index_module.VectorIndex) -> vector_index_module.Snapshot:
@@ -582,17 +569,28 @@ def built_in_background(index: vector_index_module.VectorIndex) -> vector_index_
     raise AssertionError("the graph was never ready")
 
 
+def test_a_large_library_is_searched_exactly_until_its_graph_is_built(
+    many: list[Paper], in_background: None
+) -> None:
+    index = semantic.vector_index()
+    first = index.snapshot(load_model())  # starts the build
+    assert first.approximate is None
+    assert titles(semantic.semantic_search(query="lava and magma", top_k=1))[0].endswith(
+        "volcanic eruptions"
+    )
+    graph = built_in_background(index).approximate
+    assert graph is not None and len(graph) == len(many)
+
+
 def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_by_the_next_process(
     many: list[Paper],
+    in_background: None,
     settings: object,
     make_paper: Callable[..., Paper],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip("usearch")
     from papers.search import approximate
 
-    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)
-    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
     assert list((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
@@ -620,11 +618,8 @@ def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_
 
 
 def test_a_saved_graph_that_cannot_be_read_is_built_again(
-    many: list[Paper], settings: object, monkeypatch: pytest.MonkeyPatch
+    many: list[Paper], in_background: None, settings: object
 ) -> None:
-    pytest.importorskip("usearch")
-    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 0)
-    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
     built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     (saved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
     saved.write_bytes(b"not a graph")
