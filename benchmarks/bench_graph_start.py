@@ -150,6 +150,9 @@ def main() -> None:
     ]
     logs: list[str] = []
     for directory in (Path(d).resolve() for d in args.directory):
+        if not (directory / "research.db").exists():
+            logs.append(f"{directory}: not run (no library there; bench_search_scale makes it)")
+            continue
         for number, start in enumerate(STARTS):
             measured, log_lines = one_start(args, directory, first=number == 0)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
