@@ -165,6 +165,10 @@ class _Reader:
         self.boosts: dict[str, list[str]] = {}
         self.notes: list[str] = []
         self.phrases: list[str] = []  # what was read, for the note
+        # Answers of the database for this reading: a title repeats words the name
+        # readers ask about (a pair's family, then the word alone).
+        self._families: dict[str, bool] = {}
+        self._author_papers: dict[str, int] = {}
 
     # --- helpers ---------------------------------------------------------------------
     def word(self, index: int) -> str:
@@ -187,6 +191,11 @@ class _Reader:
         return papers_in_scope(self.scope)
 
     def author_papers(self, name: str) -> int:
+        if name not in self._author_papers:
+            self._author_papers[name] = self._count_author_papers(name)
+        return self._author_papers[name]
+
+    def _count_author_papers(self, name: str) -> int:
         if "*" in name and not self.family_exists(name.rsplit("*", 1)[-1]):
             # One index probe first: most capitalised pairs ('Neural Translation') name no
             # family. The pattern then reads the authors its first word starts (an index
@@ -202,9 +211,12 @@ class _Reader:
         )
         return found.count()
 
-    @staticmethod
-    def family_exists(family: str) -> bool:
-        return Author.objects.filter(Exact(Lower("family_name"), family.lower())).exists()
+    def family_exists(self, family: str) -> bool:
+        key = family.lower()
+        if key not in self._families:
+            found = Author.objects.filter(Exact(Lower("family_name"), key)).exists()
+            self._families[key] = found
+        return self._families[key]
 
     @staticmethod
     def venues(names: Iterable[str]) -> dict[str, str]:
