@@ -207,7 +207,8 @@ class VectorIndex:
         try:
             prints = approximate.fingerprints(base.matrix)
             approximate.save(graph, self._graph_name(base.model), base.ids, prints)
-        except OSError:  # a read-only or full disk: the next start builds it again
+        except Exception:  # a read-only or full disk (usearch raises its own errors): the
+            # graph is still used here; the next process builds it again
             logger.exception("Saving the approximate vector index failed")
 
     def _saved_graph(self, base: Snapshot) -> Approximate | None:

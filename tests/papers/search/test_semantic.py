@@ -627,3 +627,16 @@ def test_a_saved_graph_that_cannot_be_read_is_built_again(
     assert again.approximate is not None and len(again.approximate) == len(many)
     (resaved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
     assert resaved != saved and resaved.stat().st_size > 1_000
+
+
+def test_a_graph_that_cannot_be_saved_is_still_used(
+    many: list[Paper], in_background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from papers.search import approximate
+
+    def full_disk(*_: object) -> None:
+        raise RuntimeError("No space left on device")
+
+    monkeypatch.setattr(approximate, "save", full_disk)
+    built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
+    assert built.approximate is not None and len(built.approximate) == len(many)
