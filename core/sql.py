@@ -18,6 +18,13 @@ def among(vendor: str, values: Sequence[Any]) -> tuple[str, Any]:
     return "IN (SELECT value FROM json_each(%s))", json.dumps(list(values))
 
 
+def database_identity(connection: Any) -> str:
+    """Which database a connection reaches, as one string (HOST:PORT:NAME): the key of
+    what a process keeps per database (posting caches, saved vector graphs)."""
+    settings_dict = connection.settings_dict
+    return ":".join(str(settings_dict.get(key) or "") for key in ("HOST", "PORT", "NAME"))
+
+
 def wrote_in_this_transaction(connection: Any) -> bool:
     """Whether this connection is inside a PostgreSQL transaction that has written (it has
     a transaction id then). Such a transaction sees its own writes before the generations

@@ -63,7 +63,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from core.sql import among, wrote_in_this_transaction
+from core.sql import among, database_identity, wrote_in_this_transaction
 from papers.search.postings import (
     PAPERS,
     PostingIndex,
@@ -590,11 +590,7 @@ def posting_cache(cursor: Any, index: PostingIndex = PAPERS) -> PostingCache | N
         return None
     if wrote_in_this_transaction(cursor.db):
         return None
-    settings_dict = cursor.db.settings_dict
-    name = (
-        ":".join(str(settings_dict.get(key) or "") for key in ("HOST", "PORT", "NAME"))
-        + f":{index.name}"
-    )
+    name = f"{database_identity(cursor.db)}:{index.name}"
     with _caches_lock:
         cache = _caches.get(name)
         if cache is None or cache.capacity != capacity:

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max
 
+from core.sql import database_identity
 from papers.models import PaperEmbedding, PaperStrongEmbedding
 from papers.search import approximate
 from papers.search.approximate import Approximate
@@ -198,10 +199,9 @@ class VectorIndex:
 
     def _graph_name(self, model: str) -> str:
         """The saved graph's name: this table's vectors of `model` in this database."""
-        settings_dict = connection.settings_dict
-        where = ":".join(str(settings_dict.get(key) or "") for key in ("HOST", "PORT", "NAME"))
-        key = f"{connection.vendor}:{where}:{self._table._meta.db_table}:{model}"
-        return f"{self._table._meta.db_table}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        table = self._table._meta.db_table
+        key = f"{connection.vendor}:{database_identity(connection)}:{table}:{model}"
+        return f"{table}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
     def _save(self, graph: Approximate, base: Snapshot) -> None:
         try:
