@@ -29,7 +29,8 @@ from papers.imports import (
 from papers.schemas import PaperRecord
 from papers.search.embedding import load_model
 from papers.search.semantic import embed_papers
-from papers.search.vector_store import embed_in_batches
+from papers.search.vector_index import vector_index
+from papers.search.vector_store import embed_in_batches, save_vector_graph
 from papers.services import OnSaved
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
@@ -124,7 +125,9 @@ class ImportCommand(ResearchCommand):
         its default (hybrid) quality as soon as the command ends. With a Celery broker the
         workers were given them as each batch committed; on the embedded default (no
         broker) an import batch only drops stale vectors, so they are made here, with a
-        progress bar. A failure here loses no record: it says how to build them later."""
+        progress bar; then, for a library large enough, their approximate graph, saved for
+        the server to load at start. A failure here loses no record: it says how to build
+        them later."""
         if options.get("no_embeddings") or not settings.EMBEDDINGS_ENABLED or not paper_ids:
             return
         if not settings.CELERY_TASK_ALWAYS_EAGER:
@@ -152,6 +155,9 @@ class ImportCommand(ResearchCommand):
             f"({model.name}, {outcome.seconds:.1f} s)"
             + (f"; {failed} not embedded: {later}" if failed else "")
         )
+        line = save_vector_graph(vector_index(), model, hidden=options["no_progress"])
+        if line:
+            self.stdout.write(line)
 
     def find_open_access(self, paper_ids: list[int], options: dict[str, Any]) -> None:
         """--open-access: look for an open-access PDF of each imported paper that has no

@@ -139,13 +139,25 @@ def build_in_chunks(ids: np.ndarray, matrix: np.ndarray, chunk: int) -> Approxim
     return graph if upsert_in_chunks(graph, ids, matrix, chunk) else None
 
 
-def upsert_in_chunks(graph: Approximate, ids: np.ndarray, matrix: np.ndarray, chunk: int) -> bool:
-    """`graph.upsert` of these vectors `chunk` at a time on one core; False when the
-    interpreter began to exit (the graph then holds only some of them)."""
+def upsert_in_chunks(
+    graph: Approximate,
+    ids: np.ndarray,
+    matrix: np.ndarray,
+    chunk: int,
+    *,
+    threads: int | None = 1,
+    on_chunk: Callable[[int], object] | None = None,
+) -> bool:
+    """`graph.upsert` of these vectors `chunk` at a time, on one core by default (None:
+    every core), `on_chunk(vectors added)` after each; False when the interpreter began to
+    exit (the graph then holds only some of them)."""
     for start in range(0, len(ids), chunk):
         if _exiting.is_set():
             return False
-        graph.upsert(ids[start : start + chunk], matrix[start : start + chunk], threads=1)
+        part = slice(start, start + chunk)
+        graph.upsert(ids[part], matrix[part], threads=threads)
+        if on_chunk is not None:
+            on_chunk(len(ids[part]))
     return True
 
 

@@ -5,13 +5,17 @@ transactions; semantic.py (first tier) and strong_tier.py (second tier) both use
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import DatabaseError, transaction
 
+from core.progress import progress_bar
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
 from papers.search.vector_index import VectorIndex
@@ -92,6 +96,46 @@ def embed_in_batches(
             on_error(chunk, error)
         on_progress(len(chunk))
     return outcome, failed
+
+
+LATER = "the server builds it in the background, searching every vector until then"
+
+
+def save_vector_graph(index: VectorIndex, model: EmbeddingModel, *, hidden: bool) -> str | None:
+    """What the commands that write many vectors end with: the tier's approximate graph
+    built on every core, or brought up to date, and saved for the server to load at start
+    (`VectorIndex.prepare_saved_graph`), with a progress bar once there is one to build
+    (`hidden`: --no-progress). Returns the line to print, or None when the library is
+    small enough to need none. A failure loses nothing: the server builds it itself."""
+    with ExitStack() as stack:
+        bars: list[Any] = []  # the progress bar, made at the first vectors added
+
+        def progress(done: int, total: int) -> None:
+            if not bars:
+                bars.append(stack.enter_context(progress_bar(
+                    desc="Vector graph", unit=" vectors", total=total, hidden=hidden
+                )))  # fmt: skip
+            bars[0].update(done)
+
+        try:
+            prepared = index.prepare_saved_graph(model, progress)
+        except Exception as error:  # the vectors are stored; only the head start is lost
+            return f"vector graph not built ({type(error).__name__}: {error}); {LATER}"
+    if prepared is None:
+        return None
+    if prepared.changed is None:
+        cores = os.cpu_count() or 1
+        done = f"{prepared.vectors} vectors, built in {prepared.seconds:.1f} s on {cores} cores"
+    elif prepared.changed == 0:
+        return f"vector graph: {prepared.vectors} vectors, saved earlier and still current"
+    else:
+        done = (
+            f"{prepared.vectors} vectors, {prepared.changed} changed since it was saved, "
+            f"brought up to date in {prepared.seconds:.1f} s"
+        )
+    if not prepared.saved:
+        return f"vector graph: {done}; it could not be saved (the log says why): {LATER}"
+    return f"vector graph: {done}; saved, so the server loads it at start"
 
 
 def _embed_chunk(

@@ -280,3 +280,19 @@ def test_the_import_builds_the_first_tiers_vectors_on_the_embedded_default() -> 
     assert PaperEmbedding.objects.filter(model=load_model().name).count() == 300
     out, _ = run(str(SAMPLE))
     assert "0 papers embedded, 300 unchanged" in out
+
+
+def test_a_large_import_ends_with_the_vector_graph_saved_for_the_server(
+    settings: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("usearch")
+    from papers.search import vector_index as vector_index_module
+
+    if not settings.CELERY_TASK_ALWAYS_EAGER:  # type: ignore[attr-defined]
+        pytest.skip("with a broker the workers embed after the command ends: no graph to build")
+    settings.CACHE_DIR = tmp_path / "cache"  # type: ignore[attr-defined]
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 100  # type: ignore[attr-defined]
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 100)  # as if 300 were many
+    out, _ = run(str(SAMPLE))
+    assert "vector graph: 300 vectors, built in" in out and "saved, so the server" in out
+    assert len(list((tmp_path / "cache" / "vectors").glob("*.usearch"))) == 1

@@ -1,5 +1,7 @@
 """Compute the embeddings semantic search needs: `manage.py reindex_embeddings [--all]
-[--tier first|strong]` (the second tier, EMBEDDING_MODEL_STRONG, in the foreground)."""
+[--tier first|strong]` (the second tier, EMBEDDING_MODEL_STRONG, in the foreground); then,
+for a library above VECTOR_INDEX_APPROXIMATE_ABOVE vectors, the tier's approximate graph,
+built on every core and saved for the server to load at start."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from papers.search.embedding import (
     load_strong_model,
     strong_tier_unavailable_reason,
 )
-from papers.search.vector_store import embed_in_batches
+from papers.search.vector_index import strong_vector_index, vector_index
+from papers.search.vector_store import embed_in_batches, save_vector_graph
 
 
 class Command(ResearchCommand):
@@ -89,6 +92,10 @@ class Command(ResearchCommand):
             f"{outcome.missing} gone, {failed} failed ({model.name}, "
             f"{outcome.seconds:.1f} s, {rate:.0f} papers/s)"
         )
+        index = strong_vector_index() if strong else vector_index()
+        line = save_vector_graph(index, model, hidden=options["no_progress"])
+        if line:
+            self.stdout.write(line)
         if failed:
             raise CommandError(f"{failed} of {len(ids)} papers failed", returncode=EXIT_SOME_FAILED)
 

@@ -640,3 +640,58 @@ def test_a_graph_that_cannot_be_saved_is_still_used(
     monkeypatch.setattr(approximate, "save", full_disk)
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
+
+
+def saved_graphs(settings: object) -> list[Path]:
+    return sorted((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
+
+
+def test_reindex_embeddings_saves_the_graph_the_next_process_loads_instead_of_building(
+    many: list[Paper],
+    in_background: None,
+    settings: object,
+    make_paper: Callable[..., Paper],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from papers.search import approximate
+
+    out = reindex()
+    assert f"vector graph: {len(many)} vectors, built in" in out and "saved, so the" in out
+    (first,) = saved_graphs(settings)
+    assert "still current" in reindex()  # nothing changed: not written again
+    assert saved_graphs(settings) == [first]
+    added = make_paper("Chess openings", abstract="Grandmasters play the Sicilian defence.")
+    assert f"{len(many) + 1} vectors, 1 changed since it was saved" in reindex()
+    (second,) = saved_graphs(settings)
+    assert second != first
+
+    def no_build(*_: object) -> None:
+        raise AssertionError("built again instead of loading the saved graph")
+
+    monkeypatch.setattr(approximate, "build_in_chunks", no_build)
+    graph = built_in_background(vector_index_module.VectorIndex(PaperEmbedding)).approximate
+    assert graph is not None and len(graph) == len(many) + 1
+    assert int(graph.search(load_model().encode_query("chess openings"), 1)[0]) == added.pk
+
+
+def test_a_graph_the_command_cannot_save_is_reported_and_the_vectors_kept(
+    many: list[Paper], in_background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from papers.search import approximate
+
+    def full_disk(*_: object) -> None:
+        raise RuntimeError("No space left on device")
+
+    monkeypatch.setattr(approximate, "save", full_disk)
+    out = reindex("--all", "--force")
+    assert f"{len(many)} embedded" in out
+    assert "it could not be saved (the log says why): the server builds it" in out
+    assert PaperEmbedding.objects.count() == len(many)
+
+
+def test_a_small_library_needs_no_saved_graph(many: list[Paper], settings: object) -> None:
+    pytest.importorskip("usearch")
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 0  # type: ignore[attr-defined]
+    # At most INLINE_BUILD_MAX vectors a search builds the graph itself in milliseconds.
+    assert "vector graph" not in reindex("--all")
+    assert not saved_graphs(settings)
