@@ -1,15 +1,19 @@
 """Searches after a start at 300k-1M papers: the approximate vector graph built by the
-process, or loaded from the file an earlier process saved (papers/search/approximate.py).
+process, or loaded from the file the import's last step saved (papers/search/approximate.py).
 
     benchmarks/bench_graph_start.py --directory KNOWLEDGE_BASE [--directory ...]
-        [--queries 100] [--seed 7] [--max-minutes 40]
+        [--queries 100] [--seed 7] [--max-minutes 40] [--starts unsaved,command]
 
 On each kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
-first-tier vectors, as `import_jsonl` leaves them), two starts, each a new process as a
-server's start is:
+first-tier vectors, as `import_jsonl` leaves them), up to two starts, each a new process
+as a server's start is:
 
-1. **after an import**: the saved graphs are deleted first (an import's library has none);
-2. **a restart**: the graph start 1 saved is there.
+- **unsaved**: the saved graphs are deleted first, as a library had after an import until
+  the imports saved one (and has after `--no-embeddings` or with a Celery broker, whose
+  workers embed after the command): the process builds the graph on one core;
+- **command**: the saved graphs are deleted, then `manage.py reindex_embeddings` runs (in
+  its own process, timed): with every vector present it does what `import_jsonl` now ends
+  with, the graph built on every core and saved; then the start loads it.
 
 Each start loads the first tier's vector index as the server's warm-up does
 (`vector_index().snapshot(model)`: the matrix read, the graph's build or load started on
@@ -19,8 +23,8 @@ after another, round and round until the graph is ready and the queries have run
 with it (or --max-minutes pass). Each search is marked by whether the graph was held
 when it started. Printed: seconds from the start to the matrix read and to the graph
 ready, and p50 / p95 of the searches before it, of the first round with it and of the
-second (the first round after a restart also fills the posting cache, which the first
-start's searches before the graph had filled); the log lines of the build or load.
+second (the first round of a start that loads the graph also fills the posting cache);
+the command's time and its line; the log lines of the build or load.
 """
 
 from __future__ import annotations
@@ -39,7 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 DEFAULT_QUERY_CORPUS = ROOT.parent / "shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz"
-STARTS = ("after an import (no saved graph)", "a restart (the graph saved by start 1)")
+STARTS = {
+    "unsaved": "no saved graph: built by the process",
+    "command": "the graph the import's last step saved",
+}
 
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -89,14 +96,7 @@ def p50_p95(values: list[float]) -> str:
     )
 
 
-def one_start(
-    args: argparse.Namespace, directory: Path, *, first: bool
-) -> tuple[dict[str, Any], list[str]]:
-    """One start on `directory` in a new process (the first: its saved graphs deleted):
-    what `worker` measured, and the vector index's log lines."""
-    if first:
-        for saved in (directory / "cache" / "vectors").glob("*"):
-            saved.unlink()
+def knowledge_base_env(directory: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -107,12 +107,37 @@ def one_start(
         DJANGO_SETTINGS_MODULE="research_site.settings",
         LOG_LEVEL="INFO",
     )
+    return env
+
+
+def saved_graph_by_the_command(directory: Path) -> tuple[float, str]:
+    """`manage.py reindex_embeddings` on `directory` with its saved graphs deleted: its
+    wall seconds and the line it printed about the graph."""
+    for saved in (directory / "cache" / "vectors").glob("*"):
+        saved.unlink()
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "manage.py", "reindex_embeddings", "--no-progress"],
+        cwd=ROOT, env=knowledge_base_env(directory), capture_output=True, text=True,
+    )  # fmt: skip
+    seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"{directory}: reindex_embeddings failed:\n{done.stderr[-3000:]}")
+    line = next((x for x in done.stdout.splitlines() if x.startswith("vector graph")), "")
+    if "saved, so" not in line:
+        raise SystemExit(f"{directory}: reindex_embeddings saved no graph:\n{done.stdout}")
+    return seconds, line
+
+
+def one_start(args: argparse.Namespace, directory: Path) -> tuple[dict[str, Any], list[str]]:
+    """One start on `directory` in a new process: what `worker` measured, and the vector
+    index's log lines."""
     with tempfile.TemporaryDirectory() as scratch:
         spec_path, result = Path(scratch) / "spec.json", Path(scratch) / "result.json"
         spec_path.write_text(json.dumps({**vars(args), "result": str(result)}))
         done = subprocess.run(
             [sys.executable, __file__, "--directory", str(directory), "--worker", str(spec_path)],
-            cwd=ROOT, env=env, capture_output=True, text=True,
+            cwd=ROOT, env=knowledge_base_env(directory), capture_output=True, text=True,
         )  # fmt: skip
         if done.returncode != 0:
             raise SystemExit(f"{directory}: a start failed:\n{done.stderr[-3000:]}")
@@ -134,6 +159,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--max-minutes", type=float, default=40.0)
     parser.add_argument("--query-corpus", default=str(DEFAULT_QUERY_CORPUS))
+    parser.add_argument(
+        "--starts", default=",".join(STARTS), help=f"Which starts, of {', '.join(STARTS)}."
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -153,8 +181,16 @@ def main() -> None:
         if not (directory / "research.db").exists():
             logs.append(f"{directory}: not run (no library there; bench_search_scale makes it)")
             continue
-        for number, start in enumerate(STARTS):
-            measured, log_lines = one_start(args, directory, first=number == 0)
+        for number, start in enumerate(args.starts.split(",")):
+            if start not in STARTS:
+                raise SystemExit(f"--starts: {start!r} is not one of {', '.join(STARTS)}")
+            if start == "command":
+                seconds, line = saved_graph_by_the_command(directory)
+                logs.append(f"{directory.parent.name}, reindex_embeddings: {seconds:.1f} s; {line}")
+            else:
+                for saved in (directory / "cache" / "vectors").glob("*"):
+                    saved.unlink()
+            measured, log_lines = one_start(args, directory)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
             before = [ms for graph, ms in measured["rows"] if not graph]
             after = [ms for graph, ms in measured["rows"] if graph]
@@ -162,7 +198,8 @@ def main() -> None:
             shown_ready = "not ready" if ready is None else f"{ready:.1f}"
             load = " / ".join(f"{value:.1f}" for value in measured["load"])
             lines.append(
-                f"| {measured['papers']:,} | {number + 1}: {start} | {measured['matrix_s']:.1f} "
+                f"| {measured['papers']:,} | {number + 1}: {STARTS[start]} "
+                f"| {measured['matrix_s']:.1f} "
                 f"| {shown_ready} | {len(before)} | {p50_p95(before)} "
                 f"| {p50_p95(after[: args.queries])} | {p50_p95(after[args.queries :])} "
                 f"| {load} |"
