@@ -5,26 +5,29 @@ process, or loaded from the file the import's last step saved (papers/search/app
         [--queries 100] [--seed 7] [--max-minutes 40] [--starts unsaved,command]
 
 On each kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
-first-tier vectors, as `import_jsonl` leaves them), up to two starts, each a new process
+first-tier vectors, as `import_jsonl` leaves them), up to three starts, each a new process
 as a server's start is:
 
-- **unsaved**: the saved graphs are deleted first, as a library had after an import until
-  the imports saved one (and has after `--no-embeddings` or with a Celery broker, whose
+- **unsaved**: what the knowledge base's cache holds is deleted first (saved graphs, the
+  terms held in memory at the last exit), as a library had after an import until the
+  imports saved its graph (and has after `--no-embeddings`, or with a Celery broker, whose
   workers embed after the command): the process builds the graph on one core;
-- **command**: the saved graphs are deleted, then `manage.py reindex_embeddings` runs (in
-  its own process, timed): with every vector present it does what `import_jsonl` now ends
-  with, the graph built on every core and saved; then the start loads it.
+- **command**: the cache deleted, then `manage.py reindex_embeddings` runs (in its own
+  process, timed): with every vector present it does what `import_jsonl` now ends with,
+  the graph built on every core and saved; then the start loads it;
+- **restart**: a start after the one before (its graph, and the posting lists' terms it
+  held at exit, saved): what a server's restart finds.
 
-Each start loads the first tier's vector index as the server's warm-up does
-(`vector_index().snapshot(model)`: the matrix read, the graph's build or load started on
-its background thread), then runs `local_search` (what `search_papers` with engines
-`local` calls) with `--queries` queries of bench_search_scale's growth-curve mix, one
-after another, round and round until the graph is ready and the queries have run twice
-with it (or --max-minutes pass). Each search is marked by whether the graph was held
-when it started. Printed: seconds from the start to the matrix read and to the graph
-ready, and p50 / p95 of the searches before it, of the first round with it and of the
-second (the first round of a start that loads the graph also fills the posting cache);
-the command's time and its line; the log lines of the build or load.
+Each start runs the server's warm-up (`warmup.start_in_background()`: the models, the
+vector index and its graph's build or load on a background thread, the posting lists held
+at the last exit, two rehearsed searches) and at once, as clients would, `local_search`
+(what `search_papers` with engines `local` calls) with `--queries` queries of
+bench_search_scale's growth-curve mix, one after another, round and round until the graph
+is ready and the queries have run twice with it (or --max-minutes pass). Each search is
+marked by whether the graph was held when it started. Printed: seconds from the start to
+the warm-up's end and to the graph ready, the first search, and p50 / p95 of the
+searches before the graph, of the first round with it and of the second; the command's
+time and its line; the log lines of the build or load and of the warm-up.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 DEFAULT_QUERY_CORPUS = ROOT.parent / "shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz"
 STARTS = {
-    "unsaved": "no saved graph: built by the process",
+    "unsaved": "nothing saved: the graph built by the process",
     "command": "the graph the import's last step saved",
+    "restart": "a restart (the graph and the held terms saved)",
 }
 
 
@@ -55,6 +59,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     django.setup()
     from bench_search_scale import make_queries
 
+    from papers.search import warmup
     from papers.search.embedding import load_model
     from papers.search.local import local_search
     from papers.search.vector_index import vector_index
@@ -63,8 +68,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         q for _, q in make_queries(Path(spec["query_corpus"]), spec["queries"], spec["seed"])
     ]
     started = time.perf_counter()
-    vector_index().snapshot(load_model())  # as the warm-up: the matrix, the graph started
-    matrix_at = time.perf_counter() - started
+    warmup.start_in_background()
+    warm_at: float | None = None
     deadline = started + spec["max_minutes"] * 60
     ready_at: float | None = None
     rows: list[tuple[bool, float]] = []
@@ -74,13 +79,15 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         graph = vector_index().graph_ready
         if graph and ready_at is None:
             ready_at = time.perf_counter() - started
+        if warm_at is None and warmup.state() != "loading":
+            warm_at = time.perf_counter() - started
         began = time.perf_counter()
         local_search(query=query, limit=20)
         rows.append((graph, (time.perf_counter() - began) * 1000))
         with_graph += graph
     return {
         "papers": int(vector_index().snapshot(load_model()).count),
-        "matrix_s": matrix_at,
+        "warm_s": warm_at,
         "graph_s": ready_at,
         "rows": rows,
         "load": os.getloadavg(),
@@ -111,10 +118,8 @@ def knowledge_base_env(directory: Path) -> dict[str, str]:
 
 
 def saved_graph_by_the_command(directory: Path) -> tuple[float, str]:
-    """`manage.py reindex_embeddings` on `directory` with its saved graphs deleted: its
-    wall seconds and the line it printed about the graph."""
-    for saved in (directory / "cache" / "vectors").glob("*"):
-        saved.unlink()
+    """`manage.py reindex_embeddings` on `directory`: its wall seconds and the line it
+    printed about the graph."""
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "manage.py", "reindex_embeddings", "--no-progress"],
@@ -145,7 +150,7 @@ def one_start(args: argparse.Namespace, directory: Path) -> tuple[dict[str, Any]
     logs = [
         line.split(" INFO ")[-1]
         for line in done.stderr.splitlines()
-        if "pproximate vector index" in line
+        if "pproximate vector index" in line or "Posting lists" in line or "warm-up done" in line
     ]
     return measured, logs
 
@@ -172,9 +177,10 @@ def main() -> None:
         f"SQLite; {args.queries} queries (bench_search_scale's mix, seed {args.seed}), "
         "`local_search`, top 20, one at a time.",
         "",
-        "| vectors | start | matrix read s | graph ready s | searches before it | p50 / p95 ms "
+        "| vectors | start | warm-up done s | graph ready s | first search ms "
+        "| searches before the graph | p50 / p95 ms "
         "| with it: first round p50 / p95 ms | second round p50 / p95 ms | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     logs: list[str] = []
     for directory in (Path(d).resolve() for d in args.directory):
@@ -184,23 +190,29 @@ def main() -> None:
         for number, start in enumerate(args.starts.split(",")):
             if start not in STARTS:
                 raise SystemExit(f"--starts: {start!r} is not one of {', '.join(STARTS)}")
+            if start != "restart":
+                for saved in [
+                    *(directory / "cache" / "vectors").glob("*"),
+                    *(directory / "cache" / "postings").glob("*"),
+                ]:
+                    saved.unlink()
             if start == "command":
                 seconds, line = saved_graph_by_the_command(directory)
                 logs.append(f"{directory.parent.name}, reindex_embeddings: {seconds:.1f} s; {line}")
-            else:
-                for saved in (directory / "cache" / "vectors").glob("*"):
-                    saved.unlink()
             measured, log_lines = one_start(args, directory)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
             before = [ms for graph, ms in measured["rows"] if not graph]
             after = [ms for graph, ms in measured["rows"] if graph]
             ready = measured["graph_s"]
             shown_ready = "not ready" if ready is None else f"{ready:.1f}"
+            warm = measured["warm_s"]
+            shown_warm = "not done" if warm is None else f"{warm:.1f}"
+            first_ms = measured["rows"][0][1] if measured["rows"] else float("nan")
             load = " / ".join(f"{value:.1f}" for value in measured["load"])
             lines.append(
                 f"| {measured['papers']:,} | {number + 1}: {STARTS[start]} "
-                f"| {measured['matrix_s']:.1f} "
-                f"| {shown_ready} | {len(before)} | {p50_p95(before)} "
+                f"| {shown_warm} | {shown_ready} | {first_ms:.0f} | {len(before)} "
+                f"| {p50_p95(before)} "
                 f"| {p50_p95(after[: args.queries])} | {p50_p95(after[args.queries :])} "
                 f"| {load} |"
             )

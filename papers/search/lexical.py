@@ -50,13 +50,17 @@ equal; split, the strategies could drift apart unseen.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
+import hashlib
 import heapq
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -570,6 +574,11 @@ class PostingCache:
     def clear(self) -> None:
         self.store(_NO_GENERATION, {})
 
+    def terms(self) -> list[int]:
+        """The terms held, the most recently searched first."""
+        with self._lock:
+            return list(reversed(self._lists))
+
     @property
     def size(self) -> int:
         return self._bytes
@@ -602,6 +611,66 @@ def posting_cache_clear() -> None:
     """Forget every list held (tests; nothing else needs to: see PostingCache)."""
     with _caches_lock:
         _caches.clear()
+
+
+# --- the posting cache across a restart ---------------------------------------
+# At exit each process writes which terms its posting caches held (their ids, most recent
+# first; not the postings, which may change meanwhile); the next process's warm-up
+# (papers/search/warmup.py) reads those terms' lists before its first search, which
+# otherwise read them from the database (300k papers: ~0.5 s for the first search after
+# a restart, p95 2.7x the warm one over its first hundred).
+PRELOAD_SHARE = 0.9  # of the cache's capacity, at most
+PRELOAD_CHUNK = 32  # terms read per statement
+
+
+def _held_terms_file(name: str) -> Path:
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return Path(settings.CACHE_DIR) / "postings" / f"held-terms-{digest}.npy"
+
+
+def save_held_terms() -> None:
+    """Write the terms each posting cache holds (at exit; a failure is ignored: the next
+    process reads its lists as searches need them)."""
+    with _caches_lock:
+        held = [(name, cache.terms()) for name, cache in _caches.items()]
+    for name, terms in held:
+        if not terms:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            path = _held_terms_file(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.partial")
+            with open(partial, "wb") as out:
+                np.save(out, np.asarray(terms, dtype=np.int64))
+            os.replace(partial, path)
+
+
+atexit.register(save_held_terms)
+
+
+def preload_held_terms(should_stop: Callable[[], bool] = lambda: False) -> tuple[int, int]:
+    """Read into the papers' posting cache the lists of the terms an earlier process held
+    at its exit (`save_held_terms`), the most recent first, up to PRELOAD_SHARE of the
+    cache. Returns (terms, postings) read."""
+    loaded: list[int] = []
+    postings = 0
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cache = posting_cache(cursor, PAPERS)
+        if cache is None:
+            return 0, 0
+        path = _held_terms_file(f"{database_identity(cursor.db)}:{PAPERS.name}")
+        try:
+            terms = [int(term) for term in np.load(path, allow_pickle=False)]
+        except (OSError, ValueError):  # none saved, or unreadable: searches read them
+            return 0, 0
+        for start in range(0, len(terms), PRELOAD_CHUNK):
+            if should_stop() or cache.size >= PRELOAD_SHARE * cache.capacity:
+                break
+            chunk = sorted(terms[start : start + PRELOAD_CHUNK])
+            postings += sum(len(papers) for papers, _ in _postings(cursor, chunk, PAPERS).values())
+            loaded += terms[start : start + PRELOAD_CHUNK]
+        cache.snapshot(list(reversed(loaded)))  # the most recent last, as they were held
+    return len(loaded), postings
 
 
 def _cacheable(cursor: Any, postings: int, index: PostingIndex) -> bool:

@@ -1,7 +1,8 @@
 """Loading what a first search needs in background threads when a server starts: the
 typo-tolerance vocabulary (seconds at 95k papers: papers/search/vocabulary.py), the
 embedding models (3-4 s, the bulk of a first search after a start when loaded on
-demand), the vector index, and one query encoded (a model's first encode sets itself up).
+demand), the vector index, one query encoded (a model's first encode sets itself up), and
+the posting lists the last process held in memory at its exit (lexical.preload_held_terms).
 Then two searches are rehearsed, a misspelt word and a question, through the path a
 search tool takes (the server passes its own `rehearse`: the MCP tool's service and its
 answer's encoding, saving nothing), so that what a first search still paid after the
@@ -100,6 +101,7 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
             tiers = current_tiers()  # the models, and the vector index's snapshot
             tiers.encode("warm up")
             logger.info("Search models loaded in %.1f s", time.perf_counter() - started)
+        _preload_postings()
         if building is not None:
             building.join()
         _rehearse(rehearse)
@@ -118,6 +120,19 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
     finally:
         close_old_connections()
         connection.close()  # this thread's own connection
+
+
+def _preload_postings() -> None:
+    """The posting lists of the terms the last process held in memory at its exit."""
+    from papers.search.lexical import preload_held_terms
+
+    started = time.perf_counter()
+    terms, postings = preload_held_terms(process_ending)
+    if terms:
+        logger.info(
+            "Posting lists of %d terms searched before the start read in %.1f s (%d postings)",
+            terms, time.perf_counter() - started, postings,
+        )  # fmt: skip
 
 
 def _rehearse(rehearse: Rehearsal | None = None) -> None:

@@ -237,3 +237,50 @@ def test_no_memory_when_switched_off(library: list[Paper]) -> None:
     with override_settings(SEARCH_POSTINGS_CACHE_MB=0), connection.cursor() as cursor:
         assert lexical.posting_cache(cursor) is None
         assert found("translation")
+
+
+def test_the_terms_held_at_exit_are_read_before_the_next_processes_first_search(
+    library: list[Paper],
+    settings: object,
+    tmp_path: object,
+    monkeypatch: pytest.MonkeyPatch,
+    make_paper: Callable[..., Paper],
+) -> None:
+    settings.CACHE_DIR = tmp_path  # type: ignore[attr-defined]
+    expected = {query: ranking(query) for query in QUERIES}
+    with connection.cursor() as cursor:
+        held = lexical.posting_cache(cursor).terms()  # type: ignore[union-attr]
+    assert len(held) > 3
+    lexical.save_held_terms()  # at exit
+    lexical.posting_cache_clear()  # the next process
+    read: list[list[int]] = []
+    original = lexical._read_postings
+
+    def counted(cursor: object, terms: list[int], *args: object, **kwargs: object) -> object:
+        read.append(list(terms))
+        return original(cursor, terms, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lexical, "_read_postings", counted)
+    assert lexical.preload_held_terms()[0] == len(held)
+    with connection.cursor() as cursor:
+        assert lexical.posting_cache(cursor).terms() == held  # type: ignore[union-attr]
+    read.clear()
+    assert {query: ranking(query) for query in QUERIES} == expected
+    assert read and not any(read), "a search read a list the preload had read"
+    # Held lists are still checked against the postings' generation.
+    added = make_paper("Translation memories for subtitles", abstract="Subtitle translation.")
+    assert added.pk in found("translation")
+
+
+def test_no_saved_terms_or_an_unreadable_file_preloads_nothing(
+    library: list[Paper], settings: object, tmp_path: object
+) -> None:
+    settings.CACHE_DIR = tmp_path  # type: ignore[attr-defined]
+    assert lexical.preload_held_terms() == (0, 0)
+    ranking("machine translation")
+    lexical.save_held_terms()
+    (saved,) = (tmp_path / "postings").glob("*.npy")  # type: ignore[operator]
+    saved.write_bytes(b"not numpy")
+    lexical.posting_cache_clear()
+    assert lexical.preload_held_terms() == (0, 0)
+    assert ranking("machine translation")[0]
