@@ -105,14 +105,14 @@ class Tiers:
     def score(self, vectors: QueryVectors) -> Scored:
         """Every indexed paper's score for the query: see the module docstring."""
         first = self.first.snapshot
-        first_scores = first.matrix @ vectors.first
         if self.second is None or vectors.second is None:
-            return Scored(first.ids, first_scores)
+            return Scored(first.ids, first.matrix @ vectors.first)
         second = self.second.snapshot
         second_scores = second.matrix @ vectors.second
         plan = _merge_plan(first, second)
-        if not len(plan.first_only):
+        if not len(plan.first_only):  # the second tier alone ranks: no first-tier product
             return Scored(second.ids, second_scores)
+        first_scores = first.matrix @ vectors.first
         return _merged(
             first, second, plan, second_scores, plan.first_only,
             first_scores[plan.first_only], first_scores[plan.both_first_rows],
