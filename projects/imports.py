@@ -155,7 +155,9 @@ class ImportCommand(ResearchCommand):
             f"({model.name}, {outcome.seconds:.1f} s)"
             + (f"; {failed} not embedded: {later}" if failed else "")
         )
-        line = save_vector_graph(vector_index(), model, hidden=options["no_progress"])
+        line = save_vector_graph(
+            vector_index(), model, outcome.embedded, hidden=options["no_progress"]
+        )
         if line:
             self.stdout.write(line)
 

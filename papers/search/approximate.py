@@ -263,6 +263,11 @@ def save(graph: Approximate, name: str, ids: np.ndarray, prints: np.ndarray) -> 
             old.unlink(missing_ok=True)
 
 
+def saved(name: str) -> bool:
+    """Whether a graph was saved as `name` (readable or not)."""
+    return (_folder() / f"{name}.npz").exists()
+
+
 def load(name: str, dimensions: int) -> tuple[Approximate, np.ndarray, np.ndarray] | None:
     """(the graph saved as `name`, its paper ids, their fingerprints), or None when none
     was saved or it cannot be read (logged: the caller builds one)."""

@@ -222,15 +222,23 @@ class VectorIndex:
         return f"{table}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
     def prepare_saved_graph(
-        self, model: EmbeddingModel, on_progress: Callable[[int, int], object] | None = None
+        self,
+        model: EmbeddingModel,
+        written: int,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> PreparedGraph | None:
         """Build on every core, or bring up to date, the saved graph of this table's
         vectors of `model`, so that the next process to search loads it at start instead
         of building it on one core while its searches score every row (300k vectors: six
-        minutes). For the commands that write many vectors, at their end. None when the
-        table is small enough for a search to score every row or to build its graph
-        inline, or `usearch` is missing. `on_progress(vectors added, of how many)`."""
-        if not approximate.available():
+        minutes). For the commands that write many vectors, at their end, saying how many
+        they `written`. None when the table is small enough for a search to score every
+        row or to build its graph inline, `usearch` is missing, or a graph is saved and
+        at most SAVE_AFTER_CHANGES vectors were written (the process that loads it applies
+        them in moments; reading every vector here would cost more).
+        `on_progress(vectors added, of how many)`."""
+        if not approximate.available() or (
+            written <= SAVE_AFTER_CHANGES and approximate.saved(self._graph_name(model.name))
+        ):
             return None
         started = time.perf_counter()
         base = self._refreshed(None, model)

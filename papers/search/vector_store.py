@@ -101,12 +101,14 @@ def embed_in_batches(
 LATER = "the server builds it in the background, searching every vector until then"
 
 
-def save_vector_graph(index: VectorIndex, model: EmbeddingModel, *, hidden: bool) -> str | None:
-    """What the commands that write many vectors end with: the tier's approximate graph
-    built on every core, or brought up to date, and saved for the server to load at start
-    (`VectorIndex.prepare_saved_graph`), with a progress bar once there is one to build
-    (`hidden`: --no-progress). Returns the line to print, or None when the library is
-    small enough to need none. A failure loses nothing: the server builds it itself."""
+def save_vector_graph(
+    index: VectorIndex, model: EmbeddingModel, written: int, *, hidden: bool
+) -> str | None:
+    """What the commands that write many vectors end with, after `written` of them: the
+    tier's approximate graph built on every core, or brought up to date, and saved for the
+    server to load at start (`VectorIndex.prepare_saved_graph`), with a progress bar once
+    there is one to build (`hidden`: --no-progress). Returns the line to print, or None
+    when there was nothing to do. A failure loses nothing: the server builds it itself."""
     with ExitStack() as stack:
         bars: list[Any] = []  # the progress bar, made at the first vectors added
 
@@ -118,7 +120,7 @@ def save_vector_graph(index: VectorIndex, model: EmbeddingModel, *, hidden: bool
             bars[0].update(done)
 
         try:
-            prepared = index.prepare_saved_graph(model, progress)
+            prepared = index.prepare_saved_graph(model, written, progress)
         except Exception as error:  # the vectors are stored; only the head start is lost
             return f"vector graph not built ({type(error).__name__}: {error}); {LATER}"
     if prepared is None:

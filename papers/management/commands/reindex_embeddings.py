@@ -93,7 +93,7 @@ class Command(ResearchCommand):
             f"{outcome.seconds:.1f} s, {rate:.0f} papers/s)"
         )
         index = strong_vector_index() if strong else vector_index()
-        line = save_vector_graph(index, model, hidden=options["no_progress"])
+        line = save_vector_graph(index, model, outcome.embedded, hidden=options["no_progress"])
         if line:
             self.stdout.write(line)
         if failed:
