@@ -569,6 +569,26 @@ def built_in_background(index: vector_index_module.VectorIndex) -> vector_index_
     raise AssertionError("the graph was never ready")
 
 
+def forbid_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph built from scratch fails the test (it should have been loaded)."""
+    from papers.search import approximate
+
+    def no_build(*_: object) -> None:
+        raise AssertionError("built again instead of loading the saved graph")
+
+    monkeypatch.setattr(approximate, "build_in_chunks", no_build)
+
+
+def fill_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saving a graph fails as on a full disk."""
+    from papers.search import approximate
+
+    def full_disk(*_: object) -> None:
+        raise RuntimeError("No space left on device")
+
+    monkeypatch.setattr(approximate, "save", full_disk)
+
+
 def test_a_large_library_is_searched_exactly_until_its_graph_is_built(
     many: list[Paper], in_background: None
 ) -> None:
@@ -589,8 +609,6 @@ def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_
     make_paper: Callable[..., Paper],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from papers.search import approximate
-
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
     assert list((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
@@ -603,10 +621,7 @@ def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_
     Paper.objects.filter(pk=deleted.pk).delete()
 
     # The next process loads the saved graph and applies those changes: it never builds.
-    def no_build(*_: object) -> None:
-        raise AssertionError("built again instead of loading the saved graph")
-
-    monkeypatch.setattr(approximate, "build_in_chunks", no_build)
+    forbid_building(monkeypatch)
     loaded = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     graph = loaded.approximate
     assert graph is not None and len(graph) == len(many)  # one added, one deleted
@@ -632,12 +647,7 @@ def test_a_saved_graph_that_cannot_be_read_is_built_again(
 def test_a_graph_that_cannot_be_saved_is_still_used(
     many: list[Paper], in_background: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from papers.search import approximate
-
-    def full_disk(*_: object) -> None:
-        raise RuntimeError("No space left on device")
-
-    monkeypatch.setattr(approximate, "save", full_disk)
+    fill_the_disk(monkeypatch)
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
 
@@ -653,8 +663,6 @@ def test_reindex_embeddings_saves_the_graph_the_next_process_loads_instead_of_bu
     make_paper: Callable[..., Paper],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from papers.search import approximate
-
     out = reindex()
     assert f"vector graph: {len(many)} vectors, built in" in out and "saved, so the" in out
     (first,) = saved_graphs(settings)
@@ -670,10 +678,7 @@ def test_reindex_embeddings_saves_the_graph_the_next_process_loads_instead_of_bu
     (second,) = saved_graphs(settings)
     assert second != first
 
-    def no_build(*_: object) -> None:
-        raise AssertionError("built again instead of loading the saved graph")
-
-    monkeypatch.setattr(approximate, "build_in_chunks", no_build)
+    forbid_building(monkeypatch)
     graph = built_in_background(vector_index_module.VectorIndex(PaperEmbedding)).approximate
     assert graph is not None and len(graph) == len(many) + 2
     assert int(graph.search(load_model().encode_query("chess openings"), 1)[0]) == added.pk
@@ -682,12 +687,7 @@ def test_reindex_embeddings_saves_the_graph_the_next_process_loads_instead_of_bu
 def test_a_graph_the_command_cannot_save_is_reported_and_the_vectors_kept(
     many: list[Paper], in_background: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from papers.search import approximate
-
-    def full_disk(*_: object) -> None:
-        raise RuntimeError("No space left on device")
-
-    monkeypatch.setattr(approximate, "save", full_disk)
+    fill_the_disk(monkeypatch)
     out = reindex("--all", "--force")
     assert f"{len(many)} embedded" in out
     assert "it could not be saved (the log says why): the server builds it" in out
