@@ -449,7 +449,7 @@ BENCHMARKS = (
         "`manage.py reindex_embeddings` (the graph step `import_jsonl` ends with), then "
         "`local_search` (what `search_papers` with engines `local` calls) in a new process "
         "running the server's warm-up",
-        (PY, "benchmarks/bench_graph_start.py", *GRAPH_START_LIBRARIES),
+        (PY, "benchmarks/bench_graph_start.py", "--max-minutes", "10", *GRAPH_START_LIBRARIES),
         None,
         "docs/SEARCH.md, docs/SCALE.md",
     ),
