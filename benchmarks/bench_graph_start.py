@@ -117,21 +117,29 @@ def knowledge_base_env(directory: Path) -> dict[str, str]:
     return env
 
 
-def saved_graph_by_the_command(directory: Path) -> tuple[float, str]:
-    """`manage.py reindex_embeddings` on `directory`: its wall seconds and the line it
-    printed about the graph."""
+TIME = Path("/usr/bin/time")  # GNU time: the command's peak memory (left out without it)
+
+
+def saved_graph_by_the_command(directory: Path) -> tuple[float, str, str]:
+    """`manage.py reindex_embeddings` on `directory`: its wall seconds, the line it
+    printed about the graph and its peak memory."""
+    command = [sys.executable, "manage.py", "reindex_embeddings", "--no-progress"]
+    if TIME.exists():
+        command = [str(TIME), "-f", "peak RSS %M KiB", *command]
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "manage.py", "reindex_embeddings", "--no-progress"],
-        cwd=ROOT, env=knowledge_base_env(directory), capture_output=True, text=True,
-    )  # fmt: skip
+        command, cwd=ROOT, env=knowledge_base_env(directory), capture_output=True, text=True
+    )
     seconds = time.perf_counter() - began
     if done.returncode != 0:
         raise SystemExit(f"{directory}: reindex_embeddings failed:\n{done.stderr[-3000:]}")
     line = next((x for x in done.stdout.splitlines() if x.startswith("vector graph")), "")
     if "saved, so" not in line:
         raise SystemExit(f"{directory}: reindex_embeddings saved no graph:\n{done.stdout}")
-    return seconds, line
+    peak = next((x for x in done.stderr.splitlines() if x.startswith("peak RSS")), "")
+    if peak:
+        peak = f"{int(peak.split()[2]) / 1024**2:.2f} GiB peak memory"
+    return seconds, line, peak or "peak memory not measured"
 
 
 def one_start(args: argparse.Namespace, directory: Path) -> tuple[dict[str, Any], list[str]]:
@@ -197,8 +205,10 @@ def main() -> None:
                 ]:
                     saved.unlink()
             if start == "command":
-                seconds, line = saved_graph_by_the_command(directory)
-                logs.append(f"{directory.parent.name}, reindex_embeddings: {seconds:.1f} s; {line}")
+                seconds, line, peak = saved_graph_by_the_command(directory)
+                logs.append(
+                    f"{directory.parent.name}, reindex_embeddings: {seconds:.1f} s, {peak}; {line}"
+                )
             measured, log_lines = one_start(args, directory)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
             before = [ms for graph, ms in measured["rows"] if not graph]
