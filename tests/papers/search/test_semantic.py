@@ -569,6 +569,11 @@ def built_in_background(index: vector_index_module.VectorIndex) -> vector_index_
     raise AssertionError("the graph was never ready")
 
 
+def saved_graphs(settings: object) -> list[Path]:
+    """The graph files saved under the test's CACHE_DIR."""
+    return sorted((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
+
+
 def forbid_building(monkeypatch: pytest.MonkeyPatch) -> None:
     """A graph built from scratch fails the test (it should have been loaded)."""
     from papers.search import approximate
@@ -611,7 +616,7 @@ def test_a_graph_built_in_the_background_is_saved_and_loaded_with_later_changes_
 ) -> None:
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
-    assert list((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
+    assert saved_graphs(settings)
 
     # While no process runs: a paper added, one edited, one deleted.
     added = make_paper("Chess openings", abstract="Grandmasters play the Sicilian defence.")
@@ -636,11 +641,11 @@ def test_a_saved_graph_that_cannot_be_read_is_built_again(
     many: list[Paper], in_background: None, settings: object
 ) -> None:
     built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
-    (saved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
+    (saved,) = saved_graphs(settings)
     saved.write_bytes(b"not a graph")
     again = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert again.approximate is not None and len(again.approximate) == len(many)
-    (resaved,) = (Path(settings.CACHE_DIR) / "vectors").glob("*.usearch")  # type: ignore[attr-defined]
+    (resaved,) = saved_graphs(settings)
     assert resaved != saved and resaved.stat().st_size > 1_000
 
 
@@ -650,10 +655,6 @@ def test_a_graph_that_cannot_be_saved_is_still_used(
     fill_the_disk(monkeypatch)
     built = built_in_background(vector_index_module.VectorIndex(PaperEmbedding))
     assert built.approximate is not None and len(built.approximate) == len(many)
-
-
-def saved_graphs(settings: object) -> list[Path]:
-    return sorted((Path(settings.CACHE_DIR) / "vectors").glob("*.usearch"))  # type: ignore[attr-defined]
 
 
 def test_reindex_embeddings_saves_the_graph_the_next_process_loads_instead_of_building(
