@@ -3,6 +3,7 @@ process, or loaded from the file the import's last step saved (papers/search/app
 
     benchmarks/bench_graph_start.py --directory KNOWLEDGE_BASE [--directory ...]
         [--queries 100] [--seed 7] [--max-minutes 40] [--starts unsaved,command]
+        [--wait-ms 1000,600000]
 
 On each kept SQLite library (bench_search_scale.py --keep made it: papers, postings and
 first-tier vectors, as `import_jsonl` leaves them), up to three starts, each a new process
@@ -18,16 +19,24 @@ as a server's start is:
 - **restart**: a start after the one before (its graph, and the posting lists' terms it
   held at exit, saved): what a server's restart finds.
 
+`--wait-ms`: SEARCH_START_WAIT_MS for each start in turn (one value: for all; unset:
+the setting's default), e.g. `--starts command,restart,restart --wait-ms 1000,600000,1000`
+to compare a restart whose first searches wait for the models and vectors (as every
+search did before the setting) with one whose searches do not.
+
 Each start runs the server's warm-up (`warmup.start_in_background()`: the models, the
 vector index and its graph's build or load on a background thread, the posting lists held
 at the last exit, two rehearsed searches) and at once, as clients would, `local_search`
 (what `search_papers` with engines `local` calls) with `--queries` queries of
 bench_search_scale's growth-curve mix, one after another, round and round until the graph
 is ready and the queries have run twice with it (or --max-minutes pass). Each search is
-marked by whether the graph was held when it started. Printed: seconds from the start to
-the warm-up's end and to the graph ready, the first search, and p50 / p95 of the
-searches before the graph, of the first round with it and of the second; the command's
-time and its line; the log lines of the build or load and of the warm-up.
+marked by whether the graph was held when it started, and by whether it was answered by
+the words alone because the warm-up was still loading the models and vectors after
+SEARCH_START_WAIT_MS (papers/search/startup.py; its note says so). Printed: seconds from
+the start to the warm-up's end and to the graph ready, the first search, how many were
+answered by the words alone and the first one ranked by meaning too, and p50 / p95 of
+the searches before the graph, of the first round with it and of the second; the
+command's time and its line; the log lines of the build or load and of the warm-up.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ STARTS = {
     "command": "the graph the import's last step saved",
     "restart": "a restart (the graph and the held terms saved)",
 }
+STILL_LOADING = "still loading semantic search"  # the note of papers/search/local.py
 
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +82,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     warm_at: float | None = None
     deadline = started + spec["max_minutes"] * 60
     ready_at: float | None = None
-    rows: list[tuple[bool, float]] = []
+    rows: list[tuple[bool, float, bool]] = []
     with_graph = 0
     while with_graph < 2 * len(queries) and time.perf_counter() < deadline:
         query = queries[len(rows) % len(queries)]
@@ -82,8 +92,9 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         if warm_at is None and warmup.state() != "loading":
             warm_at = time.perf_counter() - started
         began = time.perf_counter()
-        local_search(query=query, limit=20)
-        rows.append((graph, (time.perf_counter() - began) * 1000))
+        page = local_search(query=query, limit=20)
+        took = (time.perf_counter() - began) * 1000
+        rows.append((graph, took, any(STILL_LOADING in note for note in page.notes)))
         with_graph += graph
     return {
         "papers": int(vector_index().snapshot(load_model()).count),
@@ -142,15 +153,20 @@ def saved_graph_by_the_command(directory: Path) -> tuple[float, str, str]:
     return seconds, line, peak or "peak memory not measured"
 
 
-def one_start(args: argparse.Namespace, directory: Path) -> tuple[dict[str, Any], list[str]]:
-    """One start on `directory` in a new process: what `worker` measured, and the vector
-    index's log lines."""
+def one_start(
+    args: argparse.Namespace, directory: Path, wait_ms: str | None
+) -> tuple[dict[str, Any], list[str]]:
+    """One start on `directory` in a new process (SEARCH_START_WAIT_MS `wait_ms` when
+    given): what `worker` measured, and the vector index's log lines."""
+    env = knowledge_base_env(directory)
+    if wait_ms is not None:
+        env["SEARCH_START_WAIT_MS"] = wait_ms
     with tempfile.TemporaryDirectory() as scratch:
         spec_path, result = Path(scratch) / "spec.json", Path(scratch) / "result.json"
         spec_path.write_text(json.dumps({**vars(args), "result": str(result)}))
         done = subprocess.run(
             [sys.executable, __file__, "--directory", str(directory), "--worker", str(spec_path)],
-            cwd=ROOT, env=knowledge_base_env(directory), capture_output=True, text=True,
+            cwd=ROOT, env=env, capture_output=True, text=True,
         )  # fmt: skip
         if done.returncode != 0:
             raise SystemExit(f"{directory}: a start failed:\n{done.stderr[-3000:]}")
@@ -175,8 +191,18 @@ def main() -> None:
     parser.add_argument(
         "--starts", default=",".join(STARTS), help=f"Which starts, of {', '.join(STARTS)}."
     )
+    parser.add_argument(
+        "--wait-ms", help="SEARCH_START_WAIT_MS per start (comma-separated), or one for all."
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    starts = args.starts.split(",")
+    waits: list[str | None] = [None] * len(starts)
+    if args.wait_ms:
+        waits = args.wait_ms.split(",")
+        waits = waits * len(starts) if len(waits) == 1 else waits
+        if len(waits) != len(starts) or not all(w.isdigit() for w in waits):
+            raise SystemExit("--wait-ms: one number of milliseconds, or one per start")
     if args.worker:
         spec = json.loads(Path(args.worker).read_text())
         Path(spec["result"]).write_text(json.dumps(worker(spec)))
@@ -186,16 +212,17 @@ def main() -> None:
         "`local_search`, top 20, one at a time.",
         "",
         "| vectors | start | warm-up done s | graph ready s | first search ms "
+        "| by the words alone while loading | first by meaning too, ms "
         "| searches before the graph | p50 / p95 ms "
         "| with it: first round p50 / p95 ms | second round p50 / p95 ms | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     logs: list[str] = []
     for directory in (Path(d).resolve() for d in args.directory):
         if not (directory / "research.db").exists():
             logs.append(f"{directory}: not run (no library there; bench_search_scale makes it)")
             continue
-        for number, start in enumerate(args.starts.split(",")):
+        for number, (start, wait_ms) in enumerate(zip(starts, waits, strict=True)):
             if start not in STARTS:
                 raise SystemExit(f"--starts: {start!r} is not one of {', '.join(STARTS)}")
             if start != "restart":
@@ -209,19 +236,24 @@ def main() -> None:
                 logs.append(
                     f"{directory.parent.name}, reindex_embeddings: {seconds:.1f} s, {peak}; {line}"
                 )
-            measured, log_lines = one_start(args, directory)
+            measured, log_lines = one_start(args, directory, wait_ms)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
-            before = [ms for graph, ms in measured["rows"] if not graph]
-            after = [ms for graph, ms in measured["rows"] if graph]
+            rows = measured["rows"]
+            before = [ms for graph, ms, _ in rows if not graph]
+            after = [ms for graph, ms, _ in rows if graph]
+            words_only = sum(alone for _, _, alone in rows)
+            by_meaning = next((f"{ms:.0f}" for _, ms, alone in rows if not alone), "none")
             ready = measured["graph_s"]
             shown_ready = "not ready" if ready is None else f"{ready:.1f}"
             warm = measured["warm_s"]
             shown_warm = "not done" if warm is None else f"{warm:.1f}"
-            first_ms = measured["rows"][0][1] if measured["rows"] else float("nan")
+            first_ms = rows[0][1] if rows else float("nan")
             load = " / ".join(f"{value:.1f}" for value in measured["load"])
             lines.append(
-                f"| {measured['papers']:,} | {number + 1}: {STARTS[start]} "
-                f"| {shown_warm} | {shown_ready} | {first_ms:.0f} | {len(before)} "
+                f"| {measured['papers']:,} | {number + 1}: {STARTS[start]}"
+                f"{'' if wait_ms is None else f', searches wait {int(wait_ms):,} ms at most'} "
+                f"| {shown_warm} | {shown_ready} | {first_ms:.0f} | {words_only} | {by_meaning} "
+                f"| {len(before)} "
                 f"| {p50_p95(before)} "
                 f"| {p50_p95(after[: args.queries])} | {p50_p95(after[args.queries :])} "
                 f"| {load} |"

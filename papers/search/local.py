@@ -13,7 +13,7 @@ from django.conf import settings
 
 from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
-from papers.search import fulltext, semantic, understanding
+from papers.search import fulltext, semantic, startup, understanding
 from papers.search.embedding import models_loaded
 from papers.search.lexical import one_search
 from papers.search.types import SearchFilters, SearchPage
@@ -107,8 +107,10 @@ def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None
 
 
 def _reading(query: str, rerank: bool | None) -> str:
-    """How a query is ranked: "fulltext", "hybrid" (asked for), or "auto" (hybrid when
-    the library has vectors and the words match at least FUZZY_BELOW papers)."""
+    """How a query is ranked: "fulltext", "hybrid" (asked for), "auto" (hybrid when
+    the library has vectors and the words match at least FUZZY_BELOW papers), or
+    "starting": full text, because a server's start is still loading the models and
+    vectors after SEARCH_START_WAIT_MS (papers/search/startup.py)."""
     if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
         return "fulltext"
     if rerank:
@@ -116,6 +118,8 @@ def _reading(query: str, rerank: bool | None) -> str:
     understood = fulltext.check_query(query, 1, 0)
     if understood.mode != "natural" or understood.constraint is not None:
         return "fulltext"
+    if not startup.wait(settings.SEARCH_START_WAIT_MS / 1000):
+        return "starting"
     if not models_loaded():
         # A server's warm-up is still loading the models (vectors_available would wait
         # for them): "auto" ranks the words first and asks for vectors only when they
@@ -146,9 +150,16 @@ def _search(
         )  # fmt: skip
         if page is not None:
             return page
-    return fulltext.paper_search(
+    page = fulltext.paper_search(
         query=query, filters=filters, limit=limit, offset=offset, scope=scope
     )
+    if reading == "starting" and page.total >= fulltext.FUZZY_BELOW and semantic.vectors_stored():
+        page.notes.append(
+            "Ranked by the words alone: the server started moments ago and is still loading "
+            f"semantic search ({startup.loading_for():.0f} s so far); the same search ranks "
+            "by meaning as well once it has loaded."
+        )
+    return page
 
 
 @dataclass
@@ -185,7 +196,7 @@ def local_search_ids(
     understood = _understood(query, filters, scope, understand)
     query, filters = understood.query, understood.filters
     reading = _reading(query, rerank)
-    if reading == "fulltext":
+    if reading in ("fulltext", "starting"):
         ranked = fulltext.paper_search_ranked(
             query=query, filters=filters, scope=scope, limit=limit
         )

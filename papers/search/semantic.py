@@ -569,6 +569,12 @@ def vectors_available() -> bool:
         return False
 
 
+def vectors_stored() -> bool:
+    """Whether the library holds any first-tier vector (one indexed row read; neither the
+    models nor the vector index is loaded)."""
+    return PaperEmbedding.objects.exists()
+
+
 def tiered_weights(coverage: float) -> tuple[float, float, float]:
     """Fusion weights of (full text, semantic, first tier) when this share of the papers
     has second-tier vectors: see TIERED_WEIGHTS."""

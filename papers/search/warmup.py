@@ -13,10 +13,10 @@ start (Django, the models, the vocabulary; ~250k) move out of the collector's re
 a collection that comes due inside a later search scans what was made since, not them
 (a full one costs ~130 ms of CPU at 3k papers, 0.35-0.65 s on a loaded 2-core machine,
 paid by whichever search triggered it; ~0 once frozen).
-Start-up does not wait for it. A search that comes before it is done waits on the
-models' lock instead of loading them a second time, except one whose words match too
-few papers for hybrid ranking (a misspelling): that one is answered by typo-tolerant
-full text at once (papers/search/local.py).
+Start-up does not wait for it. A search that would rank by meaning while the models and
+vectors load waits for them at most SEARCH_START_WAIT_MS, then ranks by the words alone
+with a note (papers/search/startup.py, local.py); one asking for hybrid ranking
+explicitly, or semantic search, waits for them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from core.shutdown import process_ending
-from papers.search import vocabulary
+from papers.search import startup, vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,8 @@ def start_in_background(rehearse: Rehearsal | None = None) -> threading.Thread |
             return None
         _state = "loading"
     building = vocabulary.holder().refresh_in_background()
+    if settings.EMBEDDINGS_ENABLED:
+        startup.begin()
     thread = threading.Thread(
         target=_load, args=(building, rehearse), name="search-warmup", daemon=False
     )
@@ -98,8 +100,11 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
             from papers.search.tiers import current_tiers
 
             logger.info("Loading the search models in the background")
-            tiers = current_tiers()  # the models, and the vector index's snapshot
-            tiers.encode("warm up")
+            try:
+                tiers = current_tiers()  # the models, and the vector index's snapshot
+                tiers.encode("warm up")
+            finally:
+                startup.end()
             logger.info("Search models loaded in %.1f s", time.perf_counter() - started)
         _preload_postings()
         if building is not None:

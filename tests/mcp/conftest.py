@@ -77,6 +77,11 @@ def base_env(directory: Path, database_url: str | None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = str(ROOT)
     env["LOG_LEVEL"] = "INFO"
+    # A search right after a start waits for the models and vectors, as with a small
+    # library on a quiet machine: tests compare a server's rankings with the steady state's,
+    # and a loaded machine can take longer than the default wait (papers/search/startup.py;
+    # the answer without them: tests/papers/search/test_semantic.py).
+    env["SEARCH_START_WAIT_MS"] = "600000"
     # No external engines unless a test asks for them: tests never reach the internet.
     env["ENGINES_ENABLED"] = "local"
     # Nor a background retraction check of added papers (the suite's shared Celery worker

@@ -701,3 +701,96 @@ def test_a_small_library_needs_no_saved_graph(many: list[Paper], settings: objec
     # At most INLINE_BUILD_MAX vectors a search builds the graph itself in milliseconds.
     assert "vector graph" not in reindex("--all")
     assert not saved_graphs(settings)
+
+
+# A server's start (papers/search/startup.py): while its warm-up loads the models and
+# vectors, a search that would rank by meaning waits SEARCH_START_WAIT_MS at most.
+EVERY_PAPER = "protein translation galaxy bread"
+STILL_LOADING = "still loading semantic search"
+
+
+@pytest.fixture
+def starting() -> Iterator[None]:
+    from papers.search import startup
+
+    startup.begin()
+    try:
+        yield
+    finally:
+        startup.end()
+
+
+def test_a_search_while_a_start_loads_ranks_by_the_words_and_says_so(
+    library: dict[str, Paper], starting: None, settings: object
+) -> None:
+    from papers.search import startup
+    from papers.search.local import local_search, local_search_ids
+
+    settings.SEARCH_START_WAIT_MS = 0  # type: ignore[attr-defined]
+    page = local_search(query=EVERY_PAPER, limit=4)
+    assert page.mode == "fulltext" and len(page.hits) == 4
+    assert any(STILL_LOADING in note for note in page.notes), page.notes
+    assert local_search_ids(query=EVERY_PAPER).mode == "fulltext"
+    # Asked for explicitly, hybrid ranking loads what it needs and waits for it.
+    assert local_search(query=EVERY_PAPER, limit=4, rerank=True).mode == "hybrid"
+    startup.end()
+    loaded = local_search(query=EVERY_PAPER, limit=4)
+    assert loaded.mode == "hybrid"
+    assert not any(STILL_LOADING in note for note in loaded.notes), loaded.notes
+
+
+def test_a_search_waits_for_a_start_that_loads_within_the_wait(
+    library: dict[str, Paper], starting: None, settings: object
+) -> None:
+    import threading
+
+    from papers.search import startup
+    from papers.search.local import local_search
+
+    settings.SEARCH_START_WAIT_MS = 30_000  # type: ignore[attr-defined]
+    threading.Timer(0.2, startup.end).start()
+    page = local_search(query=EVERY_PAPER, limit=4)
+    assert page.mode == "hybrid"
+    assert not any(STILL_LOADING in note for note in page.notes), page.notes
+
+
+def test_no_loading_note_where_meaning_could_not_rank(
+    make_paper: Callable[..., Paper], starting: None, settings: object
+) -> None:
+    """Without vectors a search ranks by the words anyway: nothing to say."""
+    from papers.search.local import local_search
+
+    settings.SEARCH_START_WAIT_MS = 0  # type: ignore[attr-defined]
+    settings.EMBEDDINGS_ENABLED = False  # type: ignore[attr-defined]
+    for title, abstract in (PROTEIN, TRANSLATION, GALAXIES, BREAD):
+        make_paper(title, abstract=abstract)
+    page = local_search(query=EVERY_PAPER, limit=4)
+    assert len(page.hits) == 4 and not PaperEmbedding.objects.exists()
+    assert not any(STILL_LOADING in note for note in page.notes), page.notes
+
+
+def test_a_warm_up_marks_the_start_loading_until_its_load_ends_even_when_it_fails(
+    monkeypatch: pytest.MonkeyPatch, settings: object
+) -> None:
+    import threading
+
+    from papers.search import startup, tiers, vocabulary, warmup
+
+    settings.EMBEDDINGS_ENABLED = True  # type: ignore[attr-defined]
+    release = threading.Event()
+
+    def failing_load() -> None:
+        assert release.wait(60)
+        raise RuntimeError("the model's file is unreadable")
+
+    monkeypatch.setattr(warmup, "_state", "idle")
+    monkeypatch.setattr(tiers, "current_tiers", failing_load)
+    monkeypatch.setattr(vocabulary.holder(), "refresh_in_background", lambda: None)
+    thread = warmup.start_in_background()
+    assert thread is not None
+    try:
+        assert not startup.wait(0)  # marked before its thread started
+    finally:
+        release.set()
+        thread.join(60)
+    assert startup.wait(0) and warmup.state() == "failed"
