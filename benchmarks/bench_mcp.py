@@ -40,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_server import STEADY_STATE_WAIT_MS
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # loopback only, by design
 PROTOCOL_VERSION = "2025-06-18"
@@ -62,6 +64,7 @@ def server_env(directory: Path) -> dict[str, str]:
     env["DJANGO_SETTINGS_MODULE"] = "research_site.settings"
     env["RESEARCH_DIRECTORY"] = str(directory)
     env["LOG_LEVEL"] = "WARNING"
+    env["SEARCH_START_WAIT_MS"] = STEADY_STATE_WAIT_MS  # searches wait for the start's load
     return env
 
 

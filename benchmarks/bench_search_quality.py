@@ -52,6 +52,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_server import STEADY_STATE_WAIT_MS
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared") / "corpus"
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -259,6 +261,7 @@ def mcp_ranker(directory: str, database_url: str | None, mapping: dict[int, str]
             port = sock.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
         env.update({"RESEARCH_DIRECTORY": directory, "ENGINES_ENABLED": "local"})
+        env["SEARCH_START_WAIT_MS"] = STEADY_STATE_WAIT_MS  # rankings as the steady state's
         if database_url:
             env["DATABASE_URL"] = database_url
         log = Path(directory) / "bench-server.log"
