@@ -22,7 +22,9 @@ client as soon as the port accepts, and time
   (its hits hold the word spelt right) or answered "typo tolerance is still loading";
 - questions: `search_papers` with a natural-language question (the hybrid path: full text
   fused with the semantic ranking, the embedding model encoding the query), the first
-  right after the typo queries, then nine others.
+  right after the typo queries, then nine others; whether each was ranked by the words
+  alone because the server was still loading the models and vectors after
+  SEARCH_START_WAIT_MS (its note says so; papers/search/startup.py).
 
 Each query set runs in a rotated order per start, so the first and the tenth are not
 always the same text. Printed: medians over the starts, the tenth against the first.
@@ -140,6 +142,7 @@ def free_port() -> int:
 
 
 WARM_UP_DONE = ("Search warm-up done",)
+STILL_LOADING = "still loading semantic search"  # the note of papers/search/local.py
 # The kinds of start: which queries come first, and whether the client waits for the
 # server's warm-up to log that it is done before its first call.
 STARTS = (("typo", False), ("question", False), ("typo", True))
@@ -181,7 +184,9 @@ def one_start(
                     time.sleep(0.02)
 
             async def run() -> dict[str, Any]:
-                figures: dict[str, Any] = {"typo_ms": [], "typo_corrected": [], "question_ms": []}
+                figures: dict[str, Any] = {
+                    "typo_ms": [], "typo_corrected": [], "question_ms": [], "question_words": []
+                }  # fmt: skip
 
                 async def typo_queries() -> None:
                     for typo, word in typos:
@@ -192,8 +197,10 @@ def one_start(
 
                 async def question_queries() -> None:
                     for question in questions:
-                        ms, _ = await call(client, question)
+                        ms, body = await call(client, question)
                         figures["question_ms"].append(ms)
+                        notes = body.get("notes") or []
+                        figures["question_words"].append(any(STILL_LOADING in n for n in notes))
 
                 async with httpx2.AsyncClient(timeout=120) as http_client:
                     transport = streamable_http_client(
@@ -258,7 +265,7 @@ def print_table(
     )
     print(
         "| start | call | first (ms) | tenth (ms) | median of 2nd-10th (ms) | first / tenth "
-        "| typo queries corrected |"
+        "| typo queries corrected; questions by the words alone (still loading) |"
     )
     print("|---|---|---:|---:|---:|---:|---:|")
     rows = (
@@ -277,6 +284,11 @@ def print_table(
                 firsts = sum(f["typo_corrected"][0] for f in figures)
                 every = sum(sum(f["typo_corrected"]) for f in figures)
                 corrected = f"first {firsts}/{len(figures)}; all {every}/{TYPOS * len(figures)}"
+            else:
+                firsts = sum(f["question_words"][0] for f in figures)
+                every = sum(sum(f["question_words"]) for f in figures)
+                total = sum(len(f["question_words"]) for f in figures)
+                corrected = f"first {firsts}/{len(figures)}; all {every}/{total}"
             print(
                 f"| {label} | {call} | {first:.1f} | {tenth:.1f} | {rest:.1f} "
                 f"| {first / tenth:.2f}× | {corrected} |"
