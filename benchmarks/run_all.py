@@ -454,6 +454,26 @@ BENCHMARKS = (
         "docs/SEARCH.md, docs/SCALE.md",
     ),
     Benchmark(
+        "start-wait",
+        "The first searches after a start at 300k and 1M papers: answered by the words alone "
+        "while the models and vectors load, or waiting for them",
+        "`local_search` (what `search_papers` with engines `local` calls) in a new process "
+        "running the server's warm-up, on the library as `import_jsonl` left it, then restarts",
+        (
+            PY,
+            "benchmarks/bench_graph_start.py",
+            "--max-minutes",
+            "10",
+            "--starts",
+            "imported,restart,restart",
+            "--wait-ms",
+            "1000,600000,1000",
+            *GRAPH_START_LIBRARIES,
+        ),
+        None,
+        "docs/SEARCH.md, docs/SCALE.md",
+    ),
+    Benchmark(
         "vector-index",
         "Vector search at 100k-1M papers: exact, quantised, approximate (HNSW)",
         "the vectors and the index alone (a component, no database, no /mcp): it chose the "
