@@ -2,9 +2,11 @@
 ranking needs: the embedding models and the vector indexes (at a million papers, tens of
 seconds: the vectors read, the saved graph loaded, beside the typo vocabulary's build).
 
-A search that would rank by meaning too waits for it at most SEARCH_START_WAIT_MS, then
-ranks by the words alone and says so (papers/search/local.py), rather than stalling the
-first calls after a start. Outside a server's warm-up nothing is loading, and a search
+A search that would rank by meaning too waits for it until SEARCH_START_WAIT_MS after it
+began, then ranks by the words alone and says so (papers/search/local.py), rather than
+stalling the first calls after a start: a search coming later while it still loads does
+not wait at all (one waiting a second each time would make every call of the load's
+last seconds a slow one). Outside a server's warm-up nothing is loading, and a search
 loads what it needs itself, as before.
 """
 
@@ -32,8 +34,8 @@ def end() -> None:
 
 
 def wait(seconds: float) -> bool:
-    """True when nothing is loading, or it finished within `seconds`."""
-    return _ready.is_set() or _ready.wait(seconds)
+    """True when nothing is loading, or it finishes within `seconds` of its beginning."""
+    return _ready.is_set() or _ready.wait(max(0.0, _since + seconds - time.monotonic()))
 
 
 def loading_for() -> float:

@@ -14,9 +14,10 @@ a collection that comes due inside a later search scans what was made since, not
 (a full one costs ~130 ms of CPU at 3k papers, 0.35-0.65 s on a loaded 2-core machine,
 paid by whichever search triggered it; ~0 once frozen).
 Start-up does not wait for it. A search that would rank by meaning while the models and
-vectors load waits for them at most SEARCH_START_WAIT_MS, then ranks by the words alone
-with a note (papers/search/startup.py, local.py); one asking for hybrid ranking
-explicitly, or semantic search, waits for them.
+vectors load waits for them until SEARCH_START_WAIT_MS after the start, then (without
+waiting, until they are loaded) ranks by the words alone with a note
+(papers/search/startup.py, local.py); one asking for hybrid ranking explicitly, or
+semantic search, waits for them.
 """
 
 from __future__ import annotations

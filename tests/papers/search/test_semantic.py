@@ -754,6 +754,22 @@ def test_a_search_waits_for_a_start_that_loads_within_the_wait(
     assert not any(STILL_LOADING in note for note in page.notes), page.notes
 
 
+def test_only_the_first_searches_of_a_start_wait_for_its_load(
+    starting: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait is counted from the load's beginning: a search coming after it has passed
+    does not wait again (each would otherwise take the wait while the load lasts)."""
+    from papers.search import startup
+
+    waited: list[float] = []
+    monkeypatch.setattr(startup._ready, "wait", lambda seconds: waited.append(seconds) or False)
+    monkeypatch.setattr(startup, "_since", time.monotonic() - 5.0)
+    assert not startup.wait(1.0) and not startup.wait(4.0)
+    monkeypatch.setattr(startup, "_since", time.monotonic())
+    assert not startup.wait(30.0)
+    assert waited[:2] == [0.0, 0.0] and 29.0 < waited[2] <= 30.0
+
+
 def test_no_loading_note_where_meaning_could_not_rank(
     make_paper: Callable[..., Paper], starting: None, settings: object
 ) -> None:
