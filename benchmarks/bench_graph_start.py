@@ -252,9 +252,11 @@ def main() -> None:
             shown_warm = "not done" if warm is None else f"{warm:.1f}"
             first_ms = rows[0][1] if rows else float("nan")
             load = " / ".join(f"{value:.1f}" for value in measured["load"])
+            waiting = (
+                "" if wait_ms is None else f", searches wait for the load up to {int(wait_ms):,} ms"
+            )
             lines.append(
-                f"| {measured['papers']:,} | {number + 1}: {STARTS[start]}"
-                f"{'' if wait_ms is None else f', searches wait {int(wait_ms):,} ms at most'} "
+                f"| {measured['papers']:,} | {number + 1}: {STARTS[start]}{waiting} "
                 f"| {shown_warm} | {shown_ready} | {first_ms:.0f} | {words_only} | {by_meaning} "
                 f"| {len(before)} "
                 f"| {p50_p95(before)} "
