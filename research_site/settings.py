@@ -239,8 +239,9 @@ SEARCH_RERANK = env_bool("SEARCH_RERANK", True)
 # library search as filters (papers/search/understanding.py); off: every word is searched.
 SEARCH_UNDERSTAND = env_bool("SEARCH_UNDERSTAND", True)
 # While a server's start-up still loads the models and vectors (tens of seconds at a
-# million papers), a search that would rank by meaning waits for them until this long
-# after the load began, then ranks by the words alone with a note (papers/search/startup.py).
+# million papers), the first searches that would rank by meaning wait for them, until this
+# long after the first of them; later ones rank by the words alone until they are loaded,
+# with a note (papers/search/startup.py).
 SEARCH_START_WAIT_MS = env_int("SEARCH_START_WAIT_MS", 1000, minimum=0)
 # The reranking stage (papers/search/reranker.py): the first N papers of a hybrid search's
 # order scored again passage by passage and reordered; 0 turns it off (the default,

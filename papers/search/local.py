@@ -107,10 +107,8 @@ def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None
 
 
 def _reading(query: str, rerank: bool | None) -> str:
-    """How a query is ranked: "fulltext", "hybrid" (asked for), "auto" (hybrid when
-    the library has vectors and the words match at least FUZZY_BELOW papers), or
-    "starting": full text, because a server's start is still loading the models and
-    vectors after SEARCH_START_WAIT_MS (papers/search/startup.py)."""
+    """How a query is ranked: "fulltext", "hybrid" (asked for), or "auto" (hybrid when
+    the library has vectors and the words match at least FUZZY_BELOW papers)."""
     if rerank is False or (rerank is None and not settings.SEARCH_RERANK):
         return "fulltext"
     if rerank:
@@ -118,8 +116,6 @@ def _reading(query: str, rerank: bool | None) -> str:
     understood = fulltext.check_query(query, 1, 0)
     if understood.mode != "natural" or understood.constraint is not None:
         return "fulltext"
-    if not startup.wait(settings.SEARCH_START_WAIT_MS / 1000):
-        return "starting"
     if not models_loaded():
         # A server's warm-up is still loading the models (vectors_available would wait
         # for them): "auto" ranks the words first and asks for vectors only when they
@@ -143,6 +139,10 @@ def _search(
         return semantic.hybrid_search(
             query=query, filters=filters, limit=limit, offset=offset, scope=scope
         )
+    if reading == "auto" and startup.loading():
+        words = _while_starting(query, filters, limit, offset, scope)
+        if words is not None:
+            return words
     if reading == "auto":
         page = semantic.hybrid_page(
             query=query, filters=filters, limit=limit, offset=offset, scope=scope, lazy=False,
@@ -150,16 +150,44 @@ def _search(
         )  # fmt: skip
         if page is not None:
             return page
+    return fulltext.paper_search(
+        query=query, filters=filters, limit=limit, offset=offset, scope=scope
+    )
+
+
+def _while_starting(
+    query: str,
+    filters: SearchFilters | None,
+    limit: int,
+    offset: int,
+    scope: Sequence[str] | None,
+) -> SearchPage | None:
+    """A search while a server's start loads the models and vectors
+    (papers/search/startup.py): ranked by the words first, so a misspelling (fewer than
+    FUZZY_BELOW matches, for typo-tolerant full text) never waits; else the start's first
+    searches wait for the load, up to SEARCH_START_WAIT_MS, and None when it ended in
+    time (hybrid follows, its words ranked again: a start's first searches only); after
+    that, the words' ranking with a note."""
     page = fulltext.paper_search(
         query=query, filters=filters, limit=limit, offset=offset, scope=scope
     )
-    if reading == "starting" and page.total >= fulltext.FUZZY_BELOW and semantic.vectors_stored():
+    if page.mode == "fuzzy" or page.total < fulltext.FUZZY_BELOW:
+        return page  # the words matched too few papers: typo tolerance's answer
+    if _loaded_in_time():
+        return None
+    if semantic.vectors_stored():
         page.notes.append(
             "Ranked by the words alone: the server started moments ago and is still loading "
             f"semantic search ({startup.loading_for():.0f} s so far); the same search ranks "
             "by meaning as well once it has loaded."
         )
     return page
+
+
+def _loaded_in_time() -> bool:
+    """Whether nothing is loading, or the start's load ended within its first searches'
+    wait (papers/search/startup.py)."""
+    return startup.wait(settings.SEARCH_START_WAIT_MS / 1000)
 
 
 @dataclass
@@ -196,7 +224,7 @@ def local_search_ids(
     understood = _understood(query, filters, scope, understand)
     query, filters = understood.query, understood.filters
     reading = _reading(query, rerank)
-    if reading in ("fulltext", "starting"):
+    if reading == "fulltext" or (reading == "auto" and not _loaded_in_time()):
         ranked = fulltext.paper_search_ranked(
             query=query, filters=filters, scope=scope, limit=limit
         )

@@ -13,11 +13,10 @@ start (Django, the models, the vocabulary; ~250k) move out of the collector's re
 a collection that comes due inside a later search scans what was made since, not them
 (a full one costs ~130 ms of CPU at 3k papers, 0.35-0.65 s on a loaded 2-core machine,
 paid by whichever search triggered it; ~0 once frozen).
-Start-up does not wait for it. A search that would rank by meaning while the models and
-vectors load waits for them until SEARCH_START_WAIT_MS after the start, then (without
-waiting, until they are loaded) ranks by the words alone with a note
-(papers/search/startup.py, local.py); one asking for hybrid ranking explicitly, or
-semantic search, waits for them.
+Start-up does not wait for it. While the models and vectors load, the first searches
+that would rank by meaning wait for them, up to SEARCH_START_WAIT_MS; later ones rank by
+the words alone at once, with a note (papers/search/startup.py, local.py); one asking
+for hybrid ranking explicitly, or semantic search, waits for them.
 """
 
 from __future__ import annotations

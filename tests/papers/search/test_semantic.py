@@ -9,9 +9,11 @@ from __future__ import annotations
 import io
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -731,6 +733,17 @@ def test_a_search_while_a_start_loads_ranks_by_the_words_and_says_so(
     assert page.mode == "fulltext" and len(page.hits) == 4
     assert any(STILL_LOADING in note for note in page.notes), page.notes
     assert local_search_ids(query=EVERY_PAPER).mode == "fulltext"
+    # A misspelling is answered by typo tolerance, without the note, and never waits.
+    settings.SEARCH_START_WAIT_MS = 600_000  # type: ignore[attr-defined]
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(local_search(query="protien")))
+    thread.start()
+    thread.join(30)
+    waited = thread.is_alive()
+    startup.end()  # releases it if it did
+    thread.join(30)
+    assert not waited, "a misspelt query waited for the start's load"
+    assert not any(STILL_LOADING in note for note in answers[0].notes), answers[0].notes
     # Asked for explicitly, hybrid ranking loads what it needs and waits for it.
     assert local_search(query=EVERY_PAPER, limit=4, rerank=True).mode == "hybrid"
     startup.end()
@@ -742,8 +755,6 @@ def test_a_search_while_a_start_loads_ranks_by_the_words_and_says_so(
 def test_a_search_waits_for_a_start_that_loads_within_the_wait(
     library: dict[str, Paper], starting: None, settings: object
 ) -> None:
-    import threading
-
     from papers.search import startup
     from papers.search.local import local_search
 
@@ -757,17 +768,17 @@ def test_a_search_waits_for_a_start_that_loads_within_the_wait(
 def test_only_the_first_searches_of_a_start_wait_for_its_load(
     starting: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The wait is counted from the load's beginning: a search coming after it has passed
-    does not wait again (each would otherwise take the wait while the load lasts)."""
+    """The wait is counted from the first search that waited: every search waits until
+    then, none after (each would otherwise take the wait while the load lasts)."""
     from papers.search import startup
 
     waited: list[float] = []
     monkeypatch.setattr(startup._ready, "wait", lambda seconds: waited.append(seconds) or False)
-    monkeypatch.setattr(startup, "_since", time.monotonic() - 5.0)
-    assert not startup.wait(1.0) and not startup.wait(4.0)
-    monkeypatch.setattr(startup, "_since", time.monotonic())
+    assert not startup.wait(30.0)  # the first: the whole wait
+    assert not startup.wait(30.0)  # the next: the same deadline
+    monkeypatch.setattr(startup, "_deadline", time.monotonic() - 1.0)  # it has passed
     assert not startup.wait(30.0)
-    assert waited[:2] == [0.0, 0.0] and 29.0 < waited[2] <= 30.0
+    assert 29.0 < waited[0] <= 30.0 and 0.0 < waited[1] <= waited[0] and waited[2] == 0.0
 
 
 def test_no_loading_note_where_meaning_could_not_rank(
@@ -788,8 +799,6 @@ def test_no_loading_note_where_meaning_could_not_rank(
 def test_a_warm_up_marks_the_start_loading_until_its_load_ends_even_when_it_fails(
     monkeypatch: pytest.MonkeyPatch, settings: object
 ) -> None:
-    import threading
-
     from papers.search import startup, tiers, vocabulary, warmup
 
     settings.EMBEDDINGS_ENABLED = True  # type: ignore[attr-defined]
