@@ -116,10 +116,11 @@ def _reading(query: str, rerank: bool | None) -> str:
     understood = fulltext.check_query(query, 1, 0)
     if understood.mode != "natural" or understood.constraint is not None:
         return "fulltext"
-    if not models_loaded():
-        # A server's warm-up is still loading the models (vectors_available would wait
-        # for them): "auto" ranks the words first and asks for vectors only when they
-        # match enough papers, so a misspelt query is answered at once.
+    if startup.loading() or not models_loaded():
+        # A server's warm-up is still loading the models or the vectors
+        # (vectors_available would wait for them): "auto" ranks the words first and asks
+        # for vectors only when they match enough papers, so a misspelt query is answered
+        # at once.
         return "auto"
     return "auto" if semantic.vectors_available() else "fulltext"
 
