@@ -85,7 +85,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     warm_at: float | None = None
     deadline = started + spec["max_minutes"] * 60
     ready_at: float | None = None
-    rows: list[tuple[bool, float, bool]] = []
+    rows: list[tuple[bool, float, bool, bool]] = []
     with_graph = 0
     while with_graph < 2 * len(queries) and time.perf_counter() < deadline:
         query = queries[len(rows) % len(queries)]
@@ -97,7 +97,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         began = time.perf_counter()
         page = local_search(query=query, limit=20)
         took = (time.perf_counter() - began) * 1000
-        rows.append((graph, took, any(STILL_LOADING in note for note in page.notes)))
+        alone = any(STILL_LOADING in note for note in page.notes)
+        rows.append((graph, took, alone, page.mode == "hybrid"))
         with_graph += graph
     return {
         "papers": int(vector_index().snapshot(load_model()).count),
@@ -242,10 +243,10 @@ def main() -> None:
             measured, log_lines = one_start(args, directory, wait_ms)
             logs += [f"{directory.parent.name}, start {number + 1}: {line}" for line in log_lines]
             rows = measured["rows"]
-            before = [ms for graph, ms, _ in rows if not graph]
-            after = [ms for graph, ms, _ in rows if graph]
-            words_only = sum(alone for _, _, alone in rows)
-            by_meaning = next((f"{ms:.0f}" for _, ms, alone in rows if not alone), "none")
+            before = [ms for graph, ms, _, _ in rows if not graph]
+            after = [ms for graph, ms, _, _ in rows if graph]
+            words_only = sum(alone for _, _, alone, _ in rows)
+            by_meaning = next((f"{ms:.0f}" for _, ms, _, hybrid in rows if hybrid), "none")
             ready = measured["graph_s"]
             shown_ready = "not ready" if ready is None else f"{ready:.1f}"
             warm = measured["warm_s"]
