@@ -97,10 +97,10 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
     started = time.perf_counter()
     try:
         if settings.EMBEDDINGS_ENABLED:
-            from papers.search.tiers import current_tiers
+            try:  # whatever happens, searches stop waiting for it (papers/search/startup.py)
+                from papers.search.tiers import current_tiers
 
-            logger.info("Loading the search models in the background")
-            try:
+                logger.info("Loading the search models in the background")
                 tiers = current_tiers()  # the models, and the vector index's snapshot
                 tiers.encode("warm up")
             finally:
