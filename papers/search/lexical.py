@@ -68,6 +68,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from core.sql import among, database_identity, wrote_in_this_transaction
+from papers.search import kept_filters
 from papers.search.postings import (
     PAPERS,
     PostingIndex,
@@ -291,7 +292,7 @@ def _member_mask(
     (core.sql.among; on PostgreSQL an array of 16,000 ids in ~30 ms, where 32 lists of
     500 literals took ~4 ms each)."""
     sql, params = intersection(restrictions)
-    known = already_made(_allowed_key(cursor.db.alias, sql, params))
+    known = _known_allowed(cursor, sql, params)
     if known is not None:
         return sorted_members(papers, known)
     if not len(papers):
@@ -347,16 +348,29 @@ def already_made(key: Any) -> Any:
     return None if made is None else made.get(key)
 
 
-def _allowed_key(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...]:
-    return ("allowed ids", alias, sql, repr(params))  # repr: any parameter, hashable
-
-
 def _allowed_ids(cursor: Any, restrictions: Sequence[Restriction]) -> np.ndarray:
-    """AllowedPapers.ids, read as one comma-separated list, as the postings are, not a row
-    each (a year filter's 46k ids at 95k papers: 3 ms, a row each 13 ms)."""
+    """AllowedPapers.ids: read in this search already, or kept from an earlier one while
+    nothing they were read from has changed (kept_filters), or read as one comma-separated
+    list, as the postings are, not a row each (a year filter's 46k ids at 95k papers:
+    3 ms, a row each 13 ms)."""
     sql, params = intersection(restrictions)
-    key = _allowed_key(cursor.db.alias, sql, params)
-    return once_per_search(key, lambda: _read_allowed_ids(cursor, sql, params))
+    known = _known_allowed(cursor, sql, params)
+    if known is not None:
+        return known
+    ids = _read_allowed_ids(cursor, sql, params)
+    return once_per_search(kept_filters.key(cursor.db.alias, sql, params), lambda: ids)
+
+
+def _known_allowed(cursor: Any, sql: str, params: list[Any]) -> np.ndarray | None:
+    """The allowed ids if this search has them, or a kept list still current (then this
+    search's other rankings take it from here)."""
+    key = kept_filters.key(cursor.db.alias, sql, params)
+    known = already_made(key)
+    if known is None:
+        current = kept_filters.kept(cursor, sql, params)
+        if current is not None:
+            known = once_per_search(key, lambda: current)
+    return cast(np.ndarray | None, known)
 
 
 def _read_allowed_ids(cursor: Any, sql: str, params: list[Any]) -> np.ndarray:
@@ -365,8 +379,22 @@ def _read_allowed_ids(cursor: Any, sql: str, params: list[Any]) -> np.ndarray:
         if cursor.db.vendor == "sqlite"
         else "string_agg(paper_id::text, ',')"
     )
-    cursor.execute(f"SELECT {packed_ids} FROM ({sql}) allowed", params)  # noqa: S608
-    packed = cursor.fetchone()[0]
+    tables = kept_filters.tables_read(sql)
+    if tables is None:
+        cursor.execute(f"SELECT {packed_ids} FROM ({sql}) allowed", params)  # noqa: S608
+        return _unpacked(cursor.fetchone()[0])
+    generations, names = kept_filters.generations_sql(tables)
+    cursor.execute(
+        f"SELECT {generations}, {packed_ids} FROM ({sql}) allowed",  # noqa: S608
+        [*names, *params],
+    )
+    *read_with, packed = cursor.fetchone()
+    ids = _unpacked(packed)
+    kept_filters.keep(cursor, sql, params, tuple(read_with), ids)
+    return ids
+
+
+def _unpacked(packed: str | None) -> np.ndarray:
     if not packed:
         return np.zeros(0, dtype=np.int64)
     return _sorted_once(np.fromstring(packed, dtype=np.int64, sep=","))
@@ -386,19 +414,25 @@ def _sorted_once(ids: np.ndarray) -> np.ndarray:
 
 def _allowed_count(cursor: Any, restrictions: Sequence[Restriction]) -> int:
     sql, params = intersection(restrictions)
+    known = _known_allowed(cursor, sql, params)
+    if known is not None:
+        return len(known)
     cursor.execute(f"SELECT count(*) FROM ({sql}) allowed", params)  # noqa: S608
     return int(cursor.fetchone()[0])
 
 
 def _small_set(cursor: Any, restrictions: Sequence[Restriction]) -> list[int] | None:
     sql, params = intersection(restrictions)
+    known = _known_allowed(cursor, sql, params)
+    if known is not None:
+        return known.tolist() if len(known) <= SMALL_SET else None
     cursor.execute(f"{sql} LIMIT %s", [*params, SMALL_SET + 1])
     ids = [row[0] for row in cursor.fetchall()]
     if len(ids) > SMALL_SET:
         return None
     # Every allowed paper, read: the search's other rankings need not ask again.
     allowed = _sorted_once(np.asarray(ids, dtype=np.int64))
-    once_per_search(_allowed_key(cursor.db.alias, sql, params), lambda: allowed)
+    once_per_search(kept_filters.key(cursor.db.alias, sql, params), lambda: allowed)
     return ids
 
 
