@@ -443,6 +443,21 @@ BENCHMARKS = (
         "docs/SCALE.md",
     ),
     Benchmark(
+        "kept-filters",
+        "Filtered searches at 1M papers: the filters' papers kept between searches, or read "
+        "at each search",
+        "`local_search` as `search_papers` with engines `local` calls it, on the library "
+        "`import_jsonl` left (the `scale-1m` section's)",
+        (
+            PY,
+            "benchmarks/bench_kept_filters.py",
+            "--directory",
+            f"{SCALE_DIR}/sqlite-1m/sqlite",
+        ),
+        None,
+        "docs/SCALE.md",
+    ),
+    Benchmark(
         "graph-start",
         "Searches after a start at 300k and 1M papers: the vector graph built, or loaded "
         "from the file the import saved",
