@@ -83,7 +83,9 @@ def main() -> None:
             kept(on)
             for name in filters:
                 search(query, name)
-    times: dict[tuple[str, bool], list[float]] = {(n, on): [] for n in filters for on in (True, False)}
+    times: dict[tuple[str, bool], list[float]] = {
+        (n, on): [] for n in filters for on in (True, False)
+    }
     differ = 0
     for number, query in enumerate(queries):
         pages = {}
