@@ -208,6 +208,14 @@ def test_every_filter_reads_only_watched_tables(library: list[Paper], filters: d
     assert kept_filters.tables_read(sql) is not None
 
 
+def test_a_scoped_clients_restriction_reads_only_watched_tables(library: list[Paper]) -> None:
+    restriction = search_restrictions(filters_from_payload({"year": "2018-"}), ["Speech"])
+    assert kept_filters.tables_read(lexical.intersection(restriction)[0]) == (
+        "papers_paper",
+        "projects_projectpaper",
+    )
+
+
 def test_what_no_generation_covers_is_read_at_every_search() -> None:
     match = lexical.intersection([native.match_restriction(q.Term("speech"))])[0]
     assert kept_filters.tables_read(match) is None
