@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--directory", required=True, help="the library's RESEARCH_DIRECTORY")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--project-size", type=int, default=2000)
     args = parser.parse_args()
     if not (Path(args.directory) / "research.db").exists() and "DATABASE_URL" not in os.environ:
         print(f"No library at {args.directory}: not run (bench_search_scale.py --keep makes one).")
@@ -52,10 +53,9 @@ def main() -> None:
     from papers.models import Paper
     from papers.search import kept_filters
     from papers.search.local import local_search, search_filters_build
-    from projects.models import Project
 
     call_command("migrate", verbosity=0)
-    project = Project.objects.get(name=scale.PROJECT_NAME)
+    project = scale.make_project(args.project_size, args.seed)  # bench_search_scale's
     filters: dict[str, Any] = {
         "none": None,
         "year ≥ 2018": search_filters_build(date_from="2018"),
