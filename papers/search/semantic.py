@@ -255,7 +255,8 @@ def _rank(
     Every vector is scored (8 ms at 95k), or, above VECTOR_INDEX_APPROXIMATE_ABOVE, the
     approximate graph's candidates (Tiers.nearest), scored exactly. With `allowed`, the
     best PROBE_FACTOR x depth are looked up among them, which fills the page unless few
-    papers are allowed; only then are all allowed ids read and their rows ranked.
+    papers are allowed; only then are all allowed ids read and their rows ranked
+    (`Tiers.score_among`: their rows only, unless they are many).
     """
     probe_depth = depth if allowed is None else max(PROBE_MIN, PROBE_FACTOR * depth)
     near = tiers.nearest(vectors, probe_depth)
@@ -271,8 +272,8 @@ def _rank(
     if keep.sum() >= depth or (near is None and len(probe) == scores.shape[0]):
         top = probe[keep][:depth]
         return scored.ids[top].tolist(), scores[top].tolist()
-    if near is not None:  # few allowed papers among the graph's candidates: every row
-        scored = tiers.score(vectors)
+    if near is not None:  # few allowed papers among the graph's candidates: their rows
+        scored = tiers.score_among(vectors, allowed.ids())
         scores = scored.scores
     rows = scored.rows_of(allowed.ids())
     top = rows[_top(scores[rows], depth)]

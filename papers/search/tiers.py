@@ -118,6 +118,31 @@ class Tiers:
             first_scores[plan.first_only], first_scores[plan.both_first_rows],
         )  # fmt: skip
 
+    def score_among(self, vectors: QueryVectors, paper_ids: np.ndarray) -> Scored:
+        """The scores `score` gives, for these papers (and, with two tiers, every paper
+        of the second, which the calibration reads anyway): a few thousand allowed
+        papers' rows instead of every row (at 1M papers a project's 2,000 took ~100 ms as
+        a product over every vector). Papers without a vector are left out. Above a
+        quarter of the papers, gathering their rows costs more than the whole product:
+        `score`."""
+        first = self.first.snapshot
+        if len(paper_ids) * 4 > first.count:
+            return self.score(vectors)
+        if self.second is None or vectors.second is None:
+            rows = first.rows_of(paper_ids)
+            return Scored(first.ids[rows], first.matrix[rows] @ vectors.first)
+        second = self.second.snapshot
+        second_scores = second.matrix @ vectors.second
+        plan = _merge_plan(first, second)
+        if not len(plan.first_only):
+            return Scored(second.ids, second_scores)
+        rows = first.rows_of(paper_ids)
+        rows = rows[plan.first_only_mask[rows]]
+        return _merged(
+            first, second, plan, second_scores, rows, first.matrix[rows] @ vectors.first,
+            first.matrix[plan.both_first_rows] @ vectors.first,
+        )  # fmt: skip
+
     def nearest(self, vectors: QueryVectors, depth: int) -> Scored | None:
         """The approximate graph's candidates for the query, scored exactly (cosines, as
         `score` gives them), at least `depth` asked for; None when the search must score

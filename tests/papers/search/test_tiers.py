@@ -643,3 +643,28 @@ def test_a_short_lived_process_that_adds_a_paper_exits_cleanly(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "terminate called" not in done.stderr
     assert "Second-tier embedding failed" not in done.stderr  # an ending process is no failure
+
+
+@pytest.mark.parametrize("strong", [0, 1, 4], ids=["one-tier", "filling", "second-tier-full"])
+def test_score_among_gives_the_scores_of_every_row(
+    library: dict[str, Paper], fake_strong: str, strong: int
+) -> None:
+    """The allowed papers' rows alone (a filtered semantic ranking whose graph found too
+    few of them) score as the product over every row does, whichever tiers rank."""
+    papers = list(library.values())
+    strong_tier.embed_papers_strong([p.pk for p in papers[:strong]])
+    current = semantic.current_tiers()
+    assert (current.second is not None) == bool(strong)
+    vectors = current.encode("protein folding")
+    every = current.score(vectors)
+    by_paper = dict(zip(every.ids.tolist(), every.scores.tolist(), strict=True))
+    # A paper not in the library is no trouble either.
+    for chosen in ([papers[0].pk], [papers[1].pk, papers[3].pk], [papers[2].pk, 10**9]):
+        among = current.score_among(vectors, np.asarray(chosen, dtype=np.int64))
+        scored = dict(zip(among.ids.tolist(), among.scores.tolist(), strict=True))
+        wanted = [pk for pk in chosen if pk in by_paper]
+        # The same cosines, up to float32 rounding (a product over fewer rows may sum in
+        # another order).
+        assert [scored[pk] for pk in wanted] == pytest.approx(
+            [by_paper[pk] for pk in wanted], abs=1e-6
+        )
