@@ -3,9 +3,9 @@ searches reading them at each search (as before papers/search/kept_filters.py), 
 process on a library `bench_search_scale.py --keep` left (its project included).
 
 Each query runs with every filter (none, a year range, a venue glob, the project) once
-with the kept lists and once without (nothing kept: `kept_filters.MAX_BYTES` 0), the two
-modes alternating query by query, through `local_search` as `search_papers` with engines
-`local` calls it. The same pages either way (checked on every query).
+with the kept lists and once without (none kept or taken: `kept_filters.kept` and `keep`
+replaced for those searches), the two modes alternating query by query, through
+`local_search` as `search_papers` with engines `local` calls it. The same pages either way (checked on every query).
 
     benchmarks/bench_kept_filters.py --directory SCALE_DIR/sqlite-1m/sqlite [--queries 100]
 """
@@ -65,12 +65,14 @@ def main() -> None:
     corpus = scale.DEFAULT_QUERY_CORPUS
     queries = [query for _, query in scale.make_queries(corpus, args.queries, args.seed)]
     warmup = [query for _, query in scale.make_queries(corpus, scale.WARMUP, args.seed + 1000)]
-    limit = kept_filters.MAX_BYTES
+    kept_and_keep = (kept_filters.kept, kept_filters.keep)
+
+    def nothing(*_: Any) -> None:
+        return None
 
     def kept(on: bool) -> None:
-        kept_filters.MAX_BYTES = limit if on else 0
-        if not on:
-            kept_filters.clear()
+        """Off: no list is kept or answers (those kept stay for the next search on)."""
+        kept_filters.kept, kept_filters.keep = kept_and_keep if on else (nothing, nothing)
 
     def search(query: str, name: str) -> tuple[float, list[Any]]:
         started = time.perf_counter()
