@@ -5,7 +5,8 @@ process on a library `bench_search_scale.py --keep` left (its project included).
 Each query runs with every filter (none, a year range, a venue glob, the project) once
 with the kept lists and once without (none kept or taken: `kept_filters.kept` and `keep`
 replaced for those searches), the two modes alternating query by query, through
-`local_search` as `search_papers` with engines `local` calls it. The same pages either way (checked on every query).
+`local_search` as `search_papers` with engines `local` calls it. The same pages either
+way (checked on every query).
 
     benchmarks/bench_kept_filters.py --directory SCALE_DIR/sqlite-1m/sqlite [--queries 100]
 """
