@@ -18,6 +18,14 @@ def among(vendor: str, values: Sequence[Any]) -> tuple[str, Any]:
     return "IN (SELECT value FROM json_each(%s))", json.dumps(list(values))
 
 
+def among_subquery(vendor: str, values: Sequence[int]) -> tuple[str, list[Any]]:
+    """These integers as a one-column subquery with one parameter (`among`'s reason), for
+    the ORM: `Q(pk__in=RawSQL(*among_subquery(vendor, ids)))`."""
+    if vendor == "postgresql":
+        return "SELECT unnest(%s::bigint[])", [[int(value) for value in values]]
+    return "SELECT value FROM json_each(%s)", [json.dumps([int(value) for value in values])]
+
+
 def database_identity(connection: Any) -> str:
     """Which database a connection reaches, as one string (HOST:PORT:NAME): the key of
     what a process keeps per database (posting caches, saved vector graphs)."""

@@ -19,9 +19,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
 from core.errors import DomainError
 from papers import pickers
@@ -87,6 +91,19 @@ class PaperCurationAdmin(admin.ModelAdmin):
         unless it is ''. Returns what it became (`paper`, `created`, `notes`); raises a
         DomainError when it cannot."""
         raise NotImplementedError("the registered Paper admin asks the engines")
+
+    # --- the list --------------------------------------------------------------------
+
+    def action_checkbox(self, obj: Paper) -> SafeString:
+        """The row's selection box, as Django's own (`ModelAdmin.action_checkbox`) renders
+        it, written here: Django renders a CheckboxInput through the form template engine
+        for every row, a fifth of a search page's time (50 rows)."""
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            obj.pk,
+            format_html(_("Select this object for an action - {}"), str(obj)),
+        )
 
     # --- helpers -----------------------------------------------------------------------
 

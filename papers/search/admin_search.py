@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
+from core.sql import among_subquery
 from papers.models import Paper
 from papers.search.local import LocalRanking, local_search_ids
 from papers.search.types import SearchFilters
@@ -120,6 +121,8 @@ def paper_search_admin_ranked(
         plain = " ".join(re.sub(r'["()*]', " ", term).split())
         condition |= Q(title__icontains=plain) | Q(authors_string__icontains=plain)
     else:
-        condition |= Q(pk__in=ranking.ids)
+        # The ranked ids as one parameter: Django's IN (...) prepares each of up to
+        # ADMIN_SEARCH_MAX_HITS in Python, every time the list's queries are compiled.
+        condition |= Q(pk__in=RawSQL(*among_subquery(connection.vendor, ranking.ids)))  # noqa: S611
     ids = ranking.ids if ranking is not None else []
     return with_search_rank(queryset.filter(condition), ids), ranking

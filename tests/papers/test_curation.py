@@ -503,3 +503,17 @@ def test_search_rank_orders_any_number_of_papers_as_ranked(db: None) -> None:
     assert places == {pk: (25 - ids.index(pk) if pk in ids[:25] else 0) for pk in ids}
     ordered = ranked.order_by(admin_search.SEARCH_RANK, "-pk")
     assert list(ordered.values_list("pk", flat=True)) == [*ids[25:][::-1], *ids[:25][::-1]]
+
+
+def test_the_selection_box_is_djangos_own(make_paper: Callable[..., Paper]) -> None:
+    """The paper lists write the row's selection box themselves (speed): byte for byte what
+    Django's ModelAdmin.action_checkbox renders, a title needing escapes included."""
+    from django.contrib import admin as django_admin
+
+    from papers.admin import PaperAdmin
+
+    paper = make_paper('Tom & Jerry: "<b>Quotes</b>" in titles', authors=["A. Author"])
+    model_admin = PaperAdmin(Paper, django_admin.site)
+    ours = model_admin.action_checkbox(paper)
+    assert ours == django_admin.ModelAdmin.action_checkbox(model_admin, paper)
+    assert f'value="{paper.pk}"' in ours and "&lt;b&gt;" in ours
