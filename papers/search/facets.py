@@ -19,13 +19,13 @@ Cost on the 95k-paper ACL corpus (SQLite, measured): a cold whole-library count 
 author links through a covering index (no index makes that cheaper; see
 `_top_distinct_papers` for how the distinct count is kept at the price of a plain one).
 A query over the cap pays for ranking its hits (~150 ms for a 20k-hit word). So every
-answer is cached for `CACHE_SECONDS` under a key made of the request and a cheap library
-version (SQLite: row counts and highest ids of papers and of every link table, one ~1 ms
-statement; PostgreSQL, which counts by reading: those tables' generations, renewed at the
-commit of every insert and delete): adding or removing papers, authors, keywords,
-categories or project members changes the key at once; an in-place edit (a paper's venue,
-year or text) shows after at most `CACHE_SECONDS`. A query's hits are cached too, so the
-next category of the same query does not rank again. Warm answers take ~1 ms.
+answer is cached for `CACHE_SECONDS` under a key made of the request and the library's
+version (`library_version`: one small statement reading the generations that triggers
+renew on both databases whenever a row a facet counts, a column a filter reads or a
+paper's text changes): adding, removing or editing papers, authors, venues, keywords,
+categories or project members changes the key at once; only an edit of a column no
+trigger watches shows after at most `CACHE_SECONDS`. A query's hits are cached too, so
+the next category of the same query does not rank again. Warm answers take ~1 ms.
 
 One module because every facet is counted over the same restricted set of papers, with the
 same cache key and shape; a facet is one small function over that.
@@ -60,6 +60,7 @@ from papers.models import (
     PaperKeyword,
     Venue,
 )
+from papers.search import kept_filters, postings
 from papers.search.filters import filters_as_dict, filters_empty
 from papers.search.types import SearchFilters
 
@@ -507,25 +508,38 @@ _BY_YEAR: dict[str, Callable[[Papers, list[Any], Scope], PerYear]] = {
 
 
 def library_version() -> str:
-    """A cheap fingerprint of the library's rows: counts and highest ids of papers and of
-    every table facets count (on PostgreSQL their generations, unless this transaction
-    has written). Any insert or delete changes it.
+    """A fingerprint of what facets count: the generations of every table a facet or a
+    filter reads (kept_filters.watched_tables; papers migrations 0017/0018, projects
+    0019) and of the postings a query ranks by, so an insert, a delete, an update of a
+    counted column (a paper's year or venue, a venue's name) or of a paper's text shows at
+    once, on both databases. An edit of a column no trigger watches (one only a payload
+    filter reads) shows after at most CACHE_SECONDS.
+
+    Inside a PostgreSQL transaction that has written (its generations are renewed at the
+    commit) and wherever a generation row is missing, `_counted_version` instead.
+    """
+    if wrote_in_this_transaction(connection):
+        return _counted_version()
+    tables = sorted(kept_filters.watched_tables())
+    items, names = kept_filters.generations_sql(tables)
+    with connection.cursor() as cursor:
+        # Table names from the code, never from input.
+        cursor.execute(f"SELECT {items}, (SELECT n FROM {postings.GENERATION_TABLE})", names)  # noqa: S608
+        numbers = cursor.fetchone()
+    if None in numbers:
+        return _counted_version()
+    return ":".join([connection.alias, "g", *(str(number) for number in numbers)])
+
+
+def _counted_version() -> str:
+    """Counts and highest ids of papers and of every link table facets count: any insert
+    or delete changes them.
 
     One statement of scalar subqueries: SQLite answers a bare `SELECT COUNT(*)` and
-    `MAX(<primary key>)` from its b-tree without scanning (~1 ms on 95k papers), which it
-    cannot do for `COUNT(col), MAX(col)` in one SELECT (~80 ms).
+    `MAX(<primary key>)` from its b-tree without decoding rows (~1 ms at 95k papers,
+    ~10 ms at 300k), which it cannot do for `COUNT(col), MAX(col)` in one SELECT.
     """
     models = (Paper, PaperAuthor, PaperKeyword, PaperCategory, scoping.membership_model())
-    if connection.vendor == "postgresql" and not wrote_in_this_transaction(connection):
-        # PostgreSQL counts by reading the table: the tables' generations instead, renewed
-        # at the commit of every insert and delete (migrations papers 0017, projects 0018).
-        tables = [model._meta.db_table for model in models]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT name, n FROM papers_table_generation WHERE name = ANY(%s)", [tables]
-            )
-            numbers = dict(cursor.fetchall())
-        return ":".join([connection.alias, "g", *(str(numbers.get(t, "-")) for t in tables)])
     quote = connection.ops.quote_name
     parts = []
     for model in models:

@@ -11,11 +11,12 @@ from django.db import connection
 
 from core.errors import InvalidInput
 from papers.models import Author, Paper, PaperAuthor
+from papers.schemas import PaperRecord
 from papers.search import facets
 from papers.search.facets import facet_counts, top_facets
 from papers.search.types import SearchFilters
-from papers.services import paper_keywords_update
-from projects.services import project_add_papers
+from papers.services import paper_keywords_update, paper_upsert
+from projects.services import project_add_papers, project_rename
 
 pytestmark = pytest.mark.django_db
 
@@ -177,6 +178,27 @@ def test_committed_changes_renew_the_cached_counts(
     assert counts("keyword")[0] == ("parsing", 2)
     Paper.objects.filter(pk=library["papers"]["c"].pk).delete()
     assert dict(counts("keyword"))["parsing"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_edits_in_place_renew_the_cached_counts_at_once(library: dict[str, Any]) -> None:
+    """A paper's year changed by an UPDATE, a venue and a project renamed, a paper's text
+    changed: the next call counts them (no wait for the cache's lifetime), both databases."""
+    papers = library["papers"]
+    assert counts("year")[0] == ("2023", 2)
+    assert counts("year", query="vision") == [("2021", 1)]
+    Paper.objects.filter(pk=papers["a"].pk).update(year=2021)
+    assert counts("year")[:2] == [("2021", 2), ("1999", 1)]
+    papers["c"].venue.name = "Computer Vision and Pattern Recognition"
+    papers["c"].venue.save()
+    assert ("Computer Vision and Pattern Recognition", 1) in counts("venue")
+    project_rename(project=library["vision"], name="Seeing")
+    assert ("Seeing", 2) in counts("tag")
+    record = PaperRecord.build(
+        title="Old Parsing Notes", authors=["Dee Park"], year=1999, abstract="Notes on vision."
+    )
+    assert paper_upsert(record=record) == (papers["d"], False)
+    assert counts("year", query="vision") == [("1999", 1), ("2021", 1)]
 
 
 def test_a_query_is_searched_once_for_several_categories(
