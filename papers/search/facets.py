@@ -17,15 +17,18 @@ when it has none. `by_year` adds each value's counts per year in the same call.
 Cost on the 95k-paper ACL corpus (SQLite, measured): a cold whole-library count takes
 2-12 ms for most categories and ~50 ms for authors, whose GROUP BY reads all ~324k
 author links through a covering index (no index makes that cheaper; see
-`_top_distinct_papers` for how the distinct count is kept at the price of a plain one).
+`_top_distinct_papers` for how the distinct count is kept at the price of a plain one);
+at 300k papers (one run beside an import) authors took 0.2-0.7 s, venue series 0.37 s.
 A query over the cap pays for ranking its hits (~150 ms for a 20k-hit word). So every
-answer is cached for `CACHE_SECONDS` under a key made of the request and the library's
-version (`library_version`: one small statement reading the generations that triggers
-renew on both databases whenever a row a facet counts, a column a filter reads or a
-paper's text changes): adding, removing or editing papers, authors, venues, keywords,
-categories or project members changes the key at once; only an edit of a column no
-trigger watches shows after at most `CACHE_SECONDS`. A query's hits are cached too, so
-the next category of the same query does not rank again. Warm answers take ~1 ms.
+answer is cached under a key made of the request and the library's version
+(`library_version`: one small statement reading the generations that triggers renew on
+both databases whenever a row a facet counts, a column a filter reads or a paper's text
+changes): adding, removing or editing papers, authors, venues, keywords, categories or
+project members changes the key at once. An answer over the whole library is kept
+`KEPT_SECONDS` (a day): only a change renews it; one over a query `CACHE_SECONDS`, since
+its ranking also follows the vectors, which no generation covers. A query's hits are
+cached too, so the next category of the same query does not rank again. Warm answers take
+~1 ms.
 
 One module because every facet is counted over the same restricted set of papers, with the
 same cache key and shape; a facet is one small function over that.
@@ -72,6 +75,10 @@ FACET_CATEGORIES: tuple[str, ...] = get_args(FacetCategory)
 # MAX_IDS): enough to describe what a query is about, and it bounds the cost of a query
 # matching most of the library.
 CACHE_SECONDS = 60
+# An answer over the whole library (no query) under a key of generations: it changes with
+# every change it counts, so it is kept this long (whole-library counts at 1M papers take
+# up to a second or more to make).
+KEPT_SECONDS = 24 * 3600
 MAX_FACET_LIMIT = 100
 # Extra groups fetched past `limit`, so ties at the cut can be ordered by name.
 _TIE_MARGIN = 50
@@ -134,7 +141,7 @@ def facet_counts(
             f"query is longer than {settings.MAX_QUERY_CHARS} characters.", field="query"
         )
 
-    version = library_version()
+    version, renewed = library_version()
     key = _cache_key(
         "counts", version, query_cap(), category, limit, query, filters, scope, by_year
     )
@@ -145,7 +152,10 @@ def facet_counts(
         category=category, limit=limit, query=query, filters=filters, scope=scope,
         version=version, by_year=by_year,
     )  # fmt: skip
-    cache.set(key, dataclasses.asdict(result), CACHE_SECONDS)
+    # A query's hits also depend on the vectors (hybrid ranking), which no generation
+    # covers: those answers, and any under the counted key, live CACHE_SECONDS.
+    lifetime = KEPT_SECONDS if renewed and not query else CACHE_SECONDS
+    cache.set(key, dataclasses.asdict(result), lifetime)
     return result
 
 
@@ -507,19 +517,21 @@ _BY_YEAR: dict[str, Callable[[Papers, list[Any], Scope], PerYear]] = {
 # --- caching ------------------------------------------------------------------------------
 
 
-def library_version() -> str:
-    """A fingerprint of what facets count: the generations of every table a facet or a
-    filter reads (kept_filters.watched_tables; papers migrations 0017/0018, projects
-    0019) and of the postings a query ranks by, so an insert, a delete, an update of a
-    counted column (a paper's year or venue, a venue's name) or of a paper's text shows at
-    once, on both databases. An edit of a column no trigger watches (one only a payload
-    filter reads) shows after at most CACHE_SECONDS.
+def library_version() -> tuple[str, bool]:
+    """(A fingerprint of what facets count, whether every change they count renews it).
+
+    The generations of every table a facet or a filter reads (kept_filters.watched_tables;
+    papers migrations 0017/0018, projects 0019) and of the postings a query ranks by: an
+    insert, a delete, an update of a counted column (a paper's year or venue, a venue's
+    name) or of a paper's text shows at once, on both databases (every payload filter
+    reads only what the triggers watch: tests/papers/search/test_kept_filters.py).
 
     Inside a PostgreSQL transaction that has written (its generations are renewed at the
-    commit) and wherever a generation row is missing, `_counted_version` instead.
+    commit) and wherever a generation row is missing, `_counted_version` instead, which
+    misses edits in place: answers under it live CACHE_SECONDS.
     """
     if wrote_in_this_transaction(connection):
-        return _counted_version()
+        return _counted_version(), False
     tables = sorted(kept_filters.watched_tables())
     items, names = kept_filters.generations_sql(tables)
     with connection.cursor() as cursor:
@@ -527,8 +539,8 @@ def library_version() -> str:
         cursor.execute(f"SELECT {items}, (SELECT n FROM {postings.GENERATION_TABLE})", names)  # noqa: S608
         numbers = cursor.fetchone()
     if None in numbers:
-        return _counted_version()
-    return ":".join([connection.alias, "g", *(str(number) for number in numbers)])
+        return _counted_version(), False
+    return ":".join([connection.alias, "g", *(str(number) for number in numbers)]), True
 
 
 def _counted_version() -> str:

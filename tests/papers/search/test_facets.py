@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.errors import InvalidInput
 from papers.models import Author, Paper, PaperAuthor
@@ -199,6 +200,24 @@ def test_edits_in_place_renew_the_cached_counts_at_once(library: dict[str, Any])
     )
     assert paper_upsert(record=record) == (papers["d"], False)
     assert counts("year", query="vision") == [("1999", 1), ("2021", 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_whole_library_answers_are_kept_until_a_change(
+    library: dict[str, Any], monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
+) -> None:
+    """Past CACHE_SECONDS (here 0: nothing kept by time) a whole-library answer is still
+    kept, under generations that any change renews; an answer over a query is not."""
+    monkeypatch.setattr(facets, "CACHE_SECONDS", 0)
+    assert counts("author")[0] == ("Ana Ruiz", 2)
+    with django_assert_num_queries(1):  # the library version only
+        assert counts("author")[0] == ("Ana Ruiz", 2)
+    assert counts("year", query="parsing")[0] == ("2023", 2)
+    with CaptureQueriesContext(connection) as again:
+        assert counts("year", query="parsing")[0] == ("2023", 2)
+    assert len(again) > 1
+    Author.objects.filter(name="Ana Ruiz").update(name="Ana Ruiz-Diaz")
+    assert counts("author")[0] == ("Ana Ruiz-Diaz", 2)
 
 
 def test_a_query_is_searched_once_for_several_categories(
