@@ -202,11 +202,11 @@ def table(results: list[tuple[str, dict[str, Any], bool]], args: argparse.Namesp
         f"backend: {args.backend}; {args.repeats} requests per page after {WARMUP} unmeasured; "
         f"project of {args.project_size} papers; times in ms, server side (test client)",
         "",
-        "| page | p50 (median) | p95 | queries | rows | goal <= 300 ms |",
+        f"| page | p50 (median) | p95 | queries | rows | goal <= {args.goal_ms:g} ms |",
         "|---|---|---|---|---|---|",
     ]
     for label, result, goal in results:
-        verdict = ("met" if result["median"] <= GOAL_MS else "**not met**") if goal else "-"
+        verdict = ("met" if result["median"] <= args.goal_ms else "**not met**") if goal else "-"
         lines.append(
             f"| {label} | {result['median']:.1f} | {result['p95']:.1f} | {result['queries']} "
             f"| {result['rows']} | {verdict} |"
@@ -223,6 +223,12 @@ def main() -> None:
     parser.add_argument("--project-size", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--directory", help="Knowledge base to use and keep (reused if full).")
+    parser.add_argument(
+        "--goal-ms",
+        type=float,
+        default=GOAL_MS,
+        help="The goal per page (300 ms at 95k papers; issue 37 asks 1,000 ms at 1M).",
+    )
     args = parser.parse_args()
     if not 1 <= args.repeats <= 1000:
         parser.error("--repeats must be between 1 and 1000")
@@ -240,7 +246,7 @@ def main() -> None:
         if not keep:
             shutil.rmtree(directory, ignore_errors=True)
     print(table(results, args))
-    sys.exit(0 if all(r["median"] <= GOAL_MS for _, r, goal in results if goal) else 1)
+    sys.exit(0 if all(r["median"] <= args.goal_ms for _, r, goal in results if goal) else 1)
 
 
 if __name__ == "__main__":

@@ -458,6 +458,43 @@ BENCHMARKS = (
         "docs/SCALE.md",
     ),
     Benchmark(
+        "tools-1m",
+        "Search tools over /mcp at 1M papers (SQLite)",
+        "`search_papers` (engines `local`), keyword, payload, semantic and `list_top_facets` "
+        "(over a query and over the whole library, cold and warm) over /mcp, on the library "
+        "`import_jsonl` left (the `scale-1m` section's)",
+        (
+            PY,
+            "benchmarks/bench_search.py",
+            "--corpus",
+            ACL,
+            "--directory",
+            f"{SCALE_DIR}/sqlite-1m/sqlite",
+            "--goals",
+            "1m",
+        ),
+        None,
+        "docs/SCALE.md",
+    ),
+    Benchmark(
+        "admin-1m",
+        "Admin pages at 1M papers (SQLite)",
+        "the admin views through Django's test client, logged in (server-side time), on the "
+        "library `import_jsonl` left (the `scale-1m` section's)",
+        (
+            PY,
+            "benchmarks/bench_admin.py",
+            "--corpus",
+            ACL,
+            "--directory",
+            f"{SCALE_DIR}/sqlite-1m/sqlite",
+            "--goal-ms",
+            "1000",
+        ),
+        None,
+        "docs/SCALE.md",
+    ),
+    Benchmark(
         "graph-start",
         "Searches after a start at 300k and 1M papers: the vector graph built, or loaded "
         "from the file the import saved",
