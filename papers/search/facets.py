@@ -47,10 +47,11 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet, TextField, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from core.errors import InvalidInput
-from core.sql import wrote_in_this_transaction
+from core.sql import among_subquery, wrote_in_this_transaction
 from papers import scoping
 from papers.models import (
     Author,
@@ -381,15 +382,31 @@ _SHORT_VENUE = Coalesce(
 
 
 def _short_venues(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
+    """Papers per venue (a GROUP BY over the papers' venue column, read from its index),
+    then summed per series here: grouping the papers by the series expression itself
+    joined every paper to its venue and sorted the values (0.37 s at 300k papers)."""
     queryset = (
         Paper.objects.all() if papers is None else _restrict(Paper.objects.all(), papers, "pk")
     )
-    groups = queryset.annotate(series=_SHORT_VENUE).values("series").annotate(n=Count("pk"))
-
-    def names(series: list[str]) -> dict[str, dict[str, Any]]:
-        return {name: {"name": name, "filter": {"venue": _escape_glob(name)}} for name in series}
-
-    return _top(groups, "series", limit, names)
+    per_venue = dict(
+        queryset.filter(venue__isnull=False)
+        .values("venue_id")
+        .annotate(n=Count("pk"))
+        .values_list("venue_id", "n")
+    )
+    venues = Venue.objects.filter(
+        pk__in=RawSQL(*among_subquery(connection.vendor, list(per_venue)))  # noqa: S611
+    ).values_list("pk", "short_name", "name")
+    series: dict[str, int] = {}
+    for pk, short_name, name in venues:
+        key = short_name.lower() if short_name else name  # as _SHORT_VENUE
+        series[key] = series.get(key, 0) + per_venue[pk]
+    rows: list[dict[str, Any]] = [
+        {"name": name, "filter": {"venue": _escape_glob(name)}, "paper_count": n, "_key": name}
+        for name, n in series.items()
+    ]
+    rows.sort(key=lambda r: (-r["paper_count"], str(r["name"]).casefold(), str(r["name"])))
+    return rows[:limit]
 
 
 def _years(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:

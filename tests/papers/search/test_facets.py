@@ -261,6 +261,9 @@ def test_short_venues_and_counts_per_year(
     make_paper("Parsing Once", year=2019, venue="Proceedings of ACL 2019", venue_short="acl")
     # Papers whose record has no short name count under the full name.
     assert counts("venue_short") == [("acl", 2), ("Proceedings of ACL", 2), ("CVPR", 1)]
+    assert counts("venue_short", limit=1) == [("acl", 2)]  # a tie at the cut: by name
+    assert counts("venue_short", query="vision") == [("CVPR", 1)]
+    assert counts("venue_short", filters=SearchFilters(year=2019)) == [("acl", 1)]
     result = facet_counts(category="venue_short", by_year=True)
     assert [value["by_year"] for value in result.values] == [
         {"2019": 1, "2021": 1}, {"2023": 2}, {"2021": 1},
