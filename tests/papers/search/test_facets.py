@@ -276,3 +276,18 @@ def test_short_venues_and_counts_per_year(
     }  # fmt: skip
     with pytest.raises(InvalidInput):
         facet_counts(category="year", by_year=True)
+
+
+def test_the_start_counts_the_whole_librarys_facets(
+    library: dict[str, Any], django_assert_num_queries: Any
+) -> None:
+    """A server's warm-up counts each category as list_top_facets asks by default (no
+    query, 20 values): the first such call reads only the library's version."""
+    from papers.search import warmup
+
+    warmup._warm_facets()
+    # PostgreSQL, in this test's transaction (which has written), asks whether it has first.
+    for category in facets.FACET_CATEGORIES:
+        with django_assert_num_queries(1 if connection.vendor == "sqlite" else 2):
+            facet_counts(category=category)
+    assert counts("author")[0] == ("Ana Ruiz", 2)
