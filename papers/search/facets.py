@@ -18,7 +18,8 @@ Cost on the 95k-paper ACL corpus (SQLite, measured): a cold whole-library count 
 2-12 ms for most categories and ~50 ms for authors, whose GROUP BY reads all ~324k
 author links through a covering index (no index makes that cheaper; see
 `_top_distinct_papers` for how the distinct count is kept at the price of a plain one);
-at 300k papers (one run beside an import) authors took 0.2-0.7 s, venue series 0.37 s.
+at 300k papers (one run beside an import) authors took 0.2-0.7 s, and venue series,
+grouped by their expression, 0.37 s (now summed per venue: `_short_venues`).
 A query over the cap pays for ranking its hits (~150 ms for a 20k-hit word). So every
 answer is cached under a key made of the request and the library's version
 (`library_version`: one small statement reading the generations that triggers renew on
