@@ -47,9 +47,8 @@ from typing import Any, Literal, get_args
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, QuerySet, TextField, Value
+from django.db.models import Count, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce, Lower, NullIf
 
 from core.errors import InvalidInput
 from core.sql import among_subquery, wrote_in_this_transaction
@@ -375,11 +374,14 @@ def _venues(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
     return _top(groups, "venue_id", limit, names)
 
 
-# A venue's short name (ACL's venue id, e.g. "emnlp"; what the record calls venue_short),
-# or its full name when the record has none: every edition of a series in one value.
-_SHORT_VENUE = Coalesce(
-    NullIf(Lower("venue__short_name"), Value("")), "venue__name", output_field=TextField()
-)
+def _venue_series(venue_ids: Sequence[int]) -> dict[int, str]:
+    """Each venue's series: its short name (ACL's venue id, e.g. "emnlp"; what the record
+    calls venue_short) in lower case, or its full name when the record has none, so every
+    edition of a series is one value. The one definition `venue_short` counts by."""
+    venues = Venue.objects.filter(
+        pk__in=RawSQL(*among_subquery(connection.vendor, list(venue_ids)))  # noqa: S611
+    ).values_list("pk", "short_name", "name")
+    return {pk: short_name.lower() if short_name else name for pk, short_name, name in venues}
 
 
 def _short_venues(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
@@ -395,13 +397,9 @@ def _short_venues(papers: Papers, limit: int, scope: Scope) -> list[dict[str, An
         .annotate(n=Count("pk"))
         .values_list("venue_id", "n")
     )
-    venues = Venue.objects.filter(
-        pk__in=RawSQL(*among_subquery(connection.vendor, list(per_venue)))  # noqa: S611
-    ).values_list("pk", "short_name", "name")
     series: dict[str, int] = {}
-    for pk, short_name, name in venues:
-        key = short_name.lower() if short_name else name  # as _SHORT_VENUE
-        series[key] = series.get(key, 0) + per_venue[pk]
+    for pk, name in _venue_series(list(per_venue)).items():
+        series[name] = series.get(name, 0) + per_venue[pk]
     rows: list[dict[str, Any]] = [
         {"name": name, "filter": {"venue": _escape_glob(name)}, "paper_count": n, "_key": name}
         for name, n in series.items()
@@ -512,8 +510,23 @@ def _venues_per_year(papers: Papers, keys: list[Any], scope: Scope) -> PerYear:
 
 
 def _short_venues_per_year(papers: Papers, keys: list[Any], scope: Scope) -> PerYear:
-    queryset = _restrict(Paper.objects.all(), papers, "pk").annotate(series=_SHORT_VENUE)
-    return _per_year(queryset, "series", "year", keys)
+    """Papers per venue and year, summed per series (`_venue_series`, as `_short_venues`)."""
+    queryset = _restrict(Paper.objects.all(), papers, "pk").filter(
+        venue__isnull=False, year__isnull=False
+    )
+    per_venue = list(
+        queryset.values("venue_id", "year").annotate(n=Count("pk")).order_by()
+        .values_list("venue_id", "year", "n")
+    )  # fmt: skip
+    series = _venue_series(list({venue for venue, _, _ in per_venue}))
+    wanted = set(keys)
+    summed: dict[Any, dict[int, int]] = {}
+    for venue, year, n in per_venue:
+        name = series.get(venue)
+        if name in wanted:
+            years = summed.setdefault(name, {})
+            years[year] = years.get(year, 0) + n
+    return {name: list(years.items()) for name, years in summed.items()}
 
 
 def _tags_per_year(papers: Papers, keys: list[Any], scope: Scope) -> PerYear:

@@ -268,6 +268,11 @@ def test_short_venues_and_counts_per_year(
     assert [value["by_year"] for value in result.values] == [
         {"2019": 1, "2021": 1}, {"2023": 2}, {"2021": 1},
     ]  # fmt: skip
+    # One definition of a series for both counts: a short name lower-cased beyond ASCII
+    # (SQLite's lower() folds ASCII only) gets its years too.
+    make_paper("Étude", year=2020, venue="Actes de TALN 2020", venue_short="ÉTAL")
+    series = facet_counts(category="venue_short", by_year=True, limit=10).values
+    assert {v["name"]: v["by_year"] for v in series}["étal"] == {"2020": 1}
     authors = facet_counts(category="author", by_year=True, query="parsing morphology")
     assert {v["name"]: v["by_year"] for v in authors.values} == {
         "Ashish Vaswani": {"2019": 1, "2021": 1}, "Noam Shazeer": {"2019": 1, "2021": 1},
