@@ -254,13 +254,22 @@ Scope = Sequence[str] | None
 
 def _restrict(queryset: QuerySet[Any], papers: Papers, paper_field: str = "paper") -> QuerySet[Any]:
     """Limit rows to the given papers. Also drops Meta.ordering: PaperAuthor's ("paper",
-    "position") would otherwise join papers_paper into every GROUP BY (+50 ms on 95k)."""
+    "position") would otherwise join papers_paper into every GROUP BY (+50 ms on 95k).
+
+    A query's papers (a list of up to FACETS_QUERY_CAP ids) go as one parameter
+    (`core.sql.among_subquery`). As `IN (%s, %s, ...)` SQLite grouped the author links by
+    walking the whole (author, paper) index and testing each link against the list: 0.38 s
+    for a query's 10,000 papers at 1M papers, against 0.03 s reading their links by paper.
+    """
     queryset = queryset.order_by()
     if papers is None:
         return queryset
     if isinstance(papers, list) and not papers:
         return queryset.none()
-    source = papers.values("pk") if isinstance(papers, QuerySet) else papers
+    if isinstance(papers, QuerySet):
+        source: Any = papers.values("pk")
+    else:
+        source = RawSQL(*among_subquery(connection.vendor, papers))  # noqa: S611
     return queryset.filter(**{f"{paper_field}__in": source})
 
 
