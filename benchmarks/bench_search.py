@@ -444,14 +444,21 @@ def main() -> None:
         import django
 
         django.setup()
-        from papers.models import Paper
+        from papers.models import Paper, PaperStrongEmbedding
 
         queries = make_queries(args.queries, args.seed)
         mix = bench_search_scale.make_queries(Path(args.corpus), args.queries, args.seed)
+        strong_before = PaperStrongEmbedding.objects.count()
         with McpServer(env) as server:
             tools = bench_tools(server, queries, args.seed, mix)
         raw = raw_engine(queries)
         print_report(args, Paper.objects.count(), tools, raw)
+        # The server fills the second tier in the background (papers/search/strong_tier.py);
+        # once it holds any vectors a hybrid or semantic query is also encoded by its model.
+        strong_after = PaperStrongEmbedding.objects.count()
+        print(f"\nSecond semantic tier: {strong_before:,} papers' vectors when the server "
+              f"started, {strong_after:,} at the end (filled in the background while it "
+              "serves; with any, each query is also encoded by its model).")  # fmt: skip
     finally:
         if not args.directory:
             shutil.rmtree(directory, ignore_errors=True)
