@@ -526,6 +526,27 @@ def test_without_onnx_the_requantised_tier_is_off_and_says_why(
     assert not (tmp_path / "models").exists()
 
 
+def test_the_background_writer_runs_below_the_priority_of_its_process() -> None:
+    # Counted from the process's own niceness: a server started under `nice -n 10` must
+    # not have a writer at its searches' own priority.
+    import os
+    import threading
+
+    seen: dict[str, int] = {}
+
+    def as_started_under_nice() -> None:  # this thread alone, as a `nice -n 3` process
+        os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+        seen["process"] = os.getpriority(os.PRIO_PROCESS, 0)
+        strong_tier._lower_this_threads_priority()
+        seen["writer"] = os.getpriority(os.PRIO_PROCESS, 0)
+
+    thread = threading.Thread(target=as_started_under_nice)
+    thread.start()
+    thread.join(10)
+    expected = min(19, seen["process"] + strong_tier.BACKGROUND_NICENESS)
+    assert seen["writer"] == expected > seen["process"]
+
+
 def test_run_on_threads_shares_the_items_keeps_the_priority_and_raises_the_first_error() -> None:
     import os
     import threading
