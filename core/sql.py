@@ -19,11 +19,21 @@ def among(vendor: str, values: Sequence[Any]) -> tuple[str, Any]:
 
 
 def among_subquery(vendor: str, values: Sequence[int]) -> tuple[str, list[Any]]:
-    """These integers as a one-column subquery with one parameter (`among`'s reason), for
-    the ORM: `Q(pk__in=RawSQL(*among_subquery(vendor, ids)))`."""
+    """These integers as a one-column subquery with one parameter (`among`'s reason):
+    (its SQL, its parameters). The ORM takes it as `among_ids`."""
     if vendor == "postgresql":
         return "SELECT unnest(%s::bigint[])", [[int(value) for value in values]]
     return "SELECT value FROM json_each(%s)", [json.dumps([int(value) for value in values])]
+
+
+def among_ids(values: Sequence[int]) -> Any:
+    """`among_subquery` on the default database, as the ORM's right-hand side of `__in`:
+    `Paper.objects.filter(pk__in=among_ids(ids))`."""
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    # The SQL is among_subquery's constant; the values go as a parameter.
+    return RawSQL(*among_subquery(connection.vendor, values))  # noqa: S611
 
 
 def database_identity(connection: Any) -> str:

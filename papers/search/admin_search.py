@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
-from core.sql import among_subquery
+from core.sql import among_ids
 from papers.models import Paper
 from papers.search.local import LocalRanking, local_search_ids
 from papers.search.types import SearchFilters
@@ -123,6 +123,6 @@ def paper_search_admin_ranked(
     else:
         # The ranked ids as one parameter: Django's IN (...) prepares each of up to
         # ADMIN_SEARCH_MAX_HITS in Python, every time the list's queries are compiled.
-        condition |= Q(pk__in=RawSQL(*among_subquery(connection.vendor, ranking.ids)))  # noqa: S611
+        condition |= Q(pk__in=among_ids(ranking.ids))
     ids = ranking.ids if ranking is not None else []
     return with_search_rank(queryset.filter(condition), ids), ranking

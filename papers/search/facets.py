@@ -48,10 +48,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, QuerySet
-from django.db.models.expressions import RawSQL
 
 from core.errors import InvalidInput
-from core.sql import among_subquery, wrote_in_this_transaction
+from core.sql import among_ids, wrote_in_this_transaction
 from papers import scoping
 from papers.models import (
     Author,
@@ -257,7 +256,7 @@ def _restrict(queryset: QuerySet[Any], papers: Papers, paper_field: str = "paper
     "position") would otherwise join papers_paper into every GROUP BY (+50 ms on 95k).
 
     A query's papers (a list of up to FACETS_QUERY_CAP ids) go as one parameter
-    (`core.sql.among_subquery`). As `IN (%s, %s, ...)` SQLite grouped the author links by
+    (`core.sql.among_ids`). As `IN (%s, %s, ...)` SQLite grouped the author links by
     walking the whole (author, paper) index and testing each link against the list: 0.38 s
     for a query's 10,000 papers at 1M papers, against 0.03 s reading their links by paper.
     """
@@ -269,7 +268,7 @@ def _restrict(queryset: QuerySet[Any], papers: Papers, paper_field: str = "paper
     if isinstance(papers, QuerySet):
         source: Any = papers.values("pk")
     else:
-        source = RawSQL(*among_subquery(connection.vendor, papers))  # noqa: S611
+        source = among_ids(papers)
     return queryset.filter(**{f"{paper_field}__in": source})
 
 
@@ -387,9 +386,9 @@ def _venue_series(venue_ids: Sequence[int]) -> dict[int, str]:
     """Each venue's series: its short name (ACL's venue id, e.g. "emnlp"; what the record
     calls venue_short) in lower case, or its full name when the record has none, so every
     edition of a series is one value. The one definition `venue_short` counts by."""
-    venues = Venue.objects.filter(
-        pk__in=RawSQL(*among_subquery(connection.vendor, list(venue_ids)))  # noqa: S611
-    ).values_list("pk", "short_name", "name")
+    venues = Venue.objects.filter(pk__in=among_ids(list(venue_ids))).values_list(
+        "pk", "short_name", "name"
+    )
     return {pk: short_name.lower() if short_name else name for pk, short_name, name in venues}
 
 
