@@ -543,8 +543,8 @@ def test_the_background_writer_runs_below_the_priority_of_its_process() -> None:
     thread = threading.Thread(target=as_started_under_nice)
     thread.start()
     thread.join(10)
-    expected = min(19, seen["process"] + strong_tier.BACKGROUND_NICENESS)
-    assert seen["writer"] == expected > seen["process"]
+    assert seen["process"] < 19, "the test needs room below the lowest priority"
+    assert seen["writer"] == min(19, seen["process"] + strong_tier.BACKGROUND_NICENESS)
 
 
 def test_run_on_threads_shares_the_items_keeps_the_priority_and_raises_the_first_error() -> None:
