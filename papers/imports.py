@@ -22,7 +22,7 @@ from django.db import DatabaseError, connection, transaction
 from core.errors import DomainError
 from papers.models import Paper, PaperAuthor
 from papers.schemas import PaperRecord
-from papers.search import semantic
+from papers.search import link_counts, semantic
 from papers.search.postings import DOC_TABLE, POSTING_TABLE
 from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
@@ -125,6 +125,9 @@ def import_records(
                 batch = []
         if batch:
             flush()
+    # The author links' changes into their kept counts (papers/search/link_counts.py), so
+    # the facets read what is pending since the last import, not the whole import's.
+    link_counts.fold()
     return report
 
 

@@ -15,11 +15,11 @@ series: the record's short venue name (ACL's venue id, e.g. "emnlp"), or the ful
 when it has none. `by_year` adds each value's counts per year in the same call.
 
 Cost on the 95k-paper ACL corpus (SQLite, measured): a cold whole-library count takes
-2-12 ms for most categories and ~50 ms for authors, whose GROUP BY reads all ~324k
-author links through a covering index (no index makes that cheaper; see
-`_top_distinct_papers` for how the distinct count is kept at the price of a plain one);
-at 300k papers (one run beside an import) authors took 0.2-0.7 s, and venue series,
-grouped by their expression, 0.37 s (now summed per venue: `_short_venues`).
+2-12 ms for most categories; authors took ~50 ms while their GROUP BY read all ~324k
+author links (0.2-0.7 s at 300k papers, ~0.3 s at 1M), and now rank by the link counts
+the database keeps per author (`link_counts`; see `_top_distinct_papers`). Venue
+series, grouped by their expression, took 0.37 s at 300k (now summed per venue:
+`_short_venues`).
 A query over the cap pays for ranking its hits (~150 ms for a 20k-hit word). So every
 answer is cached under a key made of the request and the library's version
 (`library_version`: one small statement reading the generations that triggers renew on
@@ -42,6 +42,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, get_args
 
 from django.conf import settings
@@ -63,7 +64,7 @@ from papers.models import (
     PaperKeyword,
     Venue,
 )
-from papers.search import kept_filters, postings
+from papers.search import kept_filters, link_counts, postings
 from papers.search.filters import filters_as_dict, filters_empty
 from papers.search.types import SearchFilters
 
@@ -291,15 +292,24 @@ def _top(groups: QuerySet[Any], group_field: str, limit: int, names: Names) -> l
 
 
 def _top_distinct_papers(
-    links: QuerySet[Any], group_field: str, limit: int, names: Names, *, whole_library: bool
+    links: QuerySet[Any],
+    group_field: str,
+    limit: int,
+    names: Names,
+    *,
+    whole_library: bool,
+    kept: Callable[[int], link_counts.Candidates] | None = None,
 ) -> list[dict[str, Any]]:
     """`_top` over link rows that may repeat a paper within a group (a paper listing the
     same author twice), counting distinct papers.
 
-    COUNT(DISTINCT paper) over every author link costs twice a plain COUNT(*) (~100 vs
-    ~50 ms on 95k papers). COUNT(*) is an upper bound of the distinct count, so rank by
-    it, count exactly for the candidates only, and fall back to the exact aggregate over
-    every group when a group outside the candidates could still reach the cut.
+    COUNT(DISTINCT paper) over every link costs twice a plain COUNT(*) (~100 vs ~50 ms
+    on 95k papers), and even that grouping reads every link (~0.3 s for 3.4M author links
+    at 1M papers). A group's number of links is an upper bound of its distinct count, so
+    rank by links (`kept`, the counts the database keeps, when there are any; else
+    grouped here), count exactly for the candidates only, and fall back to the exact
+    aggregate over every group when a group outside the candidates could still reach
+    the cut.
     """
     links = links.filter(**{f"{group_field}__isnull": False})
     exact_groups = links.values(group_field).annotate(n=Count("paper", distinct=True))
@@ -308,17 +318,22 @@ def _top_distinct_papers(
         # paper subset makes SQLite probe (group, paper) pairs: 150 ms for 4k papers.
         return _top(exact_groups, group_field, limit, names)
     wanted = limit + _TIE_MARGIN
-    candidates = list(
-        links.values(group_field).annotate(n=Count("pk")).order_by("-n", group_field)[:wanted]
-    )
-    exact = list(
-        exact_groups.filter(**{f"{group_field}__in": [row[group_field] for row in candidates]})
-    )
-    if len(candidates) == wanted:
-        counts = sorted((row["n"] for row in exact), reverse=True)
-        if candidates[-1]["n"] >= counts[limit - 1]:
-            return _top(exact_groups, group_field, limit, names)
+    candidates = (kept or partial(_grouped_links, links, group_field))(wanted)
+    exact = list(exact_groups.filter(**{f"{group_field}__in": list(candidates.counts)}))
+    counts = sorted((row["n"] for row in exact), reverse=True)
+    cut = counts[limit - 1] if len(counts) >= limit else 0
+    if candidates.bound and candidates.bound >= cut:
+        return _top(exact_groups, group_field, limit, names)
     return _shape(exact, group_field, limit, names)
+
+
+def _grouped_links(links: QuerySet[Any], group_field: str, wanted: int) -> link_counts.Candidates:
+    """The `wanted` groups with the most links, counted by grouping them all."""
+    rows = list(
+        links.values(group_field).annotate(n=Count("pk")).order_by("-n", group_field)[: wanted + 1]
+    )
+    bound = rows[wanted]["n"] if len(rows) > wanted else 0
+    return link_counts.Candidates({row[group_field]: row["n"] for row in rows[:wanted]}, bound)
 
 
 def _shape(
@@ -348,7 +363,14 @@ def _authors(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
             for a in Author.objects.filter(pk__in=ids).only("name")
         }
 
-    return _top_distinct_papers(links, "author_id", limit, names, whole_library=papers is None)
+    return _top_distinct_papers(
+        links,
+        "author_id",
+        limit,
+        names,
+        whole_library=papers is None,
+        kept=link_counts.candidates,
+    )
 
 
 def _institutions(papers: Papers, limit: int, scope: Scope) -> list[dict[str, Any]]:
