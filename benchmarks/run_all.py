@@ -477,6 +477,29 @@ BENCHMARKS = (
         "docs/SCALE.md",
     ),
     Benchmark(
+        "tools-1m-pg",
+        "Search tools over /mcp at 1M papers (PostgreSQL)",
+        "`search_papers` (engines `local`), keyword, payload, semantic and `list_top_facets` "
+        "(over a query and over the whole library, cold and warm) over /mcp, on the library "
+        "`import_jsonl` left (the `scale-pg` section's at 1M: `SCALE_SIZES=1m`)",
+        (
+            PY,
+            "benchmarks/bench_search.py",
+            "--corpus",
+            ACL,
+            "--backend",
+            "postgresql",
+            "--pg-url",
+            "postgres://postgres@127.0.0.1:5432/bench_scale_1m",
+            "--directory",
+            f"{SCALE_DIR}/postgres-1m/postgres",
+            "--goals",
+            "1m",
+        ),
+        None,
+        "docs/SCALE.md",
+    ),
+    Benchmark(
         "admin-1m",
         "Admin pages at 1M papers (SQLite)",
         "the admin views through Django's test client, logged in (server-side time), on the "
