@@ -306,10 +306,10 @@ def _top_distinct_papers(
     COUNT(DISTINCT paper) over every link costs twice a plain COUNT(*) (~100 vs ~50 ms
     on 95k papers), and even that grouping reads every link (~0.3 s for 3.4M author links
     at 1M papers). A group's number of links is an upper bound of its distinct count, so
-    rank by links (`kept`, the counts the database keeps, when there are any; else
-    grouped here), count exactly for the candidates only, and fall back to the exact
-    aggregate over every group when a group outside the candidates could still reach
-    the cut.
+    rank by links (`kept`: the counts the database keeps, for authors; institutions'
+    links are grouped here), count exactly for the candidates only, and fall back to the
+    exact aggregate over every group when a group outside the candidates could still
+    reach the cut.
     """
     links = links.filter(**{f"{group_field}__isnull": False})
     exact_groups = links.values(group_field).annotate(n=Count("paper", distinct=True))
