@@ -318,6 +318,8 @@ def bench_tools(
         for category in ("author", "venue", "venue_short", "year", "keyword", "institution")
     ]
     run(WHOLE_COLD, whole)
+    for (_, arguments), elapsed in zip(whole, results[WHOLE_COLD] or [], strict=False):
+        results.setdefault(f"whole:{arguments['category']}", []).append(elapsed)  # type: ignore[union-attr]
     run(WHOLE_WARM, whole)
     return results
 
@@ -388,6 +390,15 @@ def print_report(
     p50, p95 = summary(raw)
     print(f"| raw engine top 20 ids, in-process (reference, no tool) | {len(raw)} | {p50:.1f} "
           f"| {p95:.1f} | |")  # fmt: skip
+
+    print("\n`list_top_facets` over the whole library, cold, by category (limits 10, 30, "
+          "50), ms:\n")  # fmt: skip
+    print("| category | calls | p50 | max |")
+    print("|---|---:|---:|---:|")
+    for label, values in tools.items():
+        if label.startswith("whole:") and values:
+            print(f"| {label[6:]} | {len(values)} | {statistics.median(values):.1f} "
+                  f"| {max(values):.1f} |")  # fmt: skip
 
     print('\n`search_papers` (engines "local") by query kind, ms:\n')
     print("| kind | calls | p50 | p95 |")
