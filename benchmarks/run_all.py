@@ -426,7 +426,7 @@ BENCHMARKS = (
     ),
     Benchmark(
         "scale-pg",
-        "Search and import at 100k and 300k papers (PostgreSQL, filters)",
+        "Search and import at 100k-1M papers (PostgreSQL, filters; SCALE_SIZES picks them)",
         "`manage.py import_jsonl`'s work in 25k slices (papers, postings, first-tier vectors), "
         "then `local_search` as `search_papers` with engines `local` calls it",
         scale_command("postgres", SCALE_SIZES or ("100k", "300k")),
@@ -478,7 +478,8 @@ BENCHMARKS = (
     ),
     Benchmark(
         "tools-1m-pg",
-        "Search tools over /mcp at 1M papers (PostgreSQL)",
+        "Search tools over /mcp on the large PostgreSQL library (scale-pg's; its size in the "
+        "table)",
         "`search_papers` (engines `local`), keyword, payload, semantic and `list_top_facets` "
         "(over a query and over the whole library, cold and warm) over /mcp, on the library "
         "`import_jsonl` left (the `scale-pg` section's at 1M: `SCALE_SIZES=1m`)",

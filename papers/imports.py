@@ -91,11 +91,11 @@ def import_records(
     """
     report = ImportReport()
     batch: list[tuple[str, PaperRecord]] = []
-    seen, bulk = 0, False
+    seen, bulk, unfolded = 0, False, 0
     with contextlib.ExitStack() as stack:
 
         def flush() -> None:
-            nonlocal bulk
+            nonlocal bulk, unfolded
             # From the first batch flushed after more than EAGER_INLINE_MAX records, the
             # import is a bulk change throughout (semantic.bulk_writes): a small batch late
             # in a large import must not embed inline nor start the second tier's backfill,
@@ -107,6 +107,10 @@ def import_records(
                 stack.enter_context(_bulk_garbage_collection())
                 bulk = True
             _flush(batch, report, on_saved)
+            unfolded += len(batch)
+            if unfolded >= FOLD_EVERY:
+                link_counts.fold()
+                unfolded = 0
 
         for item in items:
             seen += 1
@@ -125,8 +129,6 @@ def import_records(
                 batch = []
         if batch:
             flush()
-    # The author links' changes into their kept counts (papers/search/link_counts.py), so
-    # the facets read what is pending since the last import, not the whole import's.
     link_counts.fold()
     return report
 
@@ -219,6 +221,11 @@ def _flush(
         except (DatabaseError, DomainError, ValueError) as error:
             report.failures.append((location, str(error)))
 
+
+# The author links' changes go into their kept counts (papers/search/link_counts.py) after
+# every batch that brings an import's unfolded records to this many, and at its end: what
+# the whole library's author facet reads as pending stays small during a long import.
+FOLD_EVERY = 20_000
 
 # After this many new papers an import refreshes PostgreSQL's table statistics.
 ANALYZE_AFTER = 1000

@@ -3,8 +3,8 @@ whole library's author facet reads its candidates here instead of grouping every
 
 An author's count is its folded count (`papers_author_link_count`) plus its changes not
 folded yet (`papers_author_link_delta`, which triggers on the links append to). `fold`
-moves the changes into the counts; imports call it when they end, so what is pending
-stays the size of the edits made since (each a few rows), and reading it stays cheap.
+moves the changes into the counts; imports call it every `papers.imports.FOLD_EVERY`
+records and when they end, so what is pending stays small, and reading it cheap.
 
 The counts are of links, an upper bound of an author's distinct papers (a paper may list
 the same author twice): facets.py ranks by them and counts its candidates exactly.
@@ -78,8 +78,19 @@ def fold() -> None:
     """Move the pending changes into the folded counts, in one transaction.
 
     PostgreSQL deletes and adds what one snapshot shows (rows of transactions still
-    open stay pending); folds take turns on an advisory lock, writers never wait.
-    SQLite has one writer at a time: the changes up to the highest id read are moved."""
+    open stay pending); folds take turns on an advisory lock, writers never wait. Then,
+    outside a transaction, it VACUUMs the pending table: its deleted rows stay in the
+    table until then, and reading the pending changes read them all (1.2M folded rows
+    at 500k papers: ~0.5 s a read, 1.4 ms after the VACUUM). SQLite has one writer at a
+    time: the changes up to the highest id read are moved (deleted rows leave its
+    b-tree at once)."""
+    _move()
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM papers_author_link_delta")
+
+
+def _move() -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_FOLD_LOCK])
