@@ -207,6 +207,21 @@ def _passage_statistics_read_again() -> None:
 
 
 @pytest.fixture
+def search_caches_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For tests that count a search's queries: the search's caches re-check the database
+    after a time (the vectors every vector_index.REFRESH_SECONDS, the BM25 statistics every
+    postings.STATS_SECONDS), so on a loaded machine a counted request could fall on a
+    re-check. Held here, they re-check only after this process's writes (which reset them)."""
+    import math
+
+    from papers.search import postings, semantic, vector_index
+
+    monkeypatch.setattr(vector_index, "REFRESH_SECONDS", math.inf)
+    monkeypatch.setattr(semantic, "REFRESH_SECONDS", math.inf)
+    monkeypatch.setattr(postings, "STATS_SECONDS", math.inf)
+
+
+@pytest.fixture
 def make_paper(db: None) -> Callable[..., Paper]:
     """Create (or merge into) a paper through paper_upsert, as every interface does."""
 

@@ -81,7 +81,7 @@ def in_list(values: Sequence[Any]) -> str:
 class _Stats:
     documents: int = 0
     total_length: int = 0
-    read_at: float = 0.0
+    read_at: float = -math.inf  # never read
     df: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -137,7 +137,7 @@ def forget_stats(index: PostingIndex = PAPERS) -> None:
     """Read the index's statistics again at the next search (after a bulk change; the
     passages' writer after every change)."""
     with _stats_lock:
-        index.stats.read_at = 0.0
+        index.stats.read_at = -math.inf
 
 
 def stats_add(index: PostingIndex, documents: int, total_length: int) -> None:

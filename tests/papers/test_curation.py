@@ -438,7 +438,9 @@ def queries(client: Client, url: str) -> int:
     return len(captured)
 
 
-def test_lists_cost_the_same_queries_for_3_or_40_papers(curator: Client) -> None:
+def test_lists_cost_the_same_queries_for_3_or_40_papers(
+    curator: Client, search_caches_held: None
+) -> None:
     few = project_create(name="Few")
     many = project_create(name="Many")
     records = [
