@@ -49,6 +49,9 @@ from papers.search.types import SearchFilters
 # family name: names are rarely in titles ('Manning' 1 title for 255 papers, 'Vaswani' 0
 # for 23), topic words are ('Markov' 191 for 26, 'Brown' clustering 8 for 123).
 TITLE_SHARE = 0.05
+# A family's papers are counted up to this many for that test (titles holding the word at
+# most TITLE_SHARE of it decide without the rest).
+NAME_PAPERS_COUNTED = 2000
 FIRST_YEAR = 1900
 
 _OPERATOR_RE = re.compile(r"(?:^|[\s(])(AND|OR|NOT)(?=[\s()]|$)")
@@ -168,7 +171,7 @@ class _Reader:
         # Answers of the database for this reading: a title repeats words the name
         # readers ask about (a pair's family, then the word alone).
         self._families: dict[str, bool] = {}
-        self._author_papers: dict[str, int] = {}
+        self._author_papers: dict[str, tuple[int, int | None]] = {}  # (count, counted to)
 
     # --- helpers ---------------------------------------------------------------------
     def word(self, index: int) -> str:
@@ -190,12 +193,25 @@ class _Reader:
     def papers(self) -> Any:
         return papers_in_scope(self.scope)
 
-    def author_papers(self, name: str) -> int:
-        if name not in self._author_papers:
-            self._author_papers[name] = self._count_author_papers(name)
-        return self._author_papers[name]
+    def author_papers(self, name: str, most: int | None = 1) -> int:
+        """The papers the client can see by the authors `name` names, counted up to `most`
+        (None: all). Most questions need one ('is it anybody's name?'): counting all of a
+        prolific family's read every one ('Wang', 34k papers at 500k, ~0.2 s)."""
+        known = self._author_papers.get(name)
+        if known is not None:
+            count, counted_to = known
+            # Exact (all counted, or fewer than asked for), or counted far enough.
+            if (
+                counted_to is None
+                or count < counted_to
+                or (most is not None and most <= counted_to)
+            ):
+                return count if most is None else min(count, most)
+        count = self._count_author_papers(name, most)
+        self._author_papers[name] = (count, most)
+        return count
 
-    def _count_author_papers(self, name: str) -> int:
+    def _count_author_papers(self, name: str, most: int | None) -> int:
         if "*" in name and not self.family_exists(name.rsplit("*", 1)[-1]):
             # One index probe first: most capitalised pairs ('Neural Translation') name no
             # family. The pattern then reads the authors its first word starts (an index
@@ -209,7 +225,9 @@ class _Reader:
         found = search_filters.apply_filters(
             self.papers(), SearchFilters(author=name), scope=self.scope
         )
-        return found.count()
+        if most is None:
+            return found.count()
+        return int(found.exists()) if most == 1 else found.values("pk")[:most].count()
 
     def family_exists(self, family: str) -> bool:
         key = family.lower()
@@ -235,8 +253,16 @@ class _Reader:
         )
         return {name.lower(): name for name in found}
 
-    def name_like(self, word: str, papers: int) -> bool:
-        """Whether the titles hold `word` rarely enough for a name (TITLE_SHARE)."""
+    def name_like(self, word: str) -> bool:
+        """Whether the titles hold `word` rarely enough for a name (TITLE_SHARE of its
+        authors' papers). The papers are counted only as far as NAME_PAPERS_COUNTED: when the
+        titles are already rare enough for that many, the rest cannot change the answer."""
+        papers = self.author_papers(word, NAME_PAPERS_COUNTED)
+        if self.title_mentions(word, int(papers * TITLE_SHARE)) <= papers * TITLE_SHARE:
+            return True
+        if papers < NAME_PAPERS_COUNTED:
+            return False  # counted them all
+        papers = self.author_papers(word, None)
         return self.title_mentions(word, int(papers * TITLE_SHARE)) <= papers * TITLE_SHARE
 
     def title_mentions(self, word: str, most: int) -> int:
@@ -416,10 +442,9 @@ class _Reader:
                 name = f"{words[0]}*{words[-1]}"
                 if len(words[0].rstrip(".")) == 1:
                     name = f"{words[0][0]}. {words[-1]}"
-            papers = self.author_papers(name)
-            if not papers:
+            if not self.author_papers(name):
                 continue
-            if not capital and size == 1 and not self.name_like(name, papers):
+            if not capital and size == 1 and not self.name_like(name):
                 continue
             return name, run
         return None
@@ -477,8 +502,7 @@ class _Reader:
                 continue
             if _filler(word):
                 continue
-            papers = self.author_papers(word)
-            if papers and self.name_like(word, papers):
+            if self.author_papers(word) and self.name_like(word):
                 names.append((i, word))
         rest = [t for i, t in enumerate(self.tokens) if not t.used and i not in dict(names)]
         if len(names) == 1 and all(_filler(t.word) for t in rest):
