@@ -22,7 +22,7 @@ from django.db import DatabaseError, connection, transaction
 from core.errors import DomainError
 from papers.models import Paper, PaperAuthor
 from papers.schemas import PaperRecord
-from papers.search import link_counts, semantic
+from papers.search import kept_counts, semantic
 from papers.search.postings import DOC_TABLE, POSTING_TABLE
 from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
@@ -109,7 +109,7 @@ def import_records(
             _flush(batch, report, on_saved)
             unfolded += len(batch)
             if unfolded >= FOLD_EVERY:
-                link_counts.fold()
+                kept_counts.fold()
                 unfolded = 0
 
         for item in items:
@@ -129,7 +129,7 @@ def import_records(
                 batch = []
         if batch:
             flush()
-    link_counts.fold()
+    kept_counts.fold()
     return report
 
 
@@ -222,9 +222,10 @@ def _flush(
             report.failures.append((location, str(error)))
 
 
-# The author links' changes go into their kept counts (papers/search/link_counts.py) after
-# every batch that brings an import's unfolded records to this many, and at its end: what
-# the whole library's author facet reads as pending stays small during a long import.
+# The changes of the counts the database keeps (papers/search/kept_counts.py: authors'
+# links, papers per venue and year) are folded after every batch that brings an import's
+# unfolded records to this many, and at its end: what the whole library's facets read as
+# pending stays small during a long import.
 FOLD_EVERY = 20_000
 
 # After this many new papers an import refreshes PostgreSQL's table statistics.

@@ -1,13 +1,13 @@
 """Each author's number of paper links, kept by the database, so that the whole library's
 author facet reads its candidates instead of grouping every link (papers/search/
-link_counts.py; at 1M papers the GROUP BY over 3.4M links took ~0.3 s on SQLite).
+kept_counts.py; at 1M papers the GROUP BY over 3.4M links took ~0.3 s on SQLite).
 
 Two tables: `papers_author_link_count (author_id, n)`, the counts folded so far, and
 `papers_author_link_delta (id, author_id, d)`, changes not folded yet, which triggers on
 `papers_paperauthor` append to: +1 for an inserted link, -1 for a deleted one, both for
 a link moved to another author. Appending takes no lock another writer waits on (a
 counter row updated by every writer would make concurrent imports take turns, and
-deadlock when two touch the same authors in another order). `link_counts.fold` moves
+deadlock when two touch the same authors in another order). `kept_counts.fold` moves
 the changes into the counts (imports call it when they end); an author's count is
 always its folded count plus its pending changes.
 
@@ -16,7 +16,7 @@ links appends one row per author, not per link; TRUNCATE empties both tables.
 SQLite: a trigger per row (~1-2 us a link).
 
 A remade table (SQLite's ALTER TABLE path) loses its triggers: tests/papers/search/
-test_link_counts.py checks the counts against the links after every kind of change.
+test_kept_counts.py checks the counts against the links after every kind of change.
 """
 
 from django.db import migrations

@@ -1,8 +1,8 @@
-"""Each author's number of paper links, kept by the database (papers/search/link_counts.py,
-papers migration 0019): always equal to the links grouped by author, through inserts,
-deletes, links moved to another author, bulk writes and folds, on both databases; the
-whole library's author facet ranks by them instead of grouping every link; and on
-PostgreSQL two writers linking the same authors do not wait for each other.
+"""Counts the database keeps (papers/search/kept_counts.py): each author's number of paper
+links (papers migration 0019) and the papers per venue and per year (0020). Always equal
+to the rows grouped, through inserts, deletes, values changed, bulk writes and folds, on
+both databases; the whole library's facets read them instead of grouping every row; and
+on PostgreSQL two writers linking the same authors do not wait for each other.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
 from papers.imports import RawItem, import_records
-from papers.models import Author, Paper, PaperAuthor
+from papers.models import Author, Paper, PaperAuthor, Venue
 from papers.schemas import PaperRecord
-from papers.search import link_counts
+from papers.search import kept_counts
 from papers.search.facets import top_facets
+from papers.search.types import SearchFilters
+from papers.services import papers_upsert
 
 
 def grouped() -> dict[int, int]:
@@ -31,15 +33,33 @@ def grouped() -> dict[int, int]:
 
 
 def kept() -> dict[int, int]:
-    everyone = link_counts.candidates(100_000)
+    everyone = kept_counts.author_candidates(100_000)
     assert everyone.bound == 0  # every author with links is among them
     return everyone.counts
 
 
-def pending() -> int:
+def pending(table: str = "papers_author_link_delta") -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT COUNT(*) FROM papers_author_link_delta")
+        cursor.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608
         return int(cursor.fetchone()[0])
+
+
+def papers_grouped(column: str) -> dict[int, int]:
+    """What the kept papers per value must equal: the papers grouped by the column."""
+    rows = (
+        Paper.objects.order_by()
+        .filter(**{f"{column}__isnull": False})
+        .values_list(column)
+        .annotate(n=Count("pk"))
+    )
+    return dict(rows)
+
+
+def values_agree() -> bool:
+    venues, years = papers_grouped("venue_id"), papers_grouped("year")
+    assert kept_counts.paper_values(kept_counts.VENUE) == venues
+    assert kept_counts.paper_values(kept_counts.YEAR) == years
+    return bool(venues or years)
 
 
 def test_the_counts_follow_every_change_to_the_links(make_paper: Callable[..., Paper]) -> None:
@@ -47,7 +67,7 @@ def test_the_counts_follow_every_change_to_the_links(make_paper: Callable[..., P
     second = make_paper("Tagging", authors=["Bo Li", "Cy Wu"])
     make_paper("Vision", authors=["Cy Wu", "Bo Li", "Dee Park"])
     assert kept() == grouped() != {}
-    link_counts.fold()
+    kept_counts.fold()
     assert pending() == 0
     assert kept() == grouped()
 
@@ -62,21 +82,78 @@ def test_the_counts_follow_every_change_to_the_links(make_paper: Callable[..., P
     )  # the same author twice on a paper: links, not papers
     PaperAuthor.objects.filter(paper=first, position=0).update(position=9)  # no author moved
     assert kept() == grouped()
-    link_counts.fold()
+    kept_counts.fold()
     assert kept() == grouped()
     PaperAuthor.objects.filter(author=dee).delete()
-    link_counts.fold()
+    kept_counts.fold()
     assert dee.pk not in kept()
     assert kept() == grouped()
+
+
+def test_the_papers_per_venue_and_year_follow_every_change(
+    make_paper: Callable[..., Paper],
+) -> None:
+    first = make_paper("Parsing", venue="ACL 2020", year=2020)
+    second = make_paper("Tagging", venue="ACL 2020", year=2021)
+    make_paper("Vision", venue="EMNLP 2021", year=2021)
+    make_paper("Undated", venue="", year=None)  # counted under neither
+    assert values_agree()
+    kept_counts.fold()
+    assert pending("papers_paper_value_delta") == 0
+    assert values_agree()
+
+    second.delete()
+    assert values_agree()
+    emnlp = Venue.objects.get(name="EMNLP 2021")
+    first.venue, first.year = emnlp, 2019  # an edit moves the paper
+    first.save()
+    assert values_agree()
+    first.title = "Parsing, revised"  # neither changes
+    first.save()
+    Paper.objects.filter(year=2021).update(year=None)
+    assert values_agree()
+    papers_upsert(records=[
+        PaperRecord.build(title=f"Bulk {n}", year=2018, venue="EMNLP 2021") for n in range(3)
+    ])  # the bulk path  # fmt: skip
+    assert values_agree()
+    kept_counts.fold()
+    assert values_agree()
+    emnlp.delete()  # its papers keep no venue
+    assert values_agree()
+    kept_counts.fold()
+    assert values_agree()
+
+
+def test_the_whole_librarys_venue_and_year_facets_do_not_group_every_paper(
+    make_paper: Callable[..., Paper],
+) -> None:
+    make_paper("Parsing", venue="ACL 2020", venue_short="acl", year=2020)
+    make_paper("Tagging", venue="ACL 2021", venue_short="acl", year=2021)
+    make_paper("Vision", venue="EMNLP 2021", venue_short="emnlp", year=2021)
+    cache.clear()
+    expected = {
+        "venue": [("ACL 2020", 1), ("ACL 2021", 1), ("EMNLP 2021", 1)],
+        "venue_short": [("acl", 2), ("emnlp", 1)],
+        "year": [("2021", 2), ("2020", 1)],
+    }
+    for category, values in expected.items():
+        with CaptureQueriesContext(connection) as queries:
+            found = top_facets(category=category)
+        assert [(v["name"], v["paper_count"]) for v in found] == values, category
+        grouping_every_paper = 'COUNT("papers_paper"'
+        assert not any(grouping_every_paper in q["sql"] for q in queries.captured_queries)
+    # Over a subset they are grouped, and agree.
+    acl = top_facets(category="year", filters=SearchFilters(venue="ACL*"))
+    assert [(v["name"], v["paper_count"]) for v in acl] == [("2020", 1), ("2021", 1)]
 
 
 def test_the_bound_covers_every_author_left_out(make_paper: Callable[..., Paper]) -> None:
     for n in range(1, 6):
         make_paper(f"Paper {n}", authors=[f"Author {k}" for k in range(n)])
-    link_counts.fold()
+    kept_counts.fold()
     make_paper("One more", authors=["Author 4", "Author 3"])  # pending, not folded
     counts = grouped()
-    top = link_counts.candidates(2)
+    top = kept_counts.author_candidates(2)
     assert len(top.counts) == 2
     assert all(counts[author] == n for author, n in top.counts.items())
     left_out = [n for author, n in counts.items() if author not in top.counts]
@@ -92,7 +169,8 @@ def test_an_import_folds_what_it_changed(db: None) -> None:
     items = [RawItem(location=f"line {n}", data=row) for n, row in enumerate(rows, 1)]
     report = import_records(items, build=lambda data: PaperRecord.build(**data))
     assert report.created == 30
-    assert pending() == 0
+    assert pending() == pending("papers_paper_value_delta") == 0
+    assert values_agree()
     assert kept()[Author.objects.get(name="Ana Ruiz").pk] == 30
     assert kept() == grouped()
 
@@ -148,7 +226,7 @@ def test_two_writers_linking_the_same_authors_do_not_wait_for_each_other(
         thread.join()
     assert not errors
     assert kept() == grouped() == {ana.pk: 3, bo.pk: 3}
-    link_counts.fold()
+    kept_counts.fold()
     assert kept() == grouped()
 
 
@@ -156,9 +234,9 @@ def test_a_long_import_folds_as_it_goes(db: None, monkeypatch: pytest.MonkeyPatc
     from papers import imports
 
     folds: list[int] = []
-    fold = link_counts.fold
+    fold = kept_counts.fold
     monkeypatch.setattr(imports, "FOLD_EVERY", 10)
-    monkeypatch.setattr(link_counts, "fold", lambda: (folds.append(pending()), fold())[1])
+    monkeypatch.setattr(kept_counts, "fold", lambda: (folds.append(pending()), fold())[1])
     rows = [{"title": f"Paper {n}", "authors": [f"Author {n}"], "year": 2020} for n in range(25)]
     items = [RawItem(location=f"line {n}", data=row) for n, row in enumerate(rows, 1)]
     import_records(items, build=lambda data: PaperRecord.build(**data), batch_size=5)
@@ -179,7 +257,7 @@ def test_a_fold_leaves_no_deleted_rows_to_read_on_postgresql(
     for n in range(3):
         make_paper(f"Paper {n}", authors=["Ana Ruiz", f"Coauthor {n}"])
     assert pending() > 0
-    link_counts.fold()
+    kept_counts.fold()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_relation_size('papers_author_link_delta')")
         assert cursor.fetchone()[0] == 0
