@@ -133,6 +133,15 @@ def read_stats(cursor: Any, index: PostingIndex = PAPERS) -> _Stats:
         return stats
 
 
+def generation(index: PostingIndex = PAPERS, using: str = DEFAULT_DB_ALIAS) -> Any:
+    """The index's generation: a number made new by every change of its postings (on
+    PostgreSQL at the commit of the writing transaction)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT n FROM {index.generation}")  # noqa: S608
+        row = cursor.fetchone()
+        return row[0] if row else None
+
+
 def forget_stats(index: PostingIndex = PAPERS) -> None:
     """Read the index's statistics again at the next search (after a bulk change; the
     passages' writer after every change)."""

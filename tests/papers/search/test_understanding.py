@@ -348,3 +348,36 @@ def test_a_prolific_family_is_counted_only_as_far_as_its_titles_need(
     assert any("LIMIT 10" in sql for sql in counts)
     counted_all = any("LIMIT" not in sql for sql in counts)
     assert counted_all is (mentions > 0), counts
+
+
+@pytest.mark.django_db(transaction=True)  # PostgreSQL renews generations at the commit
+def test_title_mentions_over_the_whole_library_are_kept_until_a_title_changes(
+    tricky_titles: list[int],
+) -> None:
+    """A prolific family's title mentions read the title of every paper its term lists:
+    kept per process while the postings' generation stays, counted again after a change."""
+    from django.test.utils import CaptureQueriesContext
+
+    def mentions(most: int) -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as captured:
+            found = _Reader("", None, None).title_mentions("Jurafsky", most)
+        titles_read = sum("LIKE" in q["sql"] for q in captured.captured_queries)
+        return found, titles_read
+
+    assert mentions(100)[0] == 2
+    assert mentions(100) == (2, 0)
+    assert mentions(0) == (1, 0)  # more than 0, known without reading
+    papers_upsert(records=[paper_record_titled("Jurafsky on speech")])
+    assert mentions(100)[0] == 3
+    from django.db import transaction
+
+    with transaction.atomic():  # its own write, seen before the commit renews the generation
+        papers_upsert(records=[paper_record_titled("Jurafsky again")])
+        assert mentions(100)[0] == 4
+    assert _Reader("", None, [project_create(name="None of them").id]).title_mentions(
+        "Jurafsky", 100
+    ) == 0  # fmt: skip
+
+
+def paper_record_titled(title: str) -> PaperRecord:
+    return PaperRecord.build(title=title, authors=["Some One"], year=2020)
