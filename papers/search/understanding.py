@@ -282,6 +282,8 @@ class _Reader:
         if self.scope is not None or wrote_in_this_transaction(connection):
             return self._count_title_mentions(word, most)
         generation = postings.generation()
+        if generation is None:  # no generation row: nothing would say a title changed
+            return self._count_title_mentions(word, most)
         with _mentions_lock:
             kept = _MENTIONS.get(word)
         if kept is not None and kept[0] == generation:
