@@ -496,3 +496,24 @@ def test_raw_timing_helper_times_the_engine_query_that_finds_the_papers(
     assert limit == 20
     found = paper_search(query="translation", limit=20)
     assert ids and set(keys_of(ids, corpus)) == set(keys_of(found, corpus))
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3, 50])
+def test_engine_ranking_counts_every_match_on_any_page(corpus: dict[str, int], offset: int) -> None:
+    """native.rank carries the count with its page (one statement); a page past the last
+    match counts apart, and typo tolerance's ranking (count=False) asks for none."""
+    from papers.search import native
+    from papers.search import query as q
+
+    node = q.Term("trans", prefix=True)
+    with connection.cursor() as cursor:
+        every = native.rank(node, [], 1000, 0)
+        sql, params = native.match_restriction(node)
+        cursor.execute(f"SELECT count(*) FROM ({sql}) m", params)  # noqa: S608
+        matched = cursor.fetchone()[0]
+    assert matched >= 3 and every.total == matched == len(every.ids)
+    page = native.rank(node, [], 2, offset)
+    assert page.total == matched
+    assert page.ids == every.ids[offset : offset + 2]
+    uncounted = native.rank(node, [], 2, offset, count=False)
+    assert uncounted.ids == page.ids and uncounted.total == 0
