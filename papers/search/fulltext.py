@@ -30,7 +30,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -40,7 +40,7 @@ from django.db.models import QuerySet
 from core.errors import InvalidInput
 from papers.models import Annotation, Paper, PaperAsset, PaperPdf
 from papers.scoping import membership_model
-from papers.search import lexical, native, snippets
+from papers.search import analysis, lexical, native, snippets
 from papers.search import query as q
 from papers.search.analysis import is_stop_word
 from papers.search.filters import apply_filters, check_page
@@ -351,14 +351,38 @@ def _rank(
         return native.rank(constraint, restrictions, limit, offset)
     if terms.ids:
         narrowed = list(restrictions)
-        if constraint is not None:
+        matching = None if constraint is None else term_matching(constraint)
+        if constraint is not None and matching is None:
             narrowed.append(native.match_restriction(constraint))
-        return lexical.rank(terms, restrictions=narrowed, limit=limit, offset=offset)
+        return lexical.rank(
+            terms, restrictions=narrowed, matching=matching, limit=limit, offset=offset
+        )
     if constraint is None:
         if not understood.words:
             return Ranked([], [], 0)
         constraint = _all_words(understood)
     return native.rank(constraint, restrictions, limit, offset)
+
+
+def term_matching(node: q.Node) -> lexical.Matching | None:
+    """A strict query's AND / OR / NOT of words as a boolean over the BM25 terms, which
+    lexical.rank evaluates on the postings (one analyzer, so both databases match alike);
+    None when it holds what the postings cannot tell: a phrase (word order), a prefix, a
+    stop word, or a word that is several terms ('GPT-3'). Those the engine matches."""
+    if isinstance(node, q.Term):
+        stems = [] if node.prefix else analysis.stems(node.text)
+        return analysis.term_id(stems[0]) if len(stems) == 1 else None
+    if isinstance(node, q.Phrase):
+        return None
+    if isinstance(node, q.Not):
+        parts = [term_matching(node.include), term_matching(node.exclude)]
+        operation = "not"
+    else:
+        parts = [term_matching(child) for child in node.children]
+        operation = "and" if isinstance(node, q.And) else "or"
+    if any(part is None for part in parts):
+        return None
+    return operation, tuple(cast(lexical.Matching, part) for part in parts)
 
 
 def _hits(ids: list[int], scores: list[float], understood: q.Understood) -> list[SearchHit]:

@@ -165,14 +165,16 @@ def rank(
     terms: QueryTerms,
     *,
     restrictions: Sequence[Restriction] = (),
+    matching: Matching | None = None,
     limit: int,
     offset: int = 0,
     using: str = DEFAULT_DB_ALIAS,
 ) -> Ranked:
     """The papers with the best scores for `terms`, best first, `limit` after `offset`,
-    among the papers every restriction selects. `total` is the number of those papers
-    that match any term; it is an estimate (`total_exact` false) when finding the top k
-    did not need to look at them all.
+    among the papers every restriction selects and `matching` (a boolean over terms: the
+    query language's AND / OR / NOT of words) selects. `total` is the number of those
+    papers that match any term; it is an estimate (`total_exact` false) when finding the
+    top k did not need to look at them all.
 
     The plan: restrictions that leave at most SMALL_SET papers (a project, a strict
     query's matches) are scored paper by paper; otherwise few postings in all, or a deep
@@ -183,6 +185,18 @@ def rank(
         return Ranked([], [], 0)
     depth = offset + limit
     with connections[using].cursor() as cursor:
+        if matching is not None:
+            within = _matching_in_process(cursor, matching, terms)
+            if within is None:
+                restrictions = [*restrictions, matching_restriction(matching, terms.index)]
+            else:
+                allowed = within
+                if restrictions:
+                    allowed = np.intersect1d(within, _allowed_ids(cursor, restrictions))
+                if len(allowed) <= SMALL_SET:
+                    every = _score_papers(cursor, terms, allowed.tolist())
+                    return _page(every, offset, limit, exact=True)
+                return _exhaustive_in_process(cursor, terms, limit, offset, allowed=allowed)
         if restrictions and (
             _cacheable(cursor, terms.postings, terms.index)
             or (cursor.db.vendor == "sqlite" and terms.postings <= EXHAUSTIVE_BELOW)
@@ -217,6 +231,71 @@ def rank(
             # a topic's best papers than of the rest): never more than the papers allowed.
             total = max(len(scored), min(total, _allowed_count(cursor, restrictions)))
     return _page((scored, total), offset, limit, exact=False)
+
+
+# --- matching: the query language's booleans over terms ------------------------------
+
+# A term id, ("and" | "or", children) or ("not", (included, excluded)).
+Matching = int | tuple[str, tuple["Matching", ...]]
+_SET_SQL = {"and": " INTERSECT ", "or": " UNION ", "not": " EXCEPT "}
+
+
+def matching_terms(matching: Matching) -> list[int]:
+    """The term ids a matching names, ascending, each once."""
+    if isinstance(matching, int):
+        return [matching]
+    return sorted({term for child in matching[1] for term in matching_terms(child)})
+
+
+def matching_restriction(matching: Matching, index: PostingIndex = PAPERS) -> Restriction:
+    """SQL selecting the documents `matching` selects, from the postings: for lists too
+    large to hold in memory (the same papers as _matching_in_process)."""
+    if isinstance(matching, int):
+        sql = f"SELECT {index.key} AS paper_id FROM {index.postings} WHERE term_id = %s"  # noqa: S608
+        return sql, [matching]
+    operation, children = matching
+    parts = [matching_restriction(child, index) for child in children]
+    sql = _SET_SQL[operation].join(
+        f"SELECT paper_id FROM ({part}) m{i}"  # noqa: S608
+        for i, (part, _) in enumerate(parts)
+    )
+    return sql, [value for _, values in parts for value in values]
+
+
+def _matching_in_process(cursor: Any, matching: Matching, terms: QueryTerms) -> np.ndarray | None:
+    """The ids `matching` selects (sorted, read-only), from the terms' postings in memory:
+    a mask per term, combined (an AND of a common and a medium word over 500k papers on
+    PostgreSQL: ~3 ms against ~130 ms to read the engine's matches); None when the lists
+    do not fit in memory."""
+    named = matching_terms(matching)
+    extra = [term for term in named if term not in terms.ids]
+    postings = terms.postings
+    if extra:
+        postings += sum(
+            document_frequencies(
+                cursor, read_stats(cursor, terms.index), extra, terms.index
+            ).values()
+        )
+    if not _cacheable(cursor, postings, terms.index):
+        return None
+    lists = _postings(cursor, named, terms.index)
+    size = 1 + max((int(papers.max()) for papers, _ in lists.values() if len(papers)), default=0)
+
+    def mask(node: Matching) -> np.ndarray:
+        if isinstance(node, int):
+            found = np.zeros(size, dtype=bool)
+            found[lists[node][0]] = True
+            return found
+        operation, children = node
+        masks = [mask(child) for child in children]
+        if operation == "not":
+            return masks[0] & ~masks[1]
+        combine = np.logical_and if operation == "and" else np.logical_or
+        return cast(np.ndarray, combine.reduce(masks))
+
+    ids = np.flatnonzero(mask(matching)).astype(np.int64)
+    ids.flags.writeable = False
+    return ids
 
 
 def _page(

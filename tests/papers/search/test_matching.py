@@ -1,0 +1,113 @@
+"""The query language's AND / OR / NOT of words matched on the BM25 postings
+(lexical.rank's `matching`): from the lists held in memory, or by SQL over the postings
+when they do not fit, the same papers either way, and the papers the engine's own index
+matches for words both analyzers stem alike. Both databases."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext, override_settings
+
+from papers.search import fulltext, lexical, native
+from papers.search import query as q
+from papers.search.postings import POSTING_TABLE
+from papers.search.source import FTS_TABLE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
+QUERIES = [
+    "translation AND neural",
+    "translation OR parsing",
+    "translation NOT neural",
+    "(speech OR dialogue) corpus",
+    "language NOT (model OR models)",
+]
+
+
+@pytest.fixture
+def library() -> None:
+    call_command("import_jsonl", str(ACL_SAMPLE), "--no-progress", stdout=io.StringIO())
+    lexical.posting_cache_clear()
+
+
+def ranked(query: str) -> tuple[lexical.Ranked, list[str]]:
+    understood = q.understand(query)
+    assert understood.constraint is not None
+    matching = fulltext.term_matching(understood.constraint)
+    assert matching is not None
+    terms = lexical.query_terms(understood.words)
+    with CaptureQueriesContext(connection) as statements:
+        found = lexical.rank(terms, matching=matching, limit=1000)
+    return found, [statement["sql"] for statement in statements.captured_queries]
+
+
+def engine_matches(query: str) -> set[int]:
+    """The papers the engine's index matches for the constraint and any ranking word."""
+    understood = q.understand(query)
+    constraint = native.match_restriction(understood.constraint)
+    words = native.match_restriction(q.Or(tuple(q.Term(word) for word in understood.words)))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT paper_id FROM ({constraint[0]}) c WHERE paper_id IN ({words[0]})",  # noqa: S608
+            [*constraint[1], *words[1]],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_held_lists_and_sql_match_the_same_papers_as_the_engine(library: None, query: str) -> None:
+    held, held_sql = ranked(query)
+    with override_settings(SEARCH_POSTINGS_CACHE_MB=0):
+        by_sql, sql_sql = ranked(query)
+    assert held.ids and held.total == len(held.ids)
+    assert (held.ids, held.total) == (by_sql.ids, by_sql.total)
+    assert held.scores == pytest.approx(by_sql.scores)
+    assert set(held.ids) == engine_matches(query)
+    # Each path is the one it says: sets combined in memory, or by SQL over the postings;
+    # neither asks the engine's index.
+    by_postings = f"AS paper_id FROM {POSTING_TABLE} WHERE term_id"  # matching_restriction's
+    assert not any(by_postings in sql for sql in held_sql)
+    assert any(by_postings in sql for sql in sql_sql)
+    assert not any(FTS_TABLE in sql for sql in held_sql + sql_sql)
+
+
+def test_exclusion_removes_every_paper_with_the_word(library: None) -> None:
+    found, _ = ranked("translation NOT neural")
+    both, _ = ranked("translation AND neural")
+    either, _ = ranked("translation OR neural")
+    alone, _ = ranked("translation OR translation")
+    assert not set(found.ids) & set(both.ids)
+    assert set(found.ids) | set(both.ids) == set(alone.ids) < set(either.ids)
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        (q.Term("GPT-3"), None),  # two terms: word order matters, the engine matches it
+        (q.Term("the"), None),  # a stop word
+        (q.Term("transl", prefix=True), None),
+        (q.And((q.Term("neural"), q.Phrase(("machine", "translation")))), None),
+        (q.Or((q.Term("Translations"), q.Term("translating"))), ("or", (1, 1))),
+    ],
+)
+def test_what_the_postings_can_match(node: q.Node, expected: object) -> None:
+    found = fulltext.term_matching(node)
+    if expected is None:
+        assert found is None
+    else:  # both words are one stem: one term twice
+        assert isinstance(found, tuple) and found[0] == "or"
+        assert found[1][0] == found[1][1] == lexical.matching_terms(found)[0]
+
+
+def test_a_strict_query_through_the_search_service(library: None) -> None:
+    page = fulltext.paper_search(query="translation NOT neural", limit=50)
+    titles = " ".join(
+        f"{hit.record['title']} {hit.record.get('abstract') or ''}" for hit in page.hits
+    ).lower()
+    assert page.total and "neural" not in titles
