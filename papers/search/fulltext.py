@@ -29,9 +29,11 @@ from __future__ import annotations
 import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -353,6 +355,9 @@ def _rank(
         narrowed = list(restrictions)
         matching = None if constraint is None else term_matching(constraint)
         if constraint is not None and matching is None:
+            checked = _rank_checked(terms, constraint, restrictions, limit, offset)
+            if checked is not None:
+                return checked
             narrowed.append(native.match_restriction(constraint))
         return lexical.rank(
             terms, restrictions=narrowed, matching=matching, limit=limit, offset=offset
@@ -364,25 +369,86 @@ def _rank(
     return native.rank(constraint, restrictions, limit, offset)
 
 
-def term_matching(node: q.Node) -> lexical.Matching | None:
+def term_matching(node: q.Node, *, widened: bool = False) -> lexical.Matching | None:
     """A strict query's AND / OR / NOT of words as a boolean over the BM25 terms, which
     lexical.rank evaluates on the postings (one analyzer, so both databases match alike);
     None when it holds what the postings cannot tell: a phrase (word order), a prefix, a
-    stop word, or a word that is several terms ('GPT-3'). Those the engine matches."""
-    if isinstance(node, q.Term):
-        stems = [] if node.prefix else analysis.stems(node.text)
-        return analysis.term_id(stems[0]) if len(stems) == 1 else None
-    if isinstance(node, q.Phrase):
-        return None
+    stop word, or a word that is several terms ('GPT-3'). Those the engine matches.
+
+    `widened`: a phrase or a word of several terms outside a NOT as all of its terms, a
+    boolean matching every paper the query matches and some more (for _rank_checked)."""
+    if isinstance(node, q.Term | q.Phrase):
+        if isinstance(node, q.Term) and node.prefix:
+            return None
+        text = node.text if isinstance(node, q.Term) else " ".join(node.words)
+        ids = list(dict.fromkeys(analysis.term_id(stem) for stem in analysis.stems(text)))
+        if isinstance(node, q.Term) and len(ids) == 1:
+            return ids[0]
+        if not widened or not ids:
+            return None
+        return ids[0] if len(ids) == 1 else ("and", tuple(ids))
     if isinstance(node, q.Not):
-        parts = [term_matching(node.include), term_matching(node.exclude)]
+        parts = [term_matching(node.include, widened=widened), term_matching(node.exclude)]
         operation = "not"
     else:
-        parts = [term_matching(child) for child in node.children]
+        parts = [term_matching(child, widened=widened) for child in node.children]
         operation = "and" if isinstance(node, q.And) else "or"
     if any(part is None for part in parts):
         return None
     return operation, tuple(cast(lexical.Matching, part) for part in parts)
+
+
+# A query holding a phrase is ranked over the papers holding all of its words (from the
+# postings), and the best CHECKED_FIRST, then up to CHECKED_MOST, are checked against the
+# engine's index: reading every match of the phrase from the index (PostgreSQL reads each
+# candidate's document to check the word positions) was most of such a query at scale.
+CHECKED_FIRST = 512
+CHECKED_MOST = 2_048
+# Past CHECKED_MOST candidates, the total is estimated from this many of them at random.
+TOTAL_SAMPLE = 400
+
+
+def _rank_checked(
+    terms: lexical.QueryTerms,
+    constraint: q.Node,
+    restrictions: list[Restriction],
+    limit: int,
+    offset: int,
+) -> Ranked | None:
+    """_rank for a constraint the postings can only widen (a phrase): the candidates they
+    allow ranked, then checked by the engine, best first, until the page is full. The
+    total is exact when every candidate was checked; else estimated (`total_exact`
+    false) from TOTAL_SAMPLE candidates drawn at random (seeded by the query, so a query
+    gives the same figure twice). None when the widened lists do not fit in memory, the
+    page is deeper than CHECKED_MOST, or its candidates hold too few matches."""
+    widened = term_matching(constraint, widened=True)
+    depth = offset + limit
+    if widened is None or depth > CHECKED_FIRST:
+        return None
+    allowed = lexical.matching_papers(terms, widened, restrictions)
+    if allowed is None:
+        return None
+    ranked = lexical.rank(terms, restrictions=restrictions, matching=widened, limit=CHECKED_MOST)
+    candidates = ranked.ids
+    if ranked.total <= len(candidates):  # every candidate checked: the total is exact
+        kept = native.matched_among(constraint, candidates)
+        found = [(p, s) for p, s in zip(candidates, ranked.scores, strict=True) if p in kept]
+        return Ranked(
+            [p for p, _ in found[offset:depth]], [s for _, s in found[offset:depth]], len(found)
+        )
+    seed = zlib.crc32(repr(constraint).encode())
+    picked = np.random.default_rng(seed).choice(len(allowed), TOTAL_SAMPLE, replace=False)
+    sample = allowed[np.sort(picked)].tolist()
+    kept = native.matched_among(constraint, candidates[:CHECKED_FIRST] + sample)
+    if sum(p in kept for p in candidates[:CHECKED_FIRST]) < depth:
+        kept |= native.matched_among(constraint, candidates[CHECKED_FIRST:])
+    found = [(p, s) for p, s in zip(candidates, ranked.scores, strict=True) if p in kept]
+    if len(found) < depth:
+        return None
+    share = sum(p in kept for p in sample) / TOTAL_SAMPLE
+    total = max(len(found), round(share * ranked.total))
+    chosen = found[offset:depth]
+    return Ranked([p for p, _ in chosen], [s for _, s in chosen], total, total_exact=False)
 
 
 def _hits(ids: list[int], scores: list[float], understood: q.Understood) -> list[SearchHit]:

@@ -186,13 +186,10 @@ def rank(
     depth = offset + limit
     with connections[using].cursor() as cursor:
         if matching is not None:
-            within = _matching_in_process(cursor, matching, terms)
-            if within is None:
+            allowed = _matching_allowed(cursor, terms, matching, restrictions)
+            if allowed is None:
                 restrictions = [*restrictions, matching_restriction(matching, terms.index)]
             else:
-                allowed = within
-                if restrictions:
-                    allowed = np.intersect1d(within, _allowed_ids(cursor, restrictions))
                 if len(allowed) <= SMALL_SET:
                     every = _score_papers(cursor, terms, allowed.tolist())
                     return _page(every, offset, limit, exact=True)
@@ -260,6 +257,30 @@ def matching_restriction(matching: Matching, index: PostingIndex = PAPERS) -> Re
         for i, (part, _) in enumerate(parts)
     )
     return sql, [value for _, values in parts for value in values]
+
+
+def matching_papers(
+    terms: QueryTerms,
+    matching: Matching,
+    restrictions: Sequence[Restriction] = (),
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> np.ndarray | None:
+    """The ids (sorted, read-only) `matching` and the restrictions select, when the
+    postings of `matching` fit in memory; else None."""
+    with connections[using].cursor() as cursor:
+        return _matching_allowed(cursor, terms, matching, restrictions)
+
+
+def _matching_allowed(
+    cursor: Any, terms: QueryTerms, matching: Matching, restrictions: Sequence[Restriction]
+) -> np.ndarray | None:
+    within = _matching_in_process(cursor, matching, terms)
+    if within is None or not restrictions:
+        return within
+    allowed = np.intersect1d(within, _allowed_ids(cursor, restrictions), assume_unique=True)
+    allowed.flags.writeable = False
+    return allowed
 
 
 def _matching_in_process(cursor: Any, matching: Matching, terms: QueryTerms) -> np.ndarray | None:

@@ -17,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from papers.search import query as q
 from papers.search.lexical import Ranked, Restriction, intersection
+from papers.search.postings import in_list
 from papers.search.source import FTS_TABLE
 from papers.search.vocabulary import FUZZY_MIN_CHARS, Vocabulary
 
@@ -51,6 +52,29 @@ def match_restriction(node: q.Node) -> Restriction:
         f"SELECT rowid AS paper_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",  # noqa: S608
         [q.to_fts5(node)],
     )
+
+
+def matched_among(node: q.Node, papers: Sequence[int]) -> set[int]:
+    """Which of these papers match `node`: on PostgreSQL each listed paper's document
+    checked (its key looked up, not every match read); on SQLite FTS5 matches once and
+    checks each match against the list (FTS_ROWID)."""
+    if not papers:
+        return set()
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        if _postgres():
+            sql, params = q.to_tsquery_sql(node, PG_CONFIG)
+            cursor.execute(
+                f"SELECT paper_id FROM {FTS_TABLE} WHERE paper_id = ANY(%s) "  # noqa: S608
+                f"AND document @@ {sql}",
+                [list(papers), *params],
+            )
+        else:
+            cursor.execute(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s "  # noqa: S608
+                f"AND {FTS_ROWID} IN {in_list(papers)}",
+                [q.to_fts5(node), *papers],
+            )
+        return {row[0] for row in cursor.fetchall()}
 
 
 # How the FTS5 table's rowid is compared with a restriction's ids: `+rowid`, an expression,

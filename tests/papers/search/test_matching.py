@@ -111,3 +111,72 @@ def test_a_strict_query_through_the_search_service(library: None) -> None:
         f"{hit.record['title']} {hit.record.get('abstract') or ''}" for hit in page.hits
     ).lower()
     assert page.total and "neural" not in titles
+
+
+PHRASE_QUERIES = [
+    '"machine translation"',
+    '"language model" NOT neural',
+    'parsing "dependency parsing"',
+    '"neural machine translation" OR "statistical machine translation"',
+]
+
+
+def engine_ranked(understood: q.Understood, limit: int) -> lexical.Ranked:
+    """The phrase matched by reading every match from the engine's index (the old plan)."""
+    terms = lexical.query_terms(understood.words)
+    restriction = native.match_restriction(understood.constraint)
+    return lexical.rank(terms, restrictions=[restriction], limit=limit)
+
+
+@pytest.mark.parametrize("query", PHRASE_QUERIES)
+def test_a_phrase_checked_among_the_best_candidates_ranks_as_every_match_read(
+    library: None, query: str
+) -> None:
+    understood = q.understand(query)
+    terms = lexical.query_terms(understood.words)
+    checked = fulltext._rank_checked(terms, understood.constraint, [], 20, 0)
+    read = engine_ranked(understood, 20)
+    assert checked is not None and read.ids
+    assert (checked.ids, checked.total, checked.total_exact) == (read.ids, read.total, True)
+    assert checked.scores == pytest.approx(read.scores)
+
+
+def test_past_the_checked_candidates_the_total_is_an_estimate_said_so(
+    library: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fulltext, "CHECKED_FIRST", 4)
+    monkeypatch.setattr(fulltext, "CHECKED_MOST", 8)
+    monkeypatch.setattr(fulltext, "TOTAL_SAMPLE", 6)
+    understood = q.understand('"machine translation"')
+    terms = lexical.query_terms(understood.words)
+    read = engine_ranked(understood, 1000)
+    assert read.total > 8  # more matches than the candidates checked
+    checked = fulltext._rank_checked(terms, understood.constraint, [], 3, 1)
+    assert checked is not None and not checked.total_exact
+    assert checked.ids == read.ids[1:4]
+    again = fulltext._rank_checked(terms, understood.constraint, [], 3, 1)
+    assert again == checked  # the same sample, the same figure
+    assert 3 <= checked.total <= lexical.query_terms(["machine"]).df[0]
+    page = fulltext.paper_search(query='"machine translation"', limit=3, offset=1)
+    assert [hit.record["paper_id"] for hit in page.hits] == read.ids[1:4]
+    assert page.total == checked.total and "total is an estimate" in " ".join(page.notes)
+    # A page deeper than the candidates checked reads every match, exactly.
+    assert fulltext._rank_checked(terms, understood.constraint, [], 20, 0) is None
+    deep = fulltext.paper_search(query='"machine translation"', limit=20)
+    assert deep.total == read.total
+
+
+def test_a_restriction_narrows_the_checked_candidates(library: None) -> None:
+    from papers.search.types import SearchFilters
+
+    restrictions = fulltext.search_restrictions(SearchFilters(year_from=2015), None)
+    understood = q.understand('"machine translation"')
+    terms = lexical.query_terms(understood.words)
+    checked = fulltext._rank_checked(terms, understood.constraint, restrictions, 20, 0)
+    read = lexical.rank(
+        terms,
+        restrictions=[*restrictions, native.match_restriction(understood.constraint)],
+        limit=20,
+    )
+    assert checked is not None and read.ids
+    assert (checked.ids, checked.total) == (read.ids, read.total)
