@@ -89,6 +89,12 @@ def term_id(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=6).digest(), "big")
 
 
+def word_term(word: str) -> int | None:
+    """The term id of a word, or None when it is a stop word or several terms ('GPT-3')."""
+    found = stems(word)
+    return term_id(found[0]) if len(found) == 1 else None
+
+
 def term_counts(text: str) -> Counter[str]:
     return Counter(stems(text))
 

@@ -380,10 +380,10 @@ def term_matching(node: q.Node, *, widened: bool = False) -> lexical.Matching | 
     if isinstance(node, q.Term | q.Phrase):
         if isinstance(node, q.Term) and node.prefix:
             return None
+        if isinstance(node, q.Term) and (term := analysis.word_term(node.text)) is not None:
+            return term
         text = node.text if isinstance(node, q.Term) else " ".join(node.words)
         ids = list(dict.fromkeys(analysis.term_id(stem) for stem in analysis.stems(text)))
-        if isinstance(node, q.Term) and len(ids) == 1:
-            return ids[0]
         if not widened or not ids:
             return None
         return ids[0] if len(ids) == 1 else ("and", tuple(ids))

@@ -11,10 +11,11 @@ ranked by the postings (lexical.py); why this index stays for the rest: docs/DEC
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from papers.search import analysis, lexical
 from papers.search import query as q
 from papers.search.lexical import Ranked, Restriction, intersection
 from papers.search.postings import in_list
@@ -157,6 +158,10 @@ def fuzzy_matches(
         where = f" AND {{id}} IN ({sql})"
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         if _postgres():
+            if not excluded:
+                found = _fuzzy_by_postings(groups, restrictions)
+                if found is not None:
+                    return found
             node: q.Node = q.And(tuple(q.Or(tuple(q.Term(t) for t in g)) for g in groups))
             for part in excluded:
                 node = q.Not(node, part)
@@ -173,6 +178,28 @@ def fuzzy_matches(
             [match, *params, FUZZY_MAX_HITS],
         )
         return [(row[0], -row[1]) for row in cursor.fetchall()]
+
+
+def _fuzzy_by_postings(
+    groups: list[list[str]], restrictions: Sequence[Restriction]
+) -> list[tuple[int, float]] | None:
+    """PostgreSQL's typo-tolerant matches (each word or a close spelling of it, in any
+    field, as its tsvector matched them) from the BM25 postings held in memory, ranked by
+    BM25: ts_rank over every match of a common correction ('Macihne': every paper with
+    'machine') was most of such a query at scale. None when a spelling is several terms or
+    a stop word: then the engine matches."""
+    alternatives: list[list[int]] = []
+    for group in groups:
+        ids = [analysis.word_term(word) for word in group]
+        if None in ids:
+            return None
+        alternatives.append(sorted(set(cast(list[int], ids))))
+    terms = lexical.query_terms([word for group in groups for word in group])
+    if not terms.ids:
+        return []
+    matching: lexical.Matching = ("and", tuple(("or", tuple(ids)) for ids in alternatives))
+    ranked = lexical.rank(terms, restrictions=restrictions, matching=matching, limit=FUZZY_MAX_HITS)
+    return list(zip(ranked.ids, ranked.scores, strict=True))
 
 
 def _close_groups(words: list[str], vocabulary: Vocabulary) -> list[list[str]] | None:

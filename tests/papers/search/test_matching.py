@@ -180,3 +180,26 @@ def test_a_restriction_narrows_the_checked_candidates(library: None) -> None:
     )
     assert checked is not None and read.ids
     assert (checked.ids, checked.total) == (read.ids, read.total)
+
+
+def test_typo_tolerance_on_postgresql_matches_what_the_engine_matched(
+    library: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's typo-tolerant matches come from the postings, ranked by BM25: the
+    same papers its tsvector matched for the close spellings (SQLite keeps FTS5's title
+    and author columns)."""
+    from papers.search.vocabulary import build_vocabulary
+
+    monkeypatch.setattr(native, "FUZZY_MAX_HITS", 1000)
+    vocabulary = build_vocabulary()
+    words = ["Macihne", "translatoin"]
+    found = native.fuzzy_matches(words, [], [], vocabulary)
+    groups = native._close_groups(words, vocabulary)
+    assert found and groups is not None
+    node = q.And(tuple(q.Or(tuple(q.Term(t) for t in group)) for group in groups))
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite matches typos on FTS5's title and author columns")
+    by_engine = native.rank(node, [], 1000, 0, count=False)
+    assert {pid for pid, _ in found} == set(by_engine.ids)
+    scores = [score for _, score in found]
+    assert scores == sorted(scores, reverse=True)
