@@ -420,7 +420,8 @@ def _rank_checked(
     total is exact when every candidate was checked; else estimated (`total_exact`
     false) from TOTAL_SAMPLE candidates drawn at random (seeded by the query, so a query
     gives the same figure twice). None when the widened lists do not fit in memory, the
-    page is deeper than CHECKED_MOST, or its candidates hold too few matches."""
+    page ends past CHECKED_FIRST, or the candidates checked hold too few matches: then
+    every match is read from the engine."""
     widened = term_matching(constraint, widened=True)
     depth = offset + limit
     if widened is None or depth > CHECKED_FIRST:
@@ -433,9 +434,8 @@ def _rank_checked(
     if ranked.total <= len(candidates):  # every candidate checked: the total is exact
         kept = native.matched_among(constraint, candidates)
         found = [(p, s) for p, s in zip(candidates, ranked.scores, strict=True) if p in kept]
-        return Ranked(
-            [p for p, _ in found[offset:depth]], [s for _, s in found[offset:depth]], len(found)
-        )
+        chosen = found[offset:depth]
+        return Ranked([p for p, _ in chosen], [s for _, s in chosen], len(found))
     seed = zlib.crc32(repr(constraint).encode())
     picked = np.random.default_rng(seed).choice(len(allowed), TOTAL_SAMPLE, replace=False)
     sample = allowed[np.sort(picked)].tolist()
