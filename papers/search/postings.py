@@ -176,19 +176,30 @@ def document_frequencies(
 
 
 def term_papers(
-    term: int, *, batch_size: int = 500, using: str = DEFAULT_DB_ALIAS
+    term: int,
+    *,
+    first_batch: int = 500,
+    growth: int = 8,
+    most: int = 20_000,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> Iterator[list[int]]:
     """The papers whose postings hold this term id, highest impact first (a word of the
-    title weighs most), in batches: one range of the primary key, so a cost that grows with
-    the term's papers, not with the library."""
+    title weighs most), in batches growing `growth` times from `first_batch` up to `most`
+    (ids a caller passes as one statement's parameters; SQLite allows 32,766): one range
+    of the primary key, so a cost that grows with the term's papers, not with the
+    library. A caller that reads the rest of the list after the first batches asks in few
+    statements (a name's 27k papers at 500k: the titles read in 3 statements took about
+    a third of the time of 55 of 500)."""
     with connections[using].cursor() as cursor:
         cursor.execute(
             f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608
             "ORDER BY impact DESC",
             [term],
         )
-        while rows := cursor.fetchmany(batch_size):
+        size = first_batch
+        while rows := cursor.fetchmany(size):
             yield [row[0] for row in rows]
+            size = min(size * growth, most)
 
 
 def idf(documents: int, df: int) -> float:

@@ -39,7 +39,7 @@ from django.db import connection
 from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
-from core.sql import wrote_in_this_transaction
+from core.sql import among_ids, wrote_in_this_transaction
 from papers.models import Author, Venue
 from papers.scoping import papers_in_scope
 from papers.search import analysis, postings
@@ -321,7 +321,7 @@ class _Reader:
             yield titles.iterator(chunk_size=500)
             return
         for papers in postings.term_papers(term):
-            yield titles.filter(pk__in=papers)
+            yield titles.filter(pk__in=among_ids(papers))
 
     # --- years -------------------------------------------------------------------------
     def years(self) -> None:

@@ -305,8 +305,10 @@ def test_title_mentions_of_a_name_reads_no_title_but_its_papers(tricky_titles: l
         for sql in statements:
             if connection.vendor == "sqlite":
                 cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
-                plan = " | ".join(str(row[-1]) for row in cursor.fetchall())
-                assert "SCAN" not in plan, (sql, plan)
+                steps = [str(row[-1]) for row in cursor.fetchall()]
+                # The list of ids is one parameter, read by json_each (core.sql.among_ids).
+                walks = [step for step in steps if "SCAN" in step and "json_each" not in step]
+                assert not walks, (sql, steps)
             else:
                 cursor.execute("SET LOCAL enable_seqscan = off")
                 cursor.execute(f"EXPLAIN {sql}")
