@@ -203,3 +203,25 @@ def test_typo_tolerance_on_postgresql_matches_what_the_engine_matched(
     assert {pid for pid, _ in found} == set(by_engine.ids)
     scores = [score for _, score in found]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_unknown_terms_are_counted_from_their_lists_when_held(library: None) -> None:
+    """A query's new terms take their document frequencies from their postings, read for
+    the ranking anyway, not from a count of the postings' index; the same figures."""
+    from papers.search import postings
+
+    words = ["translation", "neural", "parsing", "zzzunknownword"]
+    postings.forget_stats()
+    lexical.posting_cache_clear()
+    with CaptureQueriesContext(connection) as statements:
+        held = lexical.query_terms(words)
+    counts = [s["sql"] for s in statements.captured_queries if "count(*)" in s["sql"]]
+    assert not any(POSTING_TABLE in sql for sql in counts)
+    with override_settings(SEARCH_POSTINGS_CACHE_MB=0):
+        postings.forget_stats()
+        with CaptureQueriesContext(connection) as statements:
+            counted = lexical.query_terms(words)
+    assert any(
+        "count(*)" in s["sql"] and POSTING_TABLE in s["sql"] for s in statements.captured_queries
+    )
+    assert held == counted and len(held.ids) == 3
