@@ -307,9 +307,9 @@ def _matching_allowed(
 
 def _matching_in_process(cursor: Any, matching: Matching, terms: QueryTerms) -> np.ndarray | None:
     """The ids `matching` selects (sorted, read-only), from the terms' postings in memory:
-    a mask per term, combined (an AND of a common and a medium word over 500k papers on
-    PostgreSQL: ~3 ms against ~130 ms to read the engine's matches); None when the lists
-    do not fit in memory."""
+    a mask per term, combined (reading the engine's matches whole instead was most of a
+    boolean query over 500k papers on PostgreSQL); None when the lists do not fit in
+    memory."""
     named = matching_terms(matching)
     extra = [term for term in named if term not in terms.ids]
     postings = terms.postings
