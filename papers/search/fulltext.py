@@ -404,8 +404,11 @@ def term_matching(node: q.Node, *, widened: bool = False) -> lexical.Matching | 
 # candidate's document to check the word positions) was most of such a query at scale.
 CHECKED_FIRST = 512
 CHECKED_MOST = 2_048
-# Past CHECKED_MOST candidates, the total is estimated from this many of them at random.
+# Past CHECKED_MOST candidates, the total is estimated from this many of them at random,
+# when at least ESTIMATE_FROM_HITS of them match (its relative error then about 15 % or
+# less); a rarer phrase is counted by reading every match, as it cost before.
 TOTAL_SAMPLE = 400
+ESTIMATE_FROM_HITS = 40
 
 
 def _rank_checked(
@@ -419,9 +422,10 @@ def _rank_checked(
     allow ranked, then checked by the engine, best first, until the page is full. The
     total is exact when every candidate was checked; else estimated (`total_exact`
     false) from TOTAL_SAMPLE candidates drawn at random (seeded by the query, so a query
-    gives the same figure twice). None when the widened lists do not fit in memory, the
-    page ends past CHECKED_FIRST, or the candidates checked hold too few matches: then
-    every match is read from the engine."""
+    gives the same figure twice) when ESTIMATE_FROM_HITS of them match. None when the
+    widened lists do not fit in memory, the page ends past CHECKED_FIRST, or the
+    candidates checked or the sample hold too few matches: then every match is read from
+    the engine."""
     widened = term_matching(constraint, widened=True)
     depth = offset + limit
     if widened is None or depth > CHECKED_FIRST:
@@ -443,10 +447,10 @@ def _rank_checked(
     if sum(p in kept for p in candidates[:CHECKED_FIRST]) < depth:
         kept |= native.matched_among(constraint, candidates[CHECKED_FIRST:])
     found = [(p, s) for p, s in zip(candidates, ranked.scores, strict=True) if p in kept]
-    if len(found) < depth:
+    hits = sum(p in kept for p in sample)
+    if len(found) < depth or hits < ESTIMATE_FROM_HITS:
         return None
-    share = sum(p in kept for p in sample) / TOTAL_SAMPLE
-    total = max(len(found), round(share * ranked.total))
+    total = max(len(found), round(hits / TOTAL_SAMPLE * ranked.total))
     chosen = found[offset:depth]
     return Ranked([p for p, _ in chosen], [s for _, s in chosen], total, total_exact=False)
 

@@ -147,6 +147,7 @@ def test_past_the_checked_candidates_the_total_is_an_estimate_said_so(
     monkeypatch.setattr(fulltext, "CHECKED_FIRST", 4)
     monkeypatch.setattr(fulltext, "CHECKED_MOST", 8)
     monkeypatch.setattr(fulltext, "TOTAL_SAMPLE", 6)
+    monkeypatch.setattr(fulltext, "ESTIMATE_FROM_HITS", 1)
     understood = q.understand('"machine translation"')
     terms = lexical.query_terms(understood.words)
     read = engine_ranked(understood, 1000)
@@ -160,6 +161,11 @@ def test_past_the_checked_candidates_the_total_is_an_estimate_said_so(
     page = fulltext.paper_search(query='"machine translation"', limit=3, offset=1)
     assert [hit.record["paper_id"] for hit in page.hits] == read.ids[1:4]
     assert page.total == checked.total and "total is an estimate" in " ".join(page.notes)
+    # Too few matches in the sample for an estimate: every match is read, exactly.
+    monkeypatch.setattr(fulltext, "ESTIMATE_FROM_HITS", 7)
+    assert fulltext._rank_checked(terms, understood.constraint, [], 3, 1) is None
+    exact = fulltext.paper_search(query='"machine translation"', limit=3, offset=1)
+    assert exact.total == read.total and "total is an estimate" not in " ".join(exact.notes)
     # A page deeper than the candidates checked reads every match, exactly.
     assert fulltext._rank_checked(terms, understood.constraint, [], 20, 0) is None
     deep = fulltext.paper_search(query='"machine translation"', limit=20)
