@@ -184,12 +184,11 @@ def term_papers(
     using: str = DEFAULT_DB_ALIAS,
 ) -> Iterator[list[int]]:
     """The papers whose postings hold this term id, highest impact first (a word of the
-    title weighs most), in batches growing `growth` times from `first_batch` up to `most`
-    (ids a caller passes as one statement's parameters; SQLite allows 32,766): one range
-    of the primary key, so a cost that grows with the term's papers, not with the
-    library. A caller that reads the rest of the list after the first batches asks in few
-    statements (a name's 27k papers at 500k: the titles read in 3 statements took about
-    a third of the time of 55 of 500)."""
+    title weighs most), in batches growing `growth` times from `first_batch` up to `most`:
+    one range of the primary key, so a cost that grows with the term's papers, not with
+    the library. A caller that stops early reads little; one that reads the whole list
+    asks in few statements (a name's 27k papers at 500k on PostgreSQL: its titles in 4
+    statements instead of 55, in about the same time: the titles' reads dominate)."""
     with connections[using].cursor() as cursor:
         cursor.execute(
             f"SELECT paper_id FROM {POSTING_TABLE} WHERE term_id = %s "  # noqa: S608

@@ -87,18 +87,18 @@ def test_exclusion_removes_every_paper_with_the_word(library: None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("node", "expected"),
+    ("node", "matchable"),
     [
-        (q.Term("GPT-3"), None),  # two terms: word order matters, the engine matches it
-        (q.Term("the"), None),  # a stop word
-        (q.Term("transl", prefix=True), None),
-        (q.And((q.Term("neural"), q.Phrase(("machine", "translation")))), None),
-        (q.Or((q.Term("Translations"), q.Term("translating"))), ("or", (1, 1))),
+        (q.Term("GPT-3"), False),  # two terms: word order matters, the engine matches it
+        (q.Term("the"), False),  # a stop word
+        (q.Term("transl", prefix=True), False),
+        (q.And((q.Term("neural"), q.Phrase(("machine", "translation")))), False),
+        (q.Or((q.Term("Translations"), q.Term("translating"))), True),
     ],
 )
-def test_what_the_postings_can_match(node: q.Node, expected: object) -> None:
+def test_what_the_postings_can_match(node: q.Node, matchable: bool) -> None:
     found = fulltext.term_matching(node)
-    if expected is None:
+    if not matchable:
         assert found is None
     else:  # both words are one stem: one term twice
         assert isinstance(found, tuple) and found[0] == "or"
