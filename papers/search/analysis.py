@@ -4,9 +4,11 @@ One analyzer for documents and queries, in Python, so SQLite and PostgreSQL rank
 same terms and the same statistics: words are runs of letters and digits, folded to
 lower-case ASCII ('García' -> 'garcia'), English stop words dropped, the rest stemmed by
 the Snowball English stemmer (PyStemmer, C), so 'translations' and 'translating' are one
-term. A term is stored as a 48-bit hash of its stem: no vocabulary table to keep in step
-(and to lock) across concurrent writers; two stems sharing a hash (about one pair per
-million terms) share their postings, which moves a rank by a hair at most.
+term. A term is stored as a 48-bit hash of its stem: no vocabulary table to number terms
+in step (and to lock) across concurrent writers; two stems sharing a hash (about one pair
+per million terms) share their postings, which moves a rank by a hair at most. The words
+themselves are kept beside the postings only for `prefix*` lookups (postings.py's
+lexicon, added to, never renumbered).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 
 import Stemmer
@@ -108,10 +111,13 @@ _STOP = -1
 _word_terms: dict[str, int] = {}
 
 
-def term_id_counts(text: str) -> tuple[int, Counter[int]]:
+def term_id_counts(text: str, seen: set[str] | None = None) -> tuple[int, Counter[int]]:
     """(length in terms, {term id: occurrences}) of a text: the same terms as
-    `term_counts`, by their ids, for indexing many documents."""
+    `term_counts`, by their ids, for indexing many documents. Its words are added to
+    `seen` when given (stop words too)."""
     found = words(text)
+    if seen is not None:
+        seen.update(found)
     cache = _word_terms
     try:
         counts = Counter(map(cache.__getitem__, found))
@@ -129,3 +135,16 @@ def term_id_counts(text: str) -> tuple[int, Counter[int]]:
         counts = Counter(map(ids.__getitem__, found))
     stop_words = counts.pop(_STOP, 0)
     return len(found) - stop_words, counts
+
+
+def word_terms(found: Iterable[str]) -> dict[str, int]:
+    """{word: the term id of its stem} of these folded words, stop words left out."""
+    cache = _word_terms
+    terms: dict[str, int] = {}
+    for word in found:
+        known = cache.get(word)
+        if known is None:
+            known = _STOP if is_stop_word(word) else term_id(_stemmer.stemWord(word))
+        if known != _STOP:
+            terms[word] = known
+    return terms

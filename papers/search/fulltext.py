@@ -30,7 +30,7 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -343,17 +343,29 @@ def _rank(
     constraint = understood.constraint
     if constraint is not None:
         constraint = _without_stop_words(constraint)
-    if terms.ids and constraint is not None and understood.prefixes:
-        # Papers may match through a prefix alone, with no ranking term: rank them all if
-        # they are few, else leave the ranking to the engine.
-        narrowed = [*restrictions, native.match_restriction(constraint)]
-        papers = lexical.small_set(narrowed)
-        if papers is not None:
-            return lexical.rank_papers(terms, papers, limit=limit, offset=offset)
-        return native.rank(constraint, restrictions, limit, offset)
+    prefixes = {} if constraint is None else _prefix_terms(constraint)
+    if prefixes is None:  # a prefix beginning too many words: the engine matches prefixes
+        if terms.ids and constraint is not None and understood.prefixes:
+            # Papers may match through a prefix alone, with no ranking term: rank them all
+            # if they are few, else leave the ranking to the engine.
+            narrowed = [*restrictions, native.match_restriction(constraint)]
+            papers = lexical.small_set(narrowed)
+            if papers is not None:
+                return lexical.rank_papers(terms, papers, limit=limit, offset=offset)
+            return native.rank(constraint, restrictions, limit, offset)
+        prefixes = {}
+    elif prefixes:
+        # A paper matching through a prefix ranks by the prefix's words, weighed as one.
+        positive = [t.text for t in q.positive_terms(cast(q.Node, constraint)) if t.prefix]
+        if positive:
+            terms = lexical.combined(terms, *(prefixes[text] for text in dict.fromkeys(positive)))
+            if not terms.ids:  # no indexed word begins with the prefixes
+                return Ranked([], [], 0)
     if terms.ids:
         narrowed = list(restrictions)
-        matching = None if constraint is None else term_matching(constraint)
+        matching = None
+        if constraint is not None:
+            matching = term_matching(constraint, prefixes=prefixes)
         if constraint is not None and matching is None:
             checked = _rank_checked(terms, constraint, restrictions, limit, offset)
             if checked is not None:
@@ -369,17 +381,50 @@ def _rank(
     return native.rank(constraint, restrictions, limit, offset)
 
 
-def term_matching(node: q.Node, *, widened: bool = False) -> lexical.Matching | None:
+def _prefix_terms(node: q.Node) -> dict[str, lexical.QueryTerms] | None:
+    """The terms of the words each `prefix*` of the query begins (lexical.prefix_terms),
+    by the prefix's text; None when one begins more than lexical.PREFIX_MOST_WORDS words
+    (then the engine matches the query's prefixes, stemming them)."""
+    found: dict[str, lexical.QueryTerms] = {}
+    for text in _prefix_texts(node):
+        if text not in found:
+            expanded = lexical.prefix_terms(text)
+            if expanded is None:
+                return None
+            found[text] = expanded
+    return found
+
+
+def _prefix_texts(node: q.Node) -> list[str]:
+    if isinstance(node, q.Term):
+        return [node.text] if node.prefix else []
+    if isinstance(node, q.Phrase):
+        return []
+    if isinstance(node, q.Not):
+        return [*_prefix_texts(node.include), *_prefix_texts(node.exclude)]
+    return [text for child in node.children for text in _prefix_texts(child)]
+
+
+def term_matching(
+    node: q.Node,
+    *,
+    widened: bool = False,
+    prefixes: Mapping[str, lexical.QueryTerms] | None = None,
+) -> lexical.Matching | None:
     """A strict query's AND / OR / NOT of words as a boolean over the BM25 terms, which
     lexical.rank evaluates on the postings (one analyzer, so both databases match alike);
-    None when it holds what the postings cannot tell: a phrase (word order), a prefix, a
-    stop word, or a word that is several terms ('GPT-3'). Those the engine matches.
+    None when it holds what the postings cannot tell: a phrase (word order), a prefix not
+    in `prefixes` (the terms of the words each begins, _prefix_terms), a stop word, or a
+    word that is several terms ('GPT-3'). Those the engine matches.
 
     `widened`: a phrase or a word of several terms outside a NOT as all of its terms, a
     boolean matching every paper the query matches and some more (for _rank_checked)."""
     if isinstance(node, q.Term | q.Phrase):
         if isinstance(node, q.Term) and node.prefix:
-            return None
+            if prefixes is None or node.text not in prefixes:
+                return None
+            expanded = prefixes[node.text].ids or (lexical.NO_TERM,)
+            return expanded[0] if len(expanded) == 1 else ("or", expanded)
         if isinstance(node, q.Term) and (term := analysis.word_term(node.text)) is not None:
             return term
         text = node.text if isinstance(node, q.Term) else " ".join(node.words)
@@ -388,10 +433,15 @@ def term_matching(node: q.Node, *, widened: bool = False) -> lexical.Matching | 
             return None
         return ids[0] if len(ids) == 1 else ("and", tuple(ids))
     if isinstance(node, q.Not):
-        parts = [term_matching(node.include, widened=widened), term_matching(node.exclude)]
+        parts = [
+            term_matching(node.include, widened=widened, prefixes=prefixes),
+            term_matching(node.exclude, prefixes=prefixes),
+        ]
         operation = "not"
     else:
-        parts = [term_matching(child, widened=widened) for child in node.children]
+        parts = [
+            term_matching(child, widened=widened, prefixes=prefixes) for child in node.children
+        ]
         operation = "and" if isinstance(node, q.And) else "or"
     if any(part is None for part in parts):
         return None

@@ -70,9 +70,12 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from core.sql import among, database_identity, wrote_in_this_transaction
 from papers.search import kept_filters
 from papers.search.postings import (
+    IMPACT_SCALE,
     PAPERS,
     PostingIndex,
     document_frequencies,
+    idf,
+    lexicon_terms,
     query_term_ids,
     read_stats,
     score_sql,
@@ -157,6 +160,51 @@ def query_terms(
     return QueryTerms(weighted.ids, weighted.weights, weighted.df, weighted.documents, index)
 
 
+# A bare `prefix*` is ranked from the postings of the terms of the words it begins when
+# they are at most this many words; a shorter prefix beginning more is left to the engine.
+PREFIX_MOST_WORDS = 1_000
+
+
+def prefix_terms(prefix: str, *, using: str = DEFAULT_DB_ALIAS) -> QueryTerms | None:
+    """The terms of the library's words that begin with the prefix ('embedd*': embedding,
+    embedded..., their stem 'embed'; 'subs*' does not reach 'subject', as the engines'
+    stemmed prefix 'sub' does), weighed as one word: each by the idf of all their papers
+    together, so that a paper ranks by how much of the prefix's words it holds, not by
+    which rare spelling it uses. None when more than PREFIX_MOST_WORDS words begin with it."""
+    with connections[using].cursor() as cursor:
+        ids = lexicon_terms(cursor, prefix, most=PREFIX_MOST_WORDS)
+        if ids is None:
+            return None
+        stats = read_stats(cursor, PAPERS)
+        _frequencies_from_lists(cursor, stats, ids, PAPERS)
+        df = document_frequencies(cursor, stats, ids, PAPERS)
+    kept = [term for term in ids if df[term] > 0]
+    documents = max(stats.documents, max((df[term] for term in kept), default=0))
+    weight = idf(documents, min(documents, sum(df[term] for term in kept))) / IMPACT_SCALE
+    return QueryTerms(
+        tuple(kept), (weight,) * len(kept), tuple(df[term] for term in kept), documents
+    )
+
+
+# A term id no posting has (ids are 48-bit hashes): a prefix beginning no word matches it.
+NO_TERM = -1
+
+
+def combined(*parts: QueryTerms) -> QueryTerms:
+    """One query of these terms, each with its weight where it first appears."""
+    ids: dict[int, tuple[float, int]] = {}
+    for part in parts:
+        for term, weight, df in zip(part.ids, part.weights, part.df, strict=True):
+            ids.setdefault(term, (weight, df))
+    documents = max((part.documents for part in parts), default=0)
+    return QueryTerms(
+        tuple(ids),
+        tuple(weight for weight, _ in ids.values()),
+        tuple(df for _, df in ids.values()),
+        documents,
+    )
+
+
 # A query's terms whose document frequencies are not known yet are read whole, when at most
 # this many, and counted: their lists are read for the ranking anyway when they fit in
 # memory, and counting them apart in the postings' index took as long again (a term of
@@ -205,6 +253,8 @@ def rank(
     """
     if not terms.ids:
         return Ranked([], [], 0)
+    if matching is not None and _any_term(matching, terms):
+        matching = None  # what the ranking matches anyway (a bare `prefix*`)
     depth = offset + limit
     with connections[using].cursor() as cursor:
         if matching is not None:
@@ -257,6 +307,18 @@ def rank(
 # A term id, ("and" | "or", children) or ("not", (included, excluded)).
 Matching = int | tuple[str, tuple["Matching", ...]]
 _SET_SQL = {"and": " INTERSECT ", "or": " UNION ", "not": " EXCEPT "}
+
+
+def _any_term(matching: Matching, terms: QueryTerms) -> bool:
+    """Whether `matching` selects the papers holding any of the terms."""
+    if isinstance(matching, int):
+        return terms.ids == (matching,)
+    operation, children = matching
+    return (
+        operation == "or"
+        and all(isinstance(child, int) for child in children)
+        and set(children) == set(terms.ids)
+    )
 
 
 def matching_terms(matching: Matching) -> list[int]:

@@ -14,6 +14,10 @@ Storage (migration 0006):
   for deleting a paper's postings and scoring given papers (random access);
 - `papers_lex_doc (paper_id, length)`: document lengths, for N and the average length;
 - triggers on papers_paper drop a deleted paper's rows (and TRUNCATE empties them);
+- `papers_lex_word (word, term_id)` (migration 0021): the lexicon, every word indexed
+  (folded, stop words left out) with its stem's term id, so that a `prefix*` finds the
+  terms of the words it begins (a range of its primary key); written with the postings,
+  only added to;
 - `papers_lex_generation`, a number made new by every change of the postings, for
   lexical.py's in-memory postings: on SQLite by the writes here and a trigger on deletes
   (migration 0010), on PostgreSQL by a trigger on papers_lex_doc deferred to the commit
@@ -54,6 +58,11 @@ DOC_TABLE = "papers_lex_doc"
 # One number, a new random one with every change of the postings (migrations 0010, 0016),
 # so that lexical.py's in-memory postings know when to be read again.
 GENERATION_TABLE = "papers_lex_generation"
+# Every word written to the postings (folded, stop words left out), with its stem's term id
+# (migration 0021): a `prefix*` finds the terms of the words it begins here
+# (`lexicon_terms`). Rows are added, never removed: a word whose papers are gone stands for
+# a term without postings, or one other papers hold through another word of its stem.
+LEXICON_TABLE = "papers_lex_word"
 
 K1 = 1.4
 B = 0.6
@@ -277,14 +286,17 @@ def score_sql(
 # --- indexing ------------------------------------------------------------------------
 
 
-def _weighted_counts(fields: Sequence[str | None]) -> tuple[int, dict[int, float]]:
-    """(length in terms, {term id: occurrences weighted by field}) of one paper."""
+def _weighted_counts(
+    fields: Sequence[str | None], seen: set[str] | None = None
+) -> tuple[int, dict[int, float]]:
+    """(length in terms, {term id: occurrences weighted by field}) of one paper, its words
+    added to `seen` when given."""
     weighted: dict[int, float] = {}
     length = 0
     for text, weight in zip(fields, FIELD_WEIGHTS, strict=True):
         if not text:
             continue
-        field_length, counts = analysis.term_id_counts(text)
+        field_length, counts = analysis.term_id_counts(text, seen)
         length += field_length
         for key, count in counts.items():
             weighted[key] = weighted.get(key, 0.0) + weight * count
@@ -333,7 +345,8 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
         stats = read_stats(cursor)
         for start in range(0, len(ids), INDEX_BATCH):
             batch = ids[start : start + INDEX_BATCH]
-            counted = [(row[0], *_weighted_counts(row[1:6])) for row in _texts(cursor, batch)]
+            seen: set[str] = set()
+            counted = [(row[0], *_weighted_counts(row[1:6], seen)) for row in _texts(cursor, batch)]
             average = stats.average_length
             if not average:  # an empty library: this batch sets the scale
                 average = sum(length for _, length, _ in counted) / max(len(counted), 1)
@@ -348,6 +361,7 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
             )
             replaced, replaced_length = cursor.fetchone()
             _write(cursor, postgres, batch, docs, postings)
+            _write_lexicon(cursor, postgres, analysis.word_terms(seen))
             with _stats_lock:
                 stats.documents += len(docs) - int(replaced)
                 stats.total_length += sum(length for _, length in docs) - int(replaced_length)
@@ -391,6 +405,63 @@ def _write(
         f"INSERT INTO {DOC_TABLE} (paper_id, length) VALUES (%s, %s)",  # noqa: S608
         docs,
     )
+
+
+def _write_lexicon(cursor: Any, postgres: bool, words: Mapping[str, int]) -> None:
+    """Add these words to the lexicon, those it holds already left as they are. Sorted, so
+    that writers adding the same new words at once lock them in the same order."""
+    if not words:
+        return
+    ordered = sorted(words.items())
+    if postgres:
+        found, terms = zip(*ordered, strict=True)
+        cursor.execute(
+            f"INSERT INTO {LEXICON_TABLE} (word, term_id) "  # noqa: S608
+            "SELECT * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+            [list(found), list(terms)],
+        )
+        return
+    cursor.executemany(
+        f"INSERT OR IGNORE INTO {LEXICON_TABLE} (word, term_id) VALUES (%s, %s)",  # noqa: S608
+        ordered,
+    )
+
+
+def fill_lexicon(*, using: str = DEFAULT_DB_ALIAS, batch: int = 2_000) -> None:
+    """Write the words of every indexed paper to the lexicon (migration 0021, for a library
+    indexed before it; `index_papers` keeps it current after)."""
+    connection = connections[using]
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT paper_id FROM {DOC_TABLE} ORDER BY paper_id")  # noqa: S608
+        ids = [row[0] for row in cursor.fetchall()]
+        for start in range(0, len(ids), batch):
+            seen: set[str] = set()
+            for row in _texts(cursor, ids[start : start + batch]):
+                for text in row[1:6]:
+                    if text:
+                        seen.update(analysis.words(text))
+            _write_lexicon(cursor, postgres, analysis.word_terms(seen))
+
+
+def lexicon_terms(cursor: Any, prefix: str, *, most: int) -> list[int] | None:
+    """The term ids of the words beginning with `prefix` (folded), each once; None when
+    more than `most` words begin with it."""
+    prefix = analysis.fold(prefix)
+    if not prefix:
+        return []
+    # The first string after every one that begins with `prefix` (code point order, which
+    # is UTF-8's byte order: SQLite's BINARY collation, the column's "C" on PostgreSQL).
+    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    cursor.execute(
+        f"SELECT term_id FROM {LEXICON_TABLE} WHERE word >= %s AND word < %s "  # noqa: S608
+        "LIMIT %s",
+        [prefix, after, most + 1],
+    )
+    rows = cursor.fetchall()
+    if len(rows) > most:
+        return None
+    return list(dict.fromkeys(row[0] for row in rows))
 
 
 def forget_df() -> None:

@@ -250,9 +250,11 @@ def test_the_warm_up_rehearses_both_search_paths_and_writes_nothing(
 def test_a_restricted_engine_ranking_scans_the_matches_once(
     make_paper: Callable[..., Paper], query: str
 ) -> None:
-    """Queries ranked by the database's own engine (stop words only, a bare prefix) with a
-    filter: SQLite must read the query's matches once and check each against the filter,
-    not look every allowed id up in FTS5 (a 41 s search at 95k papers; plan `0:=M`)."""
+    """Queries ranked by the database's own engine (stop words only) with a filter: SQLite
+    must read the query's matches once and check each against the filter, not look every
+    allowed id up in FTS5 (a 41 s search at 95k papers; plan `0:=M`). A bare prefix, which
+    the engine ranked too, is ranked from the postings now (test_prefix.py): the filter
+    keeps the same papers in the same order, and FTS5 is not asked."""
     from django.test.utils import CaptureQueriesContext
 
     from papers.search.local import local_search, search_filters_build
@@ -273,6 +275,9 @@ def test_a_restricted_engine_ranking_scans_the_matches_once(
         return  # (PostgreSQL's configuration drops stop words: "with the" matches nothing)
     assert found
     engine = [c["sql"] for c in captured.captured_queries if "_fts MATCH" in c["sql"]]
+    if query.endswith("*"):
+        assert not engine
+        return
     assert engine
     with connection.cursor() as cursor:
         for sql in engine:

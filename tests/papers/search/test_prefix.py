@@ -1,0 +1,201 @@
+"""A `prefix*` ranked from the postings of the terms of the words it begins, found in the
+lexicon of words the postings keep (postings.LEXICON_TABLE): the papers holding a word that
+begins with it (the engines' own indexes stem the prefix: 'embedd*' found nothing there,
+'pars*' found 'parallel' on SQLite, 'subs*' found 'subject' on PostgreSQL), ranked by BM25
+with the prefix's terms weighed as one word, alone or among the query's words and booleans;
+the lexicon kept current by every write and filled for a library indexed before it. Both
+databases."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from papers.models import Paper
+from papers.schemas import PaperRecord
+from papers.search import analysis, fulltext, lexical, native, postings
+from papers.search import query as q
+from papers.search.postings import LEXICON_TABLE, POSTING_TABLE
+from papers.search.source import FTS_TABLE
+from papers.search.types import SearchFilters
+from papers.services import paper_upsert
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ACL_SAMPLE = Path(__file__).parents[2] / "fixtures" / "acl" / "acl_sample300.jsonl"
+# Prefixes the engines' stemmed prefix matching agrees on, and others: FTS5's Porter
+# stemmer makes 'pars' 'par' (matching 'parallel'), and 'embedd' finds no stem.
+SAME_AS_ENGINE = ["transl*", "dialog*", "Summar*"]
+PREFIXES = [*SAME_AS_ENGINE, "pars*", "embedd*", "subs*", "Übers*"]
+
+
+@pytest.fixture
+def library() -> None:
+    call_command("import_jsonl", str(ACL_SAMPLE), "--no-progress", stdout=io.StringIO())
+    lexical.posting_cache_clear()
+
+
+def holding_words(prefix: str) -> set[int]:
+    """The papers with an indexed word (folded, not a stop word) beginning with `prefix`."""
+    ids = list(Paper.objects.values_list("pk", flat=True))
+    with connection.cursor() as cursor:
+        rows = postings._texts(cursor, ids)
+    start = analysis.fold(prefix)
+    return {
+        row[0]
+        for row in rows
+        if any(
+            word.startswith(start) and not analysis.is_stop_word(word)
+            for text in row[1:6]
+            for word in analysis.words(text or "")
+        )
+    }
+
+
+def engine_matches(query: str | q.Node) -> set[int]:
+    node = q.understand(query).constraint if isinstance(query, str) else query
+    sql, params = native.match_restriction(node)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        matched = {row[0] for row in cursor.fetchall()}
+    # (The engine's table may keep rows of an earlier test's papers: its flush skips it.)
+    return matched & set(Paper.objects.values_list("pk", flat=True))
+
+
+def ranked(query: str, restrictions: list | None = None) -> tuple[lexical.Ranked, list[str]]:
+    with CaptureQueriesContext(connection) as statements:
+        found = fulltext._rank(q.understand(query), restrictions or [], 1000, 0)
+    return found, [statement["sql"] for statement in statements.captured_queries]
+
+
+@pytest.mark.parametrize("query", PREFIXES)
+def test_a_prefix_matches_the_papers_holding_a_word_it_begins(library: None, query: str) -> None:
+    found, statements = ranked(query)
+    expected = holding_words(query.rstrip("*"))
+    assert set(found.ids) == expected and found.total == len(expected)
+    if query in SAME_AS_ENGINE:
+        assert found.ids and set(found.ids) == engine_matches(query)
+    assert found.scores == sorted(found.scores, reverse=True)
+    # Expanded in the lexicon, ranked from the postings: the engine's index is not read.
+    assert any(LEXICON_TABLE in sql for sql in statements)
+    assert not any(FTS_TABLE in sql for sql in statements)
+
+
+def test_the_prefix_terms_are_weighed_as_one_word(library: None) -> None:
+    expanded = lexical.prefix_terms("pars")
+    assert expanded is not None and len(expanded.ids) >= 2  # 'pars', 'parser'...
+    assert len(set(expanded.weights)) == 1
+    # A paper's score is the sum of its postings of those terms, one weight for all.
+    found, _ = ranked("pars*")
+    best = found.ids[0]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT term_id, impact FROM {POSTING_TABLE} WHERE paper_id = %s",  # noqa: S608
+            [best],
+        )
+        impacts = dict(cursor.fetchall())
+    held = sum(impacts.get(term, 0) for term in expanded.ids)
+    assert found.scores[0] == pytest.approx(held * expanded.weights[0])
+
+
+def test_a_prefix_standing_for_too_many_terms_is_left_to_the_engine(
+    library: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "PREFIX_MOST_WORDS", 1)
+    assert lexical.prefix_terms("pars") is None
+    found, statements = ranked("pars*")
+    assert any(FTS_TABLE in sql for sql in statements)
+    assert set(found.ids) == engine_matches("pars*")
+
+
+def test_a_filter_narrows_a_prefix(library: None) -> None:
+    restrictions = fulltext.search_restrictions(SearchFilters(year_from=2015), None)
+    every, _ = ranked("transl*")
+    narrowed, _ = ranked("transl*", restrictions)
+    recent = set(Paper.objects.filter(year__gte=2015).values_list("pk", flat=True))
+    assert narrowed.ids and set(narrowed.ids) == set(every.ids) & recent
+
+
+def test_the_search_service_answers_a_prefix(library: None) -> None:
+    page = fulltext.paper_search(query="dialog*", limit=5)
+    assert page.total == len(engine_matches("dialog*"))
+    assert len(page.hits) == 5
+
+
+def test_a_new_word_is_found_by_its_prefix_at_once_and_gone_with_its_paper(library: None) -> None:
+    assert not fulltext._rank(q.understand("quokkal*"), [], 10, 0).ids
+    paper, _ = paper_upsert(
+        record=PaperRecord.build(title="Quokkalogical parsing of marsupial speech", year=2021)
+    )
+    found = fulltext._rank(q.understand("quokkal*"), [], 10, 0)
+    assert found.ids == [paper.pk] and found.total == 1
+    paper.delete()
+    assert fulltext._rank(q.understand("quokkal*"), [], 10, 0).ids == []
+
+
+def stored_lexicon() -> set[tuple[str, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT word, term_id FROM {LEXICON_TABLE}")  # noqa: S608
+        return set(cursor.fetchall())
+
+
+def test_the_lexicon_holds_every_word_of_the_postings_and_fills_again(library: None) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT term_id FROM {POSTING_TABLE}")  # noqa: S608
+        posted = {row[0] for row in cursor.fetchall()}
+    written = stored_lexicon()  # (with the words of an earlier test's papers: never removed)
+    assert posted <= {term for _, term in written}
+    assert all(analysis.term_id(analysis.stem(word)) == term for word, term in written)
+    # A library indexed before the lexicon existed: migration 0021 fills it from the text.
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {LEXICON_TABLE}")  # noqa: S608
+    postings.fill_lexicon()
+    filled = stored_lexicon()
+    assert filled <= written and posted == {term for _, term in filled}
+
+
+def test_words_the_analyzer_no_longer_holds_are_stemmed_again() -> None:
+    words = ["translations", "parsing", "the", "embedding"]
+    held = analysis.word_terms(words)
+    analysis._word_terms.clear()
+    assert analysis.word_terms(words) == held
+    assert set(held) == {"translations", "parsing", "embedding"}
+    assert held["embedding"] == analysis.term_id("embed")
+
+
+PREFIX_QUERIES = [
+    "neural transl*",  # natural: the prefix must match, both rank
+    "transl* AND neural",
+    "transl* OR pars*",
+    "transl* NOT neural",
+    "neural NOT pars*",
+]
+
+
+def expected_matches(node: q.Node) -> set[int]:
+    """The papers a query's boolean selects, prefixes as the words they begin."""
+    if isinstance(node, q.Term) and node.prefix:
+        return holding_words(node.text)
+    if isinstance(node, q.Term):
+        return engine_matches(node)
+    if isinstance(node, q.Not):
+        return expected_matches(node.include) - expected_matches(node.exclude)
+    parts = [expected_matches(child) for child in node.children]
+    return set.intersection(*parts) if isinstance(node, q.And) else set.union(*parts)
+
+
+@pytest.mark.parametrize("query", PREFIX_QUERIES)
+def test_a_prefix_among_words_matches_the_words_it_begins(library: None, query: str) -> None:
+    understood = q.understand(query)
+    found, statements = ranked(query)
+    assert found.ids and found.total == len(found.ids)
+    assert set(found.ids) == expected_matches(understood.constraint)
+    assert not any(FTS_TABLE in sql for sql in statements)
+    # The prefixes' words rank with the query's words: a paper matching through a prefix
+    # alone has a score of its own, not nothing.
+    assert all(score > 0 for score in found.scores)
