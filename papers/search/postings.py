@@ -343,9 +343,9 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
     postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         stats = read_stats(cursor)
+        seen: set[str] = set()
         for start in range(0, len(ids), INDEX_BATCH):
             batch = ids[start : start + INDEX_BATCH]
-            seen: set[str] = set()
             counted = [(row[0], *_weighted_counts(row[1:6], seen)) for row in _texts(cursor, batch)]
             average = stats.average_length
             if not average:  # an empty library: this batch sets the scale
@@ -361,10 +361,13 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
             )
             replaced, replaced_length = cursor.fetchone()
             _write(cursor, postgres, batch, docs, postings)
-            _write_lexicon(cursor, postgres, analysis.word_terms(seen))
             with _stats_lock:
                 stats.documents += len(docs) - int(replaced)
                 stats.total_length += sum(length for _, length in docs) - int(replaced_length)
+        # The lexicon's new words once, last: a writer waits on another's new word until it
+        # commits, so one statement a call (in the words' order) leaves no two writers each
+        # waiting on a word the other wrote in an earlier batch.
+        _write_lexicon(cursor, postgres, analysis.word_terms(seen))
     forget_df()
 
 

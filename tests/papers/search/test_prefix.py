@@ -199,3 +199,57 @@ def test_a_prefix_among_words_matches_the_words_it_begins(library: None, query: 
     # The prefixes' words rank with the query's words: a paper matching through a prefix
     # alone has a score of its own, not nothing.
     assert all(score > 0 for score in found.scores)
+
+
+def test_writers_adding_the_same_new_words_do_not_deadlock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two transactions indexing papers whose new words cross (one meets 'zetaone' then
+    'zetatwo', the other the reverse, in batches of one paper): a writer waits on the
+    other's uncommitted new word, so writing them batch by batch deadlocked; written once
+    a call, in the words' order, the second waits for the first and both commit."""
+    import threading
+
+    from django.db import connections, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    first, second = (
+        [paper_upsert(record=PaperRecord.build(title=title, year=2020))[0].pk for title in titles]
+        for titles in (
+            ("Zetaone for translation", "Zetatwo for parsing"),
+            ("Tagging with zetatwo", "Summaries with zetaone"),
+        )
+    )
+    with connection.cursor() as cursor:  # the words new again
+        cursor.execute(f"DELETE FROM {LEXICON_TABLE} WHERE word LIKE 'zeta%%'")  # noqa: S608
+    monkeypatch.setattr(postings, "INDEX_BATCH", 1)
+    texts = postings._texts
+    between = threading.Barrier(2, timeout=10)
+    calls = threading.local()
+
+    def after_the_first_batch(cursor: object, ids: list[int]) -> list:
+        calls.n = getattr(calls, "n", 0) + 1
+        if calls.n == 2:  # both writers are past their first batch
+            between.wait()
+        return texts(cursor, ids)
+
+    monkeypatch.setattr(postings, "_texts", after_the_first_batch)
+    failures: list[BaseException] = []
+
+    def write(ids: list[int]) -> None:
+        try:
+            with transaction.atomic():
+                postings.index_papers(ids)
+        except BaseException as error:  # reported below
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=write, args=(ids,)) for ids in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not failures
+    assert {"zetaone", "zetatwo"} <= {word for word, _ in stored_lexicon()}
