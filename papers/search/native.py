@@ -11,7 +11,7 @@ ranked by the postings (lexical.py); why this index stays for the rest: docs/DEC
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
@@ -186,15 +186,18 @@ def _fuzzy_by_postings(
     """PostgreSQL's typo-tolerant matches (each word or a close spelling of it, in any
     field, as its tsvector matched them) from the BM25 postings held in memory, ranked by
     BM25: ts_rank over every match of a common correction ('Macihne': every paper with
-    'machine') was most of such a query at scale. None when a spelling is several terms or
-    a stop word: then the engine matches."""
+    'machine') was most of such a query at scale. A close spelling that is several terms
+    or a stop word ('trans-lation', a hyphenation the vocabulary holds as one word) is left
+    out when its word has others; None when a word has no other: then the engine matches."""
     alternatives: list[list[int]] = []
+    kept: list[str] = []
     for group in groups:
-        ids = [analysis.word_term(word) for word in group]
-        if None in ids:
+        ids = {word: term for word in group if (term := analysis.word_term(word)) is not None}
+        if not ids:
             return None
-        alternatives.append(sorted(set(cast(list[int], ids))))
-    terms = lexical.query_terms([word for group in groups for word in group])
+        alternatives.append(sorted(set(ids.values())))
+        kept += ids
+    terms = lexical.query_terms(kept)
     if not terms.ids:
         return []
     matching: lexical.Matching = ("and", tuple(("or", tuple(ids)) for ids in alternatives))

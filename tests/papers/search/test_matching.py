@@ -237,3 +237,13 @@ def test_unknown_terms_are_counted_from_their_lists_when_held(library: None) -> 
         "count(*)" in s["sql"] and POSTING_TABLE in s["sql"] for s in statements.captured_queries
     )
     assert held == counted and len(held.ids) == 3
+
+
+def test_a_close_spelling_of_several_terms_is_left_out_beside_others(library: None) -> None:
+    """PostgreSQL's vocabulary holds hyphenations as one word ('trans-lation'): beside
+    other close spellings it is left out and the postings still answer; alone, the engine
+    matches it."""
+    found = native._fuzzy_by_postings([["translation", "trans-lation"]], [])
+    assert found and found == native._fuzzy_by_postings([["translation"]], [])
+    assert native._fuzzy_by_postings([["trans-lation"]], []) is None
+    assert native._fuzzy_by_postings([["translation"], ["the"]], []) is None
