@@ -56,6 +56,7 @@ SKIPPED_TABLES = frozenset(
         "papers_lex_posting",
         "papers_lex_doc",
         "papers_lex_generation",
+        "papers_lex_word",
         "papers_paper_fts",
         "papers_paperembedding",
         "papers_paperstrongembedding",

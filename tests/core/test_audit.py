@@ -115,6 +115,8 @@ def test_an_import_is_counted_not_listed_paper_by_paper(alice: User) -> None:
     assert sum(e.count for e in made) == 300
     # One transaction of the import: a handful of entries, not one per paper.
     assert AuditEntry.objects.count() < 30, [(e.model, e.action, e.count) for e in entries()]
+    # The search indexes written with it (postings, the lexicon of words) are not data.
+    assert not [e.model for e in entries() if "lex" in e.model or "fts" in e.model]
 
 
 def test_saves_beyond_the_cap_become_one_counting_entry(alice: User, settings: Any) -> None:
