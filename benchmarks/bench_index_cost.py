@@ -130,7 +130,7 @@ def sizes(postgres: bool) -> dict[str, int]:
 
     groups = {
         "engine index (FTS5 / tsvector)": ["papers_paper_fts"],
-        "BM25 postings": ["papers_lex_posting", "papers_lex_doc"],
+        "BM25 postings": ["papers_lex_posting", "papers_lex_doc", "papers_lex_word"],
         "paper table": ["papers_paper"],
     }
     found: dict[str, int] = {}
