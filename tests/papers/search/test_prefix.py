@@ -253,3 +253,32 @@ def test_writers_adding_the_same_new_words_do_not_deadlock(
         thread.join(30)
     assert not failures
     assert {"zetaone", "zetatwo"} <= {word for word, _ in stored_lexicon()}
+
+
+def test_many_terms_read_in_one_grouped_scan_as_term_by_term(
+    library: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefix's many lists are read by one grouped scan (a sub-select per term was
+    planned apart: seconds for hundreds of terms): the same lists, none for a term without
+    postings, the same ranking."""
+    every, _ = ranked("pars*")  # term by term: the prefix has fewer terms than the bound
+    expanded = lexical.prefix_terms("pars")
+    assert expanded is not None and len(expanded.ids) < lexical.SUBSELECTS_MOST
+    terms = [*expanded.ids, lexical.NO_TERM]
+    with connection.cursor() as cursor:
+        _, one_by_one = lexical._read_postings(
+            cursor, terms, postings.PAPERS, with_generation=False
+        )
+    monkeypatch.setattr(lexical, "SUBSELECTS_MOST", 1)
+    with CaptureQueriesContext(connection) as statements, connection.cursor() as cursor:
+        _, grouped = lexical._read_postings(cursor, terms, postings.PAPERS, with_generation=False)
+    assert "GROUP BY term_id" in statements.captured_queries[0]["sql"]
+    assert one_by_one.keys() == grouped.keys() and len(grouped[lexical.NO_TERM][0]) == 0
+    for term in terms:
+        assert sorted(one_by_one[term][0].tolist()) == sorted(grouped[term][0].tolist())
+        assert sorted(zip(*one_by_one[term], strict=True)) == sorted(
+            zip(*grouped[term], strict=True)
+        )
+    lexical.posting_cache_clear()
+    again, _ = ranked("pars*")
+    assert (again.ids, again.scores, again.total) == (every.ids, every.scores, every.total)
