@@ -381,53 +381,49 @@ def _write(
     if postgres:
         cursor.execute(f"DELETE FROM {POSTING_TABLE} WHERE paper_id = ANY(%s)", [batch])  # noqa: S608
         cursor.execute(f"DELETE FROM {DOC_TABLE} WHERE paper_id = ANY(%s)", [batch])  # noqa: S608
-        if postings:
-            terms, impacts, papers = zip(*postings, strict=True)
-            cursor.execute(
-                f"INSERT INTO {POSTING_TABLE} (term_id, impact, paper_id) "  # noqa: S608
-                "SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::bigint[])",
-                [list(terms), list(impacts), list(papers)],
-            )
-        if docs:
-            paper_ids, lengths = zip(*docs, strict=True)
-            cursor.execute(
-                f"INSERT INTO {DOC_TABLE} (paper_id, length) "  # noqa: S608
-                "SELECT * FROM unnest(%s::bigint[], %s::integer[])",
-                [list(paper_ids), list(lengths)],
-            )
+    else:
+        marks = in_list(batch)
+        cursor.execute(f"UPDATE {GENERATION_TABLE} SET n = random()")  # noqa: S608
+        cursor.execute(f"DELETE FROM {POSTING_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
+        cursor.execute(f"DELETE FROM {DOC_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
+    columns = {"term_id": "bigint", "impact": "smallint", "paper_id": "bigint"}
+    _insert(cursor, postgres, POSTING_TABLE, columns, postings)
+    _insert(cursor, postgres, DOC_TABLE, {"paper_id": "bigint", "length": "integer"}, docs)
+
+
+def _insert(
+    cursor: Any,
+    postgres: bool,
+    table: str,
+    columns: Mapping[str, str],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    keep_existing: bool = False,
+) -> None:
+    """Insert these rows (values in the order of `columns`, which map each column to its
+    PostgreSQL type): on PostgreSQL as arrays unnested in one statement, on SQLite by
+    executemany. `keep_existing`: a row whose key is taken is left out."""
+    if not rows:
         return
-    marks = in_list(batch)
-    cursor.execute(f"UPDATE {GENERATION_TABLE} SET n = random()")  # noqa: S608
-    cursor.execute(f"DELETE FROM {POSTING_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
-    cursor.execute(f"DELETE FROM {DOC_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
-    cursor.executemany(
-        f"INSERT INTO {POSTING_TABLE} (term_id, impact, paper_id) VALUES (%s, %s, %s)",  # noqa: S608
-        postings,
-    )
-    cursor.executemany(
-        f"INSERT INTO {DOC_TABLE} (paper_id, length) VALUES (%s, %s)",  # noqa: S608
-        docs,
-    )
+    names = ", ".join(columns)
+    if postgres:
+        arrays = [list(values) for values in zip(*rows, strict=True)]
+        unnested = ", ".join(f"%s::{kind}[]" for kind in columns.values())
+        conflict = " ON CONFLICT DO NOTHING" if keep_existing else ""
+        cursor.execute(
+            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({unnested}){conflict}",  # noqa: S608
+            arrays,
+        )
+        return
+    verb = "INSERT OR IGNORE" if keep_existing else "INSERT"
+    cursor.executemany(f"{verb} INTO {table} ({names}) VALUES {in_list(list(columns))}", rows)
 
 
 def _write_lexicon(cursor: Any, postgres: bool, words: Mapping[str, int]) -> None:
     """Add these words to the lexicon, those it holds already left as they are. Sorted, so
     that writers adding the same new words at once lock them in the same order."""
-    if not words:
-        return
-    ordered = sorted(words.items())
-    if postgres:
-        found, terms = zip(*ordered, strict=True)
-        cursor.execute(
-            f"INSERT INTO {LEXICON_TABLE} (word, term_id) "  # noqa: S608
-            "SELECT * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
-            [list(found), list(terms)],
-        )
-        return
-    cursor.executemany(
-        f"INSERT OR IGNORE INTO {LEXICON_TABLE} (word, term_id) VALUES (%s, %s)",  # noqa: S608
-        ordered,
-    )
+    columns = {"word": "text", "term_id": "bigint"}
+    _insert(cursor, postgres, LEXICON_TABLE, columns, sorted(words.items()), keep_existing=True)
 
 
 def fill_lexicon(*, using: str = DEFAULT_DB_ALIAS, batch: int = 2_000) -> None:
