@@ -272,6 +272,10 @@ def test_many_terms_read_in_one_grouped_scan_as_term_by_term(
     monkeypatch.setattr(lexical, "SUBSELECTS_MOST", 1)
     with CaptureQueriesContext(connection) as statements, connection.cursor() as cursor:
         _, grouped = lexical._read_postings(cursor, terms, postings.PAPERS, with_generation=False)
+        generation, with_it = lexical._read_postings(
+            cursor, terms, postings.PAPERS, with_generation=True
+        )
+    assert generation is not None and with_it.keys() == grouped.keys()
     assert "GROUP BY term_id" in statements.captured_queries[0]["sql"]
     assert one_by_one.keys() == grouped.keys() and len(grouped[lexical.NO_TERM][0]) == 0
     for term in terms:
