@@ -41,19 +41,20 @@ def library() -> None:
 
 
 def holding_words(prefix: str) -> set[int]:
-    """The papers with an indexed word (folded, not a stop word) beginning with `prefix`."""
+    """The papers with an indexed word (folded, not a stop word) beginning with `prefix`,
+    or sharing its stem with one that does (the postings keep stems: 'embedd*' finds
+    'embeds' beside 'embedding')."""
     ids = list(Paper.objects.values_list("pk", flat=True))
     with connection.cursor() as cursor:
         rows = postings._texts(cursor, ids)
     start = analysis.fold(prefix)
+    words = {row[0]: {w for text in row[1:6] for w in analysis.words(text or "")} for row in rows}
+    beginning = {w for found in words.values() for w in found if w.startswith(start)}
+    stems = {analysis.stem(w) for w in beginning if not analysis.is_stop_word(w)}
     return {
-        row[0]
-        for row in rows
-        if any(
-            word.startswith(start) and not analysis.is_stop_word(word)
-            for text in row[1:6]
-            for word in analysis.words(text or "")
-        )
+        paper
+        for paper, found in words.items()
+        if any(analysis.stem(w) in stems for w in found if not analysis.is_stop_word(w))
     }
 
 
