@@ -36,6 +36,14 @@ def among_ids(values: Sequence[int]) -> Any:
     return RawSQL(*among_subquery(connection.vendor, values))  # noqa: S611
 
 
+def prefix_end(prefix: str) -> str:
+    """The first string after every string that begins with `prefix` (not empty), in code
+    point order, which is UTF-8's byte order (SQLite's BINARY collation, PostgreSQL's "C"):
+    `x >= prefix AND x < prefix_end(prefix)` selects the values beginning with it as a
+    range of an index."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 def database_identity(connection: Any) -> str:
     """Which database a connection reaches, as one string (HOST:PORT:NAME): the key of
     what a process keeps per database (posting caches, saved vector graphs)."""

@@ -31,6 +31,7 @@ from django.db.models.lookups import Exact
 
 from core.errors import InvalidInput
 from core.markdown import escape_markdown
+from core.sql import prefix_end
 from papers import scoping
 from papers.identifiers import fold_key, normalize_doi, parse_person_name
 from papers.models import (
@@ -459,8 +460,7 @@ class LowerStartsWith(Lookup):
                 LIKE_ESCAPE + c if c in ("%", "_", LIKE_ESCAPE) else c for c in prefix
             )
             return f"{lhs} LIKE %s ESCAPE '\\'", (*lhs_params, escaped + "%")
-        after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        return f"{lhs} >= %s AND {lhs} < %s", (*lhs_params, prefix, *lhs_params, after)
+        return f"{lhs} >= %s AND {lhs} < %s", (*lhs_params, prefix, *lhs_params, prefix_end(prefix))
 
 
 def _led_by(like: str, field: str) -> Q:

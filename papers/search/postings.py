@@ -50,6 +50,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from core.sql import prefix_end
 from papers.search import analysis
 from papers.search.source import PG_SOURCE, SQLITE_SOURCE, tables, without_jit
 
@@ -449,13 +450,11 @@ def lexicon_terms(cursor: Any, prefix: str, *, most: int) -> list[int] | None:
     prefix = analysis.fold(prefix)
     if not prefix:
         return []
-    # The first string after every one that begins with `prefix` (code point order, which
-    # is UTF-8's byte order: SQLite's BINARY collation, the column's "C" on PostgreSQL).
-    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    # A range of the key: the column compares bytes (BINARY on SQLite, "C" on PostgreSQL).
     cursor.execute(
         f"SELECT term_id FROM {LEXICON_TABLE} WHERE word >= %s AND word < %s "  # noqa: S608
         "LIMIT %s",
-        [prefix, after, most + 1],
+        [prefix, prefix_end(prefix), most + 1],
     )
     rows = cursor.fetchall()
     if len(rows) > most:
