@@ -24,11 +24,17 @@ from core import audit
 
 
 def insert_rows(
-    model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]
+    model: type[models.Model],
+    fields: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    replace_on: Sequence[str] = (),
 ) -> None:
     """INSERT rows of `fields` values into the model's table, skipping ones that would
-    break a unique constraint. Timestamp fields (`created_at`, `updated_at`, `added_at`)
-    present on the model are filled with now."""
+    break a unique constraint; with `replace_on` (the fields of one unique constraint), a
+    row whose key is taken replaces the stored row's other values instead (the rows' keys
+    must then differ). Timestamp fields (`created_at`, `updated_at`, `added_at`) present
+    on the model are filled with now (a replaced row keeps its `created_at`)."""
     meta = model._meta
     stamp_fields = [
         f.name
@@ -43,6 +49,12 @@ def insert_rows(
     params = [(*row, *extra) for row in rows]
     if not params:
         return
+    conflict = "ON CONFLICT DO NOTHING"
+    if replace_on:
+        key = [str(meta.get_field(name).column) for name in replace_on]  # type: ignore[union-attr]
+        kept = {*key, "created_at", "added_at"}
+        replaced = ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in columns if c not in kept)
+        conflict = f"ON CONFLICT ({', '.join(quote(c) for c in key)}) DO UPDATE SET {replaced}"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # One statement: the rows' columns as arrays, unnested in the rows' order (so
@@ -55,13 +67,13 @@ def insert_rows(
             ]
             arrays = ", ".join(f"%s::{t}[]" for t in types)
             cursor.execute(
-                insert + f"SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING",  # noqa: S608
+                insert + f"SELECT * FROM unnest({arrays}) {conflict}",  # noqa: S608
                 [list(column) for column in zip(*params, strict=True)],
             )
             return
         placeholders = ", ".join(["%s"] * len(columns))
         cursor.executemany(
-            insert + f"VALUES ({placeholders}) ON CONFLICT DO NOTHING",
+            insert + f"VALUES ({placeholders}) {conflict}",
             params,
         )
 

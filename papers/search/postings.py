@@ -388,7 +388,9 @@ def _write(
         cursor.execute(f"DELETE FROM {POSTING_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
         cursor.execute(f"DELETE FROM {DOC_TABLE} WHERE paper_id IN {marks}", batch)  # noqa: S608
     columns = {"term_id": "bigint", "impact": "smallint", "paper_id": "bigint"}
-    _insert(cursor, postgres, POSTING_TABLE, columns, postings)
+    # In the primary key's order, so consecutive rows land on the same or the next page
+    # of its B-tree (the ACL corpus's postings on SQLite: 17 s -> 12 s).
+    _insert(cursor, postgres, POSTING_TABLE, columns, sorted(postings))
     _insert(cursor, postgres, DOC_TABLE, {"paper_id": "bigint", "length": "integer"}, docs)
 
 

@@ -10,12 +10,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, transaction
 
 from core.progress import progress_bar
+from papers.bulk import insert_rows
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
 from papers.search.vector_index import VectorIndex
@@ -161,36 +161,24 @@ def _embed_chunk(
     if not todo:
         return outcome
     vectors = model.encode_documents([text for _, text, _ in todo], threads=threads)
-    objects = [
-        table(
-            paper_id=pk,
-            model=model.name,
-            dimensions=model.dimensions,
-            vector=vector.astype("<f4").tobytes(),
-            text_hash=digest,
-        )
+    written = [
+        (pk, model.name, model.dimensions, vector.astype("<f4").tobytes(), digest)
         for (pk, _, digest), vector in zip(todo, vectors, strict=True)
     ]
-    for obj in objects:  # bulk_create does not run auto_now on conflict updates
-        obj.updated_at = _now()
     with transaction.atomic():
         # A paper deleted since it was read would violate the foreign key: skip it. The lock
         # makes a delete running now wait for this commit (and cascade the new row) or this
         # wait for the delete (and find the paper gone); see PaperQuerySet.delete.
-        alive = lock_papers(Paper.objects.filter(pk__in=[o.paper_id for o in objects]), no_key=True)
-        objects = [o for o in objects if o.paper_id in alive]
-        table.objects.bulk_create(
-            objects,  # type: ignore[arg-type]
-            update_conflicts=True,
-            unique_fields=["paper"],
-            update_fields=["model", "dimensions", "vector", "text_hash", "updated_at"],
+        alive = lock_papers(Paper.objects.filter(pk__in=[row[0] for row in written]), no_key=True)
+        written = [row for row in written if row[0] in alive]
+        # One prepared statement for the chunk: bulk_create compiled SQL per row, over a
+        # third of the time of embedding the ACL corpus at import (cProfile).
+        insert_rows(
+            table,
+            ["paper", "model", "dimensions", "vector", "text_hash"],
+            written,
+            replace_on=["paper"],
         )
-    outcome.embedded = len(objects)
-    outcome.missing += len(todo) - len(objects)
+    outcome.embedded = len(written)
+    outcome.missing += len(todo) - len(written)
     return outcome
-
-
-def _now() -> datetime:
-    from django.utils import timezone
-
-    return timezone.now()

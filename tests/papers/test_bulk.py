@@ -9,7 +9,7 @@ import pytest
 from django.db import DataError, IntegrityError, connection, transaction
 
 from papers.bulk import insert_objects, insert_rows
-from papers.models import Keyword, Paper, PaperIdentifier
+from papers.models import Keyword, Paper, PaperEmbedding, PaperIdentifier
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +42,25 @@ def test_insert_rows_rejects_a_value_longer_than_its_column() -> None:
         # Cast to varchar(32), the value would be cut short and stored.
         insert_rows(PaperIdentifier, ["paper", "scheme", "value"], [(paper.pk, too_long, "v")])
     assert not PaperIdentifier.objects.exists()
+
+
+def test_insert_rows_replacing_on_a_key_updates_the_stored_row_and_its_stamp() -> None:
+    first, second = _paper("First"), _paper("Second")
+    insert_objects([first, second])
+    columns = ["paper", "model", "dimensions", "vector", "text_hash"]
+    insert_rows(PaperEmbedding, columns, [(first.pk, "old", 2, b"\x00" * 8, "h1")])
+    before = PaperEmbedding.objects.get(pk=first.pk).updated_at
+    insert_rows(
+        PaperEmbedding,
+        columns,
+        [(first.pk, "new", 1, b"\x01" * 4, "h2"), (second.pk, "new", 1, b"\x02" * 4, "h3")],
+        replace_on=["paper"],
+    )
+    stored = {e.paper_id: e for e in PaperEmbedding.objects.all()}
+    assert (stored[first.pk].model, bytes(stored[first.pk].vector)) == ("new", b"\x01" * 4)
+    assert stored[first.pk].text_hash == "h2" and stored[first.pk].dimensions == 1
+    assert stored[first.pk].updated_at > before
+    assert bytes(stored[second.pk].vector) == b"\x02" * 4 and len(stored) == 2
 
 
 def test_insert_objects_gives_ids_and_stores_json_and_timestamps() -> None:
