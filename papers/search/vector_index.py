@@ -31,7 +31,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -236,11 +236,14 @@ class VectorIndex:
         at most SAVE_AFTER_CHANGES vectors were written (the process that loads it applies
         them in moments; reading every vector here would cost more).
         `on_progress(vectors added, of how many)`."""
+        name = self._graph_name(model.name)
         if not approximate.available() or (
-            written <= SAVE_AFTER_CHANGES and approximate.saved(self._graph_name(model.name))
+            written <= SAVE_AFTER_CHANGES and approximate.saved(name)
         ):
             return None
         started = time.perf_counter()
+        if not approximate.saved(name):
+            return self._build_streamed(model, name, started, on_progress)
         base = self._refreshed(None, model)
         if base.count <= max(settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX):
             return None
@@ -262,6 +265,42 @@ class VectorIndex:
                 return None  # the interpreter is exiting
             saved = self._save(graph, base)
         return PreparedGraph(base.count, changed, time.perf_counter() - started, saved)
+
+    def _build_streamed(
+        self,
+        model: EmbeddingModel,
+        name: str,
+        started: float,
+        on_progress: Callable[[int, int], object] | None,
+    ) -> PreparedGraph | None:
+        """prepare_saved_graph when none was saved: the graph built on every core from the
+        table's vectors read BUILD_CHUNK at a time, never all at once (at 1M papers the
+        float32 matrix is 1 GB, which the command does not search with), and saved with
+        their ids and fingerprints."""
+        table = self._table.objects.filter(model=model.name)
+        total = table.count()
+        if total <= max(settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX):
+            return None
+        graph = Approximate(model.dimensions)
+        ids: list[np.ndarray] = []
+        prints: list[np.ndarray] = []
+        for chunk_ids, matrix in self._chunks(table, model.dimensions, BUILD_CHUNK):
+            if not approximate.upsert_in_chunks(
+                graph, chunk_ids, matrix, BUILD_CHUNK, threads=None
+            ):
+                return None  # the interpreter is exiting
+            ids.append(chunk_ids)
+            prints.append(approximate.fingerprints(matrix))
+            if on_progress is not None:
+                on_progress(len(chunk_ids), total)
+        all_ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+        try:
+            approximate.save(graph, name, all_ids, np.concatenate(prints) if prints else all_ids)
+            saved = True
+        except Exception:  # as _save: the next process builds it again
+            logger.exception("Saving the approximate vector index failed")
+            saved = False
+        return PreparedGraph(len(all_ids), None, time.perf_counter() - started, saved)
 
     def _save(self, graph: Approximate, base: Snapshot) -> bool:
         try:
@@ -350,31 +389,18 @@ class VectorIndex:
         return self._load(table, model, count, latest)
 
     @staticmethod
-    def _rows(
-        queryset: object, dimensions: int, expected: int = 0
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(paper ids, their vectors) of `dimensions` among these rows, copied a chunk at a
-        time into a matrix of `expected` rows (grown if more come): the vectors are held
-        once while read (at 1M papers 1 GB; collected whole and joined, 3 GB at the peak),
-        and per chunk, not per row (one numpy copy a row cost as much as the reading)."""
-        ids = np.empty(max(expected, 1_024), dtype=np.int64)
-        matrix = np.empty((len(ids), dimensions), dtype=np.float32)
-        count = 0
+    def _chunks(
+        queryset: object, dimensions: int, size: int = 5_000
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(paper ids, their vectors) of `dimensions` among these rows, `size` rows at a
+        time (the last chunk shorter), one numpy copy a chunk rather than a row (a copy a
+        row cost as much as the reading)."""
         chunk_ids: list[int] = []
         chunk: list[bytes] = []
 
-        def flush() -> None:
-            nonlocal ids, matrix, count
-            if count + len(chunk_ids) > len(ids):  # more rows than counted (written meanwhile)
-                size = max(2 * len(ids), count + len(chunk_ids))
-                ids = np.resize(ids, size)
-                matrix = np.resize(matrix, (size, dimensions))
-            ids[count : count + len(chunk_ids)] = chunk_ids
-            joined = np.frombuffer(b"".join(chunk), dtype="<f4")
-            matrix[count : count + len(chunk_ids)] = joined.reshape(len(chunk_ids), dimensions)
-            count += len(chunk_ids)
-            chunk_ids.clear()
-            chunk.clear()
+        def joined() -> tuple[np.ndarray, np.ndarray]:
+            matrix = np.frombuffer(b"".join(chunk), dtype="<f4").reshape(len(chunk), dimensions)
+            return np.asarray(chunk_ids, dtype=np.int64), matrix
 
         for pk, vector, dims in queryset.values_list("paper_id", "vector", "dimensions").iterator(  # type: ignore[attr-defined]
             chunk_size=5_000
@@ -383,9 +409,31 @@ class VectorIndex:
                 continue
             chunk_ids.append(pk)
             chunk.append(vector)
-            if len(chunk_ids) == 5_000:
-                flush()
-        flush()
+            if len(chunk_ids) == size:
+                yield joined()
+                chunk_ids.clear()
+                chunk.clear()
+        if chunk_ids:
+            yield joined()
+
+    @classmethod
+    def _rows(
+        cls, queryset: object, dimensions: int, expected: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(paper ids, their vectors) of `dimensions` among these rows, copied a chunk at a
+        time into a matrix of `expected` rows (grown if more come): the vectors are held
+        once while read (at 1M papers 1 GB; collected whole and joined, 3 GB at the peak)."""
+        ids = np.empty(max(expected, 1_024), dtype=np.int64)
+        matrix = np.empty((len(ids), dimensions), dtype=np.float32)
+        count = 0
+        for chunk_ids, chunk in cls._chunks(queryset, dimensions):
+            if count + len(chunk_ids) > len(ids):  # more rows than counted (written meanwhile)
+                size = max(2 * len(ids), count + len(chunk_ids))
+                ids = np.resize(ids, size)
+                matrix = np.resize(matrix, (size, dimensions))
+            ids[count : count + len(chunk_ids)] = chunk_ids
+            matrix[count : count + len(chunk_ids)] = chunk
+            count += len(chunk_ids)
         if count < len(ids):  # the rows only, without keeping the rest allocated
             ids, matrix = ids[:count].copy(), matrix[:count].copy()
         return ids, matrix
