@@ -28,7 +28,12 @@ from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 2000
+# Records a transaction. A batch's postings go to every part of the posting table's key
+# (term ids are hashes), so fewer, larger batches rewrite each of its pages fewer times:
+# 10,000 against 2,000 (with the postings written once a batch, in key order), the ACL
+# corpus imports 1.16x faster and a 300k slice's records 1.35x, for ~300 MB more at the
+# peak (benchmarks/bench_import.py; docs/SCALE.md).
+DEFAULT_BATCH_SIZE = 10_000
 MAX_REPORTED_FAILURES = 50
 
 # Exit codes of every import command.
