@@ -370,14 +370,13 @@ def index_papers(paper_ids: Sequence[int], *, using: str = DEFAULT_DB_ALIAS) -> 
                 stats.total_length += sum(length for _, length in batch_docs) - int(replaced_length)
         # Every batch's postings in one statement, in the primary key's order: consecutive
         # rows land on the same or the next page of its B-tree, and a page takes all of
-        # the call's rows for it at once (random places otherwise: term ids are hashes). The
-        # ACL corpus on SQLite: 17 s of inserts -> 12 s.
+        # the call's rows for it at once (random places otherwise: term ids are hashes;
+        # the sort alone took the ACL corpus's inserts on SQLite from 17 s to 12 s). An
+        # import's 10,000 papers hold about 550,000 postings here (~60 MB).
         postings.sort()
         _insert(cursor, postgres, POSTING_TABLE, POSTING_COLUMNS, postings)
         _insert(cursor, postgres, DOC_TABLE, {"paper_id": "bigint", "length": "integer"}, docs)
-        # The lexicon's new words once, last: a writer waits on another's new word until it
-        # commits, so one statement a call (in the words' order) leaves no two writers each
-        # waiting on a word the other wrote in an earlier batch.
+        # The lexicon's new words once, last, in one statement.
         _write_lexicon(cursor, postgres, analysis.word_terms(seen))
     forget_df()
 
