@@ -28,12 +28,13 @@ from papers.services import OnSaved, UpsertOutcome, papers_upsert
 
 logger = logging.getLogger(__name__)
 
-# Records a transaction. A batch's postings go to every part of the posting table's key
-# (term ids are hashes), so fewer, larger batches rewrite each of its pages fewer times:
-# 10,000 against 2,000 (with the postings written once a batch, in key order), the ACL
-# corpus imports 1.16x faster and a 300k slice's records 1.35x, for ~300 MB more at the
-# peak (benchmarks/bench_import.py; docs/SCALE.md).
-DEFAULT_BATCH_SIZE = 10_000
+# Records a transaction. On SQLite a transaction holds the database's one write lock, and
+# a server's writes beside an import wait for it (busy_timeout, 10 s): 2,000 keeps a batch
+# to seconds. 10,000 made a 300k slice's records 1.24x faster on SQLite (fewer passes over
+# the posting table's pages: a batch's postings go to every part of its key) but held the
+# lock ~16 s a batch; on PostgreSQL the ACL corpus took the same time either way
+# (docs/SCALE.md). `--batch-size 10000` is for a first import nothing else writes beside.
+DEFAULT_BATCH_SIZE = 2_000
 MAX_REPORTED_FAILURES = 50
 
 # Exit codes of every import command.
