@@ -293,19 +293,28 @@ class VectorIndex:
             prints.append(approximate.fingerprints(matrix))
             if on_progress is not None:
                 on_progress(len(chunk_ids), total)
-        all_ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
-        try:
-            approximate.save(graph, name, all_ids, np.concatenate(prints) if prints else all_ids)
-            saved = True
-        except Exception:  # as _save: the next process builds it again
-            logger.exception("Saving the approximate vector index failed")
-            saved = False
+        all_ids = np.concatenate(ids or [np.empty(0, dtype=np.int64)])
+        saved = self._write(
+            graph, name, all_ids, lambda: np.concatenate(prints or [np.empty(0, np.uint64)])
+        )
         return PreparedGraph(len(all_ids), None, time.perf_counter() - started, saved)
 
     def _save(self, graph: Approximate, base: Snapshot) -> bool:
+        return self._write(
+            graph,
+            self._graph_name(base.model),
+            base.ids,
+            lambda: approximate.fingerprints(base.matrix),
+        )
+
+    @staticmethod
+    def _write(
+        graph: Approximate, name: str, ids: np.ndarray, prints: Callable[[], np.ndarray]
+    ) -> bool:
+        """Save `graph` as `name` with these ids and their vectors' `prints()`; False (logged)
+        when it cannot be saved."""
         try:
-            prints = approximate.fingerprints(base.matrix)
-            approximate.save(graph, self._graph_name(base.model), base.ids, prints)
+            approximate.save(graph, name, ids, prints())
         except Exception:  # a read-only or full disk (usearch raises its own errors): the
             # graph is still used here; the next process builds it again
             logger.exception("Saving the approximate vector index failed")
