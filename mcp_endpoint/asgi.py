@@ -349,8 +349,11 @@ class McpRouter:
                 # Saved searches on their schedule, in this server process when there is
                 # no broker (with one, Celery beat runs them): projects/watch/scheduler.py.
                 saved_search_scheduler.start_in_process()
-                # The embedding models load behind start-up, not in a first search.
+                # The embedding models load behind start-up, not in a first search; the
+                # port opens when the warm-up has ended (`serve` started it early), or
+                # after READY_WAIT_SECONDS with the rest of it going on behind.
                 search_warmup.start_in_background(rehearse_search_papers)
+                await to_thread.run_sync(search_warmup.wait_until_ended)
                 # And the search engines' modules, which a first search imported.
                 threading.Thread(target=engine_registry.engines, name="engines-warmup",
                                  daemon=True).start()  # fmt: skip

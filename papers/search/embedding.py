@@ -506,19 +506,22 @@ def current_model_name() -> str:
 class _quiet_root_logger:
     """wordllama's __init__ calls logging.basicConfig(level=INFO), which would add a
     handler to the root logger of a process that has none (commands, workers) and print
-    every INFO line; keep the root logger as it was."""
+    every INFO line. basicConfig does nothing to a root logger that has a handler: one
+    that has none is given a NullHandler while the model loads, removed after. Nothing
+    else of the root logger is touched, so a thread that configures logging meanwhile
+    (a server's model loading early beside Django setting itself up again, the
+    application's import: serve.py) keeps what it configured."""
 
     def __enter__(self) -> None:
         root = logging.getLogger()
-        self._handlers = list(root.handlers)
-        self._level = root.level
+        self._placeholder: logging.Handler | None = None
+        if not root.handlers:
+            self._placeholder = logging.NullHandler()
+            root.addHandler(self._placeholder)
 
     def __exit__(self, *exc: object) -> None:
-        root = logging.getLogger()
-        for handler in list(root.handlers):
-            if handler not in self._handlers:
-                root.removeHandler(handler)
-        root.setLevel(self._level)
+        if self._placeholder is not None:
+            logging.getLogger().removeHandler(self._placeholder)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,10 @@ them by default, into the facet cache. Last, a full garbage collection and
 out of the collector's reach, so a collection that comes due inside a later search scans
 what was made since, not them (a full one costs ~130 ms of CPU at 3k papers, 0.35-0.65 s
 on a loaded 2-core machine, paid by whichever search triggered it; ~0 once frozen).
-Start-up does not wait for it. While the models and vectors load, the first searches
+`serve` starts it before the application is imported (the models even before the
+database is checked: `load_models_early`), and the server opens its port, or reads
+stdio, once it has ended or after READY_WAIT_SECONDS. While the models and vectors load
+(a large library, past that wait), the first searches
 that would rank by meaning wait for them, up to SEARCH_START_WAIT_MS; later ones rank by
 the words alone at once, with a note (papers/search/startup.py, local.py); one asking
 for hybrid ranking explicitly, or semantic search, waits for them.
@@ -38,11 +41,24 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _state = "idle"  # idle, loading, ready or failed
+_ended = threading.Event()
+
+# The longest a server holds its start (its port closed, or stdio unread) for its warm-up
+# to end, so that its first requests do not run beside it (the last of it, a full garbage
+# collection, held the interpreter ~0.1 s: bench_stalls saw a first `initialize` take
+# that long). A longer warm-up (a large library's vectors) goes on behind the start.
+READY_WAIT_SECONDS = 2.0
 
 
 def state() -> str:
     """idle (never started), loading, ready, or failed (logged; searches load on demand)."""
     return _state
+
+
+def wait_until_ended(seconds: float = READY_WAIT_SECONDS) -> bool:
+    """Wait up to `seconds` for a warm-up started in this process to end (at once when
+    none was started); whether it has."""
+    return _state == "idle" or _ended.wait(seconds)
 
 
 Rehearsal = Callable[[str], object]
@@ -61,6 +77,7 @@ def start_in_background(rehearse: Rehearsal | None = None) -> threading.Thread |
         if _state != "idle":
             return None
         _state = "loading"
+        _ended.clear()
     building = vocabulary.holder().refresh_in_background()
     if settings.EMBEDDINGS_ENABLED:
         startup.begin()
@@ -69,6 +86,42 @@ def start_in_background(rehearse: Rehearsal | None = None) -> threading.Thread |
     )
     thread.start()
     return thread
+
+
+def load_models_early() -> threading.Thread | None:
+    """Start loading the embedding models (each run once) in a thread of their own, before
+    the server's database is ready: they need no database, and loaded while the knowledge
+    base is checked and the application imported (a second of each on this 2-core
+    machine), they are in place when the server starts answering, where loaded by
+    `start_in_background` a question sent at once waited for them (bench_stalls: 0.37 s
+    on a quiet machine, 1 s loaded). That warm-up then finds them loaded (load_model
+    holds a lock, so the two never load one model twice). Not a daemon, for the reason
+    start_in_background gives. None when embeddings are off or it was started before."""
+    global _models_early
+    if not settings.EMBEDDINGS_ENABLED:
+        return None
+    with _lock:
+        if _models_early:
+            return None
+        _models_early = True
+    logger.info("Loading the embedding models in the background, before the database is checked")
+    thread = threading.Thread(target=_load_models, name="search-models", daemon=False)
+    thread.start()
+    return thread
+
+
+_models_early = False
+
+
+def _load_models() -> None:
+    from papers.search.embedding import load_model, load_strong_model
+
+    try:
+        for model in (load_model(), load_strong_model()):
+            if model is not None and not process_ending():
+                model.encode_query("warm up")  # a model's first encode sets itself up
+    except Exception:  # the warm-up loads them again, and logs what is wrong
+        logger.debug("Loading the search models early failed", exc_info=True)
 
 
 # A word no paper holds (typo tolerance runs) and a question (the default hybrid path).
@@ -127,6 +180,7 @@ def _load(building: threading.Thread | None, rehearse: Rehearsal | None = None) 
     finally:
         close_old_connections()
         connection.close()  # this thread's own connection
+        _ended.set()
 
 
 def _preload_postings() -> None:

@@ -33,6 +33,11 @@ async def test_the_first_typo_query_after_a_start_is_corrected_once_warm_up_ends
         # The rehearsed searches ran after the vocabulary was built, inside the server.
         assert log.index(VOCABULARY_LOADED) < log.index("Search warm-up done"), log
         assert "tools/call" not in log  # built at start, not by a query
+        # `serve` (one process) starts the warm-up before uvicorn imports the application,
+        # the models before the database is even checked, so they load while it starts.
+        starting = log.index("Waiting for application startup")
+        assert log.index("Loading the embedding models in the background") < starting, log
+        assert log.index("Building the typo-tolerance vocabulary") < starting, log
         async with mcp_client(server.mcp_url) as client:
             result = await client.call_tool("search_papers", {"query": "atention"})
     answer = tool_data(result)

@@ -123,11 +123,21 @@ class Command(ResearchCommand):
 
         self._announce_new_knowledge_base(options["directory"])
         from core.bootstrap import prepare_knowledge_base
+        from mcp_endpoint.tools.engines_search import rehearse_search_papers
+        from papers.search import warmup
 
+        # One process serves (not uvicorn's workers, which start afresh): its search
+        # warm-up begins now, the models before the database is checked, the rest after,
+        # while the application is imported, rather than at the application's start.
+        one_process = transport == "stdio" or options["workers"] == 1
+        if one_process:
+            warmup.load_models_early()
         # Nothing but protocol may reach stdout on stdio, so anything printed while
         # preparing goes to stderr (on every transport, for the same log stream).
         with contextlib.redirect_stdout(sys.stderr):
             prepare_knowledge_base()
+        if one_process:
+            warmup.start_in_background(rehearse_search_papers)
         set_process_default(scope)
         if scope:
             # For http/sse worker processes, which import the app afresh.
@@ -196,12 +206,12 @@ class Command(ResearchCommand):
 
     def _serve_stdio(self) -> None:
         from mcp_endpoint.stdio import run_stdio
-        from mcp_endpoint.tools.engines_search import rehearse_search_papers
         from papers.search import warmup
 
+        # Started by handle (stdio has no ASGI lifespan); its end awaited as the lifespan
+        # awaits it, so the first requests do not run beside it.
+        warmup.wait_until_ended()
         logger.info("Serving MCP on stdio (knowledge base %s)", settings.RESEARCH_DIRECTORY)
-        # stdio has no ASGI lifespan to start it
-        warmup.start_in_background(rehearse_search_papers)
         run_stdio()
 
     def _serve_stdio_beside_http(self, options: dict[str, Any]) -> None:

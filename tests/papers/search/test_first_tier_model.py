@@ -7,10 +7,12 @@ model's, or every stored vector would silently drift from the queries' vectors.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import wordllama
 
-from papers.search.embedding import load_model
+from papers.search.embedding import _quiet_root_logger, load_model
 from tests.papers.search.builders import TEXTS
 
 
@@ -38,3 +40,23 @@ def test_the_first_tier_encodes_as_wordllama_embeds() -> None:
     # A query is encoded by the same function, one text at a time.
     alone = unit(np.asarray(model.encode_documents(texts[:1]), dtype=np.float64))
     assert float((alone[0] * ours[0]).sum()) > 0.99999
+
+
+def test_loading_a_model_keeps_the_root_logger_as_others_configure_it() -> None:
+    """A server loads the models on a thread while Django sets logging up again on
+    another (serve.py): what that thread configures stays; only what basicConfig would add
+    to a root logger without handlers is kept out."""
+    root = logging.getLogger()
+    before = list(root.handlers)
+    configured = logging.StreamHandler()
+    try:
+        with _quiet_root_logger():
+            root.addHandler(configured)  # another thread's dictConfig, meanwhile
+            logging.basicConfig(level=logging.DEBUG)  # what wordllama's import calls
+        assert root.handlers == [*before, configured]
+        root.handlers = []
+        with _quiet_root_logger():
+            logging.basicConfig(level=logging.DEBUG)
+        assert root.handlers == []
+    finally:
+        root.handlers = before

@@ -834,7 +834,9 @@ def test_a_warm_up_marks_the_start_loading_until_its_load_ends_even_when_it_fail
     assert thread is not None
     try:
         assert not startup.wait(0)  # marked before its thread started
+        assert not warmup.wait_until_ended(0.05)  # what a server's start waits for
     finally:
         release.set()
         thread.join(60)
     assert startup.wait(0) and warmup.state() == "failed"
+    assert warmup.wait_until_ended(0)
