@@ -302,7 +302,8 @@ def print_table(
     print(
         f"- `initialize` (the SDK client's handshake, the server's first request): "
         f"{initialize:.1f} ms, median of {len(every_start)} starts; from `serve` started to "
-        f"its answer {since / 1000:.1f} s (Python, Django, the checks and uvicorn starting); "
+        f"its answer {since / 1000:.1f} s (Python, Django, the checks, uvicorn starting "
+        f"and the search warm-up, which the port waits for up to 2 s); "
         f"then `tools/list` {listed:.1f} ms (median)."
     )
     print(
