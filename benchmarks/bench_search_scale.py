@@ -463,10 +463,14 @@ def import_corpus(spec: dict[str, Any]) -> dict[str, Any]:
             failed.append(str(error))
         elapsed = time.perf_counter() - started
         seconds += elapsed
-        # The summary line, then (since the command embeds) "N papers embedded ... (model, S s)".
+        # The summary line, then (since the command embeds) "N papers embedded ... (model, S s)",
+        # or, since the vectors are made alongside the records, "(model, S s after the records)".
         lines = out.text.strip().splitlines()
         summary = next((line for line in reversed(lines) if re.match(r"\d+ records:", line)), "")
-        embedded = [re.search(r"papers embedded.*, ([\d.]+) s\)", line) for line in lines]
+        embedded = [
+            re.search(r"papers embedded.*, ([\d.]+) s(?: after the records)?\)", line)
+            for line in lines
+        ]
         embedding += sum(float(m.group(1)) for m in embedded if m)
         for count, what in re.findall(r"(\d+) (records|created|updated|skipped|failed)", summary):
             totals[what] += int(count)

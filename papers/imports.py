@@ -86,10 +86,12 @@ def import_records(
     on_saved: OnSaved | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_progress: Callable[[int], None] | None = None,
+    after_batch: Callable[[list[int]], None] | None = None,
 ) -> ImportReport:
     """Build records from raw items and upsert them in batches; `on_saved` gets each
     batch's paper_ids inside the batch's transaction (projects.imports files them into a
-    project).
+    project), `after_batch` once it has committed (the import commands make their
+    vectors meanwhile).
 
     A record that cannot be built is reported with its location and skipped. If a batch
     fails in the database, its records are retried one by one so that only the bad one is
@@ -112,7 +114,10 @@ def import_records(
                 stack.enter_context(_bulk_page_cache())
                 stack.enter_context(_bulk_garbage_collection())
                 bulk = True
+            written = len(report.paper_ids)
             _flush(batch, report, on_saved)
+            if after_batch is not None:
+                after_batch(report.paper_ids[written:])
             unfolded += len(batch)
             if unfolded >= FOLD_EVERY:
                 kept_counts.fold()

@@ -27,14 +27,20 @@ from papers.imports import (
     import_records,
 )
 from papers.schemas import PaperRecord
-from papers.search.embedding import load_model
-from papers.search.semantic import embed_papers
+from papers.search.semantic import embed_alongside, embed_papers
 from papers.search.vector_index import vector_index
-from papers.search.vector_store import embed_in_batches, save_vector_graph
+from papers.search.vector_store import (
+    VectorsAlongside,
+    embed_in_batches,
+    graph_line,
+    save_vector_graph,
+)
 from papers.services import OnSaved
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
 from projects.services import project_create, projects_adder
+
+LATER_VECTORS = "`manage.py reindex_embeddings` builds them"
 
 
 def add_open_access_argument(parser: CommandParser) -> None:
@@ -88,6 +94,7 @@ class ImportCommand(ResearchCommand):
         if options.get("project"):
             on_saved = projects_adder([self.resolve_project(options["project"])])
         on_saved = _with_retraction_checks(on_saved)
+        alongside = self.vectors_alongside(options)
         try:
             items = self.read_items(path, options)
             with progress_bar(
@@ -101,6 +108,7 @@ class ImportCommand(ResearchCommand):
                     on_saved=on_saved,
                     batch_size=batch_size,
                     on_progress=bar.update,
+                    after_batch=alongside.add if alongside else None,
                 )
         except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"Cannot read {path}: {error}", returncode=EXIT_BAD_INPUT) from None
@@ -111,7 +119,7 @@ class ImportCommand(ResearchCommand):
         if report.failed > MAX_REPORTED_FAILURES:
             self.stderr.write(f"... and {report.failed - MAX_REPORTED_FAILURES} more failures")
         self.stdout.write(report.summary())
-        self.embed_imported(report.paper_ids, options)
+        self.embed_imported(report.paper_ids, options, alongside)
         self.find_open_access(report.paper_ids, options)
         if report.total == 0:
             raise CommandError(f"{path} holds no records.", returncode=EXIT_BAD_INPUT)
@@ -120,44 +128,66 @@ class ImportCommand(ResearchCommand):
                 f"{report.failed} of {report.total} records failed", returncode=EXIT_SOME_FAILED
             )
 
-    def embed_imported(self, paper_ids: list[int], options: dict[str, Any]) -> None:
+    def vectors_alongside(self, options: dict[str, Any]) -> VectorsAlongside | None:
+        """On the embedded default (no broker), the first tier's vectors made while the
+        records import (semantic.embed_alongside), or None: embeddings off, or the
+        model missing (said, with what to run later)."""
+        if (
+            options.get("no_embeddings")
+            or not settings.EMBEDDINGS_ENABLED
+            or not settings.CELERY_TASK_ALWAYS_EAGER
+        ):
+            return None
+        try:
+            return embed_alongside()
+        except (ImportError, ValueError) as error:
+            self.stderr.write(f"vectors not built ({error}); {LATER_VECTORS}")
+            return None
+
+    def embed_imported(
+        self, paper_ids: list[int], options: dict[str, Any], alongside: VectorsAlongside | None
+    ) -> None:
         """The first tier's vectors of the imported papers, so the new library searches at
         its default (hybrid) quality as soon as the command ends. With a Celery broker the
         workers were given them as each batch committed; on the embedded default (no
-        broker) an import batch only drops stale vectors, so they are made here, with a
-        progress bar; then, for a library large enough, their approximate graph, saved for
-        the server to load at start. A failure here loses no record: it says how to build
-        them later."""
+        broker) they were made alongside the records (`vectors_alongside`): what is
+        left is waited for here, with a progress bar, and a batch that failed there is
+        embedded again; then, for a library large enough, their approximate graph, grown
+        alongside or brought up to date, saved for the server to load at start. A failure
+        here loses no record: it says how to build them later."""
         if options.get("no_embeddings") or not settings.EMBEDDINGS_ENABLED or not paper_ids:
             return
         if not settings.CELERY_TASK_ALWAYS_EAGER:
             self.stdout.write(f"{len(paper_ids)} papers queued for the workers to embed")
             return
-        later = "`manage.py reindex_embeddings` builds them"
-        try:
-            model = load_model()
-        except (ImportError, ValueError) as error:
-            self.stderr.write(f"vectors not built ({error}); {later}")
-            return
+        if alongside is None:
+            return  # the model is missing: said when the import began
+        hidden = options["no_progress"]
         with progress_bar(
-            total=len(paper_ids), desc="Embedding", unit=" papers", hidden=options["no_progress"]
+            total=alongside.behind(), desc="Embedding", unit=" papers", hidden=hidden
         ) as bar:
-            outcome, failed = embed_in_batches(
+            outcome = alongside.finish(on_progress=bar.update)
+        failed = 0
+        if alongside.failed:
+            again, failed = embed_in_batches(
                 embed_papers,
-                paper_ids,
-                on_progress=bar.update,
+                alongside.failed,
                 on_error=lambda chunk, error: self.stderr.write(
                     f"vectors of the batch from paper {chunk[0]} not built: {error}"
                 ),
             )
+            outcome.add(again)
         self.stdout.write(
             f"{outcome.embedded} papers embedded, {outcome.unchanged} unchanged "
-            f"({model.name}, {outcome.seconds:.1f} s)"
-            + (f"; {failed} not embedded: {later}" if failed else "")
+            f"({alongside.model.name}, {outcome.seconds:.1f} s after the records)"
+            + (f"; {failed} not embedded: {LATER_VECTORS}" if failed else "")
         )
-        line = save_vector_graph(
-            vector_index(), model, outcome.embedded, hidden=options["no_progress"]
-        )
+        if alongside.grower is not None:
+            line = graph_line(alongside.grower.save())
+        else:
+            line = save_vector_graph(
+                vector_index(), alongside.model, outcome.embedded, hidden=hidden
+            )
         if line:
             self.stdout.write(line)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import itertools
 import logging
 import os
 import tempfile
@@ -127,8 +128,12 @@ def _load_wordllama(dim: int | None) -> tuple[str, int, Callable[[list[str]], np
             lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
             if not lengths.any():
                 continue
+            # chained in C, not a Python loop a token: an import encodes on a thread beside
+            # its writer (vector_store.VectorsAlongside), which then waits less for the GIL
             ids = np.fromiter(
-                (i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum())
+                itertools.chain.from_iterable(e.ids for e in encoded),
+                dtype=np.int64,
+                count=int(lengths.sum()),
             )
             np.clip(ids, 0, table.shape[0] - 1, out=ids)
             tokens = sparse.csr_matrix(

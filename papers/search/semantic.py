@@ -65,7 +65,7 @@ from papers.search.vector_index import (
     strong_vector_index,
     vector_index,
 )
-from papers.search.vector_store import EmbedOutcome, embed_with
+from papers.search.vector_store import EmbedOutcome, VectorsAlongside, embed_with
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +198,12 @@ def embed_papers(paper_ids: Iterable[int], *, force: bool = False) -> EmbedOutco
     are counted as `missing`. Raises ImportError if the model package is missing.
     """
     return embed_with(load_model(), PaperEmbedding, vector_index(), paper_ids, force=force)
+
+
+def embed_alongside() -> VectorsAlongside:
+    """embed_papers for a bulk import, made while it goes on (vector_store.VectorsAlongside).
+    Raises ImportError / ValueError like load_model."""
+    return VectorsAlongside(load_model(), PaperEmbedding, vector_index())
 
 
 def papers_missing_embeddings(limit: int | None = None) -> list[int]:

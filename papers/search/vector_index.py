@@ -266,6 +266,22 @@ class VectorIndex:
             saved = self._save(graph, base)
         return PreparedGraph(base.count, changed, time.perf_counter() - started, saved)
 
+    def graph_grower(self, model: EmbeddingModel) -> GraphGrower | None:
+        """For a command about to write many vectors of `model` (an import, alongside its
+        records): a graph to grow as it writes them, holding `stored_vectors(model)` too
+        (the caller adds them), when none is saved and usearch is installed. None when a
+        graph is saved: `prepare_saved_graph` brings it up to date at the command's end."""
+        name = self._graph_name(model.name)
+        if not approximate.available() or approximate.saved(name):
+            return None
+        return GraphGrower(name, model.dimensions)
+
+    def stored_vectors(self, model: EmbeddingModel) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(paper ids, vectors) of the table's vectors of `model`, BUILD_CHUNK at a time."""
+        return self._chunks(
+            self._table.objects.filter(model=model.name), model.dimensions, BUILD_CHUNK
+        )
+
     def _build_streamed(
         self,
         model: EmbeddingModel,
@@ -470,6 +486,53 @@ class VectorIndex:
             current.model, all_ids, new_matrix, rows, len(all_ids), current.latest,
             base=current.serial, changed_rows=changed_rows,
         )  # fmt: skip
+
+
+class GraphGrower:
+    """An approximate graph grown as a command writes vectors (`VectorIndex.graph_grower`),
+    on another thread than the command's if it likes (one at a time), then saved with the
+    ids and fingerprints of what it was given, as `prepare_saved_graph` saves one. A
+    vector given here but never stored (its write failed, its paper deleted) or stored
+    but not given is no error: the process that loads the graph compares the
+    fingerprints with the table and applies the difference."""
+
+    def __init__(self, name: str, dimensions: int) -> None:
+        self._name = name
+        self._graph = Approximate(dimensions)
+        self._ids: list[np.ndarray] = []
+        self._prints: list[np.ndarray] = []
+        self._whole = True
+        self.seconds = 0.0
+        # One core while the command's own work goes on beside; None: every core.
+        self.threads: int | None = 1
+
+    def add(self, ids: np.ndarray, matrix: np.ndarray) -> None:
+        started = time.perf_counter()
+        if not approximate.upsert_in_chunks(
+            self._graph, ids, matrix, BUILD_CHUNK, threads=self.threads
+        ):
+            self._whole = False  # the interpreter is exiting
+        self._ids.append(ids)
+        self._prints.append(approximate.fingerprints(matrix))
+        self.seconds += time.perf_counter() - started
+
+    def save(self) -> PreparedGraph | None:
+        """Save the graph when it is large enough to be searched through (more than
+        VECTOR_INDEX_APPROXIMATE_ABOVE vectors); None when it is not, or was left unfinished."""
+        ids = np.concatenate(self._ids or [np.empty(0, dtype=np.int64)])
+        prints = np.concatenate(self._prints or [np.empty(0, dtype=np.uint64)])
+        # A paper given twice: the graph holds the vector given last.
+        _, first_from_end = np.unique(ids[::-1], return_index=True)
+        last = len(ids) - 1 - first_from_end
+        ids, prints = ids[last], prints[last]
+        if not self._whole or len(ids) <= max(
+            settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX
+        ):
+            return None
+        started = time.perf_counter()
+        saved = VectorIndex._write(self._graph, self._name, ids, lambda: prints)
+        seconds = self.seconds + time.perf_counter() - started
+        return PreparedGraph(len(ids), None, seconds, saved)
 
 
 def _sync(graph: Approximate, previous: Snapshot, current: Snapshot) -> None:

@@ -5,20 +5,26 @@ transactions; semantic.py (first tier) and strong_tier.py (second tier) both use
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.db import DatabaseError, transaction
 
 from core.progress import progress_bar
 from papers.bulk import insert_rows
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
-from papers.search.vector_index import VectorIndex
+from papers.search.vector_index import PreparedGraph, VectorIndex
+
+logger = logging.getLogger(__name__)
 
 EMBED_CHUNK = 1_000
 
@@ -98,6 +104,110 @@ def embed_in_batches(
     return outcome, failed
 
 
+# Batches of an import's vectors that may wait to be encoded or written before the import
+# waits for them: the texts waiting stay a few batches, whichever side is the slower.
+ALONGSIDE_BEHIND = 4
+
+
+class VectorsAlongside:
+    """A bulk import's vectors made while it goes on, on the second core. After each
+    batch of records has committed, `add(paper_ids)` reads (on the importing thread and
+    its connection) which of them need a vector; one helper thread encodes them and adds
+    them to the approximate graph being grown (`VectorIndex.graph_grower`, when no graph
+    is saved) while the next batch is imported; the importing thread writes each batch's
+    vectors in a short transaction of its own once they are encoded. Encoding and the
+    graph are computation only (tokenizers, numpy and usearch let go of the interpreter's
+    lock), so every read and write stays on the importing thread, in the order of its
+    transactions. `finish()` waits for the rest. A batch whose encoding or write fails is
+    left in `failed`, for the caller to embed again the usual way."""
+
+    def __init__(
+        self,
+        model: EmbeddingModel,
+        table: EmbeddingTable,
+        index: VectorIndex,
+        *,
+        chunk: int = EMBED_CHUNK,
+    ) -> None:
+        self.model, self._table, self._index, self._chunk = model, table, index, chunk
+        self.outcome = EmbedOutcome()
+        self.failed: list[int] = []
+        self.grower = index.graph_grower(model)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-vectors")
+        self._pending: deque[tuple[list[int], Todo, Future[np.ndarray]]] = deque()
+        self._stored: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
+        if self.grower is not None:  # the vectors stored already go into the graph first
+            self._stored = index.stored_vectors(model)
+
+    def add(self, paper_ids: Sequence[int]) -> None:
+        """These papers were written (their transaction committed): have their vectors
+        made, beside what the caller does next."""
+        self._write_ready()
+        if self._stored is not None:
+            for stored_ids, matrix in self._stored:
+                self._pending.append(([], [], self._pool.submit(self._grow, stored_ids, matrix)))
+                self._keep_up()
+            self._stored = None
+        ids = sorted({int(i) for i in paper_ids})
+        for start in range(0, len(ids), self._chunk):
+            chunk = ids[start : start + self._chunk]
+            outcome, todo = _to_embed(self.model, self._table, chunk, force=False)
+            self.outcome.add(outcome)
+            if todo:
+                self._pending.append((chunk, todo, self._pool.submit(self._encode, todo)))
+                self._keep_up()
+
+    def behind(self) -> int:
+        """Papers whose vectors are not written yet."""
+        return sum(len(chunk) for chunk, _, _ in self._pending)
+
+    def finish(self, on_progress: Callable[[int], object] = lambda done: None) -> EmbedOutcome:
+        """Wait for the vectors still being made and write them (`on_progress(papers)`),
+        the graph's last part on every core now the records are in; the summed outcome,
+        `seconds` being this wait."""
+        started = time.perf_counter()
+        self.add([])  # the stored vectors, when nothing was added
+        if self.grower is not None:
+            self.grower.threads = None
+        while self._pending:
+            on_progress(self._write_oldest())
+        self._pool.shutdown()
+        self._index.invalidate()
+        self.outcome.seconds = time.perf_counter() - started
+        return self.outcome
+
+    def _encode(self, todo: Todo) -> np.ndarray:
+        vectors = self.model.encode_documents([text for _, text, _ in todo])
+        self._grow(np.asarray([pk for pk, _, _ in todo], dtype=np.int64), vectors)
+        return vectors
+
+    def _grow(self, ids: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+        if self.grower is not None:
+            self.grower.add(ids, vectors)
+        return vectors
+
+    def _keep_up(self) -> None:
+        while len(self._pending) > ALONGSIDE_BEHIND:
+            self._write_oldest()
+
+    def _write_ready(self) -> None:
+        while self._pending and self._pending[0][2].done():
+            self._write_oldest()
+
+    def _write_oldest(self) -> int:
+        chunk, todo, future = self._pending.popleft()
+        try:
+            vectors = future.result()
+            if todo:
+                _write_vectors(self.model, self._table, todo, vectors, self.outcome)
+        except Exception as error:  # encoding or the database: embedded again by the caller
+            logger.warning(
+                "Vectors of %d imported papers not made alongside: %s", len(chunk), error
+            )
+            self.failed.extend(chunk)
+        return len(chunk)
+
+
 LATER = "the server builds it in the background, searching every vector until then"
 
 
@@ -123,6 +233,12 @@ def save_vector_graph(
             prepared = index.prepare_saved_graph(model, written, progress)
         except Exception as error:  # the vectors are stored; only the head start is lost
             return f"vector graph not built ({type(error).__name__}: {error}); {LATER}"
+    return graph_line(prepared)
+
+
+def graph_line(prepared: PreparedGraph | None) -> str | None:
+    """What a command prints of the graph it built or brought up to date (None: nothing
+    done)."""
     if prepared is None:
         return None
     if prepared.changed is None:
@@ -143,6 +259,21 @@ def save_vector_graph(
 def _embed_chunk(
     model: EmbeddingModel, table: EmbeddingTable, ids: list[int], *, force: bool, threads: int
 ) -> EmbedOutcome:
+    outcome, todo = _to_embed(model, table, ids, force=force)
+    if todo:
+        vectors = model.encode_documents([text for _, text, _ in todo], threads=threads)
+        _write_vectors(model, table, todo, vectors, outcome)
+    return outcome
+
+
+Todo = list[tuple[int, str, str]]  # (paper id, text, its hash) of papers to encode
+
+
+def _to_embed(
+    model: EmbeddingModel, table: EmbeddingTable, ids: list[int], *, force: bool
+) -> tuple[EmbedOutcome, Todo]:
+    """The papers among `ids` whose stored vector is missing or stale (all, with `force`),
+    and the outcome so far (unchanged, missing)."""
     rows = list(Paper.objects.filter(pk__in=ids).values_list("pk", "title", "abstract"))
     stored = {
         pk: (name, digest)
@@ -150,7 +281,7 @@ def _embed_chunk(
             "paper_id", "model", "text_hash"
         )
     }
-    todo: list[tuple[int, str, str]] = []
+    todo: Todo = []
     for pk, title, abstract in rows:
         text = paper_text(title, abstract)
         digest = text_hash(text)
@@ -158,9 +289,17 @@ def _embed_chunk(
             continue
         todo.append((pk, text, digest))
     outcome = EmbedOutcome(unchanged=len(rows) - len(todo), missing=len(ids) - len(rows))
-    if not todo:
-        return outcome
-    vectors = model.encode_documents([text for _, text, _ in todo], threads=threads)
+    return outcome, todo
+
+
+def _write_vectors(
+    model: EmbeddingModel,
+    table: EmbeddingTable,
+    todo: Todo,
+    vectors: np.ndarray,
+    outcome: EmbedOutcome,
+) -> None:
+    """Store `vectors` (one a row of `todo`) in one short transaction; `outcome` counts them."""
     written = [
         (pk, model.name, model.dimensions, vector.astype("<f4").tobytes(), digest)
         for (pk, _, digest), vector in zip(todo, vectors, strict=True)
@@ -179,6 +318,5 @@ def _embed_chunk(
             written,
             replace_on=["paper"],
         )
-    outcome.embedded = len(written)
+    outcome.embedded += len(written)
     outcome.missing += len(todo) - len(written)
-    return outcome

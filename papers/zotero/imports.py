@@ -213,12 +213,13 @@ def zotero_import(
     batch_size: int = DEFAULT_BATCH_SIZE,
     attach_pdfs: bool = True,
     on_progress: Callable[[int], None] | None = None,
+    after_batch: Callable[[list[int]], None] | None = None,
 ) -> ZoteroImportReport:
     """Import the Zotero items matching `search` (all regular items by default) with
     their citekeys, and attach each item's first local PDF to its paper.
 
-    Side effects: papers created or merged (`on_saved` gets their paper_ids, batch by
-    batch, as import_records says), PDFs copied
+    Side effects: papers created or merged (`on_saved` and `after_batch` get their
+    paper_ids, batch by batch, as import_records says), PDFs copied
     into the knowledge base. Raises ZoteroUnreachable / ZoteroTimeout / ZoteroError when
     Better BibTeX cannot be asked (nothing is written then). Bad items and PDFs that cannot
     be attached are reported, not raised.
@@ -237,6 +238,7 @@ def zotero_import(
         on_saved=on_saved,
         batch_size=batch_size,
         on_progress=on_progress,
+        after_batch=after_batch,
     )
     result = ZoteroImportReport(versions=versions, records=report, pdfs_missing=missing)
     papers = dict(

@@ -296,3 +296,107 @@ def test_a_large_import_ends_with_the_vector_graph_saved_for_the_server(
     out, _ = run(str(SAMPLE))
     assert "vector graph: 300 vectors, built in" in out and "saved, so the server" in out
     assert len(list((tmp_path / "cache" / "vectors").glob("*.usearch"))) == 1
+
+
+@pytest.fixture
+def graph_above_100(settings: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A library of 300 papers counts as large: its import saves a graph, under tmp_path."""
+    pytest.importorskip("usearch")
+    from papers.search import vector_index as vector_index_module
+
+    if not settings.CELERY_TASK_ALWAYS_EAGER:  # type: ignore[attr-defined]
+        pytest.skip("with a broker the workers embed after the command ends")
+    settings.CACHE_DIR = tmp_path / "cache"  # type: ignore[attr-defined]
+    settings.VECTOR_INDEX_APPROXIMATE_ABOVE = 100  # type: ignore[attr-defined]
+    monkeypatch.setattr(vector_index_module, "INLINE_BUILD_MAX", 100)
+    return tmp_path / "cache" / "vectors"
+
+
+def test_vectors_made_alongside_the_records_are_the_models_and_their_graph_loads_unchanged(
+    graph_above_100: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 40 records: their vectors encoded on the helper thread (at most one batch
+    waiting), written after later batches, the graph grown with them. What is stored is
+    what the model makes of each paper, and a server loads the graph with nothing to apply
+    (its ids and fingerprints are the table's)."""
+    import numpy as np
+
+    from papers.models import PaperEmbedding
+    from papers.search import vector_store
+    from papers.search.embedding import load_model, paper_text
+    from papers.search.vector_index import VectorIndex
+
+    monkeypatch.setattr(vector_store, "ALONGSIDE_BEHIND", 1)
+    out, _ = run(str(SAMPLE), "--batch-size", "40")
+    model = load_model()
+    assert f"300 papers embedded, 0 unchanged ({model.name}" in out
+    assert "vector graph: 300 vectors, built in" in out and "saved, so the server" in out
+    rows = {
+        pk: np.frombuffer(vector, dtype="<f4")
+        for pk, vector in PaperEmbedding.objects.filter(model=model.name).values_list(
+            "paper_id", "vector"
+        )
+    }
+    papers = list(Paper.objects.order_by("pk").values_list("pk", "title", "abstract"))
+    assert sorted(rows) == [pk for pk, _, _ in papers]
+    expected = model.encode_documents(
+        [paper_text(title, abstract) for _, title, abstract in papers]
+    )
+    assert np.allclose(np.stack([rows[pk] for pk, _, _ in papers]), expected, atol=1e-6)
+    index = VectorIndex(PaperEmbedding)
+    loaded = index._saved_graph(index._refreshed(None, model))
+    assert loaded is not None and loaded[1] == 0 and len(loaded[0]) == 300
+
+
+def test_a_library_with_vectors_and_no_graph_gets_one_holding_them_too(
+    graph_above_100: Path,
+) -> None:
+    """The first 150 papers imported below the size that needs a graph; importing the rest
+    grows one from the 150 stored vectors and the new ones."""
+    from papers.models import PaperEmbedding
+    from papers.search.embedding import load_model
+    from papers.search.vector_index import VectorIndex
+
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = graph_above_100.parent.parent / "first.jsonl"
+    first.write_text("".join(lines[:80]), encoding="utf-8")
+    out, _ = run(str(first))
+    assert "80 papers embedded" in out and "vector graph" not in out
+    assert not list(graph_above_100.glob("*.usearch"))
+    out, _ = run(str(SAMPLE))
+    assert "220 papers embedded, 80 unchanged" in out
+    assert "vector graph: 300 vectors, built in" in out
+    index = VectorIndex(PaperEmbedding)
+    loaded = index._saved_graph(index._refreshed(None, load_model()))
+    assert loaded is not None and loaded[1] == 0 and len(loaded[0]) == 300
+
+
+def test_a_batch_whose_vectors_fail_alongside_is_embedded_again_at_the_end(
+    graph_above_100: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One batch's encoding fails on the helper thread: its papers are embedded again by
+    the command's usual path, none left without a vector; the graph still loads, the
+    difference applied by the process that loads it."""
+    from papers.models import PaperEmbedding
+    from papers.search import vector_store
+    from papers.search.embedding import load_model
+    from papers.search.vector_index import VectorIndex
+
+    model = load_model()
+    calls = []
+    encode = vector_store.VectorsAlongside._encode
+
+    def failing_once(self: object, todo: list[tuple[int, str, str]]) -> object:
+        calls.append(len(todo))
+        if len(calls) == 2:
+            raise RuntimeError("out of memory, say")
+        return encode(self, todo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_store.VectorsAlongside, "_encode", failing_once)
+    out, _ = run(str(SAMPLE), "--batch-size", "100")
+    assert len(calls) == 3
+    assert f"300 papers embedded, 0 unchanged ({model.name}" in out
+    assert PaperEmbedding.objects.filter(model=model.name).count() == 300
+    index = VectorIndex(PaperEmbedding)
+    loaded = index._saved_graph(index._refreshed(None, model))
+    assert loaded is not None and loaded[1] == 100 and len(loaded[0]) == 300

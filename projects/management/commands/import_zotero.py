@@ -61,6 +61,7 @@ class Command(ImportCommand):
         on_saved = None
         if options.get("project"):
             on_saved = projects_adder([self.resolve_project(options["project"])])
+        alongside = self.vectors_alongside(options)
         try:
             with progress_bar(
                 desc="Importing",
@@ -74,6 +75,7 @@ class Command(ImportCommand):
                     batch_size=batch_size,
                     attach_pdfs=not options["no_pdfs"],
                     on_progress=bar.update,
+                    after_batch=alongside.add if alongside else None,
                 )
         except ZoteroError as error:
             raise CommandError(error.message, returncode=EXIT_BAD_INPUT) from None
@@ -85,7 +87,7 @@ class Command(ImportCommand):
         for location, path in result.pdfs_missing[:MAX_REPORTED_FAILURES]:
             self.stderr.write(f"warning: the PDF of {location} is not on this machine: {path}")
         self.stdout.write(result.summary())
-        self.embed_imported(result.records.paper_ids, options)
+        self.embed_imported(result.records.paper_ids, options, alongside)
         self.find_open_access(result.records.paper_ids, options)
         if result.records.total == 0:
             where = [f"matching {options['search']!r}"] if options.get("search") else []
