@@ -245,7 +245,7 @@ class VectorIndex:
         if not approximate.saved(name):
             return self._build_streamed(model, name, started, on_progress)
         base = self._refreshed(None, model)
-        if base.count <= max(settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX):
+        if not graph_worth_saving(base.count):
             return None
         loaded = self._saved_graph(base)
         if loaded is not None:
@@ -276,11 +276,24 @@ class VectorIndex:
             return None
         return GraphGrower(name, model.dimensions)
 
-    def stored_vectors(self, model: EmbeddingModel) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(paper ids, vectors) of the table's vectors of `model`, BUILD_CHUNK at a time."""
-        return self._chunks(
-            self._table.objects.filter(model=model.name), model.dimensions, BUILD_CHUNK
+    def stored_vectors(
+        self, model: EmbeddingModel, after: int, upto: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(paper ids, vectors) of the next BUILD_CHUNK vectors of `model` by paper id, from
+        after `after` to `upto`: one query each, no cursor kept open between writes."""
+        rows = self._table.objects.filter(
+            model=model.name, paper_id__gt=after, paper_id__lte=upto
+        ).order_by("paper_id")[:BUILD_CHUNK]
+        for chunk in self._chunks(rows, model.dimensions, BUILD_CHUNK):
+            return chunk
+        return np.empty(0, dtype=np.int64), np.empty((0, model.dimensions), dtype=np.float32)
+
+    def stored_range(self, model: EmbeddingModel) -> tuple[int, int]:
+        """How many vectors of `model` the table holds, and the highest paper id among them."""
+        state = self._table.objects.filter(model=model.name).aggregate(
+            count=Count("*"), last=Max("paper_id")
         )
+        return state["count"], state["last"] or 0
 
     def _build_streamed(
         self,
@@ -295,7 +308,7 @@ class VectorIndex:
         their ids and fingerprints."""
         table = self._table.objects.filter(model=model.name)
         total = table.count()
-        if total <= max(settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX):
+        if not graph_worth_saving(total):
             return None
         graph = Approximate(model.dimensions)
         ids: list[np.ndarray] = []
@@ -525,14 +538,19 @@ class GraphGrower:
         _, first_from_end = np.unique(ids[::-1], return_index=True)
         last = len(ids) - 1 - first_from_end
         ids, prints = ids[last], prints[last]
-        if not self._whole or len(ids) <= max(
-            settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX
-        ):
+        if not self._whole or not graph_worth_saving(len(ids)):
             return None
         started = time.perf_counter()
         saved = VectorIndex._write(self._graph, self._name, ids, lambda: prints)
         seconds = self.seconds + time.perf_counter() - started
         return PreparedGraph(len(ids), None, seconds, saved)
+
+
+def graph_worth_saving(vectors: int) -> bool:
+    """Whether a table of this many vectors is searched through a graph that a process
+    should load rather than build (above VECTOR_INDEX_APPROXIMATE_ABOVE, and too many to
+    build inline)."""
+    return vectors > max(settings.VECTOR_INDEX_APPROXIMATE_ABOVE, INLINE_BUILD_MAX)
 
 
 def _sync(graph: Approximate, previous: Snapshot, current: Snapshot) -> None:

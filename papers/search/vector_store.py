@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -22,7 +22,12 @@ from core.progress import progress_bar
 from papers.bulk import insert_rows
 from papers.models import Paper, PaperEmbedding, PaperStrongEmbedding, lock_papers
 from papers.search.embedding import EmbeddingModel, paper_text, text_hash
-from papers.search.vector_index import PreparedGraph, VectorIndex
+from papers.search.vector_index import (
+    GraphGrower,
+    PreparedGraph,
+    VectorIndex,
+    graph_worth_saving,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,12 +117,14 @@ ALONGSIDE_BEHIND = 4
 class VectorsAlongside:
     """A bulk import's vectors made while it goes on, on the second core. After each
     batch of records has committed, `add(paper_ids)` reads (on the importing thread and
-    its connection) which of them need a vector; one helper thread encodes them and adds
-    them to the approximate graph being grown (`VectorIndex.graph_grower`, when no graph
-    is saved) while the next batch is imported; the importing thread writes each batch's
-    vectors in a short transaction of its own once they are encoded. Encoding and the
-    graph are computation only (tokenizers, numpy and usearch let go of the interpreter's
-    lock), so every read and write stays on the importing thread, in the order of its
+    its connection) which of them need a vector; one helper thread encodes them while the
+    next batch is imported; the importing thread writes each batch's vectors in a short
+    transaction of its own once they are encoded. Once the table holds enough vectors to
+    be searched through a graph and none is saved (`graph_worth_saving`), the helper also
+    grows one (`VectorIndex.graph_grower`): from the vectors stored by then, read a chunk
+    at a time between batches, and from each batch's new vectors. Encoding and the graph
+    are computation only (tokenizers, numpy and usearch let go of the interpreter's lock),
+    so every read and write stays on the importing thread, in the order of its
     transactions. `finish()` waits for the rest. A batch whose encoding or write fails is
     left in `failed`, for the caller to embed again the usual way."""
 
@@ -132,30 +139,51 @@ class VectorsAlongside:
         self.model, self._table, self._index, self._chunk = model, table, index, chunk
         self.outcome = EmbedOutcome()
         self.failed: list[int] = []
-        self.grower = index.graph_grower(model)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-vectors")
         self._pending: deque[tuple[list[int], Todo, Future[np.ndarray]]] = deque()
-        self._stored: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
-        if self.grower is not None:  # the vectors stored already go into the graph first
-            self._stored = index.stored_vectors(model)
+        # The graph to grow once the vectors are many (None: one is saved, or no usearch).
+        self._unstarted = index.graph_grower(model)
+        self.grower: GraphGrower | None = None
+        self._vectors = index.stored_range(model)[0] if self._unstarted else 0
+        self._stored: tuple[int, int] | None = None  # stored vectors still to add: (after, upto)
 
     def add(self, paper_ids: Sequence[int]) -> None:
         """These papers were written (their transaction committed): have their vectors
         made, beside what the caller does next."""
         self._write_ready()
-        if self._stored is not None:
-            for stored_ids, matrix in self._stored:
-                self._pending.append(([], [], self._pool.submit(self._grow, stored_ids, matrix)))
-                self._keep_up()
-            self._stored = None
         ids = sorted({int(i) for i in paper_ids})
         for start in range(0, len(ids), self._chunk):
             chunk = ids[start : start + self._chunk]
             outcome, todo = _to_embed(self.model, self._table, chunk, force=False)
             self.outcome.add(outcome)
             if todo:
+                self._vectors += len(todo)
                 self._pending.append((chunk, todo, self._pool.submit(self._encode, todo)))
                 self._keep_up()
+        if self._unstarted is not None and graph_worth_saving(self._vectors):
+            self._start_graph()
+        self._add_stored()
+
+    def _start_graph(self) -> None:
+        """From now on the helper grows the graph: every vector made so far is written
+        first, so that the stored ones, read next, are all of them."""
+        while self._pending:
+            self._write_oldest()
+        self.grower, self._unstarted = self._unstarted, None
+        self._stored = (0, self._index.stored_range(self.model)[1])
+
+    def _add_stored(self, *, all_of_them: bool = False) -> None:
+        """Give the helper the next chunks of the vectors stored before the graph began,
+        while it has little else waiting (all of them at the end)."""
+        while self._stored is not None and (all_of_them or len(self._pending) < ALONGSIDE_BEHIND):
+            after, upto = self._stored
+            ids, matrix = self._index.stored_vectors(self.model, after, upto)
+            if not len(ids):
+                self._stored = None
+                return
+            self._stored = (int(ids[-1]), upto)
+            self._pending.append(([], [], self._pool.submit(self._grow, ids, matrix)))
+            self._keep_up()
 
     def behind(self) -> int:
         """Papers whose vectors are not written yet."""
@@ -166,9 +194,9 @@ class VectorsAlongside:
         the graph's last part on every core now the records are in; the summed outcome,
         `seconds` being this wait."""
         started = time.perf_counter()
-        self.add([])  # the stored vectors, when nothing was added
         if self.grower is not None:
             self.grower.threads = None
+        self._add_stored(all_of_them=True)
         while self._pending:
             on_progress(self._write_oldest())
         self._pool.shutdown()

@@ -349,23 +349,34 @@ def test_vectors_made_alongside_the_records_are_the_models_and_their_graph_loads
 
 
 def test_a_library_with_vectors_and_no_graph_gets_one_holding_them_too(
-    graph_above_100: Path,
+    graph_above_100: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first 150 papers imported below the size that needs a graph; importing the rest
-    grows one from the 150 stored vectors and the new ones."""
+    """The first 80 papers imported below the size that needs a graph: none grown. Importing
+    the rest grows one from the 80 stored vectors and the new ones, each given once."""
     from papers.models import PaperEmbedding
+    from papers.search import vector_index as vector_index_module
     from papers.search.embedding import load_model
     from papers.search.vector_index import VectorIndex
+
+    given: list[int] = []
+    add = vector_index_module.GraphGrower.add
+
+    def counted(self: object, ids: object, matrix: object) -> None:
+        given.extend(int(i) for i in ids)  # type: ignore[attr-defined]
+        add(self, ids, matrix)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_index_module.GraphGrower, "add", counted)
 
     lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
     first = graph_above_100.parent.parent / "first.jsonl"
     first.write_text("".join(lines[:80]), encoding="utf-8")
     out, _ = run(str(first))
     assert "80 papers embedded" in out and "vector graph" not in out
-    assert not list(graph_above_100.glob("*.usearch"))
+    assert not list(graph_above_100.glob("*.usearch")) and not given
     out, _ = run(str(SAMPLE))
     assert "220 papers embedded, 80 unchanged" in out
     assert "vector graph: 300 vectors, built in" in out
+    assert sorted(given) == sorted(Paper.objects.values_list("pk", flat=True))
     index = VectorIndex(PaperEmbedding)
     loaded = index._saved_graph(index._refreshed(None, load_model()))
     assert loaded is not None and loaded[1] == 0 and len(loaded[0]) == 300
