@@ -28,13 +28,7 @@ from papers.imports import (
 )
 from papers.schemas import PaperRecord
 from papers.search.semantic import embed_alongside, embed_papers
-from papers.search.vector_index import vector_index
-from papers.search.vector_store import (
-    VectorsAlongside,
-    embed_in_batches,
-    graph_line,
-    save_vector_graph,
-)
+from papers.search.vector_store import VectorsAlongside, embed_in_batches
 from papers.services import OnSaved
 from projects.retractions import retractions_check_soon
 from projects.selectors import project_get
@@ -182,12 +176,7 @@ class ImportCommand(ResearchCommand):
             f"({alongside.model.name}, {outcome.seconds:.1f} s after the records)"
             + (f"; {failed} not embedded: {LATER_VECTORS}" if failed else "")
         )
-        if alongside.grower is not None:
-            line = graph_line(alongside.grower.save())
-        else:
-            line = save_vector_graph(
-                vector_index(), alongside.model, outcome.embedded, hidden=hidden
-            )
+        line = alongside.save_graph(hidden=hidden)
         if line:
             self.stdout.write(line)
 

@@ -204,6 +204,13 @@ class VectorsAlongside:
         self.outcome.seconds = time.perf_counter() - started
         return self.outcome
 
+    def save_graph(self, *, hidden: bool) -> str | None:
+        """After `finish`: the graph grown alongside saved, or, when one was saved before,
+        brought up to date (`save_vector_graph`); the line to print, or None."""
+        if self.grower is not None:
+            return graph_line(self.grower.save())
+        return save_vector_graph(self._index, self.model, self.outcome.embedded, hidden=hidden)
+
     def _encode(self, todo: Todo) -> np.ndarray:
         vectors = self.model.encode_documents([text for _, text, _ in todo])
         self._grow(np.asarray([pk for pk, _, _ in todo], dtype=np.int64), vectors)
