@@ -5,9 +5,9 @@ project and date bounds that the search interfaces accept (MCP's search_papers f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -17,6 +17,8 @@ from papers.search import fulltext, semantic, startup, understanding
 from papers.search.embedding import models_loaded
 from papers.search.lexical import one_search
 from papers.search.types import SearchFilters, SearchPage
+
+Found = TypeVar("Found")
 
 LOCAL_ENGINE = "local"
 
@@ -76,11 +78,16 @@ def local_search(
     """
     fulltext.check_query(query, limit, offset)
     reading = _understood(query, filters, scope, understand)
-    page = _search(
-        query=reading.query, filters=reading.filters, limit=limit, offset=offset, scope=scope,
-        rerank=rerank,
-    )  # fmt: skip
-    page.notes[:0] = reading.notes
+    page, notes = _as_read(
+        reading,
+        lambda text, where: _search(
+            query=text, filters=where, limit=limit, offset=offset, scope=scope, rerank=rerank
+        ),
+        lambda found: found.total,
+        query,
+        filters,
+    )
+    page.notes[:0] = notes
     project_id = _filtered_project(filters, scope)
     if project_id is not None:
         for hit in page.hits:
@@ -94,6 +101,26 @@ def _understood(
     if not understand:
         return understanding.Reading(query=query, filters=filters, topic=query)
     return understanding.read_query(query, filters, scope=scope)
+
+
+def _as_read(
+    reading: understanding.Reading,
+    search: Callable[[str, SearchFilters | None], Found],
+    total: Callable[[Found], int],
+    query: str,
+    filters: SearchFilters | None,
+) -> tuple[Found, tuple[str, ...]]:
+    """`search` of the query as read (its text, the filters read from it merged in) and
+    the reading's notes; when the filters read from it leave nothing, of the query as typed
+    with the request's own filters instead, if that finds papers, with a note saying so (a
+    reading is a guess: "... since 1979" in a claim is not about when papers appeared)."""
+    found = search(reading.query, reading.filters)
+    if not reading.understood or total(found):
+        return found, reading.notes
+    as_typed = search(query, filters)
+    if not total(as_typed):
+        return found, reading.notes
+    return as_typed, (understanding.unmatched_note(reading), *reading.notes[1:])
 
 
 def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None) -> str | None:
@@ -222,8 +249,23 @@ def local_search_ids(
     query's words (plus those found by meaning only, in hybrid). Errors as local_search.
     """
     fulltext.check_query(query, 1, 0)
-    understood = _understood(query, filters, scope, understand)
-    query, filters = understood.query, understood.filters
+    ranking, _ = _as_read(
+        _understood(query, filters, scope, understand),
+        lambda text, where: _ranked_ids(text, where, scope, limit, rerank),
+        lambda found: found.total,
+        query,
+        filters,
+    )
+    return ranking
+
+
+def _ranked_ids(
+    query: str,
+    filters: SearchFilters | None,
+    scope: Sequence[str] | None,
+    limit: int,
+    rerank: bool | None,
+) -> LocalRanking:
     reading = _reading(query, rerank)
     if reading == "fulltext" or (reading == "auto" and not _loaded_in_time()):
         ranked = fulltext.paper_search_ranked(

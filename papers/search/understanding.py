@@ -553,6 +553,17 @@ class _Reader:
         return " ".join(kept).strip()
 
 
+def unmatched_note(reading: Reading) -> str:
+    """The note of a search that left out the filters read from its query because no
+    paper matched them (local._as_read)."""
+    return (
+        "query: no paper matched the filters read from it ("
+        + ", ".join(f"{k}={v}" for k, v in reading.understood.items())
+        + "), so these results are for the query as typed, without them; pass them as "
+        "filters to require them"
+    )
+
+
 def read_query(
     query: str, filters: SearchFilters | None = None, *, scope: Sequence[str] | None = None
 ) -> Reading:

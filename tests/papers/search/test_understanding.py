@@ -191,6 +191,37 @@ def test_venues_of_the_library(shelf: dict[str, int]) -> None:
     assert read_query("acl parsing").understood == {}
 
 
+def test_filters_read_from_a_query_that_leave_nothing_are_left_out_with_a_note(
+    shelf: dict[str, int],
+) -> None:
+    """A reading is a guess ("... decreased since 1979" in a claim is not about when papers
+    appeared): when what it read leaves no paper, the query as typed is searched with the
+    request's own filters, and a note says so; the ids' order follows the same path."""
+    query = "dependency parsing since 2024"
+    assert read_query(query).understood == {"year_from": 2024}
+    page = local_search(query=query, rerank=False)
+    assert {"manning", "parse23", "parse10"} <= keys(page, shelf)
+    assert page.notes[0].startswith("query: no paper matched the filters read from it")
+    assert "year_from=2024" in page.notes[0]
+    assert not any("understood" in note for note in page.notes)
+    ranking = local_search_ids(query=query, rerank=False)
+    assert ranking.ids[: len(page.hits)] == [hit.record["paper_id"] for hit in page.hits]
+    # The request's own filters still hold: from 2011 on, the query as typed finds nothing
+    # but these papers; where the query as typed finds nothing either (no parsing paper by
+    # Maria Rossi), the answer is the empty one as read, with its note.
+    explicit = search_filters_build(payload={"year_from": 2011})
+    kept = local_search(query=query, filters=explicit, rerank=False)
+    assert keys(kept, shelf) & {"manning", "parse23", "parse10"} == {"manning", "parse23"}
+    nothing = local_search(
+        query=query, filters=search_filters_build(payload={"author": "Maria Rossi"}), rerank=False
+    )
+    assert nothing.hits == [] and any("understood" in note for note in nothing.notes)
+    # A reading that matches keeps its filter (test_years) and its note.
+    matched = local_search(query="dependency parsing since 2020", rerank=False)
+    assert keys(matched, shelf) & {"manning", "parse23", "parse10"} == {"parse23"}
+    assert any("understood" in note for note in matched.notes)
+
+
 def test_explicit_filters_win_and_understood_ones_merge(shelf: dict[str, int]) -> None:
     explicit = search_filters_build(payload={"author": "Li Wei"})
     reading = read_query("parsing by Vaswani since 2020", explicit)
