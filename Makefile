@@ -93,8 +93,9 @@ bench-engines: setup-dev
 bench-admin: setup-dev
 	$(PY) benchmarks/bench_admin.py --corpus ../shared/corpus/acl/acl_anthology_2024-08_all.jsonl.gz
 
-## Search quality (docs/SEARCH.md): nDCG@10 / Recall@100 on SciFact and Cranfield test queries
-## through local_search / semantic_search and search_papers over /mcp, SQLite and PostgreSQL.
+## Search quality (docs/SEARCH.md): nDCG@10 / Recall@100 on SciFact, Cranfield and the ACL sets
+## through local_search / semantic_search and search_papers over /mcp, SQLite and PostgreSQL, first
+## tier and second tier filled, beside bm25s-Lucene and plain FTS5 (~1 h on a quiet 2-core machine).
 bench-search-quality: setup-dev
 	$(PY) benchmarks/bench_search_quality.py --mcp
 

@@ -46,14 +46,12 @@ import argparse
 import itertools
 import json
 import os
-import random
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,96 +65,20 @@ SETS = ("scifact-train", "scifact-test", "cranfield", "acl-lead", "acl-title")
 # The sets parameters may be chosen on (scifact-test is held out from every choice).
 TRAINING_SETS = ("scifact-train", "cranfield", "acl-lead", "acl-title")
 WORK = ROOT / "benchmarks" / ".work" / "lexical"
-ACL_QUERIES = 300
-ACL_SEED = 38
-BM25S = {"k1": 1.5, "b": 0.75}
+BM25S = quality.BM25S
 # The parameters the product had when the cross-validation was added (chosen on SciFact
 # train and Cranfield's odd questions), simulated beside the current ones in every --cv run.
 PREVIOUS = {"k1": 1.4, "b": 0.6, "weights": (4.0, 1.0, 2.0, 3.0, 1.0), "length": "all"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 
 
 # --- the sets ------------------------------------------------------------------------------
 
 
-def _acl_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-def load_acl(kind: str) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
-    """acl-lead or acl-title (see the module's docstring)."""
-    path = CORPUS / "acl" / "acl_anthology_sample10k_with_abstracts.jsonl"
-    papers = [json.loads(line) for line in path.open(encoding="utf-8")]
-    docs = [
-        {
-            "id": p["id"],
-            "title": p.get("title") or "",
-            "text": p.get("abstract") or "",
-            "authors": p.get("authors") or [],
-            "year": p.get("year"),
-            "venue": p.get("venue") or "",
-        }
-        for p in papers
-    ]
-    eligible = []
-    for index, doc in enumerate(docs):
-        sentences = _acl_sentences(doc["text"])
-        if (
-            len(doc["title"].split()) >= 4
-            and len(sentences) >= 3
-            and len(sentences[0].split()) >= 8
-        ):
-            eligible.append(index)
-    chosen = sorted(random.Random(ACL_SEED).sample(eligible, ACL_QUERIES))
-    queries, qrels = {}, {}
-    for index in chosen:
-        doc = docs[index]
-        sentences = _acl_sentences(doc["text"])
-        if kind == "acl-lead":
-            queries[doc["id"]] = sentences[0]
-            doc["text"] = " ".join(sentences[1:])
-        else:
-            queries[doc["id"]] = doc["title"]
-            doc["title"], doc["text"] = sentences[0], " ".join(sentences[1:])
-        qrels[doc["id"]] = {doc["id"]: 1}
-    return docs, queries, qrels
-
-
 def load(name: str) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
     if name.startswith("acl-"):
-        return load_acl(name)
+        return quality.load_acl(name)
     base, _, split = name.partition("-")
     return quality.load_set(base, {"train": "dev", "test": "test", "": "all"}[split])
-
-
-# --- the baseline --------------------------------------------------------------------------
-
-
-def bm25s_lucene(docs: list[dict]) -> Callable[[str], list[str]]:
-    """bm25s, Lucene BM25 (k1 1.5, b 0.75), English stop words, Snowball stemmer, title +
-    abstract; the top DEPTH documents scoring above zero (ties: corpus order)."""
-    import bm25s
-    import numpy as np
-    import Stemmer
-
-    stemmer = Stemmer.Stemmer("english")
-    corpus = [f"{d['title']} {d['text']}" for d in docs]
-    tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False)
-    retriever = bm25s.BM25(method="lucene", **BM25S)
-    retriever.index(tokens, show_progress=False)
-    ids = [d["id"] for d in docs]
-
-    def rank(text: str) -> list[str]:
-        words = bm25s.tokenize(
-            [text], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
-        )[0]
-        if not words:
-            return []
-        scores = retriever.get_scores(words)
-        best = np.argsort(-scores, kind="stable")[:DEPTH]
-        return [ids[i] for i in best if scores[i] > 0]
-
-    return rank
 
 
 # --- the product's formula, simulated for the parameter sweep -------------------------------
@@ -321,7 +243,7 @@ def _evaluate(args: argparse.Namespace) -> dict[str, Any]:
     if "default" in modes:
         quality.embed_everything()
     rankers = quality.service_rankers(mapping)
-    baseline = quality.score(bm25s_lucene(docs), queries, qrels)
+    baseline = quality.score(quality.bm25s_lucene(docs), queries, qrels)
     baseline_ndcg = per_query(baseline.pop("rankings"), qrels)
     result["bm25s"] = baseline
     result["modes"] = {}
@@ -381,7 +303,7 @@ def sweep_texts(set_name: str) -> dict[str, Any]:
         "length": getattr(postings, "LENGTH", "all"),
     }  # fmt: skip
     scores = sweep(rows, mapping, queries, qrels, [current, PREVIOUS, *_grid()])
-    baseline = quality.score(bm25s_lucene(docs), queries, qrels)
+    baseline = quality.score(quality.bm25s_lucene(docs), queries, qrels)
     baseline.pop("rankings")
     baseline["queries"] = len(qrels)
     return {

@@ -111,13 +111,16 @@ BENCHMARKS = (
     ),
     Benchmark(
         "search-quality",
-        "Search quality (SciFact, Cranfield)",
-        "the service behind `search_papers` / `search_papers_semantic`, and `search_papers` "
-        "over /mcp compared query by query (`--mcp`)",
+        "Search quality (SciFact, Cranfield, ACL sets): both tiers, beside bm25s and FTS5",
+        "the service behind `search_papers` / `search_papers_semantic` on a new library (first "
+        "tier) and once the second tier is filled, and `search_papers` over /mcp compared query "
+        "by query (`--mcp`)",
         (PY, "benchmarks/bench_search_quality.py", "--mcp"),
         (
             PY,
             "benchmarks/bench_search_quality.py",
+            "--sets",
+            "scifact,cranfield",
             "--backends",
             "sqlite",
             "--limit-queries",
