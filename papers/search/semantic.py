@@ -453,12 +453,48 @@ def hybrid_rankings(
     depth: int = HYBRID_DEPTH,
     notes: list[str] | None = None,
 ) -> tuple[Ranking, Ranking]:
-    """The two scored rankings hybrid search fuses, each `depth` deep: `query` as the
-    full-text search ranks it (fulltext.paper_search_scored: BM25, higher is better) and
-    cosine similarity to `query` (for hybrid_ranked and benchmarks)."""
+    """The full-text and semantic rankings hybrid search fuses (`hybrid_inputs`' first
+    two)."""
+    lexical, semantic, _, _ = hybrid_inputs(
+        query=query, filters=filters, scope=scope, depth=depth, notes=notes
+    )
+    return lexical, semantic
+
+
+def hybrid_inputs(
+    *,
+    query: str,
+    filters: SearchFilters | None = None,
+    scope: Sequence[str] | None = None,
+    depth: int = HYBRID_DEPTH,
+    notes: list[str] | None = None,
+) -> tuple[Ranking, Ranking, Ranking | None, float]:
+    """What hybrid search fuses for `query` (`fuse_rankings`' arguments), each ranking
+    `depth` deep: the full-text ranking (fulltext.paper_search_scored: BM25, higher is
+    better), the semantic one (cosine similarity, merged over the tiers), the first tier's
+    own (None without the second tier) and the second tier's coverage (for benchmarks
+    that replay the fusion)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     tiers = _prepare(notes if notes is not None else [])
-    return lexical, _rank(tiers, tiers.encode(query), depth, _allowed(filters, scope))
+    return (lexical, *_semantic_inputs(tiers, tiers.encode(query), depth, filters, scope))
+
+
+def _semantic_inputs(
+    tiers: Tiers,
+    vectors: QueryVectors,
+    depth: int,
+    filters: SearchFilters | None,
+    scope: Sequence[str] | None,
+) -> tuple[Ranking, Ranking | None, float]:
+    """The semantic side of what hybrid search fuses (see hybrid_inputs)."""
+    allowed = _allowed(filters, scope)
+    semantic = _rank(tiers, vectors, depth, allowed)
+    if tiers.second is None:
+        return semantic, None, 0.0
+    # The first tier's own ranking: the first-tier vector scored against the first tier.
+    only_first = Tiers(tiers.first, None)
+    first = _rank(only_first, QueryVectors(vectors.first, None), depth, allowed)
+    return semantic, first, tiers.coverage()
 
 
 def _lexical_ranking(
@@ -529,14 +565,8 @@ def _fused(
         vectors = tiers.encode(query)
     else:
         tiers, vectors = prepared
-    allowed = _allowed(filters, scope)
-    semantic = _rank(tiers, vectors, depth, allowed)
-    if tiers.second is None:
-        return fuse_rankings(lexical, semantic)
-    # The first tier's own ranking: the first-tier vector scored against the first tier.
-    only_first = Tiers(tiers.first, None)
-    first = _rank(only_first, QueryVectors(vectors.first, None), depth, allowed)
-    return fuse_rankings(lexical, semantic, first, coverage=tiers.coverage())
+    semantic, first, coverage = _semantic_inputs(tiers, vectors, depth, filters, scope)
+    return fuse_rankings(lexical, semantic, first, coverage=coverage)
 
 
 def fuse_rankings(

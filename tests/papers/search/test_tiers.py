@@ -199,6 +199,26 @@ def test_hybrid_fuses_the_merged_semantic_ranking(
     assert ranking[0][0] == library["galaxies"].pk  # semantic: the perverse second tier
 
 
+def test_hybrid_inputs_are_what_hybrid_search_fuses(
+    library: dict[str, Paper], fake_strong: str
+) -> None:
+    """benchmarks/bench_fusion.py replays the fusion from `hybrid_inputs`: fused at the
+    product's weights, they must be the product's own order, with one tier or two."""
+    query = "protein folding"
+    lexical, meaning, first, coverage = semantic.hybrid_inputs(query=query)
+    assert first is None and coverage == 0.0
+    assert semantic.fuse_rankings(lexical, meaning) == semantic.hybrid_ranked(query=query)
+    strong_tier.embed_papers_strong([library["galaxies"].pk, library["bread"].pk])
+    lexical, meaning, first, coverage = semantic.hybrid_inputs(query=query)
+    assert first is not None and coverage == pytest.approx(0.5)
+    assert meaning != first  # the merged ranking puts the second tier's galaxies first
+    fused = semantic.fuse_rankings(lexical, meaning, first, coverage=coverage)
+    assert fused == semantic.hybrid_ranked(query=query)
+    assert semantic.min_max_fusion(
+        [lexical, meaning, first], semantic.tiered_weights(coverage)
+    ) == semantic.hybrid_ranked(query=query)
+
+
 def test_hybrid_adds_the_first_tiers_own_ranking_by_coverage(
     library: dict[str, Paper], fake_strong: str
 ) -> None:
