@@ -75,7 +75,7 @@ def record_set(set_name: str, limit_queries: int, tier: str) -> dict[str, Any]:
         quality.setup_django(directory, None)
         from papers.search import semantic
         from papers.search.local import local_search
-        from papers.search.understanding import read_query
+        from papers.search.understanding import read_query, unmatched_note
 
         docs, queries, qrels = lexical_bench.load(set_name)
         qrels = {qid: rel for qid, rel in qrels.items() if qid in queries}
@@ -96,8 +96,11 @@ def record_set(set_name: str, limit_queries: int, tier: str) -> dict[str, Any]:
             }
             if page.mode == "hybrid":
                 reading = read_query(text)
+                searched, filters = reading.query, reading.filters
+                if reading.understood and page.notes[:1] == [unmatched_note(reading)]:
+                    searched, filters = text, None  # what it read left nothing: as typed
                 lexical, meaning, first, coverage = semantic.hybrid_inputs(
-                    query=reading.query, filters=reading.filters
+                    query=searched, filters=filters
                 )
                 entry["rankings"] = [[lexical[0], lexical[1]], [meaning[0], meaning[1]]]
                 if first is not None:
@@ -122,8 +125,13 @@ def replay(recorded: dict[str, Any], weights: Weights) -> dict[str, list[str]]:
     ranked: dict[str, list[str]] = {}
     for qid, entry in recorded["queries"].items():
         if entry["mode"] == "hybrid":
-            rankings = [(ids, scores) for ids, scores in entry["rankings"]]
-            fused = min_max_fusion(rankings, weights[: len(rankings)])
+            # A ranking weighted 0 is not fused (the product does not make it).
+            pairs = [
+                ((ids, scores), w)
+                for (ids, scores), w in zip(entry["rankings"], weights, strict=False)
+                if w
+            ]
+            fused = min_max_fusion([r for r, _ in pairs], [w for _, w in pairs])
             ids = [pk for pk, _ in fused]
         else:
             ids = entry["product"]

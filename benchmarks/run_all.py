@@ -163,6 +163,27 @@ BENCHMARKS = (
         "docs/SEARCH.md",
     ),
     Benchmark(
+        "fusion-strong",
+        "Hybrid fusion weights with the second tier filled, by leave-one-set-out cross-validation",
+        "`local_search` with default arguments once every paper has its second-tier vector, the "
+        "rankings it fuses recorded (`semantic.hybrid_inputs`: full text, the semantic ranking "
+        "merged over both tiers, the first tier's own) and the product's `min_max_fusion` "
+        "replayed at each weighting; at the configured weights the replay must give the "
+        "product's own top 10",
+        (PY, "benchmarks/bench_fusion.py", "--tier", "strong"),
+        (
+            PY,
+            "benchmarks/bench_fusion.py",
+            "--tier",
+            "strong",
+            "--sets",
+            "cranfield,acl-title",
+            "--limit-queries",
+            "50",
+        ),
+        "docs/SEARCH.md",
+    ),
+    Benchmark(
         "rerank",
         "Reranking stage: quality and cost (Cranfield, SciFact)",
         "`local_search` (what `search_papers` returns) with the reranking stage off and on "

@@ -86,14 +86,15 @@ MAX_QUERY_CHARS = settings.MAX_QUERY_CHARS
 # and 0.825 is best on all four. It was 0.675, chosen on SciFact train alone.
 LEXICAL_WEIGHT = 0.825
 SEMANTIC_WEIGHT = 1.0 - LEXICAL_WEIGHT
-# With the second tier complete (papers/search/tiers.py) hybrid fuses three rankings:
-# full text, the semantic ranking (second tier) and the first tier's own ranking, which
-# still finds papers the transformer misses. SciFact train, MiniLM: full text + MiniLM
-# peak at 0.737 (full-text weight 0.5-0.6); with the first tier 0.7445 at these weights,
-# and 0.741-0.744 for every full-text weight 0.45-0.55 and first-tier weight 0.15-0.25.
-# At partial coverage the weights move linearly from (LEXICAL_WEIGHT, SEMANTIC_WEIGHT, 0)
-# to these with the share of papers that have second-tier vectors.
-TIERED_WEIGHTS = (0.50, 0.30, 0.20)
+# With the second tier complete (papers/search/tiers.py) hybrid fuses the full text with
+# the semantic ranking merged over both tiers, weighted (full text, semantic, the first
+# tier's own ranking). Chosen by leave-one-set-out cross-validation over SciFact train,
+# Cranfield and the ACL sets (benchmarks/bench_fusion.py --tier strong, docs/SEARCH.md
+# "Fusion weights"): the first tier's own ranking, which helped on SciFact train alone
+# (0.50 / 0.30 / 0.20 was chosen there), lost on the other sets, and is not computed at
+# weight 0. At partial coverage the weights move linearly from (LEXICAL_WEIGHT,
+# SEMANTIC_WEIGHT, 0) to these with the share of papers that have second-tier vectors.
+TIERED_WEIGHTS = (0.50, 0.50, 0.0)
 # How deep each ranking is read for fusion (at least offset + limit).
 HYBRID_DEPTH = 100
 # Scores are rescaled by the min and max of each ranking's first FUSION_WINDOW, whatever
@@ -476,7 +477,8 @@ def hybrid_inputs(
     that replay the fusion)."""
     lexical = _lexical_ranking(query, filters, scope, depth)  # validates first
     tiers = _prepare(notes if notes is not None else [])
-    return (lexical, *_semantic_inputs(tiers, tiers.encode(query), depth, filters, scope))
+    vectors = tiers.encode(query)
+    return (lexical, *_semantic_inputs(tiers, vectors, depth, filters, scope, every=True))
 
 
 def _semantic_inputs(
@@ -485,16 +487,22 @@ def _semantic_inputs(
     depth: int,
     filters: SearchFilters | None,
     scope: Sequence[str] | None,
+    *,
+    every: bool = False,
 ) -> tuple[Ranking, Ranking | None, float]:
-    """The semantic side of what hybrid search fuses (see hybrid_inputs)."""
+    """The semantic side of what hybrid search fuses (see hybrid_inputs); the first
+    tier's own ranking only where its weight is not 0, unless `every`."""
     allowed = _allowed(filters, scope)
     semantic = _rank(tiers, vectors, depth, allowed)
     if tiers.second is None:
         return semantic, None, 0.0
+    coverage = tiers.coverage()
+    if not every and not tiered_weights(coverage)[2]:
+        return semantic, None, coverage
     # The first tier's own ranking: the first-tier vector scored against the first tier.
     only_first = Tiers(tiers.first, None)
     first = _rank(only_first, QueryVectors(vectors.first, None), depth, allowed)
-    return semantic, first, tiers.coverage()
+    return semantic, first, coverage
 
 
 def _lexical_ranking(
@@ -572,13 +580,15 @@ def _fused(
 def fuse_rankings(
     lexical: Ranking, semantic: Ranking, first: Ranking | None = None, *, coverage: float = 0.0
 ) -> list[tuple[int, float]]:
-    """Hybrid search's fusion of a BM25 ranking with a semantic one (min_max_fusion,
-    LEXICAL_WEIGHT and SEMANTIC_WEIGHT), or, with the second tier on, with the semantic
-    ranking and the first tier's own (`first`; TIERED_WEIGHTS at this `coverage`). Paper
-    search and search_passages (papers/passages/selectors.py) fuse with it."""
+    """Hybrid search's fusion of a BM25 ranking with a semantic one (min_max_fusion), and
+    with the first tier's own ranking when given (`first`), weighted by the second tier's
+    `coverage` (tiered_weights: LEXICAL_WEIGHT and SEMANTIC_WEIGHT without it,
+    TIERED_WEIGHTS when every paper has it). Paper search and search_passages
+    (papers/passages/selectors.py) fuse with it."""
+    weights = tiered_weights(coverage)
     if first is None:
-        return min_max_fusion([lexical, semantic], [LEXICAL_WEIGHT, SEMANTIC_WEIGHT])
-    return min_max_fusion([lexical, semantic, first], tiered_weights(coverage))
+        return min_max_fusion([lexical, semantic], weights[:2])
+    return min_max_fusion([lexical, semantic, first], weights)
 
 
 _encoder_pool: ThreadPoolExecutor | None = None

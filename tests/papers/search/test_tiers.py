@@ -200,27 +200,30 @@ def test_hybrid_fuses_the_merged_semantic_ranking(
 
 
 def test_hybrid_inputs_are_what_hybrid_search_fuses(
-    library: dict[str, Paper], fake_strong: str
+    library: dict[str, Paper], fake_strong: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """benchmarks/bench_fusion.py replays the fusion from `hybrid_inputs`: fused at the
-    product's weights, they must be the product's own order, with one tier or two."""
+    product's weights, they must be the product's own order, with one tier or two, and
+    with the first tier's own ranking weighted or not."""
     query = "protein folding"
     lexical, meaning, first, coverage = semantic.hybrid_inputs(query=query)
     assert first is None and coverage == 0.0
     assert semantic.fuse_rankings(lexical, meaning) == semantic.hybrid_ranked(query=query)
     strong_tier.embed_papers_strong([library["galaxies"].pk, library["bread"].pk])
     lexical, meaning, first, coverage = semantic.hybrid_inputs(query=query)
-    assert first is not None and coverage == pytest.approx(0.5)
+    assert first is not None and coverage == pytest.approx(0.5)  # given, weighted or not
     assert meaning != first  # the merged ranking puts the second tier's galaxies first
+    assert semantic.TIERED_WEIGHTS[2] == 0.0
+    fused = semantic.fuse_rankings(lexical, meaning, coverage=coverage)
+    assert fused == semantic.hybrid_ranked(query=query)
+    monkeypatch.setattr(semantic, "TIERED_WEIGHTS", (0.5, 0.3, 0.2))
     fused = semantic.fuse_rankings(lexical, meaning, first, coverage=coverage)
     assert fused == semantic.hybrid_ranked(query=query)
-    assert semantic.min_max_fusion(
-        [lexical, meaning, first], semantic.tiered_weights(coverage)
-    ) == semantic.hybrid_ranked(query=query)
+    assert fused != semantic.fuse_rankings(lexical, meaning, coverage=coverage)
 
 
-def test_hybrid_adds_the_first_tiers_own_ranking_by_coverage(
-    library: dict[str, Paper], fake_strong: str
+def test_the_first_tiers_own_ranking_is_fused_only_where_weighted(
+    library: dict[str, Paper], fake_strong: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert semantic.tiered_weights(0.0) == pytest.approx(
         (semantic.LEXICAL_WEIGHT, semantic.SEMANTIC_WEIGHT, 0.0)
@@ -228,9 +231,24 @@ def test_hybrid_adds_the_first_tiers_own_ranking_by_coverage(
     assert semantic.tiered_weights(1.0) == pytest.approx(semantic.TIERED_WEIGHTS)
     assert sum(semantic.tiered_weights(0.4)) == pytest.approx(1.0)
     strong_tier.embed_papers_strong([p.pk for p in library.values()])
+    ranked: list[int] = []
+    real_rank = semantic._rank
+
+    def counted_rank(*args: Any, **kwargs: Any) -> semantic.Ranking:
+        ranked.append(1)
+        return real_rank(*args, **kwargs)
+
+    monkeypatch.setattr(semantic, "_rank", counted_rank)
     fused = semantic.hybrid_ranked(query="protein folding")
-    # Full text and the first tier outvote the perverse second tier for the first place,
-    # and the galaxy paper it prefers is still fused in.
+    assert len(ranked) == 1  # weight 0 (the default): the merged semantic ranking alone
+    assert fused[0][0] == library["protein"].pk
+    # Weighted, the first tier's own ranking is made and fused: with the full text it
+    # outvotes the perverse second tier for the first place, and the galaxy paper the
+    # second tier prefers is still fused in.
+    monkeypatch.setattr(semantic, "TIERED_WEIGHTS", (0.5, 0.3, 0.2))
+    ranked.clear()
+    fused = semantic.hybrid_ranked(query="protein folding")
+    assert len(ranked) == 2
     assert fused[0][0] == library["protein"].pk
     assert library["galaxies"].pk in [pk for pk, _ in fused]
 
