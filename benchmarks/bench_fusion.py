@@ -228,11 +228,11 @@ def tabulate(recordings: dict[str, dict[str, Any]], tier: str) -> list[str]:
         )
         if "scifact-test" in recordings:
             test = recordings["scifact-test"]
-            lines.append(
-                f"scifact-test (never used to choose) at {_label(chosen)}: "
-                f"{ndcg(test, chosen):.3f}; at {_label(current)}: {ndcg(test, current):.3f}; "
-                f"at {_label(previous)}: {ndcg(test, previous):.3f}"
+            scored = "; ".join(
+                f"at {_label(w)}: {ndcg(test, w):.3f}"
+                for w in dict.fromkeys((chosen, current, previous))
             )
+            lines.append(f"scifact-test (never used to choose) {scored}")
     return lines
 
 
