@@ -10,7 +10,7 @@ text weighted LEXICAL_WEIGHT. This benchmark records, for every query of every s
 the product ranks: `local_search(query)` with default arguments (what `search_papers`
 returns for the library: tests/papers/search/test_quality_path.py holds the two equal),
 and, for the queries it ranked by hybrid, the two scored rankings it fused
-(`semantic.hybrid_rankings` of the query as query understanding read it). The fusion is
+(`semantic.hybrid_inputs` of the query as query understanding read it). The fusion is
 then replayed with the product's own `min_max_fusion` at every weight of a grid; at the
 current weight the replay must give the product's own top 10 (`agree` column: a replay
 that disagrees is not the product's path, and the run says so).

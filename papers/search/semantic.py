@@ -446,22 +446,6 @@ def rerank_enabled(rerank: bool | None) -> bool:
     return settings.SEARCH_RERANK if rerank is None else bool(rerank)
 
 
-def hybrid_rankings(
-    *,
-    query: str,
-    filters: SearchFilters | None = None,
-    scope: Sequence[str] | None = None,
-    depth: int = HYBRID_DEPTH,
-    notes: list[str] | None = None,
-) -> tuple[Ranking, Ranking]:
-    """The full-text and semantic rankings hybrid search fuses (`hybrid_inputs`' first
-    two)."""
-    lexical, semantic, _, _ = hybrid_inputs(
-        query=query, filters=filters, scope=scope, depth=depth, notes=notes
-    )
-    return lexical, semantic
-
-
 def hybrid_inputs(
     *,
     query: str,

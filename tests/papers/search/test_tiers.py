@@ -194,7 +194,7 @@ def test_hybrid_fuses_the_merged_semantic_ranking(
     library: dict[str, Paper], fake_strong: str
 ) -> None:
     strong_tier.embed_papers_strong([p.pk for p in library.values()])
-    lexical, ranking = semantic.hybrid_rankings(query="sourdough bread")
+    lexical, ranking, _, _ = semantic.hybrid_inputs(query="sourdough bread")
     assert lexical[0][0] == library["bread"].pk  # full text: the bread paper
     assert ranking[0][0] == library["galaxies"].pk  # semantic: the perverse second tier
 
