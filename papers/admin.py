@@ -519,6 +519,12 @@ class PaperAdmin(PaperCurationAdmin):
         changelist.result_list = list(changelist.result_list)
         attach_records(changelist.result_list, corrected or query)
         response.context_data["searched"] = query  # type: ignore[attr-defined]
+        # What the search read from the question (an author, years, a venue) and, when
+        # that left nothing, that the words were searched as typed.
+        notes = ranking.notes if ranking is not None and query else ()
+        response.context_data["search_notes"] = [  # type: ignore[attr-defined]
+            note.removeprefix("query: ") for note in notes
+        ]
         sorts = self._sort_links(changelist, searched=bool(query))
         response.context_data["sorts"] = sorts  # type: ignore[attr-defined]
         if corrected:

@@ -187,13 +187,14 @@ def _compute(
     papers: QuerySet[Paper] | list[int] | None = None  # None: every paper
     if query:
         cap = query_cap()
-        hits_key = _cache_key("ranked", version, cap, query, filters, scope)
+        hits_key = _cache_key("ranked-with-notes", version, cap, query, filters, scope)
         cached = cache.get(hits_key)
         if cached is None:
             # An agent asks for several categories of one query in a row: rank it once.
             cached = _query_hits(query=query, filters=filters, scope=scope, cap=cap)
             cache.set(hits_key, cached, CACHE_SECONDS)
-        ids, matching = cached
+        ids, matching, read = cached
+        notes.extend(read)
         papers, considered = ids, len(ids)
         if matching > len(ids):
             notes.append(
@@ -239,13 +240,14 @@ def _papers(*, filters: SearchFilters | None, scope: Sequence[str] | None) -> Qu
 
 def _query_hits(
     *, query: str, filters: SearchFilters | None, scope: Sequence[str] | None, cap: int
-) -> tuple[list[int], int]:
+) -> tuple[list[int], int, tuple[str, ...]]:
     """The ids of the papers a query finds, ranked as search_papers ranks them
-    (local.local_search_ids), at most its `cap` best, and how many it finds in all."""
+    (local.local_search_ids), at most its `cap` best, how many it finds in all, and what
+    was read from the query (its notes, as search_papers gives them)."""
     from papers.search.local import local_search_ids
 
     ranking = local_search_ids(query=query, filters=filters, scope=scope, limit=cap)
-    return ranking.ids, ranking.total
+    return ranking.ids, ranking.total, ranking.notes
 
 
 # --- one function per category ------------------------------------------------------------

@@ -227,6 +227,9 @@ class LocalRanking:
     mode: str  # "fulltext" or "hybrid"
     # The respelled query when nothing matched it as typed (fulltext.query_correction).
     corrected: str | None = None
+    # What was read from the query (query understanding's notes; local_search's page
+    # carries the same), for the interfaces that show or pass on a ranking.
+    notes: tuple[str, ...] = ()
 
 
 @one_search()  # the full-text and semantic rankings read the filters' papers once
@@ -249,13 +252,14 @@ def local_search_ids(
     query's words (plus those found by meaning only, in hybrid). Errors as local_search.
     """
     fulltext.check_query(query, 1, 0)
-    ranking, _ = _as_read(
+    ranking, notes = _as_read(
         _understood(query, filters, scope, understand),
         lambda text, where: _ranked_ids(text, where, scope, limit, rerank),
         lambda found: found.total,
         query,
         filters,
     )
+    ranking.notes = notes
     return ranking
 
 

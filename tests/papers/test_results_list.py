@@ -140,6 +140,23 @@ def test_a_corrected_typo_is_said_with_a_way_back(
     assert "Showing results for" not in exact.content.decode()
 
 
+def test_what_the_search_read_from_the_question_is_said(
+    admin_client: Client, library: dict[str, Paper]
+) -> None:
+    """The notes search_papers gives for a question the library's search read (an author,
+    years) show above the list; when what it read left nothing, the list is the words'
+    results and the note says the filters were left out."""
+    page = admin_client.get(CHANGELIST, {"q": "attention by Vaswani"}).content.decode()
+    assert listed(page) == [library["attention"].pk]
+    assert '<p class="search-note">understood' in page and "Vaswani" in page
+    stepped_back = admin_client.get(CHANGELIST, {"q": "attention since 2024"}).content.decode()
+    assert set(listed(stepped_back)) == {p.pk for p in library.values()}
+    assert '<p class="search-note">no paper matched the filters read from it' in stepped_back
+    assert "year_from=2024" in stepped_back
+    plain = admin_client.get(CHANGELIST, {"q": "attention"}).content.decode()
+    assert 'class="search-note"' not in plain
+
+
 def test_the_unsearched_list_reads_as_results_newest_added_first(
     admin_client: Client, library: dict[str, Paper]
 ) -> None:

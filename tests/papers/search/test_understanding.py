@@ -12,6 +12,7 @@ from django.db import connection
 from django.test import override_settings
 
 from papers.schemas import PaperRecord
+from papers.search.facets import facet_counts
 from papers.search.local import local_search, local_search_ids, search_filters_build
 from papers.search.understanding import _Reader, read_query
 from papers.services import papers_upsert
@@ -206,6 +207,11 @@ def test_filters_read_from_a_query_that_leave_nothing_are_left_out_with_a_note(
     assert not any("understood" in note for note in page.notes)
     ranking = local_search_ids(query=query, rerank=False)
     assert ranking.ids[: len(page.hits)] == [hit.record["paper_id"] for hit in page.hits]
+    assert ranking.notes == tuple(page.notes)  # what the admin and facets pass on
+    # Facets over the query count what it found, and say what was left out.
+    counted = facet_counts(category="year", query=query)
+    assert counted.notes[0] == page.notes[0]
+    assert {value["name"] for value in counted.values} >= {"2014", "2023", "2010"}
     # The request's own filters still hold: from 2011 on, the query as typed finds nothing
     # but these papers; where the query as typed finds nothing either (no parsing paper by
     # Maria Rossi), the answer is the empty one as read, with its note.
