@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from papers.scoping import project_find, project_ids_for
+from papers.scoping import papers_in_scope, project_find, project_ids_for
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic, startup, understanding
 from papers.search.embedding import models_loaded
@@ -86,6 +86,7 @@ def local_search(
         lambda found: found.total,
         query,
         filters,
+        scope,
     )
     page.notes[:0] = notes
     project_id = _filtered_project(filters, scope)
@@ -109,18 +110,26 @@ def _as_read(
     total: Callable[[Found], int],
     query: str,
     filters: SearchFilters | None,
+    scope: Sequence[str] | None,
 ) -> tuple[Found, tuple[str, ...]]:
     """`search` of the query as read (its text, the filters read from it merged in) and
-    the reading's notes; when the filters read from it leave nothing, of the query as typed
-    with the request's own filters instead, if that finds papers, with a note saying so (a
-    reading is a guess: "... since 1979" in a claim is not about when papers appeared)."""
+    the reading's notes; when the filters read from it leave no paper at all in the
+    library (a reading is a guess: "... since 1979" in a claim is not about when papers
+    appeared, and the library may hold no years), of the query as typed with the request's
+    own filters instead, if that finds papers, with a note saying so. Filters that hold
+    papers, none of which has the words, are the empty answer they are."""
     found = search(reading.query, reading.filters)
-    if not reading.understood or total(found):
+    if not reading.understood or total(found) or _any_paper(reading.filters, scope):
         return found, reading.notes
     as_typed = search(query, filters)
     if not total(as_typed):
         return found, reading.notes
     return as_typed, (understanding.unmatched_note(reading), *reading.notes[1:])
+
+
+def _any_paper(filters: SearchFilters | None, scope: Sequence[str] | None) -> bool:
+    """Whether any paper the client may see passes these filters (one EXISTS)."""
+    return search_filters.apply_filters(papers_in_scope(scope), filters, scope=scope).exists()
 
 
 def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None) -> str | None:
@@ -258,6 +267,7 @@ def local_search_ids(
         lambda found: found.total,
         query,
         filters,
+        scope,
     )
     ranking.notes = notes
     return ranking

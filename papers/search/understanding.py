@@ -555,9 +555,9 @@ class _Reader:
 
 def unmatched_note(reading: Reading) -> str:
     """The note of a search that left out the filters read from its query because no
-    paper matched them (local._as_read)."""
+    paper of the library passes them (local._as_read)."""
     return (
-        "query: no paper matched the filters read from it ("
+        "query: no paper in the library passes the filters read from it ("
         + ", ".join(f"{k}={v}" for k, v in reading.understood.items())
         + "), so these results are for the query as typed, without them; pass them as "
         "filters to require them"

@@ -202,7 +202,9 @@ def test_filters_read_from_a_query_that_leave_nothing_are_left_out_with_a_note(
     assert read_query(query).understood == {"year_from": 2024}
     page = local_search(query=query, rerank=False)
     assert {"manning", "parse23", "parse10"} <= keys(page, shelf)
-    assert page.notes[0].startswith("query: no paper matched the filters read from it")
+    assert page.notes[0].startswith(
+        "query: no paper in the library passes the filters read from it"
+    )
     assert "year_from=2024" in page.notes[0]
     assert not any("understood" in note for note in page.notes)
     ranking = local_search_ids(query=query, rerank=False)
@@ -222,6 +224,14 @@ def test_filters_read_from_a_query_that_leave_nothing_are_left_out_with_a_note(
         query=query, filters=search_filters_build(payload={"author": "Maria Rossi"}), rerank=False
     )
     assert nothing.hits == [] and any("understood" in note for note in nothing.notes)
+    # Filters that hold papers, none of which has the words, are the empty answer: no
+    # paper of Li Wei's from 2011 on is about Czech (parse10 is Jan Novak's, 2010).
+    czech = local_search(query="Czech by Li Wei since 2011", rerank=False)
+    assert read_query("Czech by Li Wei since 2011").understood.keys() == {
+        "author",
+        "year_from",
+    }
+    assert czech.hits == [] and any("understood" in note for note in czech.notes)
     # A reading that matches keeps its filter (test_years) and its note.
     matched = local_search(query="dependency parsing since 2020", rerank=False)
     assert keys(matched, shelf) & {"manning", "parse23", "parse10"} == {"parse23"}
