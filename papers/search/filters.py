@@ -330,6 +330,11 @@ def has_pdf_condition() -> Q:
     return Q(pk__in=PaperPdf.objects.values("paper"))
 
 
+def papers_passing(filters: SearchFilters | None, scope: Sequence[str] | None) -> QuerySet[Paper]:
+    """The papers a client with this scope may see that pass these filters."""
+    return apply_filters(scoping.papers_in_scope(scope), filters, scope=scope)
+
+
 def apply_filters(
     queryset: QuerySet[Paper],
     filters: SearchFilters | None,

@@ -18,13 +18,13 @@ from papers.models import Category, Keyword, Paper, PaperCategory, PaperKeyword
 from papers.search.filters import (
     ALLOWED_KEYS,
     FILTER_HELP,
-    apply_filters,
     authors_matching,
     check_page,
     filters_empty,
     filters_merge,
     lead_snippet,
     linked,
+    papers_passing,
 )
 from papers.search.types import SearchFilters, SearchHit, SearchPage
 
@@ -72,14 +72,12 @@ def paper_search_by_payload(
     Raises InvalidInput when no filter is set (use a listing or full-text search then) or
     the page is out of bounds.
     """
-    from papers.selectors import papers_in_scope
-
     check_page(limit, offset)
     if filters_empty(filters):
         raise InvalidInput(
             f"Give at least one filter: {FILTER_HELP}.", field="payload", allowed=list(ALLOWED_KEYS)
         )
-    queryset = apply_filters(papers_in_scope(scope), filters, scope=scope)
+    queryset = papers_passing(filters, scope)
     return _page(queryset, limit=limit, offset=offset, mode="payload")
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from papers.scoping import papers_in_scope, project_find, project_ids_for
+from papers.scoping import project_find, project_ids_for
 from papers.search import filters as search_filters
 from papers.search import fulltext, semantic, startup, understanding
 from papers.search.embedding import models_loaded
@@ -119,17 +119,16 @@ def _as_read(
     own filters instead, if that finds papers, with a note saying so. Filters that hold
     papers, none of which has the words, are the empty answer they are."""
     found = search(reading.query, reading.filters)
-    if not reading.understood or total(found) or _any_paper(reading.filters, scope):
+    if (
+        not reading.understood
+        or total(found)
+        or search_filters.papers_passing(reading.filters, scope).exists()
+    ):
         return found, reading.notes
     as_typed = search(query, filters)
     if not total(as_typed):
         return found, reading.notes
     return as_typed, (understanding.unmatched_note(reading), *reading.notes[1:])
-
-
-def _any_paper(filters: SearchFilters | None, scope: Sequence[str] | None) -> bool:
-    """Whether any paper the client may see passes these filters (one EXISTS)."""
-    return search_filters.apply_filters(papers_in_scope(scope), filters, scope=scope).exists()
 
 
 def _filtered_project(filters: SearchFilters | None, scope: Sequence[str] | None) -> str | None:
