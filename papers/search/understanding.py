@@ -555,9 +555,11 @@ class _Reader:
 
 def unmatched_note(reading: Reading) -> str:
     """The note of a search that left out the filters read from its query because no
-    paper of the library passes them (local._as_read)."""
+    paper of the library passes them together with the request's own (local._as_read):
+    it names the read ones, and does not say they alone match nothing."""
     return (
-        "query: no paper in the library passes the filters read from it ("
+        "query: no paper in the library passes the search's filters with those read from "
+        "it ("
         + ", ".join(f"{k}={v}" for k, v in reading.understood.items())
         + "), so these results are for the query as typed, without them; pass them as "
         "filters to require them"

@@ -151,7 +151,10 @@ def test_what_the_search_read_from_the_question_is_said(
     assert '<p class="search-note">understood' in page and "Vaswani" in page
     stepped_back = admin_client.get(CHANGELIST, {"q": "attention since 2024"}).content.decode()
     assert set(listed(stepped_back)) == {p.pk for p in library.values()}
-    note = '<p class="search-note">no paper in the library passes the filters read from it'
+    note = (
+        '<p class="search-note">no paper in the library passes the search&#x27;s filters '
+        "with those read"
+    )
     assert note in stepped_back
     assert "year_from=2024" in stepped_back
     plain = admin_client.get(CHANGELIST, {"q": "attention"}).content.decode()

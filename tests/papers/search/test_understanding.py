@@ -203,7 +203,7 @@ def test_filters_read_from_a_query_that_leave_nothing_are_left_out_with_a_note(
     page = local_search(query=query, rerank=False)
     assert {"manning", "parse23", "parse10"} <= keys(page, shelf)
     assert page.notes[0].startswith(
-        "query: no paper in the library passes the filters read from it"
+        "query: no paper in the library passes the search's filters with those read from it"
     )
     assert "year_from=2024" in page.notes[0]
     assert not any("understood" in note for note in page.notes)
